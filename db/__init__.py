@@ -1,0 +1,1 @@
+"""Persistence: SQLModel tables, the engine factory, queries (repo) and migrations."""

@@ -1,0 +1,291 @@
+"""All SQLModel tables of ReForm.
+
+One database holds one project. Every table has an integer surrogate key ``id`` and a
+unique constraint on its natural key, so re-running an import or a judge run cannot
+duplicate rows. Adjudications and wording ratings are append-only: a correction is a
+new row whose ``supersedes_id`` points at the row it replaces.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _json(**kw) -> Any:
+    return Field(default_factory=dict, sa_column=Column(JSON, nullable=False), **kw)
+
+
+def _text(**kw) -> Any:
+    return Field(default="", sa_column=Column(Text, nullable=False), **kw)
+
+
+class ProjectMeta(SQLModel, table=True):
+    """Key/value facts about the project (name, catalog in use, demo flag)."""
+
+    __tablename__ = "project_meta"
+    key: str = Field(primary_key=True, max_length=100)
+    value: str = Field(default="", max_length=2000)
+
+
+class CatalogFeature(SQLModel, table=True):
+    __tablename__ = "catalog_feature"
+    __table_args__ = (UniqueConstraint("catalog", "key", name="uq_feature_catalog_key"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    catalog: str = Field(max_length=100)
+    catalog_version: str = Field(default="", max_length=50)
+    key: str = Field(max_length=200)
+    name: str = Field(max_length=200)
+    category: str = Field(max_length=100)
+    category_name: str = Field(default="", max_length=200)
+    definition: str = _text()
+    require_template: str = _text()
+    forbid_template: str = _text()
+    rule_detectable: bool = False
+
+
+class Question(SQLModel, table=True):
+    __tablename__ = "question"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    key: str = Field(max_length=200, unique=True)
+    text: str = _text()
+    task_type: str = Field(default="", max_length=100)
+    domain: str = Field(default="", max_length=100)
+    language: str = Field(default="", max_length=20)
+    source: str = Field(default="", max_length=200)
+
+
+class Instruction(SQLModel, table=True):
+    """An instruction variant of a question, under a condition (main / single / prompted)."""
+
+    __tablename__ = "instruction"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    key: str = Field(max_length=200, unique=True)
+    question_id: int = Field(foreign_key="question.id", index=True)
+    condition: str = Field(default="main", max_length=50)
+    pair_group: str = Field(default="", max_length=200, index=True)
+    text: str = _text()
+
+
+class Constraint(SQLModel, table=True):
+    __tablename__ = "constraint_item"
+    __table_args__ = (UniqueConstraint("instruction_id", "position", name="uq_constraint_pos"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    instruction_id: int = Field(foreign_key="instruction.id", index=True)
+    position: int
+    feature: str = Field(max_length=200, index=True)
+    category: str = Field(default="", max_length=100)
+    mode: str = Field(max_length=10)  # require | forbid
+    text: str = _text()
+    acceptance: str = _text()
+    params: dict = _json()
+
+
+class EvalModel(SQLModel, table=True):
+    """An evaluated model (never shown to judges or annotators)."""
+
+    __tablename__ = "eval_model"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True)
+    provider: str = Field(default="", max_length=100)
+    settings: dict = _json()
+
+
+class Response(SQLModel, table=True):
+    """A model's answer: to a question (kind=baseline, variant='') or an instruction."""
+
+    __tablename__ = "response"
+    __table_args__ = (
+        UniqueConstraint("model_id", "question_id", "variant", name="uq_response_key"),
+    )
+    id: Optional[int] = Field(default=None, primary_key=True)
+    model_id: int = Field(foreign_key="eval_model.id", index=True)
+    question_id: int = Field(foreign_key="question.id", index=True)
+    instruction_id: Optional[int] = Field(default=None, foreign_key="instruction.id", index=True)
+    variant: str = Field(default="", max_length=200)  # instruction key, '' for the baseline
+    kind: str = Field(default="constrained", max_length=20)  # baseline | constrained
+    text: str = _text()
+    meta: dict = _json()
+
+
+class BaselineFeature(SQLModel, table=True):
+    """A catalog feature annotated as present (or absent) in a baseline response."""
+
+    __tablename__ = "baseline_feature"
+    __table_args__ = (UniqueConstraint("response_id", "feature", name="uq_baseline_feature"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    response_id: int = Field(foreign_key="response.id", index=True)
+    feature: str = Field(max_length=200)
+    present: bool = True
+    source: str = Field(default="import", max_length=50)  # import | rule | llm
+    evidence: str = _text()
+
+
+class Judge(SQLModel, table=True):
+    __tablename__ = "judge"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True)
+    provider: str = Field(default="replay", max_length=50)  # openai | gemini | rules | replay
+    model: str = Field(default="", max_length=200)
+    prompt_version: str = Field(default="", max_length=50)
+    config: dict = _json()
+
+
+class Judgment(SQLModel, table=True):
+    __tablename__ = "judgment"
+    __table_args__ = (
+        UniqueConstraint(
+            "judge_id", "response_id", "constraint_id", "prompt_version", name="uq_judgment_key"
+        ),
+        Index("ix_judgment_response_constraint", "response_id", "constraint_id"),
+    )
+    id: Optional[int] = Field(default=None, primary_key=True)
+    judge_id: int = Field(foreign_key="judge.id", index=True)
+    response_id: int = Field(foreign_key="response.id")
+    constraint_id: int = Field(foreign_key="constraint_item.id")
+    prompt_version: str = Field(default="", max_length=50)
+    label: Optional[int] = None  # 1 pass, 0 fail, None when errored / abstained
+    rationale: str = _text()
+    status: str = Field(default="ok", max_length=20)  # ok | error | abstain
+    error: str = _text()
+    raw: str = _text()
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "app_user"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    username: str = Field(max_length=100, unique=True)
+    display_name: str = Field(default="", max_length=200)
+    role: str = Field(default="annotator", max_length=20)  # annotator | analyst | lead
+    password_hash: str = Field(default="", max_length=500)
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class SamplePlan(SQLModel, table=True):
+    __tablename__ = "sample_plan"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True)
+    judge_a_id: int = Field(foreign_key="judge.id")
+    judge_b_id: int = Field(foreign_key="judge.id")
+    params: dict = _json()  # confidence, p, margin, seed, audit, overlap fraction
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+    created_by: Optional[int] = Field(default=None, foreign_key="app_user.id")
+
+
+class AdjudicationTask(SQLModel, table=True):
+    """One sampled (response, constraint) instance to adjudicate under a plan."""
+
+    __tablename__ = "adjudication_task"
+    __table_args__ = (
+        UniqueConstraint("plan_id", "response_id", "constraint_id", name="uq_task_key"),
+        Index("ix_task_queue", "plan_id", "status", "order_key"),
+    )
+    id: Optional[int] = Field(default=None, primary_key=True)
+    plan_id: int = Field(foreign_key="sample_plan.id")
+    response_id: int = Field(foreign_key="response.id")
+    constraint_id: int = Field(foreign_key="constraint_item.id")
+    stratum: str = Field(default="", max_length=400, index=True)
+    kind: str = Field(default="disagreement", max_length=20)  # disagreement | audit
+    required: int = 1  # how many distinct annotators must decide it
+    decided: int = 0
+    status: str = Field(default="open", max_length=20)  # open | claimed | done
+    claimed_by: Optional[int] = Field(default=None, foreign_key="app_user.id")
+    lease_until: Optional[datetime] = None
+    order_key: float = 0.0
+    a_left: str = Field(default="A", max_length=1)  # which judge is shown on the left
+
+
+class Adjudication(SQLModel, table=True):
+    """An append-only human decision; a correction supersedes an earlier row."""
+
+    __tablename__ = "adjudication"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="adjudication_task.id", index=True)
+    user_id: Optional[int] = Field(default=None, foreign_key="app_user.id", index=True)
+    choice: str = Field(max_length=10)  # A | B | neither
+    label: Optional[int] = None  # the chosen judgment's label; None for neither/unsure
+    note: str = _text()
+    seconds: float = 0.0
+    supersedes_id: Optional[int] = Field(default=None, foreign_key="adjudication.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class WordingStudy(SQLModel, table=True):
+    __tablename__ = "wording_study"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True)
+    question: str = Field(default="Does this require exactly {target}?", max_length=500)
+    params: dict = _json()
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class WordingForm(SQLModel, table=True):
+    __tablename__ = "wording_form"
+    __table_args__ = (UniqueConstraint("study_id", "key", name="uq_form_key"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="wording_study.id", index=True)
+    key: str = Field(max_length=100)
+    template: str = _text()
+
+
+class WordingItem(SQLModel, table=True):
+    __tablename__ = "wording_item"
+    __table_args__ = (UniqueConstraint("study_id", "form_id", "target", name="uq_item_key"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="wording_study.id", index=True)
+    form_id: int = Field(foreign_key="wording_form.id")
+    target: str = Field(max_length=100)
+    text: str = _text()
+
+
+class WordingRating(SQLModel, table=True):
+    """An append-only answer of one annotator on one item; edits supersede."""
+
+    __tablename__ = "wording_rating"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="wording_item.id", index=True)
+    user_id: Optional[int] = Field(default=None, foreign_key="app_user.id", index=True)
+    requires_exact: Optional[bool] = None
+    clarity: Optional[int] = None
+    naturalness: Optional[int] = None
+    ambiguity: Optional[int] = None
+    complexity: Optional[int] = None
+    supersedes_id: Optional[int] = Field(default=None, foreign_key="wording_rating.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class WiseGeneration(SQLModel, table=True):
+    """A model output for a WISE wording item (seed 002)."""
+
+    __tablename__ = "wise_generation"
+    __table_args__ = (
+        UniqueConstraint("item", "model", "form", "target", "repetition", name="uq_wise_gen"),
+    )
+    id: Optional[int] = Field(default=None, primary_key=True)
+    item: str = Field(max_length=200)
+    model: str = Field(max_length=200)
+    provider: str = Field(default="", max_length=100)
+    form: str = Field(max_length=100)
+    target: str = Field(max_length=200)
+    repetition: int = 0
+    output: str = _text()
+
+
+ALL_TABLES = [m.__table__ for m in (  # type: ignore[attr-defined]
+    ProjectMeta, CatalogFeature, Question, Instruction, Constraint, EvalModel, Response,
+    BaselineFeature, Judge, Judgment, User, SamplePlan, AdjudicationTask, Adjudication,
+    WordingStudy, WordingForm, WordingItem, WordingRating, WiseGeneration,
+)]

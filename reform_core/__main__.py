@@ -1,0 +1,3 @@
+from reform_core.cli import main
+
+main()

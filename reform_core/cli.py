@@ -1,0 +1,34 @@
+"""``python -m reform_core …``: the scriptable face of the product (SPEC §8).
+
+Each area registers its commands from ``reform_core.commands.<area>``; the command
+functions only parse arguments, call ``reform_core.services`` and print.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from reform_core.commands import (
+    adjudication,
+    construction,
+    data,
+    judging,
+    ops,
+    scoring,
+    verify,
+    wording,
+)
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="ReForm: calibrated format-following scores from two LLM judges and human adjudication.",
+)
+
+for _area in (data, scoring, judging, adjudication, verify, wording, ops, construction):
+    _area.register(app)
+
+
+def main() -> None:  # pragma: no cover - thin entry point
+    app()

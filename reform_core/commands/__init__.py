@@ -1,0 +1,1 @@
+"""CLI command modules, one per area; each exposes ``register(app)``."""

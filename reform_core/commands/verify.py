@@ -1,0 +1,7 @@
+"""CLI commands of the verify area (registered into ``reform_core.cli.app``)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to app."""

@@ -1,0 +1,52 @@
+"""Column contracts of the long DataFrames the pure core exchanges.
+
+Every pure function in ``reform_core`` takes and returns pandas DataFrames whose
+columns are named here. Functions accept keyword arguments to rename a column role,
+but these are the defaults that services, the simulator and the exports produce.
+
+INSTANCES — one row per judged (response, constraint) pair, i.e. per
+(model, instruction, position). The unit of labels, calibration and scores.
+
+    iid               int    unique instance id (stable: derived from response and constraint ids)
+    model             str    evaluated model name
+    question          str    question key
+    instruction       str    instruction (variant) key
+    condition         str    "main" | "single" | "prompted" (or any condition label)
+    pair_group        str    groups an instruction with its single-constraint versions
+                             (equal to the main instruction key; may be empty)
+    task_type         str    task type of the question
+    domain            str    domain of the question
+    position          int    constraint position 1..3 within the instruction
+    feature           str    catalog feature key
+    category          str    catalog category of the feature
+    mode              str    "require" | "forbid"
+    baseline_opposed  bool   target opposes the model's baseline (SPEC §1)
+    label_<judge>     float  judge label 1.0 pass / 0.0 fail / NaN missing or error
+    p                 float  calibrated pass probability (or a binary label) in [0, 1]
+
+ADJUDICATIONS — the current (not superseded) human decision per instance.
+
+    iid               int    instance id
+    a                 float  1.0 pass / 0.0 fail (rows with no usable label are dropped)
+    annotator         str    who decided (optional)
+
+DISAGREEMENTS — instances where the two judges of a pair differ (SPEC §4).
+
+    iid, model, category, mode   as above
+    direction         str    "A1B0" (judge A pass, B fail) | "A0B1"
+    stratum           str    f"{model}|{direction}|{category}|{mode}"
+
+BASELINE — one row per (model, question, feature) present in the baseline response.
+
+    model, question, feature
+"""
+
+INSTANCE_KEY = "iid"
+STRATUM_COLUMNS = ("model", "direction", "category", "mode")
+MODES = ("require", "forbid")
+CONDITION_MAIN = "main"
+
+
+def stratum_key(model: str, direction: str, category: str, mode: str) -> str:
+    """The string id of one adjudication stratum (SPEC §4)."""
+    return f"{model}|{direction}|{category}|{mode}"

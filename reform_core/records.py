@@ -1,0 +1,205 @@
+"""The public data contract: records of the import/export bundle, validated with pydantic.
+
+A **bundle** is a directory of JSON Lines files (one JSON object per line, UTF-8).
+Every file is optional except ``questions.jsonl``; files are read in this order and
+later files refer to earlier ones by key:
+
+``bundle.json`` (optional)
+    ``{"format": "reform-bundle", "version": 1, "catalog": "reformbench", "name": "…"}``
+``questions.jsonl`` — :class:`QuestionRecord`
+    ``{"key": "q001", "text": "…", "task_type": "explain", "domain": "science", "language": "en"}``
+``instructions.jsonl`` — :class:`InstructionRecord` (constraints nested)
+    ``{"key": "q001-v1", "question": "q001", "condition": "main", "pair_group": "q001-v1",
+    "text": "…", "constraints": [{"position": 1, "feature": "bullet_list", "mode": "require",
+    "text": "…", "acceptance": "…", "params": {"n": 3}}, …]}``
+``models.jsonl`` — :class:`ModelRecord` (models are also created from responses)
+``responses.jsonl`` — :class:`ResponseRecord`; ``instruction`` null/absent = baseline response
+    ``{"model": "m1", "question": "q001", "instruction": "q001-v1", "text": "…"}``
+``baseline_features.jsonl`` — :class:`BaselineFeatureRecord`
+    ``{"model": "m1", "question": "q001", "feature": "bullet_list", "present": true}``
+``judges.jsonl`` — :class:`JudgeRecord` (judges are also created from judgments)
+``judgments.jsonl`` — :class:`JudgmentRecord`
+    ``{"judge": "gpt", "model": "m1", "instruction": "q001-v1", "position": 1, "label": 1,
+    "rationale": "…"}``
+``adjudications.jsonl`` — :class:`AdjudicationRecord` (decisions made elsewhere)
+    ``{"judge_a": "gpt", "judge_b": "gemini", "model": "m1", "instruction": "q001-v1",
+    "position": 2, "choice": "A", "annotator": "alice"}``
+
+Errors are reported as ``file:line: field: message``, every problem at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+BUNDLE_FILES = (
+    "questions.jsonl",
+    "instructions.jsonl",
+    "models.jsonl",
+    "responses.jsonl",
+    "baseline_features.jsonl",
+    "judges.jsonl",
+    "judgments.jsonl",
+    "adjudications.jsonl",
+)
+BUNDLE_FORMAT = "reform-bundle"
+BUNDLE_VERSION = 1
+
+Key = str
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+def _nonblank(v: str) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError("must be a non-empty string")
+    return v
+
+
+class BundleManifest(_Record):
+    format: Literal["reform-bundle"] = BUNDLE_FORMAT
+    version: int = BUNDLE_VERSION
+    name: str = ""
+    catalog: str = "reformbench"
+    description: str = ""
+
+
+class QuestionRecord(_Record):
+    key: Key
+    text: str = ""
+    task_type: str = ""
+    domain: str = ""
+    language: str = ""
+    source: str = ""
+
+    _k = field_validator("key")(_nonblank)
+
+
+class ConstraintRecord(_Record):
+    position: int = Field(ge=1, le=50)
+    feature: Key
+    mode: Literal["require", "forbid"]
+    category: str = ""
+    text: str = ""
+    acceptance: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    _f = field_validator("feature")(_nonblank)
+
+
+class InstructionRecord(_Record):
+    key: Key
+    question: Key
+    condition: str = "main"
+    pair_group: str = ""
+    text: str = ""
+    constraints: list[ConstraintRecord] = Field(min_length=1)
+
+    _k = field_validator("key", "question", "condition")(_nonblank)
+
+    @model_validator(mode="after")
+    def _distinct_positions(self) -> "InstructionRecord":
+        positions = [c.position for c in self.constraints]
+        if len(set(positions)) != len(positions):
+            raise ValueError(f"constraints: duplicate positions {sorted(positions)}")
+        return self
+
+
+class ModelRecord(_Record):
+    name: Key
+    provider: str = ""
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+    _k = field_validator("name")(_nonblank)
+
+
+class ResponseRecord(_Record):
+    model: Key
+    question: Key
+    instruction: Optional[Key] = None  # None: the baseline (unconstrained) response
+    text: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    _k = field_validator("model", "question")(_nonblank)
+
+
+class BaselineFeatureRecord(_Record):
+    model: Key
+    question: Key
+    feature: Key
+    present: bool = True
+    source: str = "import"
+    evidence: str = ""
+
+    _k = field_validator("model", "question", "feature")(_nonblank)
+
+
+class JudgeRecord(_Record):
+    name: Key
+    provider: str = "replay"
+    model: str = ""
+    prompt_version: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    _k = field_validator("name")(_nonblank)
+
+
+class JudgmentRecord(_Record):
+    judge: Key
+    model: Key
+    instruction: Key
+    position: int = Field(ge=1, le=50)
+    label: Optional[Literal[0, 1]] = None
+    rationale: str = ""
+    status: Literal["ok", "error", "abstain"] = "ok"
+    error: str = ""
+    prompt_version: str = ""
+
+    _k = field_validator("judge", "model", "instruction")(_nonblank)
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _strict_label(cls, v):
+        # bool is an int subclass in Python; accept true/false explicitly, nothing else.
+        if isinstance(v, bool):
+            return int(v)
+        if v is None or (isinstance(v, int) and v in (0, 1)):
+            return v
+        raise ValueError(f"must be 0, 1, true, false or null, got {v!r}")
+
+    @model_validator(mode="after")
+    def _label_matches_status(self) -> "JudgmentRecord":
+        if self.status == "ok" and self.label is None:
+            raise ValueError("label: required when status is 'ok'")
+        if self.status != "ok" and self.label is not None:
+            raise ValueError(f"label: must be null when status is {self.status!r}")
+        return self
+
+
+class AdjudicationRecord(_Record):
+    judge_a: Key
+    judge_b: Key
+    model: Key
+    instruction: Key
+    position: int = Field(ge=1, le=50)
+    choice: Literal["A", "B", "neither"]
+    annotator: str = "import"
+    note: str = ""
+    seconds: float = Field(default=0.0, ge=0)
+    plan: str = "imported"
+
+
+RECORD_TYPES: dict[str, type[_Record]] = {
+    "questions.jsonl": QuestionRecord,
+    "instructions.jsonl": InstructionRecord,
+    "models.jsonl": ModelRecord,
+    "responses.jsonl": ResponseRecord,
+    "baseline_features.jsonl": BaselineFeatureRecord,
+    "judges.jsonl": JudgeRecord,
+    "judgments.jsonl": JudgmentRecord,
+    "adjudications.jsonl": AdjudicationRecord,
+}

@@ -1,0 +1,316 @@
+"""Adjudication sampling: disagreement strata, Cochran/FPC sizing, allocation, seeded draws.
+
+Implements SPEC §4 (seed 000 §3.5 and App. A.3.1): within each evaluated model the
+disagreements of a judge pair are stratified by direction × feature category × constraint
+mode; the model's sample size follows Cochran's formula with a finite-population
+correction; the size is allocated across strata in proportion to stratum size, covering
+every non-empty stratum; the draw is seeded and reproducible.
+
+Frames follow :mod:`reform_core.frames` (INSTANCES, DISAGREEMENTS).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from reform_core.frames import INSTANCE_KEY
+
+DIRECTION_A1B0 = "A1B0"
+DIRECTION_A0B1 = "A0B1"
+DISAGREEMENT_COLUMNS = ["iid", "model", "category", "mode", "direction", "stratum"]
+PLAN_COLUMNS = ["model", "stratum", "direction", "category", "mode", "size", "planned"]
+
+
+def _require_columns(df: pd.DataFrame, columns, what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
+
+
+def _check_rng(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+
+
+def _check_int(value, name: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def cochran_size(population, *, confidence: float = 0.95, p: float = 0.5, margin: float = 0.03) -> int:
+    """Sample size by Cochran's formula with finite-population correction.
+
+    ``n0 = z² p (1 − p) / e²`` and ``n = ⌈ n0 / (1 + (n0 − 1) / N) ⌉`` with
+    ``z = Φ⁻¹((1 + confidence) / 2)`` (SPEC §4; seed 000 App. A.3.1; Cochran 1977,
+    *Sampling Techniques*, eqs. 4.2 and 4.3).
+
+    Parameters
+    ----------
+    population : int
+        N, the number of disagreements of one evaluated model (0 gives 0).
+    confidence : float
+        Two-sided confidence level in (0, 1).
+    p : float
+        Anticipated proportion in (0, 1); 0.5 is the conservative choice.
+    margin : float
+        Target margin of error e in (0, 1).
+
+    Returns
+    -------
+    int
+        The sample size, never more than ``population``.
+    """
+    population = _check_int(population, "population")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    if not 0 < p < 1:
+        raise ValueError(f"p must lie in (0, 1), got {p!r}")
+    if not 0 < margin < 1:
+        raise ValueError(f"margin must lie in (0, 1), got {margin!r}")
+    if population == 0:
+        return 0
+    z = norm.ppf((1 + confidence) / 2)
+    n0 = z * z * p * (1 - p) / (margin * margin)
+    n = math.ceil(n0 / (1 + (n0 - 1) / population) - 1e-9)
+    return int(min(max(n, 1), population))
+
+
+def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b: str = "label_b") -> pd.DataFrame:
+    """Instances on which the two judges of a pair differ, with their stratum (SPEC §4).
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame with ``iid, model, category, mode`` and the two label columns.
+    judge_a, judge_b : str
+        Names of the label columns of judge A and judge B (values 1 / 0 / NaN).
+        Rows where either label is missing are not disagreements.
+
+    Returns
+    -------
+    DataFrame
+        DISAGREEMENTS frame: ``iid, model, category, mode, direction, stratum`` with
+        direction ``"A1B0"`` (A pass, B fail) or ``"A0B1"``, sorted by ``iid``.
+    """
+    _require_columns(instances, [INSTANCE_KEY, "model", "category", "mode", judge_a, judge_b], "instances")
+    a = pd.to_numeric(instances[judge_a], errors="coerce")
+    b = pd.to_numeric(instances[judge_b], errors="coerce")
+    for name, raw, num in ((judge_a, instances[judge_a], a), (judge_b, instances[judge_b], b)):
+        bad = (raw.notna() & num.isna()) | (num.notna() & ~num.isin([0, 1]))
+        if bad.any():
+            raise ValueError(f"column {name!r} must hold 0, 1 or NaN; found {raw[bad].iloc[0]!r}")
+    mask = a.notna() & b.notna() & (a != b)
+    out = instances.loc[mask, [INSTANCE_KEY, "model", "category", "mode"]].copy()
+    out["direction"] = np.where(a[mask] == 1, DIRECTION_A1B0, DIRECTION_A0B1)
+    out["stratum"] = (
+        out["model"].astype(str) + "|" + out["direction"] + "|" + out["category"].astype(str) + "|" + out["mode"].astype(str)
+    )
+    return out.sort_values(INSTANCE_KEY).reset_index(drop=True)[DISAGREEMENT_COLUMNS]
+
+
+def allocate(stratum_sizes: pd.Series, n: int) -> pd.Series:
+    """Allocate a sample of ``n`` across strata (SPEC §4 "Allocation"; seed 000 App. A.3.1).
+
+    Each stratum first gets ``⌊n' · N_h / N⌋`` with ``n' = min(n, N)`` (proportional
+    allocation), raised to 1 for every non-empty stratum; the remaining units go one at a
+    time to the stratum with the lowest sampling fraction ``n_h / N_h`` that still has room,
+    ties broken by stratum key. No stratum gets more than its size. The total is ``n'``
+    unless the every-stratum minimum forces more.
+
+    Parameters
+    ----------
+    stratum_sizes : Series
+        Stratum size N_h (non-negative integers) indexed by stratum key.
+    n : int
+        Requested total sample size.
+
+    Returns
+    -------
+    Series
+        Allocated n_h (int64), same index and order as ``stratum_sizes``.
+    """
+    n = _check_int(n, "n")
+    if not isinstance(stratum_sizes, pd.Series):
+        raise ValueError("stratum_sizes must be a pandas Series indexed by stratum key")
+    if stratum_sizes.index.has_duplicates:
+        raise ValueError("stratum_sizes has duplicate stratum keys")
+    values = pd.to_numeric(stratum_sizes, errors="coerce").to_numpy(dtype=float)
+    if np.isnan(values).any() or (values < 0).any() or (values != np.floor(values)).any():
+        raise ValueError("stratum_sizes must hold non-negative integers")
+    sizes = values.astype(np.int64)
+    total = int(sizes.sum())
+    if total == 0 or n == 0:
+        return pd.Series(np.zeros(len(sizes), dtype=np.int64), index=stratum_sizes.index)
+    target = min(n, total)
+    alloc = (target * sizes) // total  # exact integer floor of the proportional quota
+    alloc = np.where(sizes > 0, np.maximum(alloc, 1), 0)
+    keys = np.array([str(k) for k in stratum_sizes.index], dtype=object)
+    key_rank = np.argsort(np.argsort(keys, kind="stable"), kind="stable")
+    while alloc.sum() < target:
+        room = alloc < sizes
+        fraction = np.where(room, alloc / np.maximum(sizes, 1), np.inf)
+        best = np.lexsort((key_rank, fraction))[0]
+        alloc[best] += 1
+    return pd.Series(alloc.astype(np.int64), index=stratum_sizes.index)
+
+
+def plan(
+    disagreements: pd.DataFrame,
+    *,
+    confidence: float = 0.95,
+    p: float = 0.5,
+    margin: float = 0.03,
+) -> pd.DataFrame:
+    """Per model × stratum sample plan (SPEC §4).
+
+    Each model's size comes from :func:`cochran_size` with N = that model's
+    disagreements, then is spread over its strata by :func:`allocate`.
+
+    Parameters
+    ----------
+    disagreements : DataFrame
+        DISAGREEMENTS frame (``model, direction, category, mode, stratum``).
+    confidence, p, margin : float
+        Cochran parameters, see :func:`cochran_size`.
+
+    Returns
+    -------
+    DataFrame
+        ``model, stratum, direction, category, mode, size, planned``, one row per
+        non-empty stratum, sorted by model and stratum.
+    """
+    _require_columns(disagreements, ["model", "direction", "category", "mode", "stratum"], "disagreements")
+    if disagreements.empty:
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("size", "planned") else object) for c in PLAN_COLUMNS})
+    strata = (
+        disagreements.groupby(["model", "stratum", "direction", "category", "mode"], sort=True, observed=True)
+        .size()
+        .rename("size")
+        .reset_index()
+    )
+    parts = []
+    for _, group in strata.groupby("model", sort=True):
+        sizes = group.set_index("stratum")["size"]
+        n = cochran_size(int(sizes.sum()), confidence=confidence, p=p, margin=margin)
+        group = group.copy()
+        group["planned"] = allocate(sizes, n).to_numpy()
+        parts.append(group)
+    out = pd.concat(parts, ignore_index=True)
+    out["size"] = out["size"].astype(np.int64)
+    out["planned"] = out["planned"].astype(np.int64)
+    return out[PLAN_COLUMNS]
+
+
+def _draw_within(frame: pd.DataFrame, group: str, quota: pd.Series, rng: np.random.Generator) -> pd.DataFrame:
+    """Simple random sample of ``quota[g]`` rows within each group ``g``; adds ``queue_order``."""
+    frame = frame.sort_values([group, INSTANCE_KEY], kind="stable").reset_index(drop=True)
+    key = rng.random(len(frame))
+    rank = pd.Series(key).groupby(frame[group].to_numpy()).rank(method="first").to_numpy() - 1
+    want = frame[group].map(quota).fillna(0).to_numpy()
+    chosen = frame.loc[rank < want].reset_index(drop=True)
+    chosen["queue_order"] = rng.permutation(len(chosen)).astype(np.int64)
+    return chosen.sort_values("queue_order").reset_index(drop=True)
+
+
+def draw(disagreements: pd.DataFrame, plan: pd.DataFrame, *, rng: np.random.Generator) -> pd.DataFrame:
+    """Seeded, reproducible stratified draw of disagreements following a plan (SPEC §4).
+
+    Within each stratum, ``planned`` instances are drawn without replacement. The result
+    depends only on the set of rows and the generator state, not on the input row order.
+
+    Parameters
+    ----------
+    disagreements : DataFrame
+        DISAGREEMENTS frame.
+    plan : DataFrame
+        Output of :func:`plan` (``stratum, planned``).
+    rng : numpy.random.Generator
+        Source of randomness.
+
+    Returns
+    -------
+    DataFrame
+        The sampled DISAGREEMENTS rows plus ``queue_order`` (0..n−1, a random
+        permutation giving the adjudication queue order), sorted by ``queue_order``.
+    """
+    _check_rng(rng)
+    _require_columns(disagreements, DISAGREEMENT_COLUMNS, "disagreements")
+    _require_columns(plan, ["stratum", "planned"], "plan")
+    if plan["stratum"].duplicated().any():
+        raise ValueError("plan has duplicate strata")
+    quota = plan.set_index("stratum")["planned"]
+    sizes = disagreements["stratum"].value_counts()
+    over = quota[quota > sizes.reindex(quota.index).fillna(0)]
+    if len(over):
+        raise ValueError(f"plan asks for more than the stratum holds: {over.index[0]!r}")
+    if disagreements[INSTANCE_KEY].duplicated().any():
+        raise ValueError("disagreements has duplicate iid values")
+    return _draw_within(disagreements, "stratum", quota, rng)
+
+
+def audit_sample(agreements: pd.DataFrame, n: int, rng: np.random.Generator, *, by: str = "model") -> pd.DataFrame:
+    """Random audit sample of judge *agreements* (SPEC §4, "Beyond the paper").
+
+    Estimates how often both judges are wrong together. The ``n`` items are spread
+    over the groups of ``by`` (default: evaluated model) with :func:`allocate`, then
+    drawn without replacement within each group.
+
+    Parameters
+    ----------
+    agreements : DataFrame
+        Instances where the judges agree (needs ``iid`` and ``by``).
+    n : int
+        Total audit size (capped at the number of agreements).
+    rng : numpy.random.Generator
+        Source of randomness.
+    by : str
+        Grouping column.
+
+    Returns
+    -------
+    DataFrame
+        The sampled rows plus ``queue_order``, sorted by ``queue_order``.
+    """
+    _check_rng(rng)
+    n = _check_int(n, "n")
+    _require_columns(agreements, [INSTANCE_KEY, by], "agreements")
+    if agreements[INSTANCE_KEY].duplicated().any():
+        raise ValueError("agreements has duplicate iid values")
+    quota = allocate(agreements[by].value_counts().sort_index(), n)
+    return _draw_within(agreements, by, quota, rng)
+
+
+def double_adjudication(sample: pd.DataFrame, fraction: float, rng: np.random.Generator) -> pd.DataFrame:
+    """Mark a random ``fraction`` of sampled items for a second annotator (SPEC §4).
+
+    Parameters
+    ----------
+    sample : DataFrame
+        A drawn sample (needs ``iid``).
+    fraction : float
+        Share in [0, 1] of items to double-adjudicate; ``round(fraction · len)`` items.
+    rng : numpy.random.Generator
+        Source of randomness.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``sample`` with a boolean column ``double``.
+    """
+    _check_rng(rng)
+    _require_columns(sample, [INSTANCE_KEY], "sample")
+    if not isinstance(fraction, numbers.Real) or not 0 <= fraction <= 1:
+        raise ValueError(f"fraction must lie in [0, 1], got {fraction!r}")
+    out = sample.copy()
+    k = int(round(fraction * len(out)))
+    order = np.argsort(out[INSTANCE_KEY].to_numpy(), kind="stable")
+    flags = np.zeros(len(out), dtype=bool)
+    flags[order[rng.choice(len(out), size=k, replace=False)]] = True
+    out["double"] = flags
+    return out

@@ -1,0 +1,1 @@
+"""Use cases, one module per job: the one place that joins ``db`` and the pure core."""
