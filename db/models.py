@@ -16,15 +16,15 @@ from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(timezone.utc)
 
 
 def _json(**kw) -> Any:
-    return Field(default_factory=dict, sa_column=Column(JSON, nullable=False), **kw)
+    return Field(default_factory=dict, sa_column=Column(JSON, nullable=False, default=dict), **kw)
 
 
 def _text(**kw) -> Any:
-    return Field(default="", sa_column=Column(Text, nullable=False), **kw)
+    return Field(default="", sa_column=Column(Text, nullable=False, default="", server_default=""), **kw)
 
 
 class ProjectMeta(SQLModel, table=True):

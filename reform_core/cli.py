@@ -31,4 +31,16 @@ for _area in (data, scoring, judging, adjudication, verify, wording, ops, constr
 
 
 def main() -> None:  # pragma: no cover - thin entry point
-    app()
+    """Run the CLI; unexpected errors print one clear line (REFORM_DEBUG=1 for a traceback)."""
+    import os
+    import sys
+
+    from reform_core.config import redact
+
+    try:
+        app()
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+        if os.environ.get("REFORM_DEBUG"):
+            raise
+        typer.echo(f"error: {type(exc).__name__}: {redact(str(exc))[:2000]}", err=True)
+        sys.exit(1)

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 06:00:07.460972
+Create Date: 2026-11-30 06:05:43.649644
 """
 from alembic import op
 import sqlalchemy as sa
@@ -36,9 +36,9 @@ def upgrade() -> None:
     sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
     sa.Column('category', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
     sa.Column('category_name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
-    sa.Column('definition', sa.Text(), nullable=False),
-    sa.Column('require_template', sa.Text(), nullable=False),
-    sa.Column('forbid_template', sa.Text(), nullable=False),
+    sa.Column('definition', sa.Text(), server_default='', nullable=False),
+    sa.Column('require_template', sa.Text(), server_default='', nullable=False),
+    sa.Column('forbid_template', sa.Text(), server_default='', nullable=False),
     sa.Column('rule_detectable', sa.Boolean(), nullable=False),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('catalog', 'key', name='uq_feature_catalog_key')
@@ -69,7 +69,7 @@ def upgrade() -> None:
     op.create_table('question',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
-    sa.Column('text', sa.Text(), nullable=False),
+    sa.Column('text', sa.Text(), server_default='', nullable=False),
     sa.Column('task_type', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
     sa.Column('domain', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
     sa.Column('language', sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False),
@@ -85,7 +85,7 @@ def upgrade() -> None:
     sa.Column('form', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
     sa.Column('target', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
     sa.Column('repetition', sa.Integer(), nullable=False),
-    sa.Column('output', sa.Text(), nullable=False),
+    sa.Column('output', sa.Text(), server_default='', nullable=False),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('item', 'model', 'form', 'target', 'repetition', name='uq_wise_gen')
     )
@@ -104,7 +104,7 @@ def upgrade() -> None:
     sa.Column('question_id', sa.Integer(), nullable=False),
     sa.Column('condition', sqlmodel.sql.sqltypes.AutoString(length=50), nullable=False),
     sa.Column('pair_group', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
-    sa.Column('text', sa.Text(), nullable=False),
+    sa.Column('text', sa.Text(), server_default='', nullable=False),
     sa.ForeignKeyConstraint(['question_id'], ['question.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('key')
@@ -132,7 +132,7 @@ def upgrade() -> None:
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('study_id', sa.Integer(), nullable=False),
     sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
-    sa.Column('template', sa.Text(), nullable=False),
+    sa.Column('template', sa.Text(), server_default='', nullable=False),
     sa.ForeignKeyConstraint(['study_id'], ['wording_study.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('study_id', 'key', name='uq_form_key')
@@ -147,8 +147,8 @@ def upgrade() -> None:
     sa.Column('feature', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
     sa.Column('category', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
     sa.Column('mode', sqlmodel.sql.sqltypes.AutoString(length=10), nullable=False),
-    sa.Column('text', sa.Text(), nullable=False),
-    sa.Column('acceptance', sa.Text(), nullable=False),
+    sa.Column('text', sa.Text(), server_default='', nullable=False),
+    sa.Column('acceptance', sa.Text(), server_default='', nullable=False),
     sa.Column('params', sa.JSON(), nullable=False),
     sa.ForeignKeyConstraint(['instruction_id'], ['instruction.id'], ),
     sa.PrimaryKeyConstraint('id'),
@@ -165,7 +165,7 @@ def upgrade() -> None:
     sa.Column('instruction_id', sa.Integer(), nullable=True),
     sa.Column('variant', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
     sa.Column('kind', sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False),
-    sa.Column('text', sa.Text(), nullable=False),
+    sa.Column('text', sa.Text(), server_default='', nullable=False),
     sa.Column('meta', sa.JSON(), nullable=False),
     sa.ForeignKeyConstraint(['instruction_id'], ['instruction.id'], ),
     sa.ForeignKeyConstraint(['model_id'], ['eval_model.id'], ),
@@ -183,7 +183,7 @@ def upgrade() -> None:
     sa.Column('study_id', sa.Integer(), nullable=False),
     sa.Column('form_id', sa.Integer(), nullable=False),
     sa.Column('target', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False),
-    sa.Column('text', sa.Text(), nullable=False),
+    sa.Column('text', sa.Text(), server_default='', nullable=False),
     sa.ForeignKeyConstraint(['form_id'], ['wording_form.id'], ),
     sa.ForeignKeyConstraint(['study_id'], ['wording_study.id'], ),
     sa.PrimaryKeyConstraint('id'),
@@ -223,7 +223,7 @@ def upgrade() -> None:
     sa.Column('feature', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
     sa.Column('present', sa.Boolean(), nullable=False),
     sa.Column('source', sqlmodel.sql.sqltypes.AutoString(length=50), nullable=False),
-    sa.Column('evidence', sa.Text(), nullable=False),
+    sa.Column('evidence', sa.Text(), server_default='', nullable=False),
     sa.ForeignKeyConstraint(['response_id'], ['response.id'], ),
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('response_id', 'feature', name='uq_baseline_feature')
@@ -238,10 +238,10 @@ def upgrade() -> None:
     sa.Column('constraint_id', sa.Integer(), nullable=False),
     sa.Column('prompt_version', sqlmodel.sql.sqltypes.AutoString(length=50), nullable=False),
     sa.Column('label', sa.Integer(), nullable=True),
-    sa.Column('rationale', sa.Text(), nullable=False),
+    sa.Column('rationale', sa.Text(), server_default='', nullable=False),
     sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=20), nullable=False),
-    sa.Column('error', sa.Text(), nullable=False),
-    sa.Column('raw', sa.Text(), nullable=False),
+    sa.Column('error', sa.Text(), server_default='', nullable=False),
+    sa.Column('raw', sa.Text(), server_default='', nullable=False),
     sa.Column('input_tokens', sa.Integer(), nullable=False),
     sa.Column('output_tokens', sa.Integer(), nullable=False),
     sa.Column('cost_usd', sa.Float(), nullable=False),
@@ -282,7 +282,7 @@ def upgrade() -> None:
     sa.Column('user_id', sa.Integer(), nullable=True),
     sa.Column('choice', sqlmodel.sql.sqltypes.AutoString(length=10), nullable=False),
     sa.Column('label', sa.Integer(), nullable=True),
-    sa.Column('note', sa.Text(), nullable=False),
+    sa.Column('note', sa.Text(), server_default='', nullable=False),
     sa.Column('seconds', sa.Float(), nullable=False),
     sa.Column('supersedes_id', sa.Integer(), nullable=True),
     sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),

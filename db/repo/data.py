@@ -1,0 +1,144 @@
+"""Bulk reads and writes of project data (import, simulate, demo, status)."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable, Sequence
+
+import pandas as pd
+from sqlalchemy import Boolean, Integer, Table, bindparam, func, select, text
+from sqlalchemy.engine import Connection
+
+from db import models as m
+
+CHUNK = 5_000
+
+
+def table(name: str) -> Table:
+    return m.SQLModel.metadata.tables[name]
+
+
+def read_frame(conn: Connection, name: str, columns: Sequence[str]) -> pd.DataFrame:
+    """All rows of table ``name`` as a DataFrame with ``columns`` (``id`` included if asked)."""
+    t = table(name)
+    rows = conn.execute(select(*[t.c[c] for c in columns])).all()
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def count_rows(conn: Connection, name: str) -> int:
+    t = table(name)
+    return int(conn.execute(select(func.count()).select_from(t)).scalar_one())
+
+
+def bulk_insert(conn: Connection, name: str, rows: list[dict]) -> None:
+    """Insert ``rows`` in chunks (PostgreSQL uses COPY for speed)."""
+    if not rows:
+        return
+    t = table(name)
+    int_cols = [c for c in rows[0] if isinstance(t.c[c].type, Integer) and not isinstance(t.c[c].type, Boolean)]
+    if int_cols:  # ids mapped through pandas arrive as floats (NaN-able); store integers
+        for r in rows:
+            for c in int_cols:
+                v = r[c]
+                if isinstance(v, float):
+                    r[c] = int(v)
+    if conn.dialect.name == "postgresql":
+        _copy_insert(conn, t, rows)
+        return
+    for i in range(0, len(rows), CHUNK):
+        conn.execute(t.insert(), rows[i : i + CHUNK])
+
+
+def _python_defaults(t: Table, given: list[str]) -> dict:
+    """Client-side column defaults (COPY bypasses SQLAlchemy's default handling)."""
+    out = {}
+    for c in t.columns:
+        if c.name in given or c.primary_key or c.default is None:
+            continue
+        d = c.default
+        out[c.name] = d.arg if d.is_scalar else d.arg(None)
+    return out
+
+
+def _copy_insert(conn: Connection, t: Table, rows: list[dict]) -> None:
+    defaults = _python_defaults(t, list(rows[0].keys()))
+    if defaults:
+        rows = [{**r, **defaults} for r in rows]
+    cols = list(rows[0].keys())
+    json_cols = {c for c in cols if t.c[c].type.__class__.__name__ == "JSON"}
+    raw = conn.connection.driver_connection  # psycopg.Connection
+    with raw.cursor() as cur:
+        with cur.copy(f'COPY "{t.name}" ({", ".join(cols)}) FROM STDIN') as cp:
+            for r in rows:
+                cp.write_row(
+                    [json.dumps(r[c]) if c in json_cols else r[c] for c in cols]
+                )
+
+
+def bulk_update(conn: Connection, name: str, rows: list[dict]) -> None:
+    """Update rows by ``id``; each dict holds ``id`` and the new values."""
+    if not rows:
+        return
+    t = table(name)
+    cols = [c for c in rows[0] if c != "id"]
+    stmt = (
+        t.update()
+        .where(t.c.id == bindparam("_id"))
+        .values({c: bindparam(c) for c in cols})
+    )
+    payload = [{"_id": r["id"], **{c: r[c] for c in cols}} for r in rows]
+    for i in range(0, len(payload), CHUNK):
+        conn.execute(stmt, payload[i : i + CHUNK])
+
+
+def delete_ids(conn: Connection, name: str, ids: Iterable[int]) -> None:
+    t = table(name)
+    ids = list(ids)
+    for i in range(0, len(ids), CHUNK):
+        conn.execute(t.delete().where(t.c.id.in_(ids[i : i + CHUNK])))
+
+
+def status_counts(conn: Connection) -> dict:
+    """The counts printed by ``status`` (SPEC §8)."""
+    out = {
+        "questions": count_rows(conn, "question"),
+        "instructions": count_rows(conn, "instruction"),
+        "constraints": count_rows(conn, "constraint_item"),
+        "models": count_rows(conn, "eval_model"),
+        "responses": count_rows(conn, "response"),
+        "judgments": count_rows(conn, "judgment"),
+    }
+    # Disagreements: pairs judged with opposite labels by two judges (any pair of judges).
+    out["disagreements"] = int(
+        conn.execute(
+            text(
+                "SELECT COUNT(*) FROM (SELECT response_id, constraint_id FROM judgment "
+                "WHERE label IS NOT NULL GROUP BY response_id, constraint_id "
+                "HAVING MIN(label) <> MAX(label)) d"
+            )
+        ).scalar_one()
+    )
+    out["adjudications"] = int(
+        conn.execute(
+            text(
+                "SELECT COUNT(*) FROM adjudication a WHERE NOT EXISTS "
+                "(SELECT 1 FROM adjudication b WHERE b.supersedes_id = a.id)"
+            )
+        ).scalar_one()
+    )
+    return out
+
+
+def get_meta(conn: Connection) -> dict[str, str]:
+    t = table("project_meta")
+    return {k: v for k, v in conn.execute(select(t.c.key, t.c.value)).all()}
+
+
+def set_meta(conn: Connection, values: dict[str, str]) -> None:
+    t = table("project_meta")
+    existing = get_meta(conn)
+    for k, v in values.items():
+        if k in existing:
+            conn.execute(t.update().where(t.c.key == k).values(value=str(v)))
+        else:
+            conn.execute(t.insert().values(key=k, value=str(v)))

@@ -1,0 +1,126 @@
+"""CLI commands of the data area: init, import, import-ifeval, demo, status, simulate, export-bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from reform_core.commands.common import DbOption, db_url, fail, print_json
+
+
+def _engine(db: Optional[str]):
+    from reform_core.services.uow import get_engine
+
+    try:
+        return get_engine(db_url(db))
+    except Exception as exc:  # connection / migration problems
+        fail(f"cannot open database: {exc}")
+
+
+def _progress(enabled: bool):
+    if not enabled:
+        return None
+    return lambda step: typer.echo(f"… {step}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("init")
+    def init_cmd(db: Optional[str] = DbOption, catalog: str = typer.Option("reformbench", help="Catalog name or file."),
+                 json_out: bool = typer.Option(False, "--json")):
+        """Create or upgrade the database schema and load the catalog."""
+        from reform_core.services.data import init_project
+
+        out = init_project(_engine(db), catalog=catalog)
+        print_json(out) if json_out else typer.echo(f"database ready; catalog {out['catalog']} ({out['features_loaded']} features loaded)")
+
+    @app.command("status")
+    def status_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
+        """Counts of questions, instructions, constraints, models, responses, judgments, disagreements, adjudications."""
+        from reform_core.services.data import status
+
+        out = status(_engine(db))
+        if json_out:
+            print_json(out)
+        else:
+            for k, v in out.items():
+                typer.echo(f"{k:>14}: {v}")
+
+    @app.command("demo")
+    def demo_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
+        """Load the bundled demo project."""
+        from reform_core.services.data import ImportFailed, load_demo
+
+        try:
+            out = load_demo(_engine(db), progress=_progress(not json_out))
+        except ImportFailed as exc:
+            fail(str(exc))
+        print_json(out)
+
+    @app.command("import")
+    def import_cmd(directory: Path = typer.Argument(..., help="Bundle directory (see README: bundle format)."),
+                   db: Optional[str] = DbOption,
+                   replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ids."),
+                   json_out: bool = typer.Option(False, "--json")):
+        """Import a bundle; nothing is written unless every record is valid."""
+        from reform_core.services.data import ImportFailed, import_bundle
+
+        try:
+            out = import_bundle(_engine(db), directory, replace=replace, progress=_progress(not json_out))
+        except ImportFailed as exc:
+            fail(f"{directory}: {exc}")
+        print_json(out)
+
+    @app.command("import-ifeval")
+    def import_ifeval_cmd(db: Optional[str] = DbOption,
+                          input: Path = typer.Option(..., "--input", help="IFEval input_data.jsonl"),
+                          responses: List[str] = typer.Option(..., "--responses", help="NAME=FILE, a {prompt, response} JSONL per model"),
+                          replace: bool = typer.Option(False, "--replace"),
+                          json_out: bool = typer.Option(False, "--json")):
+        """Import IFEval-format prompts and model responses."""
+        from reform_core.services.data import ImportFailed, import_ifeval
+
+        pairs = {}
+        for spec in responses:
+            name, sep, path = spec.partition("=")
+            if not sep or not name or not path:
+                fail(f"--responses {spec!r}: expected NAME=FILE")
+            pairs[name] = path
+        try:
+            out = import_ifeval(_engine(db), input_path=input, responses=pairs, replace=replace)
+        except ImportFailed as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(str(exc))
+        for model, keys in out["missing_responses"].items():
+            if keys:
+                typer.echo(f"note: model {model}: no response for prompt key(s) {', '.join(keys)}", err=True)
+        for line in out["unmatched_responses"]:
+            typer.echo(f"note: {line}", err=True)
+        print_json(out)
+
+    @app.command("simulate")
+    def simulate_cmd(db: Optional[str] = DbOption, seed: int = typer.Option(0, "--seed"),
+                     scale: str = typer.Option("paper", "--scale", help="paper | small"),
+                     truth: Optional[Path] = typer.Option(None, "--truth", help="Write the hidden true labels as CSV."),
+                     adjudicate: int = typer.Option(0, "--adjudicate", help="Oracle adjudications per model."),
+                     json_out: bool = typer.Option(False, "--json")):
+        """Write a synthetic project with known ground truth."""
+        from reform_core.services.data import ImportFailed, simulate_into
+
+        if scale not in ("paper", "small"):
+            fail(f"--scale: expected paper or small, got {scale!r}")
+        try:
+            out = simulate_into(_engine(db), seed=seed, scale=scale, truth=truth, adjudicate=adjudicate,
+                                progress=_progress(not json_out))
+        except ImportFailed as exc:
+            fail(str(exc))
+        print_json(out)
+
+    @app.command("export-bundle")
+    def export_bundle_cmd(out: Path = typer.Option(..., "--out"), db: Optional[str] = DbOption):
+        """Write the project as an importable bundle directory."""
+        from reform_core.services.bundle_export import export_bundle
+
+        print_json(export_bundle(_engine(db), out))

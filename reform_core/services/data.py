@@ -1,0 +1,212 @@
+"""Project data use cases: initialise, demo, status, simulate, IFEval import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import data as repo
+from reform_core.services.importer import (
+    Bundle,
+    ImportFailed,
+    Progress,
+    ensure_catalog,
+    frames_bundle,
+    import_bundle,
+    import_bundle_obj,
+)
+
+DEMO_FLAG = "demo_loaded"
+
+
+def init_project(engine: Engine, *, catalog: str = "reformbench") -> dict:
+    """Make sure the schema is current (done by ``get_engine``) and the catalog loaded."""
+    with engine.begin() as conn:
+        n = ensure_catalog(conn, catalog)
+    return {"catalog": catalog, "features_loaded": n}
+
+
+def status(engine: Engine) -> dict:
+    """Counts of SPEC §8 ``status``."""
+    with engine.connect() as conn:
+        return repo.status_counts(conn)
+
+
+def project_meta(engine: Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        return repo.get_meta(conn)
+
+
+def load_demo(engine: Engine, *, progress: Progress = None) -> dict:
+    """Import the bundled demo project (idempotent) and return SPEC §8 ``demo`` counts."""
+    from reform_core.demo import bundle_dir
+
+    import_bundle(engine, bundle_dir(), progress=progress)
+    with engine.begin() as conn:
+        repo.set_meta(conn, {DEMO_FLAG: "1"})
+        c = repo.status_counts(conn)
+    return {k: c[k] for k in ("questions", "instructions", "responses", "judgments")}
+
+
+def ensure_demo(engine: Engine) -> bool:
+    """Load the demo into an empty database (first app start). True if it was loaded."""
+    with engine.connect() as conn:
+        empty = repo.count_rows(conn, "question") == 0
+    if empty:
+        load_demo(engine)
+    return empty
+
+
+def simulate_into(engine: Engine, *, seed: int = 0, scale: str = "paper", truth: Optional[str | Path] = None,
+                  progress: Progress = None, adjudicate: int = 0) -> dict:
+    """Write a synthetic project (``reform_core.simulate``); optionally the hidden truth as CSV.
+
+    ``adjudicate``: number of disagreements per model the simulator's oracle decides,
+    recorded as imported adjudications so calibration has reviewed strata.
+    """
+    from reform_core.simulate import simulate
+
+    sim = simulate(seed=seed, scale=scale)
+    frames = simulation_frames(sim, adjudicate=adjudicate, seed=seed)
+    counts = import_bundle_obj(engine, frames_bundle(frames, source=f"simulate(seed={seed})"), progress=progress)
+    with engine.begin() as conn:
+        repo.set_meta(conn, {"project_name": f"simulated ({scale}, seed {seed})"})
+    if truth:
+        t = sim.truth.copy()
+        Path(truth).parent.mkdir(parents=True, exist_ok=True)
+        t.to_csv(truth, index=False)
+    return counts
+
+
+def simulation_frames(sim, *, adjudicate: int = 0, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """The simulator's frames in the importer's shape."""
+    import numpy as np
+
+    q = sim.questions.rename(columns={"question": "key"})
+    ins = sim.instructions.rename(columns={"instruction": "key"})
+    cons = sim.constraints.copy()
+    cons["params"] = [json.loads(p) if isinstance(p, str) and p else (p if isinstance(p, dict) else {}) for p in cons["params"]]
+    models = sim.models.rename(columns={"model": "name"})
+    resp = sim.responses.copy()
+    resp["kind"] = np.where(resp["instruction"] == "", "baseline", "constrained")
+    base = sim.baseline.copy()
+    judges = pd.DataFrame({"name": list(sim.judges), "provider": "replay"})
+    jd = sim.judgments.copy()
+    frames = {"questions": q, "instructions": ins, "constraints": cons, "models": models,
+              "responses": resp, "baseline": base, "judges": judges, "judgments": jd}
+    if adjudicate:
+        inst = sim.instances()
+        ja, jb = sim.judges[0], sim.judges[1]
+        la, lb = inst[f"label_{ja}"], inst[f"label_{jb}"]
+        dis = inst[(la != lb) & la.notna() & lb.notna()]
+        rng = np.random.default_rng(seed)
+        picks = []
+        for _, g in dis.groupby("model"):
+            picks.append(g.sample(n=min(adjudicate, len(g)), random_state=rng.integers(2**31)))
+        if picks:
+            sel = pd.concat(picks)
+            a = sim.oracle(sel["iid"].to_numpy(), rng=rng)
+            a = np.asarray(a)
+            choice = np.where(a == sel[f"label_{ja}"].to_numpy(), "A", "B")
+            frames["adjudications"] = pd.DataFrame({
+                "judge_a": ja, "judge_b": jb, "model": sel["model"].to_numpy(),
+                "instruction": sel["instruction"].to_numpy(), "position": sel["position"].to_numpy(),
+                "choice": choice, "annotator": "oracle", "plan": "simulated-oracle",
+            })
+    return frames
+
+
+def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str, str | Path],
+                  replace: bool = False, progress: Progress = None) -> dict:
+    """Import IFEval-format data: prompts with instruction ids/kwargs and per-model responses.
+
+    Each prompt becomes a question and one main instruction whose constraints are its
+    instruction ids (catalog ``ifeval``). Responses join on exact prompt text; prompts
+    without a response are reported by key in ``missing_responses`` and response lines
+    whose prompt matches no input prompt in ``unmatched_responses`` (neither is an error).
+    """
+    from reform_core.catalog import load_catalog
+
+    cat = load_catalog("ifeval")
+    modes = {f.key: f.modes[0] for f in cat.features}
+    errors: list[str] = []
+    input_path = Path(input_path)
+    prompts = []
+    for lineno, line in enumerate(input_path.read_text("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append(f"{input_path.name}:{lineno}: (line): invalid JSON: {exc.msg}")
+            continue
+        for fld in ("key", "prompt", "instruction_id_list", "kwargs"):
+            if fld not in d:
+                errors.append(f"{input_path.name}:{lineno}: {fld}: field required")
+        if any(f not in d for f in ("key", "prompt", "instruction_id_list", "kwargs")):
+            continue
+        if len(d["kwargs"]) != len(d["instruction_id_list"]):
+            errors.append(f"{input_path.name}:{lineno}: kwargs: {len(d['kwargs'])} entries for {len(d['instruction_id_list'])} instruction ids")
+            continue
+        for iid in d["instruction_id_list"]:
+            if iid not in modes:
+                errors.append(f"{input_path.name}:{lineno}: instruction_id_list: unknown IFEval instruction id {iid!r}")
+        prompts.append((lineno, d))
+    by_prompt = {d["prompt"]: str(d["key"]) for _, d in prompts}
+    resp_rows, missing, unmatched = [], {}, []
+    for model, path in responses.items():
+        path = Path(path)
+        seen = set()
+        for lineno, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append(f"{path.name}:{lineno}: (line): invalid JSON: {exc.msg}")
+                continue
+            for fld in ("prompt", "response"):
+                if not isinstance(d.get(fld), str):
+                    errors.append(f"{path.name}:{lineno}: {fld}: field required (a string)")
+            if not isinstance(d.get("prompt"), str) or not isinstance(d.get("response"), str):
+                continue
+            key = by_prompt.get(d["prompt"])
+            if key is None:
+                unmatched.append(f"{path.name}:{lineno}: prompt: matches no prompt of {input_path.name}")
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            resp_rows.append({"model": model, "question": f"ifeval-{key}", "instruction": f"ifeval-{key}",
+                              "text": d["response"], "_line": lineno})
+        missing[model] = sorted((k for k in by_prompt.values() if k not in seen), key=lambda k: int(k) if k.isdigit() else k)
+    if errors:
+        raise ImportFailed(errors)
+    questions = pd.DataFrame([{"key": f"ifeval-{d['key']}", "text": d["prompt"], "task_type": "ifeval",
+                               "source": "IFEval", "_line": n} for n, d in prompts])
+    instructions = pd.DataFrame([{"key": f"ifeval-{d['key']}", "question": f"ifeval-{d['key']}",
+                                  "condition": "main", "pair_group": f"ifeval-{d['key']}", "text": d["prompt"], "_line": n}
+                                 for n, d in prompts])
+    cons = []
+    for n, d in prompts:
+        for pos, (iid, kw) in enumerate(zip(d["instruction_id_list"], d["kwargs"]), start=1):
+            kw = {k: v for k, v in (kw or {}).items() if v is not None}
+            cons.append({"instruction": f"ifeval-{d['key']}", "position": pos, "feature": iid, "mode": modes[iid],
+                         "text": iid, "params": kw, "_line": n})
+    frames = {"questions": questions, "instructions": instructions, "constraints": pd.DataFrame(cons),
+              "responses": pd.DataFrame(resp_rows)}
+    bundle = frames_bundle(frames, source=str(input_path), catalog="ifeval")
+    # keep located line numbers from the source files
+    for kind in ("questions", "instructions", "constraints", "responses"):
+        if "_line" in frames[kind]:
+            bundle.frames[kind]["_line"] = frames[kind]["_line"].to_numpy()
+    counts = import_bundle_obj(engine, bundle, replace=replace, progress=progress)
+    return {**counts, "missing_responses": missing, "unmatched_responses": unmatched}
+
+
+__all__ = ["Bundle", "ImportFailed", "init_project", "status", "load_demo", "ensure_demo", "simulate_into",
+           "import_ifeval", "import_bundle", "project_meta"]

@@ -1,0 +1,563 @@
+"""Import a bundle (see ``reform_core.records``) or in-memory frames into the database.
+
+Everything is validated before anything is written; all problems are reported at once
+as ``file:line: field: message``; the write happens in one transaction, so the database
+is unchanged unless the whole import is valid. Re-importing identical data changes
+nothing; data that conflicts with an existing row is an error unless ``replace``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+from sqlalchemy.engine import Connection, Engine
+
+from db.models import utcnow
+from db.repo import data as repo
+from db.repo.keys import key_frame
+from reform_core import records as R
+
+MAX_REPORTED = 200
+Progress = Optional[Callable[[str], None]]
+
+FRAME_COLUMNS: dict[str, list[str]] = {
+    "questions": ["key", "text", "task_type", "domain", "language", "source"],
+    "instructions": ["key", "question", "condition", "pair_group", "text"],
+    "constraints": ["instruction", "position", "feature", "category", "mode", "text", "acceptance", "params"],
+    "models": ["name", "provider", "settings"],
+    "responses": ["model", "question", "instruction", "kind", "text", "meta"],
+    "baseline": ["model", "question", "feature", "present", "source", "evidence"],
+    "judges": ["name", "provider", "model", "prompt_version", "config"],
+    "judgments": ["judge", "model", "instruction", "position", "label", "rationale", "status", "error", "prompt_version"],
+    "adjudications": ["judge_a", "judge_b", "model", "instruction", "position", "choice", "annotator", "note", "seconds", "plan"],
+}
+FILE_OF = {
+    "questions": "questions.jsonl",
+    "instructions": "instructions.jsonl",
+    "constraints": "instructions.jsonl",
+    "models": "models.jsonl",
+    "responses": "responses.jsonl",
+    "baseline": "baseline_features.jsonl",
+    "judges": "judges.jsonl",
+    "judgments": "judgments.jsonl",
+    "adjudications": "adjudications.jsonl",
+}
+
+
+class ImportFailed(Exception):
+    """The import was rejected; ``errors`` holds every located problem."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        shown = errors[:MAX_REPORTED]
+        more = f"\n… and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
+        super().__init__(f"{len(errors)} problem(s):\n" + "\n".join(shown) + more)
+
+
+@dataclass
+class Bundle:
+    """Validated frames of one import, each with a ``_line`` column (1-based source line)."""
+
+    frames: dict[str, pd.DataFrame]
+    manifest: R.BundleManifest = field(default_factory=R.BundleManifest)
+    source: str = "<frames>"
+
+    def file(self, kind: str) -> str:
+        return FILE_OF[kind]
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def _fmt_error(fname: str, line: int, err: dict) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "(line)"
+    msg = err.get("msg", "invalid")
+    return f"{fname}:{line}: {loc}: {msg}"
+
+
+def parse_jsonl(path: Path, record_type: type, errors: list[str]) -> list[tuple[int, object]]:
+    """Parse and validate every line; append located errors to ``errors``."""
+    out = []
+    fname = path.name
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        errors.append(f"{fname}:0: (file): cannot read: {exc}")
+        return out
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        errors.append(f"{fname}:{line}: (line): not valid UTF-8")
+        return out
+    validate = record_type.model_validate_json
+    for lineno, line in enumerate(content.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append((lineno, validate(line)))
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False):
+                errors.append(_fmt_error(fname, lineno, err))
+    return out
+
+
+def read_bundle(path: str | Path) -> Bundle:
+    """Read and validate a bundle directory; raise :class:`ImportFailed` on any problem."""
+    root = Path(path)
+    if not root.is_dir():
+        raise ImportFailed([f"{root}:0: (bundle): not a directory"])
+    errors: list[str] = []
+    manifest = R.BundleManifest()
+    mpath = root / "bundle.json"
+    if mpath.exists():
+        try:
+            manifest = R.BundleManifest.model_validate_json(mpath.read_text("utf-8"))
+        except ValidationError as exc:
+            errors += [_fmt_error("bundle.json", 1, e) for e in exc.errors(include_url=False)]
+    known = set(R.BUNDLE_FILES) | {"bundle.json"}
+    for p in sorted(root.iterdir()):
+        if p.is_file() and p.suffix in (".jsonl", ".json") and p.name not in known:
+            errors.append(f"{p.name}:0: (file): unknown bundle file (expected one of {', '.join(R.BUNDLE_FILES)})")
+    if not (root / "questions.jsonl").exists():
+        errors.append("questions.jsonl:0: (file): missing (every bundle needs its questions)")
+    parsed: dict[str, list] = {}
+    for fname, rtype in R.RECORD_TYPES.items():
+        p = root / fname
+        parsed[fname] = parse_jsonl(p, rtype, errors) if p.exists() else []
+    if errors:
+        raise ImportFailed(errors)
+    return Bundle(frames=records_to_frames(parsed), manifest=manifest, source=str(root))
+
+
+def records_to_frames(parsed: dict[str, list]) -> dict[str, pd.DataFrame]:
+    def frame(kind: str, rows: list[dict]) -> pd.DataFrame:
+        return pd.DataFrame(rows, columns=FRAME_COLUMNS[kind] + ["_line"])
+
+    frames: dict[str, pd.DataFrame] = {}
+    frames["questions"] = frame("questions", [{**r.model_dump(), "_line": n} for n, r in parsed["questions.jsonl"]])
+    ins, cons = [], []
+    for n, r in parsed["instructions.jsonl"]:
+        d = r.model_dump()
+        for c in d.pop("constraints"):
+            cons.append({**c, "instruction": r.key, "_line": n})
+        ins.append({**d, "_line": n})
+    frames["instructions"] = frame("instructions", ins)
+    frames["constraints"] = frame("constraints", cons)
+    frames["models"] = frame("models", [{**r.model_dump(), "_line": n} for n, r in parsed["models.jsonl"]])
+    resp = []
+    for n, r in parsed["responses.jsonl"]:
+        d = r.model_dump()
+        d["kind"] = "baseline" if not d["instruction"] else "constrained"
+        d["instruction"] = d["instruction"] or ""
+        resp.append({**d, "_line": n})
+    frames["responses"] = frame("responses", resp)
+    frames["baseline"] = frame("baseline", [{**r.model_dump(), "_line": n} for n, r in parsed["baseline_features.jsonl"]])
+    frames["judges"] = frame("judges", [{**r.model_dump(), "_line": n} for n, r in parsed["judges.jsonl"]])
+    frames["judgments"] = frame("judgments", [{**r.model_dump(), "_line": n} for n, r in parsed["judgments.jsonl"]])
+    frames["adjudications"] = frame("adjudications", [{**r.model_dump(), "_line": n} for n, r in parsed["adjudications.jsonl"]])
+    return frames
+
+
+def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", catalog: str = "reformbench") -> Bundle:
+    """Wrap in-memory frames (e.g. from the simulator) as a bundle; missing columns get defaults."""
+    defaults = {
+        "text": "", "task_type": "", "domain": "", "language": "", "source": "", "condition": "main",
+        "pair_group": "", "category": "", "acceptance": "", "params": None, "provider": "",
+        "settings": None, "meta": None, "present": True, "evidence": "", "model": "",
+        "prompt_version": "", "config": None, "rationale": "", "status": "ok", "error": "",
+        "note": "", "seconds": 0.0, "plan": "imported", "annotator": "import", "kind": "constrained",
+    }
+    out = {}
+    for kind, cols in FRAME_COLUMNS.items():
+        df = frames.get(kind)
+        if df is None:
+            df = pd.DataFrame(columns=cols)
+        df = df.copy()
+        for c in cols:
+            if c not in df.columns:
+                d = defaults.get(c, "")
+                if kind == "baseline" and c == "source":
+                    d = "import"
+                df[c] = [{} for _ in range(len(df))] if d is None else d
+            elif c in ("params", "settings", "meta", "config"):
+                df[c] = [v if isinstance(v, dict) else (json.loads(v) if isinstance(v, str) and v else {}) for v in df[c]]
+        if "_line" not in df.columns:
+            df["_line"] = np.arange(1, len(df) + 1)
+        out[kind] = df[cols + ["_line"]]
+    return Bundle(frames=out, manifest=R.BundleManifest(catalog=catalog), source=source)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _norm(values) -> list[str]:
+    """Comparable string form of cell values (JSON canonical, NaN = None, 1.0 = 1)."""
+    out = []
+    for v in values:
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            out.append("\0")
+        elif isinstance(v, (dict, list)):
+            out.append(json.dumps(v, sort_keys=True))
+        elif isinstance(v, (bool, np.bool_)):
+            out.append(str(int(v)))
+        elif isinstance(v, (float, np.floating)) and float(v).is_integer():
+            out.append(str(int(v)))
+        else:
+            out.append(str(v))
+    return out
+
+
+def _py(v):
+    """Convert pandas/numpy scalars to plain Python values for the driver."""
+    if v is None:
+        return None
+    if isinstance(v, float) and np.isnan(v):
+        return None
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return None if np.isnan(v) else float(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    return v
+
+
+def _rows(df: pd.DataFrame, cols: list[str]) -> list[dict]:
+    data = {c: [_py(v) for v in df[c].tolist()] for c in cols}
+    return [dict(zip(cols, vals)) for vals in zip(*(data[c] for c in cols))] if len(df) else []
+
+
+class _Writer:
+    def __init__(self, conn: Connection, bundle: Bundle, replace: bool, progress: Progress):
+        self.conn = conn
+        self.b = bundle
+        self.f = bundle.frames
+        self.replace = replace
+        self.errors: list[str] = []
+        self.counts: dict[str, int] = {}
+        self.progress = progress or (lambda _msg: None)
+
+    def err(self, kind: str, line, fld: str, msg: str) -> None:
+        self.errors.append(f"{FILE_OF[kind]}:{int(line)}: {fld}: {msg}")
+
+    def dupes(self, kind: str, keys: list[str], label: str) -> None:
+        df = self.f[kind]
+        if df.empty:
+            return
+        dup = df[df.duplicated(keys, keep=False)]
+        if dup.empty:
+            return
+        first = dup.groupby(keys, sort=False)["_line"].transform("min")
+        for (_, row), fl in zip(dup.iterrows(), first):
+            if row["_line"] != fl:
+                self.err(kind, row["_line"], keys[-1], f"duplicate {label} (first at line {int(fl)})")
+
+    def missing(self, kind: str, df: pd.DataFrame, mask, fld: str, msg_fn) -> None:
+        for _, row in df[mask].iterrows():
+            self.err(kind, row["_line"], fld, msg_fn(row))
+
+    # -- sync one table -------------------------------------------------------------
+    def sync(self, kind: str, tname: str, df: pd.DataFrame, key_cols: list[str], val_cols: list[str], label: str, *, immutable: bool = False) -> None:
+        """Insert new rows, skip identical ones, report (or with replace: update) conflicts."""
+        written = 0
+        if df.empty:
+            self.counts[kind] = 0
+            return
+        has_rows = repo.count_rows(self.conn, tname) > 0
+        if not has_rows:
+            repo.bulk_insert(self.conn, tname, _rows(df, key_cols + val_cols))
+            self.counts[kind] = len(df)
+            return
+        existing = repo.read_frame(self.conn, tname, ["id"] + key_cols + val_cols)
+        merged = df.merge(existing, on=key_cols, how="left", suffixes=("", "__old"))
+        is_new = merged["id"].isna().to_numpy()
+        new = merged[is_new]
+        old = merged[~is_new]
+        updates = []
+        if len(old):
+            diff = np.zeros(len(old), dtype=bool)
+            diff_cols = [[] for _ in range(len(old))]
+            for c in val_cols:
+                d = np.array(_norm(old[c].tolist())) != np.array(_norm(old[c + "__old"].tolist()))
+                for i in np.flatnonzero(d):
+                    diff_cols[i].append(c)
+                diff |= d
+            changed = old[diff]
+            if len(changed):
+                if self.replace and not immutable:
+                    updates = _rows(changed.assign(id=changed["id"].astype(int)), ["id"] + val_cols)
+                else:
+                    hint = "" if immutable else " (use --replace to overwrite)"
+                    for (_, row), cols in zip(changed.iterrows(), [c for c in diff_cols if c]):
+                        key = ", ".join(str(row[k]) for k in key_cols)
+                        self.err(kind, row["_line"], cols[0], f"conflicts with existing {label} [{key}]{hint}")
+        if self.errors:
+            return
+        repo.bulk_insert(self.conn, tname, _rows(new, key_cols + val_cols))
+        repo.bulk_update(self.conn, tname, updates)
+        written = len(new) + len(updates)
+        self.counts[kind] = written
+
+    # -- the import -----------------------------------------------------------------
+    def run(self) -> dict[str, int]:
+        f = self.f
+        for kind, keys, label in (
+            ("questions", ["key"], "question key"),
+            ("instructions", ["key"], "instruction key"),
+            ("constraints", ["instruction", "position"], "constraint position"),
+            ("models", ["name"], "model"),
+            ("responses", ["model", "question", "instruction"], "response"),
+            ("baseline", ["model", "question", "feature"], "baseline feature"),
+            ("judges", ["name"], "judge"),
+            ("judgments", ["judge", "model", "instruction", "position", "prompt_version"], "judgment"),
+        ):
+            self.dupes(kind, keys, label)
+
+        # ---- references, checked against bundle ∪ database
+        conn = self.conn
+        db_q = key_frame(conn, "question")
+        q_keys = set(db_q["question"]) | set(f["questions"]["key"])
+        ins = f["instructions"]
+        self.missing("instructions", ins, ~ins["question"].isin(q_keys), "question", lambda r: f"unknown question {r['question']!r}")
+
+        db_i = key_frame(conn, "instruction")
+        inst_q = dict(zip(db_i["instruction"], db_i["question"]))
+        inst_q.update(zip(ins["key"], ins["question"]))
+
+        cat = key_frame(conn, "feature")
+        feat_cat = dict(zip(cat["feature"], cat["category"]))
+        cons = f["constraints"]
+        if len(cons):
+            unknown = ~cons["feature"].isin(feat_cat)
+            self.missing("constraints", cons, unknown, "constraints.feature",
+                         lambda r: f"unknown catalog feature {r['feature']!r} (catalogs loaded: {', '.join(sorted(set(cat['catalog']))) or 'none'})")
+            known_cat = cons["feature"].map(feat_cat)
+            bad_cat = (~unknown) & (cons["category"] != "") & (cons["category"] != known_cat)
+            self.missing("constraints", cons, bad_cat, "constraints.category",
+                         lambda r: f"{r['category']!r} does not match the catalog category {feat_cat.get(r['feature'])!r} of {r['feature']!r}")
+            cons = cons.assign(category=known_cat.fillna(cons["category"]))
+            f["constraints"] = cons
+
+        db_c = key_frame(conn, "constraint")
+        con_keys = set(zip(db_c["instruction"], db_c["position"]))
+        con_keys |= set(zip(cons["instruction"], cons["position"]))
+
+        db_m = key_frame(conn, "model")
+        m_names = set(db_m["model"]) | set(f["models"]["name"])
+
+        resp = f["responses"]
+        if len(resp):
+            self.missing("responses", resp, ~resp["question"].isin(q_keys), "question", lambda r: f"unknown question {r['question']!r}")
+            has_i = resp["instruction"] != ""
+            iq = resp["instruction"].map(inst_q)
+            self.missing("responses", resp, has_i & iq.isna(), "instruction", lambda r: f"unknown instruction {r['instruction']!r}")
+            wrong = has_i & iq.notna() & (iq != resp["question"])
+            self.missing("responses", resp, wrong, "instruction",
+                         lambda r: f"instruction {r['instruction']!r} belongs to question {inst_q[r['instruction']]!r}, not {r['question']!r}")
+        db_r = key_frame(conn, "response")
+        resp_keys = set(zip(db_r["model"], db_r["question"], db_r["instruction"]))
+        resp_keys |= set(zip(resp["model"], resp["question"], resp["instruction"]))
+        m_names |= set(resp["model"])
+
+        base = f["baseline"]
+        if len(base):
+            ok = [(m, q, "") in resp_keys for m, q in zip(base["model"], base["question"])]
+            self.missing("baseline", base, ~np.array(ok), "question",
+                         lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}")
+            self.missing("baseline", base, ~base["feature"].isin(feat_cat), "feature", lambda r: f"unknown catalog feature {r['feature']!r}")
+
+        jd = f["judgments"]
+        if len(jd):
+            qk = jd["instruction"].map(inst_q)
+            self.missing("judgments", jd, qk.isna(), "instruction", lambda r: f"unknown instruction {r['instruction']!r}")
+            has = [(m, q, i) in resp_keys for m, q, i in zip(jd["model"], qk, jd["instruction"])]
+            self.missing("judgments", jd, qk.notna() & ~np.array(has), "model",
+                         lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
+            hasc = [(i, p) in con_keys for i, p in zip(jd["instruction"], jd["position"])]
+            self.missing("judgments", jd, qk.notna() & ~np.array(hasc), "position",
+                         lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
+
+        db_j = key_frame(conn, "judge")
+        j_names = set(db_j["judge"]) | set(f["judges"]["name"]) | set(jd["judge"])
+        adj = f["adjudications"]
+        if len(adj):
+            for col in ("judge_a", "judge_b"):
+                self.missing("adjudications", adj, ~adj[col].isin(j_names), col, lambda r, c=col: f"unknown judge {r[c]!r}")
+            hasc = [(i, p) in con_keys for i, p in zip(adj["instruction"], adj["position"])]
+            self.missing("adjudications", adj, ~np.array(hasc), "position",
+                         lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
+        if self.errors:
+            raise ImportFailed(self.errors)
+
+        # ---- writes, in dependency order
+        self.progress("questions")
+        self.sync("questions", "question", f["questions"], ["key"], ["text", "task_type", "domain", "language", "source"], "question")
+        qid = dict(zip(*key_frame(conn, "question")[["question", "id"]].T.values))
+
+        self.progress("instructions")
+        ins = ins.assign(question_id=ins["question"].map(qid))
+        self.sync("instructions", "instruction", ins, ["key"], ["question_id", "condition", "pair_group", "text"], "instruction")
+        iid = dict(zip(*key_frame(conn, "instruction")[["instruction", "id"]].T.values))
+
+        cons = f["constraints"].assign(instruction_id=lambda d: d["instruction"].map(iid))
+        self.sync("constraints", "constraint_item", cons, ["instruction_id", "position"], ["feature", "category", "mode", "text", "acceptance", "params"], "constraint")
+
+        self.progress("models")
+        models = f["models"]
+        implicit = sorted(set(resp["model"]) - set(models["name"]) - set(db_m["model"]))
+        if implicit:
+            models = pd.concat([models, pd.DataFrame({"name": implicit, "provider": "", "settings": [{} for _ in implicit], "_line": 0})], ignore_index=True)
+        self.sync("models", "eval_model", models, ["name"], ["provider", "settings"], "model")
+        mid = dict(zip(*key_frame(conn, "model")[["model", "id"]].T.values))
+
+        self.progress("responses")
+        resp = resp.assign(
+            model_id=resp["model"].map(mid),
+            question_id=resp["question"].map(qid),
+            instruction_id=resp["instruction"].map(iid),
+            variant=resp["instruction"],
+        )
+        self.sync("responses", "response", resp, ["model_id", "question_id", "variant"], ["instruction_id", "kind", "text", "meta"], "response")
+        if self.errors:
+            raise ImportFailed(self.errors)
+        rk = key_frame(conn, "response")
+        rid = dict(zip(zip(rk["model"], rk["question"], rk["instruction"]), rk["id"]))
+
+        self.progress("baseline features")
+        base = base.assign(response_id=[rid[(m, q, "")] for m, q in zip(base["model"], base["question"])])
+        self.sync("baseline", "baseline_feature", base, ["response_id", "feature"], ["present", "source", "evidence"], "baseline feature")
+
+        self.progress("judges")
+        judges = f["judges"]
+        implicit = sorted(set(jd["judge"]) - set(judges["name"]) - set(db_j["judge"]))
+        if implicit:
+            judges = pd.concat([judges, pd.DataFrame({"name": implicit, "provider": "replay", "model": "", "prompt_version": "", "config": [{} for _ in implicit], "_line": 0})], ignore_index=True)
+        self.sync("judges", "judge", judges, ["name"], ["provider", "model", "prompt_version", "config"], "judge")
+        jid = dict(zip(*key_frame(conn, "judge")[["judge", "id"]].T.values))
+
+        self.progress("judgments")
+        ck = key_frame(conn, "constraint")
+        cid = dict(zip(zip(ck["instruction"], ck["position"]), ck["id"]))
+        if len(jd):
+            qk = jd["instruction"].map(inst_q)
+            jd = jd.assign(
+                judge_id=jd["judge"].map(jid),
+                response_id=[rid[(m, q, i)] for m, q, i in zip(jd["model"], qk, jd["instruction"])],
+                constraint_id=[cid[(i, p)] for i, p in zip(jd["instruction"], jd["position"])],
+                label=jd["label"].astype("Int64").astype(object).where(jd["label"].notna(), None),
+            )
+        self.sync("judgments", "judgment", jd, ["judge_id", "response_id", "constraint_id", "prompt_version"], ["label", "rationale", "status", "error"], "judgment")
+        if self.errors:
+            raise ImportFailed(self.errors)
+
+        if len(adj):
+            self.progress("adjudications")
+            self.counts["adjudications"] = self._adjudications(adj, jid, rid, cid, inst_q)
+        else:
+            self.counts["adjudications"] = 0
+        if self.errors:
+            raise ImportFailed(self.errors)
+        return self.counts
+
+    def _adjudications(self, adj, jid, rid, cid, inst_q) -> int:
+        """Decisions made elsewhere: a done task under a plan per judge pair, one row per decision."""
+        from sqlalchemy import text as sql
+
+        conn = self.conn
+        users = key_frame(conn, "user")
+        known = set(users["annotator"])
+        new_users = sorted(set(adj["annotator"]) - known)
+        repo.bulk_insert(conn, "app_user", [{"username": u, "display_name": u, "role": "annotator", "password_hash": "", "active": True, "created_at": utcnow()} for u in new_users])
+        uid = dict(zip(*key_frame(conn, "user")[["annotator", "id"]].T.values))
+        plans = key_frame(conn, "plan")
+        for (plan, ja, jb), _ in adj.groupby(["plan", "judge_a", "judge_b"]):
+            row = plans[plans["plan"] == plan]
+            if row.empty:
+                repo.bulk_insert(conn, "sample_plan", [{"name": plan, "judge_a_id": int(jid[ja]), "judge_b_id": int(jid[jb]), "params": {"source": "import"}, "active": True, "created_at": utcnow()}])
+                plans = key_frame(conn, "plan")
+            elif (int(row["judge_a_id"].iloc[0]), int(row["judge_b_id"].iloc[0])) != (int(jid[ja]), int(jid[jb])):
+                for _, r in adj[(adj["plan"] == plan)].iterrows():
+                    self.err("adjudications", r["_line"], "plan", f"plan {plan!r} exists with another judge pair")
+                return 0
+        pid = dict(zip(plans["plan"], plans["id"]))
+        written = 0
+        for _, r in adj.iterrows():
+            q = inst_q[r["instruction"]]
+            resp_id = int(rid[(r["model"], q, r["instruction"])])
+            con_id = int(cid[(r["instruction"], r["position"])])
+            plan_id = int(pid[r["plan"]])
+            task = conn.execute(sql("SELECT id FROM adjudication_task WHERE plan_id=:p AND response_id=:r AND constraint_id=:c"), {"p": plan_id, "r": resp_id, "c": con_id}).scalar()
+            if task is None:
+                repo.bulk_insert(conn, "adjudication_task", [{"plan_id": plan_id, "response_id": resp_id, "constraint_id": con_id, "stratum": "", "kind": "disagreement", "required": 1, "decided": 0, "status": "done", "order_key": 0.0, "a_left": "A"}])
+                task = conn.execute(sql("SELECT id FROM adjudication_task WHERE plan_id=:p AND response_id=:r AND constraint_id=:c"), {"p": plan_id, "r": resp_id, "c": con_id}).scalar()
+            user_id = int(uid[r["annotator"]])
+            same = conn.execute(sql("SELECT COUNT(*) FROM adjudication WHERE task_id=:t AND user_id=:u AND choice=:ch AND note=:n"), {"t": task, "u": user_id, "ch": r["choice"], "n": r["note"]}).scalar()
+            if same:
+                continue
+            label = self._chosen_label(r["choice"], jid[r["judge_a"]], jid[r["judge_b"]], resp_id, con_id)
+            if r["choice"] != "neither" and label is None:
+                self.err("adjudications", r["_line"], "choice", f"judge {r['judge_' + r['choice'].lower()]!r} has no label for this instance")
+                continue
+            prev = conn.execute(sql("SELECT a.id FROM adjudication a WHERE a.task_id=:t AND a.user_id=:u AND NOT EXISTS (SELECT 1 FROM adjudication b WHERE b.supersedes_id=a.id)"), {"t": task, "u": user_id}).scalar()
+            repo.bulk_insert(conn, "adjudication", [{"task_id": int(task), "user_id": user_id, "choice": r["choice"], "label": label, "note": r["note"], "seconds": float(r["seconds"]), "supersedes_id": prev, "created_at": utcnow()}])
+            conn.execute(sql("UPDATE adjudication_task SET decided = (SELECT COUNT(DISTINCT user_id) FROM adjudication WHERE task_id=:t), status='done' WHERE id=:t"), {"t": task})
+            written += 1
+        return written
+
+    def _chosen_label(self, choice, ja, jb, resp_id, con_id):
+        from sqlalchemy import text as sql
+
+        if choice == "neither":
+            return None
+        judge = ja if choice == "A" else jb
+        return self.conn.execute(sql("SELECT label FROM judgment WHERE judge_id=:j AND response_id=:r AND constraint_id=:c AND status='ok' ORDER BY id DESC"), {"j": int(judge), "r": resp_id, "c": con_id}).scalar()
+
+
+def ensure_catalog(conn: Connection, name: str = "reformbench") -> int:
+    """Load a bundled or custom catalog into ``catalog_feature`` if it is not there yet."""
+    from reform_core.catalog import load_catalog
+
+    cat = load_catalog(name)
+    have = key_frame(conn, "feature")
+    if (have["catalog"] == cat.name).any():
+        return 0
+    rows = [
+        {
+            "catalog": cat.name,
+            "catalog_version": str(cat.version),
+            "key": f.key,
+            "name": f.name,
+            "category": f.category,
+            "category_name": f.category_name or "",
+            "definition": f.definition or "",
+            "require_template": f.require_template or "",
+            "forbid_template": f.forbid_template or "",
+            "rule_detectable": bool(f.rule_detectable),
+        }
+        for f in cat.features
+    ]
+    repo.bulk_insert(conn, "catalog_feature", rows)
+    return len(rows)
+
+
+def import_bundle_obj(engine: Engine, bundle: Bundle, *, replace: bool = False, progress: Progress = None) -> dict[str, int]:
+    """Validate and write ``bundle`` in one transaction; return rows written per kind."""
+    with engine.begin() as conn:
+        ensure_catalog(conn, bundle.manifest.catalog or "reformbench")
+        writer = _Writer(conn, bundle, replace, progress)
+        counts = writer.run()
+        if bundle.manifest.name:
+            repo.set_meta(conn, {"project_name": bundle.manifest.name})
+        return counts
+
+
+def import_bundle(engine: Engine, path: str | Path, *, replace: bool = False, progress: Progress = None) -> dict[str, int]:
+    """Read, validate and import a bundle directory (see ``reform_core.records``)."""
+    return import_bundle_obj(engine, read_bundle(path), replace=replace, progress=progress)
