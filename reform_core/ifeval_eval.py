@@ -79,7 +79,8 @@ def read_inputs(path: str | Path) -> list[IFEvalPrompt]:
     """Read and validate IFEval's ``input_data.jsonl``.
 
     Raises ValueError ``file:line: field: message`` on a malformed line, an unknown
-    instruction id, kwargs of the wrong length or a repeated key.
+    instruction id, kwargs of the wrong length or with missing / unexpected arguments,
+    or a repeated key.
     """
     out, seen = [], {}
     for path_, lineno, obj in _json_lines(path):
@@ -98,6 +99,11 @@ def read_inputs(path: str | Path) -> list[IFEvalPrompt]:
             raise ValueError(
                 f"{where}: kwargs: expected {len(ids)} objects (one per instruction), got {kwargs!r}"
             )
+        for iid, kw in zip(ids, kwargs):
+            try:
+                ifeval.clean_kwargs(iid, kw)
+            except ValueError as exc:
+                raise ValueError(f"{where}: kwargs: {exc}") from None
         out.append(IFEvalPrompt(key, prompt, tuple(ids), tuple(kwargs)))
     return out
 
@@ -149,7 +155,7 @@ def evaluate(prompts: list[IFEvalPrompt], responses: dict[str, str], *, mode: st
             try:
                 res = ifeval.check(iid, text, kw, mode=mode)
             except ValueError as exc:
-                raise ValueError(f"key {p.key}: {iid}: {exc}") from None
+                raise ValueError(f"key {p.key}: {exc}") from None
             rows.append((p.key, iid, res.passed, res.evidence))
     verdicts = pd.DataFrame(rows, columns=list(VERDICT_COLUMNS)).astype({"key": "int64", "passed": bool})
     return IFEvalRun(verdicts=verdicts, missing=missing)

@@ -6,6 +6,7 @@ reference checker, so verdicts can be compared with the official ones:
 
 * words are ``\\w+`` runs; sentences come from an offline splitter (``text_utils``);
 * comparison relations are ``"less than"`` (count < N) and ``"at least"`` (count >= N);
+* keywords match literally (case-insensitive substrings; forbidden words as whole words);
 * an empty (whitespace-only) response follows no instruction;
 * **loose** mode (paper §3) also tries the response without its first line, without its
   last line, without both, and each of the four with ``*`` removed; it passes if any does.
@@ -56,7 +57,7 @@ def _instruction(iid: str, required: tuple[str, ...] = (), optional: tuple[str, 
 # ---------------------------------------------------------------- keywords
 @_instruction("keywords:existence", ("keywords",))
 def _existence(text, keywords):
-    missing = [k for k in keywords if not re.search(k, text, flags=re.IGNORECASE)]
+    missing = [k for k in keywords if not re.search(re.escape(k), text, flags=re.IGNORECASE)]
     if missing:
         return _ok(False, f"missing keywords: {missing}", missing=missing)
     return _ok(True, f"all keywords present: {list(keywords)}", missing=[])
@@ -64,7 +65,7 @@ def _existence(text, keywords):
 
 @_instruction("keywords:frequency", ("keyword", "frequency", "relation"))
 def _frequency(text, keyword, frequency, relation):
-    n = len(re.findall(keyword, text, flags=re.IGNORECASE))
+    n = len(re.findall(re.escape(keyword), text, flags=re.IGNORECASE))
     return _compare(n, relation, frequency, f"occurrences of {keyword!r}")
 
 
@@ -72,7 +73,7 @@ def _frequency(text, keyword, frequency, relation):
 def _forbidden(text, forbidden_words):
     found, lines = [], []
     for w in forbidden_words:
-        m = re.search(r"\b" + w + r"\b", text, flags=re.IGNORECASE)
+        m = re.search(r"\b" + re.escape(w) + r"\b", text, flags=re.IGNORECASE)
         if m:
             found.append(w)
             lines.append(_line_of(text, m.start()))
@@ -338,7 +339,8 @@ def loose_variants(text: str) -> list[str]:
     return base + [v.replace("*", "") for v in base]
 
 
-def _clean_kwargs(instruction_id: str, kwargs: dict) -> dict:
+def clean_kwargs(instruction_id: str, kwargs: dict) -> dict:
+    """Drop None values; ValueError on a missing or unexpected kwarg of the instruction."""
     _, required, optional = _CHECKS[instruction_id]
     given = {k: v for k, v in kwargs.items() if v is not None}
     unknown = sorted(set(given) - set(required) - set(optional))
@@ -377,7 +379,7 @@ def check(instruction_id: str, text: str, kwargs: dict | None = None, mode: str 
     if text is None:
         raise ValueError("text: response is None")
     fn = _CHECKS[instruction_id][0]
-    args = _clean_kwargs(instruction_id, kwargs or {})
+    args = clean_kwargs(instruction_id, kwargs or {})
     text = tu.normalize_newlines(text)
     variants = [text] if mode == "strict" else loose_variants(text)
     first = None

