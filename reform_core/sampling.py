@@ -32,6 +32,12 @@ def _require_columns(df: pd.DataFrame, columns, what: str) -> None:
         raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
 
 
+def _require_complete(df: pd.DataFrame, what: str) -> None:
+    for col in df.columns:
+        if df[col].isna().any():
+            raise ValueError(f"{what} has missing values in column {col!r}")
+
+
 def _check_rng(rng) -> None:
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
@@ -107,6 +113,7 @@ def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b:
             raise ValueError(f"column {name!r} must hold 0, 1 or NaN; found {raw[bad].iloc[0]!r}")
     mask = a.notna() & b.notna() & (a != b)
     out = instances.loc[mask, [INSTANCE_KEY, "model", "category", "mode"]].copy()
+    _require_complete(out, "instances")
     out["direction"] = np.where(a[mask] == 1, DIRECTION_A1B0, DIRECTION_A0B1)
     out["stratum"] = (
         out["model"].astype(str) + "|" + out["direction"] + "|" + out["category"].astype(str) + "|" + out["mode"].astype(str)
@@ -186,6 +193,7 @@ def plan(
         non-empty stratum, sorted by model and stratum.
     """
     _require_columns(disagreements, ["model", "direction", "category", "mode", "stratum"], "disagreements")
+    _require_complete(disagreements[["model", "direction", "category", "mode", "stratum"]], "disagreements")
     if disagreements.empty:
         return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("size", "planned") else object) for c in PLAN_COLUMNS})
     strata = (
