@@ -1,0 +1,26 @@
+"""The machine line every benchmark result carries."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+
+
+def machine_line() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, StopIteration):
+        pass
+    return (f"Machine: {os.cpu_count()} cores ({cpu}){mem}, Python {platform.python_version()}, "
+            f"{platform.system()} {platform.release()}; run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.")

@@ -1,0 +1,46 @@
+"""The signed-in principal of this browser session."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.components.state import engine
+from reform_core.config import get_settings
+from reform_core.services.auth import Principal
+
+PRINCIPAL_KEY = "reform_principal"
+
+
+def local_mode() -> bool:
+    return get_settings().auth_mode == "local"
+
+
+def current_principal() -> Principal | None:
+    """The principal for this session: the local lead in local mode, else whoever signed in."""
+    p = st.session_state.get(PRINCIPAL_KEY)
+    if p is None and local_mode():
+        from reform_core.services.users import local_principal
+
+        p = st.session_state.setdefault(PRINCIPAL_KEY, local_principal(engine()))
+    return p
+
+
+def sign_in(principal: Principal) -> None:
+    st.session_state.clear()  # no state carried across identities (session fixation)
+    st.session_state[PRINCIPAL_KEY] = principal
+
+
+def sign_out() -> None:
+    st.session_state.clear()
+
+
+def require_page(action: str) -> Principal:
+    """Stop rendering unless the principal may perform ``action`` (server-side check)."""
+    from reform_core.services.auth import AccessDenied, require
+
+    try:
+        return require(current_principal(), action)
+    except AccessDenied as exc:
+        st.error(str(exc))
+        st.stop()
+        raise

@@ -1,0 +1,27 @@
+"""The app's cached resources and session-state keys (the only st.cache_* wrappers)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from reform_core.config import get_settings
+
+USER_KEY = "reform_user"
+
+
+@st.cache_resource(show_spinner="Opening the project database…")
+def engine():
+    """One engine per process; upgrades the schema and loads the demo on first start."""
+    from reform_core.services.data import ensure_demo
+    from reform_core.services.uow import get_engine
+
+    s = get_settings()
+    eng = get_engine(s.database_url)
+    if s.load_demo:
+        ensure_demo(eng)
+    return eng
+
+
+def clear_data_caches() -> None:
+    """Call after a write so cached reads are recomputed."""
+    st.cache_data.clear()

@@ -1,0 +1,25 @@
+"""Read-only browsing of the project's data (the Data page)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import browse as repo
+
+
+def questions(engine: Engine, *, search: str = "", task_type: str = "", page: int = 0, page_size: int = 50) -> tuple[pd.DataFrame, int]:
+    """One page of questions matching the filters, and the total count."""
+    with engine.connect() as conn:
+        return repo.questions_page(conn, search=search, task_type=task_type, limit=page_size, offset=page * page_size)
+
+
+def task_types(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return repo.task_types(conn)
+
+
+def question(engine: Engine, key: str) -> dict | None:
+    """A question with its instructions, constraints and all responses (None if unknown)."""
+    with engine.connect() as conn:
+        return repo.question_detail(conn, key=key)

@@ -1,0 +1,444 @@
+"""Judging use cases: run a judge over the pending pairs, batch mode, baseline
+annotation, the prompt for display (SPEC §4, §8).
+
+Work is keyed by ``uq_judgment_key`` (judge × response × constraint × prompt version):
+pairs with an ``ok`` or ``abstain`` judgment are done and never called again; pairs
+with an ``error`` judgment are pending, so a rerun retries them. Results are committed
+in small batches as they finish, so a killed run resumes where it stopped.
+
+API keys come from the environment (``OPENAI_API_KEY`` / ``GOOGLE_API_KEY``) or the
+settings, are handed to the SDK in memory only, and are redacted from every stored or
+returned message; they are never written to the database (judge config holds provider,
+model, base URL, limits only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Callable, Optional
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import judging as repo
+from reform_core.config import get_settings, redact, secret_values
+from reform_core.judges import LLM_PROVIDERS, PROVIDERS, make_llm_judge
+from reform_core.judges import batch as batch_mod
+from reform_core.judges import prompt as prompt_mod
+from reform_core.judges.base import (
+    TASK_CONSTRAINTS,
+    TASK_PRESENCE,
+    ConstraintSpec,
+    JudgeItem,
+    JudgeResult,
+)
+from reform_core.judges.cache import MemoryCache
+from reform_core.judges.ratelimit import RateLimits
+from reform_core.judges.replay import ReplayJudge
+from reform_core.judges.retry import RetryPolicy
+from reform_core.judges.rule_judge import RuleJudge, feature_verifier
+from reform_core.judges.runner import RunStats, run_items
+from reform_core.services.uow import unit_of_work
+
+Progress = Callable[[int, int], None]
+KEY_ENV = {"openai": "OPENAI_API_KEY", "gemini": "GOOGLE_API_KEY"}
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def api_key_for(provider: str) -> str:
+    """The provider's key from the environment, else the settings ('' if none)."""
+    env = KEY_ENV[provider]
+    val = os.environ.get(env) or (os.environ.get("GEMINI_API_KEY") if provider == "gemini" else None)
+    if val:
+        return val
+    s = get_settings()
+    secret = s.openai_api_key if provider == "openai" else s.google_api_key
+    return secret.get_secret_value() if secret is not None else ""
+
+
+def _secrets(extra: str = "") -> list[str]:
+    return sorted({*secret_values(), *([extra] if extra else [])}, key=len, reverse=True)
+
+
+def _check(provider: str, concurrency: int, limit: Optional[int]) -> None:
+    if provider not in PROVIDERS:
+        raise ValueError(f"provider: expected one of {PROVIDERS}, got {provider!r}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency: must be >= 1, got {concurrency}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit: must be >= 0, got {limit}")
+
+
+def items_from_pairs(df: pd.DataFrame) -> list[JudgeItem]:
+    """Group pending pairs (``repo.PENDING_COLUMNS``) into one item per response."""
+    items = []
+    for rid, g in df.groupby("response_id", sort=False):
+        specs = tuple(
+            ConstraintSpec(int(r.constraint_id), int(r.position), r.feature, r.mode, r.text or "",
+                           r.acceptance or "", dict(r.params or {}))
+            for r in g.itertuples(index=False)
+        )
+        first = g.iloc[0]
+        items.append(JudgeItem(int(rid), first.instruction_text or "", first.response_text or "", specs))
+    return items
+
+
+def _open_batch_keys(config: dict) -> set[str]:
+    return {k for b in (config or {}).get("batches", []) if not b.get("ingested") for k in b.get("keys", [])}
+
+
+def _judgment_rows(result: JudgeResult, *, judge_id: int, prompt_version: str, secrets: list[str]) -> list[dict]:
+    """One row per verdict; the call's tokens and cost are split evenly across them."""
+    n = len(result.verdicts)
+    rows = []
+    for k, v in enumerate(result.verdicts):
+        rows.append({
+            "judge_id": judge_id, "response_id": result.item.response_id, "constraint_id": v.constraint_id,
+            "prompt_version": prompt_version, "label": v.label if v.status == "ok" else None,
+            "rationale": redact(v.rationale, secrets), "status": v.status, "error": redact(v.error, secrets),
+            "raw": redact(result.raw, secrets),
+            "input_tokens": result.input_tokens // n + (result.input_tokens % n if k == 0 else 0),
+            "output_tokens": result.output_tokens // n + (result.output_tokens % n if k == 0 else 0),
+            "cost_usd": result.cost_usd / n,
+        })
+    return rows
+
+
+def _make_llm(provider: str, *, model: str, base_url: Optional[str], rpm, tpm, timeout: float,
+              retry: Optional[RetryPolicy], api_key: Optional[str]):
+    key = api_key if api_key is not None else api_key_for(provider)
+    if not key:
+        raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
+    limits = RateLimits(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
+    judge = make_llm_judge(provider, model=model, api_key=key, base_url=base_url, timeout=timeout,
+                           limits=limits, retry=retry, cache=MemoryCache())
+    return judge, key
+
+
+def _summary(stats: RunStats, written: int) -> dict:
+    return {
+        "calls": stats.items, "written": written, "errors": stats.errors,
+        "requests": stats.requests, "abstained": stats.abstained, "input_tokens": stats.input_tokens,
+        "output_tokens": stats.output_tokens, "cost_usd": round(stats.cost_usd, 6), "cancelled": stats.cancelled,
+    }
+
+
+async def _aclose(judge) -> None:
+    close = getattr(judge, "aclose", None)
+    if close is not None:
+        await close()
+
+
+# --- online judging ------------------------------------------------------------------
+
+
+def run_judge(
+    engine: Engine,
+    *,
+    provider: str,
+    model: str = "",
+    name: Optional[str] = None,
+    base_url: Optional[str] = None,
+    concurrency: int = 16,
+    rpm: Optional[int] = None,
+    tpm: Optional[int] = None,
+    limit: Optional[int] = None,
+    progress: Optional[Progress] = None,
+    cancel: Any = None,
+    source: Optional[str] = None,
+    api_key: Optional[str] = None,
+    timeout: float = 120.0,
+    retry: Optional[RetryPolicy] = None,
+    commit_every: int = 32,
+) -> dict:
+    """Judge every pending (response, constraint) pair; return
+    ``{"calls", "written", "errors", ...}`` (calls = responses judged, one prompt each;
+    written = judgment rows written; errors = rows with status "error"; plus requests,
+    abstained, tokens, cost_usd, cancelled).
+
+    provider: ``openai`` | ``gemini`` (needs ``model`` and a key) | ``rules`` (feature
+    verifiers) | ``replay`` (copies the labels of judge ``source``). ``limit`` caps the
+    number of responses judged in this run. ``cancel``: an object with ``is_set()``.
+    """
+    _check(provider, concurrency, limit)
+    if provider in LLM_PROVIDERS and not model:
+        raise ValueError(f"model: required for provider {provider!r}")
+    if provider == "replay" and not source:
+        raise ValueError("source: the judge whose labels to replay is required for provider 'replay'")
+    key = ""
+    if provider in LLM_PROVIDERS:
+        judge, key = _make_llm(provider, model=model, base_url=base_url, rpm=rpm, tpm=tpm, timeout=timeout,
+                               retry=retry, api_key=api_key)
+    elif provider == "rules":
+        judge = RuleJudge(model or "verifiers")
+    else:
+        with unit_of_work(engine) as s:
+            judge = ReplayJudge(repo.judgment_labels(s, judge_name=source), source=source)
+    name = name or (judge.model if provider != "replay" else f"replay:{source}")
+    secrets = _secrets(key)
+    config = {"base_url": redact(base_url or "", secrets), "concurrency": concurrency, "rpm": rpm, "tpm": tpm}
+    with unit_of_work(engine) as s:
+        judge_id = repo.ensure_judge(s, name=name, provider=provider, model=judge.model,
+                                     prompt_version=judge.prompt_version, config=config)
+        cfg = repo.get_judge(s, name=name)["config"]
+        df = repo.pending_pairs(s, judge_id=judge_id, prompt_version=judge.prompt_version)
+    items = [i for i in items_from_pairs(df) if batch_mod.item_key(i) not in _open_batch_keys(cfg)]
+    if limit is not None:
+        items = items[:limit]
+    written = 0
+
+    def on_results(results: list[JudgeResult]) -> None:
+        nonlocal written
+        rows = [r for res in results for r in _judgment_rows(res, judge_id=judge_id,
+                                                              prompt_version=judge.prompt_version, secrets=secrets)]
+        with unit_of_work(engine) as s2:
+            written += repo.upsert_judgments(s2, rows=rows)
+
+    async def go() -> RunStats:
+        try:
+            return await run_items(judge, items, on_results=on_results, concurrency=concurrency,
+                                   progress=progress, cancel=cancel, commit_every=commit_every)
+        finally:
+            await _aclose(judge)
+
+    stats = asyncio.run(go())
+    return _summary(stats, written)
+
+
+def pending_count(engine: Engine, *, name: str, prompt_version: str = prompt_mod.PROMPT_VERSION) -> dict:
+    """``{"responses", "pairs"}`` still to judge by judge ``name`` (all, if it is new)."""
+    with unit_of_work(engine) as s:
+        j = repo.get_judge(s, name=name)
+        df = repo.pending_pairs(s, judge_id=j["id"] if j else None, prompt_version=prompt_version)
+    return {"responses": int(df["response_id"].nunique()), "pairs": int(len(df))}
+
+
+def prompt_for_display(engine: Optional[Engine] = None, *, response_id: Optional[int] = None) -> dict:
+    """``{"version", "text"}``: the grading prompt, filled for ``response_id`` (or the first
+    constrained response) when a database is given, else for a placeholder item."""
+    item = None
+    if engine is not None:
+        with unit_of_work(engine) as s:
+            df = repo.pending_pairs(s, judge_id=None, prompt_version="", include_done=True,
+                                    response_ids=[response_id] if response_id is not None else None)
+        if response_id is None and len(df):
+            df = df[df["response_id"] == df["response_id"].iloc[0]]
+        found = items_from_pairs(df)
+        if response_id is not None and not found:
+            raise ValueError(f"response_id: no constrained response with id {response_id}")
+        item = found[0] if found else None
+    if item is None:
+        item = JudgeItem(0, "{instruction}", "{response}", (
+            ConstraintSpec(0, 1, "{feature}", "require", "{constraint text}", "{acceptance criteria}"),))
+    return {"version": prompt_mod.PROMPT_VERSION, "text": prompt_mod.prompt_text(item)}
+
+
+# --- batch mode ----------------------------------------------------------------------
+
+
+def _batch_client(provider: str, base_url: Optional[str], api_key: Optional[str], timeout: float):
+    key = api_key if api_key is not None else api_key_for(provider)
+    if not key:
+        raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
+    if provider == "openai":
+        from reform_core.judges import openai_judge
+
+        return openai_judge, openai_judge.make_client(api_key=key, base_url=base_url, timeout=timeout), key
+    from reform_core.judges import gemini_judge
+
+    return gemini_judge, gemini_judge.make_client(api_key=key, base_url=base_url, timeout=timeout), key
+
+
+async def _close_client(client) -> None:
+    if hasattr(client, "aio"):
+        await client.aio.aclose()
+    else:
+        await client.close()
+
+
+def submit_batch(engine: Engine, *, provider: str, model: str, name: Optional[str] = None,
+                 base_url: Optional[str] = None, limit: Optional[int] = None, api_key: Optional[str] = None,
+                 timeout: float = 300.0) -> dict:
+    """Write the pending items (not already in an open batch) as one provider batch and
+    submit it; the batch id is kept in the judge's config. Returns ``{"batch_id", "items"}``
+    (``batch_id`` None when nothing is pending)."""
+    if provider not in LLM_PROVIDERS:
+        raise ValueError(f"provider: batch mode needs one of {LLM_PROVIDERS}, got {provider!r}")
+    _check(provider, 1, limit)
+    if not model:
+        raise ValueError("model: required for batch mode")
+    name = name or model
+    mod, client, key = _batch_client(provider, base_url, api_key, timeout)
+    secrets = _secrets(key)
+    with unit_of_work(engine) as s:
+        judge_id = repo.ensure_judge(s, name=name, provider=provider, model=model,
+                                     prompt_version=prompt_mod.PROMPT_VERSION,
+                                     config={"base_url": redact(base_url or "", secrets)})
+        cfg = repo.get_judge(s, name=name)["config"]
+        df = repo.pending_pairs(s, judge_id=judge_id, prompt_version=prompt_mod.PROMPT_VERSION)
+    items = [i for i in items_from_pairs(df) if batch_mod.item_key(i) not in _open_batch_keys(cfg)]
+    if limit is not None:
+        items = items[:limit]
+    if not items:
+        asyncio.run(_close_client(client))
+        return {"batch_id": None, "items": 0}
+
+    async def go() -> str:
+        try:
+            if provider == "openai":
+                return await mod.submit_batch(client, batch_mod.openai_lines(items, model=model),
+                                              metadata={"reform_judge": name})
+            return await mod.submit_batch(client, model, batch_mod.gemini_requests(items), display_name=name)
+        finally:
+            await _close_client(client)
+
+    batch_id = asyncio.run(go())
+    with unit_of_work(engine) as s:
+        cfg = repo.get_judge(s, name=name)["config"]
+        entry = {"id": batch_id, "provider": provider, "prompt_version": prompt_mod.PROMPT_VERSION,
+                 "keys": [batch_mod.item_key(i) for i in items], "state": "submitted", "ingested": False}
+        repo.set_judge_config(s, judge_id=judge_id, config={**cfg, "batches": [*cfg.get("batches", []), entry]})
+    return {"batch_id": batch_id, "items": len(items)}
+
+
+def poll_batches(engine: Engine, *, name: str, base_url: Optional[str] = None, api_key: Optional[str] = None,
+                 ingest: bool = False, timeout: float = 300.0) -> dict:
+    """Poll every open batch of judge ``name``; with ``ingest`` write the results of the
+    finished ones (idempotent: ok judgments are never overwritten, an ingested batch is
+    not read again). Returns ``{"batches": [{"id", "state", "done"}], "written", "errors",
+    "missing", "unknown"}`` — ``missing`` items (no result line) stay pending."""
+    with unit_of_work(engine) as s:
+        j = repo.get_judge(s, name=name)
+    if j is None:
+        raise ValueError(f"judge {name!r} does not exist")
+    provider, model = j["provider"], j["model"]
+    if provider not in LLM_PROVIDERS:
+        raise ValueError(f"judge {name!r} has provider {provider!r}; batch mode needs one of {LLM_PROVIDERS}")
+    mod, client, key = _batch_client(provider, base_url, api_key, timeout)
+    secrets = _secrets(key)
+    open_batches = [b for b in j["config"].get("batches", []) if not b.get("ingested")]
+
+    async def go() -> list:
+        try:
+            return [await mod.poll_batch(client, b["id"]) for b in open_batches]
+        finally:
+            await _close_client(client)
+
+    statuses = asyncio.run(go())
+    out = {"batches": [], "written": 0, "errors": 0, "missing": 0, "unknown": 0}
+    for b, st in zip(open_batches, statuses):
+        b["state"] = st.state
+        out["batches"].append({"id": b["id"], "state": st.state, "done": st.done})
+        if not (ingest and st.done):
+            continue
+        rows = (batch_mod.openai_rows(st.output, st.errors) if provider == "openai"
+                else [batch_mod.BatchRow(k, c, e) for k, c, e in st.rows])
+        rids = [int(k.split(":", 1)[1]) for k in b["keys"]]
+        with unit_of_work(engine) as s:
+            df = repo.pending_pairs(s, judge_id=j["id"], prompt_version=b["prompt_version"],
+                                    response_ids=rids, include_done=True)
+        got = batch_mod.ingest(rows, items_from_pairs(df), model=model)
+        db_rows = [r for res in got.results for r in _judgment_rows(
+            res, judge_id=j["id"], prompt_version=b["prompt_version"], secrets=secrets)]
+        with unit_of_work(engine) as s:
+            out["written"] += repo.upsert_judgments(s, rows=db_rows)
+        out["errors"] += sum(r["status"] == "error" for r in db_rows)
+        out["missing"] += len(got.missing)
+        out["unknown"] += len(got.unknown_keys)
+        b["ingested"] = True
+    with unit_of_work(engine) as s:
+        cfg = repo.get_judge(s, name=name)["config"]
+        by_id = {b["id"]: b for b in open_batches}
+        cfg["batches"] = [by_id.get(b["id"], b) for b in cfg.get("batches", [])]
+        repo.set_judge_config(s, judge_id=j["id"], config=cfg)
+    return out
+
+
+# --- baseline annotation -------------------------------------------------------------
+
+
+def annotate_baseline(
+    engine: Engine,
+    *,
+    provider: str = "rules",
+    model: str = "",
+    base_url: Optional[str] = None,
+    concurrency: int = 16,
+    rpm: Optional[int] = None,
+    tpm: Optional[int] = None,
+    limit: Optional[int] = None,
+    catalog: Optional[str] = None,
+    progress: Optional[Progress] = None,
+    cancel: Any = None,
+    api_key: Optional[str] = None,
+    timeout: float = 120.0,
+    retry: Optional[RetryPolicy] = None,
+) -> dict:
+    """Label which catalog features are present in each baseline response: features with
+    a rule detector (``feature:<key>`` verifier) by rule (source "rule"), the others by
+    the LLM judge when ``provider`` is openai/gemini (source "llm"). Existing rows
+    (e.g. imported) are kept. Returns ``{"responses", "written", "rule", "llm", "errors"}``.
+    """
+    if provider not in ("rules", *LLM_PROVIDERS):
+        raise ValueError(f"provider: expected rules, openai or gemini, got {provider!r}")
+    _check(provider, concurrency, limit)
+    with unit_of_work(engine) as s:
+        feats = repo.catalog_features(s, catalog=catalog or repo.project_catalog(s))
+        base = repo.baseline_responses(s)
+    if feats.empty:
+        raise ValueError("catalog_feature: no catalog features in this database (import a catalog first)")
+    if limit is not None:
+        base = base.head(limit)
+    rule_keys = {k for k in feats["key"] if feature_verifier(k) is not None}
+    rule_items, llm_items = [], []
+    for r in base.itertuples(index=False):
+        todo = feats[~feats["key"].isin(r.annotated)]
+        for keys, bucket in ((rule_keys, rule_items), (None, llm_items)):
+            sel = todo[todo["key"].isin(rule_keys)] if keys is not None else todo[~todo["key"].isin(rule_keys)]
+            if sel.empty:
+                continue
+            specs = tuple(ConstraintSpec(f.key, n, f.key, "require", f.definition or "", name=f.name or "")
+                          for n, f in enumerate(sel.itertuples(index=False), 1))
+            bucket.append(JudgeItem(int(r.response_id), r.question_text or "", r.response_text or "", specs,
+                                    task=TASK_PRESENCE))
+    counts = {"responses": int(len(base)), "written": 0, "rule": 0, "llm": 0, "errors": 0}
+    key = ""
+    judges: list[tuple[Any, list[JudgeItem], str]] = [(RuleJudge(), rule_items, "rule")]
+    if provider in LLM_PROVIDERS and llm_items:
+        llm, key = _make_llm(provider, model=model, base_url=base_url, rpm=rpm, tpm=tpm, timeout=timeout,
+                             retry=retry, api_key=api_key)
+        judges.append((llm, llm_items, "llm"))
+    secrets = _secrets(key)
+    total = sum(len(items) for _, items, _ in judges)
+    offset = 0
+
+    for judge, items, source in judges:
+        def on_results(results: list[JudgeResult], source=source) -> None:
+            rows = [
+                {"response_id": res.item.response_id, "feature": v.constraint_id, "present": bool(v.label),
+                 "source": source, "evidence": redact(v.rationale, secrets)[:2000]}
+                for res in results for v in res.verdicts if v.status == "ok"
+            ]
+            counts["errors"] += sum(v.status == "error" for res in results for v in res.verdicts)
+            with unit_of_work(engine) as s2:
+                n = repo.insert_baseline_features(s2, rows=rows)
+            counts["written"] += n
+            counts[source] += n
+
+        def prog(done: int, _total: int, offset=offset) -> None:
+            if progress is not None:
+                progress(offset + done, total)
+
+        async def go(judge=judge, items=items, on_results=on_results, prog=prog) -> RunStats:
+            try:
+                return await run_items(judge, items, on_results=on_results, concurrency=concurrency,
+                                       progress=prog, cancel=cancel)
+            finally:
+                await _aclose(judge)
+
+        asyncio.run(go())
+        offset += len(items)
+    return counts
