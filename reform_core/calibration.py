@@ -261,7 +261,7 @@ def calibrate_pooled(instances: pd.DataFrame, w_a: float, *, judge_a: str = "lab
     g, m = _judge_labels(instances, judge_a, judge_b)
     has_g, has_m = ~np.isnan(g), ~np.isnan(m)
     both = has_g & has_m
-    p = np.where(both, w_a * g + (1.0 - w_a) * m, np.where(has_g, g, m))
+    p = np.where(both & (g != m), w_a * g + (1.0 - w_a) * m, np.where(has_g, g, m))
     source = np.select([both & (g == m), both, has_g | has_m], ["agreed", "pooled", "single_judge"], "missing")
     out = instances.copy()
     out["p"], out["source"] = p, source

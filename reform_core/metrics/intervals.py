@@ -1,0 +1,215 @@
+"""95 % intervals for TCPR, EMCR and R^(K) per model (SPEC §3 "Beyond the paper").
+
+Cluster bootstrap over questions: a replicate resamples the questions with replacement
+(multinomial counts ``w_q``, shared by all models so model differences stay paired) and
+recomputes every score as a ratio of weighted per-question sums, e.g.
+``TCPR* = Σ_q w_q A_q / Σ_q w_q N_q`` and ``R^(K)* = Σ_q w_q Ĵ_{q,K} / Σ_q w_q U_{q,K}``.
+All replicates are one matrix product ``weights @ per-question sums``.
+
+With stratified calibration the adjudications are also resampled within each reviewed
+stratum h (n_h draws with replacement of binary labels, i.e. ``π̂*_h ~ Binomial(n_h,
+π̂_h)/n_h``), which changes ``p_u`` of the unreviewed disagreements of h. An instruction's
+all-pass product and a unit's Ĵ then factor as ``c · ∏_h π_h^{e_h}`` with ``c`` the product
+over the other rows and ``e_h`` the number of its rows in unreviewed stratum h, so each
+replicate only needs ``exp(E @ log π*)`` for the items touching such rows. Reviewed and
+agreed instances keep their labels; strata without reviews (provisional fallback) keep
+their value. Intervals are percentile intervals (Efron & Tibshirani 1993, §13.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from reform_core.metrics.reform import KS, UnitIndex, aggregate, build_index, group_sums, rates_from_sums
+
+METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
+_SUM_KEYS = ("n_inst", "allpass") + tuple(f"{s}{k}" for k in KS for s in ("units", "joint"))
+
+
+def _question_matrix(index: UnitIndex, sums: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    nm, nq = len(index.models), len(index.questions)
+    return {key: sums[key].reshape(nm, nq) for key in _SUM_KEYS}
+
+
+def row_strata(index: UnitIndex, instances: pd.DataFrame, rates: pd.DataFrame, pv: np.ndarray, *,
+               stratum: str = "stratum", source: str = "source") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Map scored rows to the reviewed strata whose π̂_h they carry.
+
+    Parameters
+    ----------
+    rates : DataFrame
+        :func:`reform_core.calibration.stratum_rates` output (``stratum, n_reviewed, pi_hat``).
+
+    Returns
+    -------
+    (h, pi_hat, n_reviewed)
+        ``h[r]`` = stratum number of scored row r if it is an unreviewed disagreement of a
+        reviewed stratum (``source == "stratum"``), else -1; and per stratum its π̂_h and
+        review count.
+    """
+    for col in (stratum, source):
+        if col not in instances.columns:
+            raise ValueError(f"instances lack column {col!r}; resampling adjudications needs calibrate_stratified output")
+    for col in ("stratum", "n_reviewed", "pi_hat"):
+        if col not in rates.columns:
+            raise ValueError(f"rates lack column {col!r}; pass stratum_rates(...) output")
+    reviewed = rates[rates["n_reviewed"] > 0]
+    code = pd.Index(reviewed["stratum"].astype(str))
+    df = instances[[stratum, source]].iloc[index.row_pos]
+    h = np.where(df[source].to_numpy() == "stratum", code.get_indexer(df[stratum].astype(str)), -1)
+    pi_hat = reviewed["pi_hat"].to_numpy(dtype=float)
+    if (df[source].to_numpy() == "stratum").any() and (h[df[source].to_numpy() == "stratum"] < 0).any():
+        raise ValueError("an unreviewed disagreement's stratum is not among the reviewed strata of rates")
+    if (np.abs(pv[h >= 0] - pi_hat[h[h >= 0]]) > 1e-12).any():
+        raise ValueError("p of unreviewed disagreements differs from rates['pi_hat']: rates do not match the calibration")
+    return h.astype(np.int64), pi_hat, reviewed["n_reviewed"].to_numpy(dtype=np.int64)
+
+
+def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, row_stratum: np.ndarray | None = None,
+                     pi: np.ndarray | None = None, chunk: int = 64) -> dict[str, np.ndarray]:
+    """Scores (%) of bootstrap replicates given question weights and stratum rates.
+
+    Parameters
+    ----------
+    index : UnitIndex
+        From :func:`reform_core.metrics.reform.build_index`.
+    pv : ndarray
+        Point pass vector of the indexed rows.
+    weights : ndarray, shape (B, n_questions)
+        Question multiplicities of each replicate (codes of ``index.questions``).
+    row_stratum, pi : ndarray, optional
+        ``row_stratum`` from :func:`row_strata`; ``pi`` (n_strata, B) replicate rates π*_h.
+
+    Returns
+    -------
+    dict
+        ``tcpr, emcr, r1, r2, r3`` → arrays (B, n_models); NaN where a replicate has no
+        instruction / unit in the denominator.
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 2 or weights.shape[1] != len(index.questions):
+        raise ValueError(f"weights must have shape (B, {len(index.questions)})")
+    B = weights.shape[0]
+    variable = row_stratum is not None and pi is not None and (row_stratum >= 0).any()
+    pv_fixed = pv.copy()
+    if variable:
+        pv_fixed[row_stratum >= 0] = 1.0
+    allpass, joint, _ = index.evaluate(pv_fixed)
+
+    if variable:
+        n_inst, n_units = len(index.inst_starts), len(index.unit_k)
+        inst_of_row = np.empty(len(pv), dtype=np.int64)
+        inst_of_row[index.inst_rows] = np.repeat(np.arange(n_inst), np.diff(np.r_[index.inst_starts, len(index.inst_rows)]))
+        unit_mem_starts = index.uv_starts[index.unit_uv_starts] if n_units else np.zeros(0, dtype=np.int64)
+        unit_of_mem = np.repeat(np.arange(n_units), np.diff(np.r_[unit_mem_starts, len(index.mem_rows)]))
+        H = pi.shape[0]
+        rs = row_stratum >= 0
+        e_inst = sp.csr_matrix((np.ones(rs.sum()), (inst_of_row[rs], row_stratum[rs])), shape=(n_inst, H))
+        ms = row_stratum[index.mem_rows] >= 0
+        e_unit = sp.csr_matrix((np.ones(ms.sum()), (unit_of_mem[ms], row_stratum[index.mem_rows][ms])), shape=(n_units, H))
+        var_inst, var_unit = np.diff(e_inst.indptr) > 0, np.diff(e_unit.indptr) > 0
+        fixed_allpass, fixed_joint = np.where(var_inst, 0.0, allpass), np.where(var_unit, 0.0, joint)
+    else:
+        fixed_allpass, fixed_joint = allpass, joint
+
+    qs = _question_matrix(index, aggregate(index, fixed_allpass, fixed_joint, group="question"))
+    num = {key: weights @ qs[key].T for key in _SUM_KEYS}  # (B, n_models)
+
+    if variable:
+        nm = len(index.models)
+        e = sp.vstack([e_inst[var_inst], e_unit[var_unit]]).tocsr()
+        c = np.r_[allpass[var_inst], joint[var_unit]]
+        q_item = np.r_[index.inst_question[var_inst], index.unit_question[var_unit]]
+        # target sum per item: 0 = allpass, K = joint{K}; column = model · 4 + target
+        target = np.r_[np.zeros(var_inst.sum(), dtype=np.int64), index.unit_k[var_unit]]
+        model = np.r_[index.inst_model[var_inst], index.unit_model[var_unit]]
+        agg = sp.csr_matrix((np.ones(len(c)), (model * 4 + target, np.arange(len(c)))), shape=(nm * 4, len(c)))
+        with np.errstate(divide="ignore"):
+            log_pi = np.log(pi)
+        extra = np.empty((nm * 4, B))
+        for b0 in range(0, B, chunk):
+            b1 = min(B, b0 + chunk)
+            vals = c[:, None] * np.exp(e @ log_pi[:, b0:b1])
+            vals *= weights[b0:b1].T[q_item]
+            extra[:, b0:b1] = agg @ vals
+        extra = extra.reshape(nm, 4, B)
+        num["allpass"] = num["allpass"] + extra[:, 0].T
+        for k in KS:
+            num[f"joint{k}"] = num[f"joint{k}"] + extra[:, k].T
+    return rates_from_sums(num)
+
+
+def bootstrap_intervals(
+    instances: pd.DataFrame,
+    *,
+    p: str = "p",
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+    rates: pd.DataFrame | None = None,
+    stratum: str = "stratum",
+    source: str = "source",
+    index: UnitIndex | None = None,
+    **roles,
+) -> pd.DataFrame:
+    """Percentile intervals for TCPR, EMCR and R^(1..3) per model.
+
+    Cluster bootstrap over questions (module docstring); with ``rates`` the adjudications
+    are also resampled within each reviewed stratum.
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame as for :func:`reform_core.metrics.reform.table2`; with ``rates``,
+        the output of :func:`reform_core.calibration.calibrate_stratified` (``stratum``,
+        ``source`` columns).
+    n_boot : int
+        Number of replicates.
+    level : float
+        Interval level in (0, 1).
+    rng : numpy.random.Generator, optional
+        Source of randomness; pass a seeded one for reproducible intervals.
+    rates : DataFrame, optional
+        :func:`reform_core.calibration.stratum_rates` output of the same calibration.
+    **roles
+        ``condition`` and column roles of :func:`reform_core.metrics.reform.build_index`.
+
+    Returns
+    -------
+    DataFrame
+        ``model, metric, estimate, ci_low, ci_high, n_boot, n_valid`` (n_valid: replicates
+        with a defined value).
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    rng = np.random.default_rng() if rng is None else rng
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    index = index if index is not None else build_index(instances, **roles)
+    pv = index.pass_vector(instances, p)
+    nq = len(index.questions)
+    weights = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=n_boot)
+    h = pi = None
+    if rates is not None:
+        h, pi_hat, n_rev = row_strata(index, instances, rates, pv, stratum=stratum, source=source)
+        pi = rng.binomial(n_rev[:, None], pi_hat[:, None], size=(len(pi_hat), n_boot)) / n_rev[:, None]
+    reps = replicate_scores(index, pv, weights, row_stratum=h, pi=pi)
+    point = rates_from_sums(group_sums(index, pv))
+    alpha = 100 * (1 - level) / 2
+    rows = []
+    for metric in METRICS:
+        r = reps[metric]
+        valid = ~np.isnan(r)
+        lo = np.full(r.shape[1], np.nan)
+        hi = np.full(r.shape[1], np.nan)
+        ok = valid.any(axis=0)
+        if ok.any():
+            lo[ok], hi[ok] = np.nanpercentile(r[:, ok], [alpha, 100 - alpha], axis=0)
+        for i, model in enumerate(index.models):
+            rows.append({"model": model, "metric": metric, "estimate": point[metric][i], "ci_low": lo[i],
+                         "ci_high": hi[i], "n_boot": n_boot, "n_valid": int(valid[:, i].sum())})
+    return pd.DataFrame(rows)

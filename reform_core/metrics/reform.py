@@ -1,0 +1,706 @@
+"""ReFormBench scores: TCPR, EMCR and their reporting tables (SPEC §3; seed 000 §3.4–3.5,
+App. A.1–A.8).
+
+Input frames follow :mod:`reform_core.frames`:
+
+* INSTANCES — one row per (model, instruction, constraint) with at least ``model,
+  question, instruction, condition, task_type, feature, mode, baseline_opposed`` and a
+  pass column (``p``: calibrated probability, or a judge's 0/1 label column — the engine
+  only needs a column name).
+* BASELINE — ``model, question, feature``: the features present in each model's
+  unconstrained response (used by :func:`mark_baseline_opposed`).
+
+Design: the eligible-unit structure depends only on which targets occur in which variants,
+never on the pass values. :func:`build_index` determines it once — instructions and
+eligible units as index arrays into the scored rows — and :meth:`UnitIndex.evaluate`
+scores any pass vector with vectorised products (``np.multiply.reduceat``). All tables are
+grouped sums of those per-instruction / per-unit values. ``loop_reference`` holds the
+literal per-unit loop used as a cross-check and benchmark baseline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from reform_core.frames import CONDITION_MAIN, MODES
+
+KS = (1, 2, 3)
+TABLE2_COLUMNS = ["model", "tcpr", "emcr", "r1", "r2", "r3", "n_instructions", "n1", "n2", "n3"]
+
+
+def _require(df: pd.DataFrame, columns, what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
+
+
+def _starts(sorted_codes: np.ndarray) -> np.ndarray:
+    """Start offsets of the runs of equal values in a sorted array."""
+    if len(sorted_codes) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+
+
+def _reduce(ufunc: np.ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return ufunc.reduceat(values, starts) if len(starts) else np.zeros(0)
+
+
+def mark_baseline_opposed(
+    instances: pd.DataFrame,
+    baseline: pd.DataFrame,
+    *,
+    model: str = "model",
+    question: str = "question",
+    feature: str = "feature",
+    mode: str = "mode",
+    out: str = "baseline_opposed",
+) -> pd.DataFrame:
+    """Classify each constraint as baseline-opposed (SPEC §1; seed 000 §3.3, App. A.6).
+
+    With ``P[m,q]`` the features present in model m's baseline response to question q, a
+    target (feature, mode) is opposed iff it forbids a feature in ``P[m,q]`` or requires
+    one outside it.
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame with ``model, question, feature, mode``.
+    baseline : DataFrame
+        BASELINE frame, one row per (model, question, feature) present.
+
+    Returns
+    -------
+    DataFrame
+        A copy of ``instances`` with the boolean column ``out``.
+    """
+    _require(instances, [model, question, feature, mode], "instances")
+    _require(baseline, [model, question, feature], "baseline")
+    bad = ~instances[mode].isin(MODES)
+    if bad.any():
+        raise ValueError(f"column {mode!r} must be one of {MODES}; found {instances.loc[bad, mode].iloc[0]!r}")
+    present_keys = pd.MultiIndex.from_frame(baseline[[model, question, feature]].astype(str))
+    keys = pd.MultiIndex.from_frame(instances[[model, question, feature]].astype(str))
+    present = keys.isin(present_keys)
+    result = instances.copy()
+    result[out] = np.where(instances[mode].to_numpy() == "forbid", present, ~present)
+    return result
+
+
+@dataclass(frozen=True)
+class UnitIndex:
+    """Instructions and eligible EMCR units of one condition, as index arrays.
+
+    Row indices (``inst_rows``, ``mem_rows``) point into the pass vector
+    ``instances[p].to_numpy()[row_pos]``. Codes index ``models``, ``tasks``,
+    ``questions``.
+    """
+
+    row_pos: np.ndarray
+    models: np.ndarray
+    tasks: np.ndarray
+    questions: np.ndarray
+    inst_rows: np.ndarray
+    inst_starts: np.ndarray
+    inst_model: np.ndarray
+    inst_task: np.ndarray
+    inst_question: np.ndarray
+    unit_k: np.ndarray
+    unit_model: np.ndarray
+    unit_task: np.ndarray
+    unit_question: np.ndarray
+    unit_cover: np.ndarray
+    mem_rows: np.ndarray
+    uv_starts: np.ndarray
+    unit_uv_starts: np.ndarray
+
+    def pass_vector(self, instances: pd.DataFrame, p: str) -> np.ndarray:
+        """The pass values of the indexed rows; ValueError on NaN or values outside [0, 1]."""
+        _require(instances, [p], "instances")
+        x = pd.to_numeric(instances[p], errors="coerce").to_numpy(dtype=float)[self.row_pos]
+        bad = np.isnan(x) | (x < 0) | (x > 1)
+        if bad.any():
+            raise ValueError(
+                f"column {p!r} must hold pass probabilities in [0, 1]; {int(bad.sum())} scored row(s) are "
+                f"missing or out of range (drop unlabelled rows before scoring)"
+            )
+        return x
+
+    def evaluate(self, pv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-instruction all-pass products, per-unit Ĵ and Ŵ (seed 000 eqs. 9, 11).
+
+        ``A_i = ∏_j p[i,j]``; ``Ĵ_{q,S} = ∏_{t∈S} ∏_{i∈V(q,t)} p[i,t]``;
+        ``Ŵ_{q,S} = Σ_{i∈I_{q,S}} (1 − ∏_{t∈S_i} p[i,t])``.
+        """
+        allpass = _reduce(np.multiply, pv[self.inst_rows], self.inst_starts)
+        uv = _reduce(np.multiply, pv[self.mem_rows], self.uv_starts)
+        joint = _reduce(np.multiply, uv, self.unit_uv_starts)
+        spread = self.unit_cover - _reduce(np.add, uv, self.unit_uv_starts)
+        return allpass, joint, spread
+
+
+def _codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    codes, names = pd.factorize(series.astype(str), sort=True)
+    return codes.astype(np.int64), np.asarray(names, dtype=object)
+
+
+def _dense(key: np.ndarray) -> np.ndarray:
+    """Dense 0..n-1 ids of an integer key, in sorted key order."""
+    return pd.factorize(key, sort=True)[0].astype(np.int64)
+
+
+def _combine(*pairs: tuple[np.ndarray, int]) -> np.ndarray:
+    """Mixed-radix key of several code arrays (each with its number of values)."""
+    key = np.zeros(len(pairs[0][0]), dtype=np.int64)
+    for codes, n in pairs:
+        key = key * max(n, 1) + codes
+    return key
+
+
+def _candidate_units(pair_inst: np.ndarray, pair_target: np.ndarray, k: int) -> np.ndarray:
+    """All K-subsets of the targets co-occurring in some variant, deduplicated (n, K).
+
+    A set of targets has a non-empty common variant iff it is a subset of one variant's
+    target set, so candidates are the K-subsets of each variant's targets.
+    ``pair_inst``/``pair_target`` are unique (variant, target) pairs sorted by both.
+    """
+    starts = _starts(pair_inst)
+    sizes = np.diff(np.r_[starts, len(pair_inst)])
+    blocks = []
+    for s in np.unique(sizes[sizes >= k]):
+        rows = starts[sizes == s][:, None] + np.arange(s)
+        targets = pair_target[rows]
+        blocks.extend(targets[:, list(c)] for c in combinations(range(s), k))
+    if not blocks:
+        return np.zeros((0, k), dtype=np.int64)
+    cand = np.concatenate(blocks)
+    n = int(pair_target.max()) + 1
+    if n ** k >= 2**62:  # codes would overflow: fall back to the row-wise unique
+        return np.unique(cand, axis=0)
+    code = np.zeros(len(cand), dtype=np.int64)
+    for col in range(k):
+        code = code * n + cand[:, col]
+    code = np.unique(code)
+    out = np.empty((len(code), k), dtype=np.int64)
+    for col in range(k - 1, -1, -1):
+        code, out[:, col] = np.divmod(code, n)
+    return out
+
+
+def build_index(
+    instances: pd.DataFrame,
+    *,
+    condition: str | None = CONDITION_MAIN,
+    model: str = "model",
+    question: str = "question",
+    instruction: str = "instruction",
+    feature: str = "feature",
+    mode: str = "mode",
+    opposed: str = "baseline_opposed",
+    task_type: str = "task_type",
+    condition_col: str = "condition",
+) -> UnitIndex:
+    """Determine instructions and eligible units once (seed 000 eq. 2; SPEC §3).
+
+    Target t = (feature, mode) of question q; V(q,t) = variants (instructions) of q that
+    contain t; T_q = baseline-opposed targets of q for the model. Eligible units at K are
+    sets S ⊆ T_q, |S| = K, with ``∩ V(q,t) ≠ ∅`` and ``|∪ V(q,t)| ≥ 2``. Given a
+    non-empty intersection, the union has ≥ 2 variants iff some member recurs.
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame (see module docstring).
+    condition : str or None
+        Only rows with this condition are scored (default ``"main"``); None keeps all.
+    model, question, instruction, feature, mode, opposed, task_type, condition_col : str
+        Column roles.
+
+    Returns
+    -------
+    UnitIndex
+    """
+    need = [model, question, instruction, feature, mode, opposed, task_type]
+    _require(instances, need + ([condition_col] if condition is not None else []), "instances")
+    if condition is not None:
+        row_pos = np.flatnonzero(instances[condition_col].to_numpy() == condition)
+        if len(row_pos) == 0:
+            raise ValueError(f"no instance has {condition_col} == {condition!r}")
+    else:
+        row_pos = np.arange(len(instances))
+    df = instances[need].iloc[row_pos]
+    if df.isna().any().any():
+        col = df.columns[df.isna().any()][0]
+        raise ValueError(f"column {col!r} has missing values in the scored rows")
+    opp = df[opposed].to_numpy()
+    if not np.isin(opp, (True, False, 0, 1)).all():
+        raise ValueError(f"column {opposed!r} must be boolean")
+    opp = opp.astype(bool)
+
+    m_c, models = _codes(df[model])
+    q_c, questions = _codes(df[question])
+    t_c, tasks = _codes(df[task_type])
+    i_c, _ = _codes(df[instruction])
+    f_c, _ = _codes(df[feature])
+    o_c, _ = _codes(df[mode])
+    n_q = len(questions)
+
+    # Instructions (variants) are (model, instruction) pairs.
+    inst_key = _combine((m_c, len(models)), (i_c, int(i_c.max()) + 1))
+    inst_id = _dense(inst_key)
+    inst_rows = np.argsort(inst_id, kind="stable")
+    inst_starts = _starts(inst_id[inst_rows])
+    first = inst_rows[inst_starts]
+    for codes, col in ((q_c, question), (t_c, task_type)):
+        if (_reduce(np.minimum, codes[inst_rows], inst_starts) != _reduce(np.maximum, codes[inst_rows], inst_starts)).any():
+            raise ValueError(f"an instruction spans several values of {col!r}")
+
+    # Targets: (model, question, feature, mode) among the opposed rows.
+    opp_rows = np.flatnonzero(opp)
+    tkey = _combine((m_c[opp_rows], len(models)), (q_c[opp_rows], n_q), (f_c[opp_rows], int(f_c.max()) + 1), (o_c[opp_rows], 2))
+    target = _dense(tkey)
+    n_targets = int(target.max()) + 1 if len(target) else 0
+    order = np.lexsort((inst_id[opp_rows], target))
+    t_rows = opp_rows[order]
+    t_start = np.searchsorted(target[order], np.arange(n_targets))
+    t_count = np.bincount(target, minlength=n_targets)
+    pair_code = np.unique(inst_id[opp_rows] * max(n_targets, 1) + target)  # (variant, target), sorted
+    pairs = np.c_[np.divmod(pair_code, max(n_targets, 1))]
+    n_variants = np.bincount(pairs[:, 1], minlength=n_targets)
+    t_first = t_rows[t_start] if n_targets else np.zeros(0, dtype=np.int64)
+
+    unit_sets, unit_k = [], []
+    for k in KS:
+        cand = _candidate_units(pairs[:, 0], pairs[:, 1], k)
+        cand = cand[n_variants[cand].max(axis=1) >= 2] if len(cand) else cand
+        unit_sets.append(cand)
+        unit_k.append(np.full(len(cand), k, dtype=np.int64))
+    unit_k = np.concatenate(unit_k)
+    n_units = len(unit_k)
+    unit_first_target = np.concatenate([c[:, 0] for c in unit_sets])
+
+    # Memberships: every row of every target of every unit, sorted by (unit, variant).
+    mem_unit, mem_idx = [], []
+    offset = 0
+    for cand in unit_sets:
+        ids = np.arange(offset, offset + len(cand))
+        offset += len(cand)
+        for slot in range(cand.shape[1]):
+            t = cand[:, slot]
+            cnt = t_count[t]
+            total = int(cnt.sum())
+            within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            mem_unit.append(np.repeat(ids, cnt))
+            mem_idx.append(np.repeat(t_start[t], cnt) + within)
+    mem_unit = np.concatenate(mem_unit) if mem_unit else np.zeros(0, dtype=np.int64)
+    mem_rows = t_rows[np.concatenate(mem_idx)] if mem_idx else np.zeros(0, dtype=np.int64)
+    uv_key = mem_unit * (int(inst_id.max()) + 1) + inst_id[mem_rows]
+    order = np.argsort(uv_key, kind="stable")
+    mem_rows, uv_key = mem_rows[order], uv_key[order]
+    uv_starts = _starts(uv_key)
+    uv_unit = mem_unit[order][uv_starts]
+    unit_uv_starts = np.searchsorted(uv_unit, np.arange(n_units))
+    unit_cover = np.diff(np.r_[unit_uv_starts, len(uv_starts)]).astype(float)
+    unit_row = t_first[unit_first_target] if n_units else np.zeros(0, dtype=np.int64)
+
+    return UnitIndex(
+        row_pos=row_pos,
+        models=models,
+        tasks=tasks,
+        questions=questions,
+        inst_rows=inst_rows,
+        inst_starts=inst_starts,
+        inst_model=m_c[first],
+        inst_task=t_c[first],
+        inst_question=q_c[first],
+        unit_k=unit_k,
+        unit_model=m_c[unit_row],
+        unit_task=t_c[unit_row],
+        unit_question=q_c[unit_row],
+        unit_cover=unit_cover,
+        mem_rows=mem_rows,
+        uv_starts=uv_starts,
+        unit_uv_starts=unit_uv_starts,
+    )
+
+
+# --------------------------------------------------------------------------- sums and rates
+
+
+def group_sums(index: UnitIndex, pv: np.ndarray, group: str = "model") -> dict[str, np.ndarray]:
+    """Additive per-group sums that every score is a ratio of.
+
+    ``group`` is ``"model"``, ``"task"`` (model × task, code ``model·n_tasks + task``) or
+    ``"question"`` (model × question, code ``model·n_questions + question``). Returns
+    arrays of length n_groups: ``n_inst, allpass`` and, per K, ``units{K}, joint{K},
+    spread{K}, fail{K} (Σ 1 − Ĵ), cover{K} (Σ |I|)``.
+    """
+    return aggregate(index, *index.evaluate(pv), group=group)
+
+
+def aggregate(index: UnitIndex, allpass: np.ndarray, joint: np.ndarray, spread: np.ndarray | None = None,
+              group: str = "model") -> dict[str, np.ndarray]:
+    """Group sums of per-instruction ``allpass`` and per-unit ``joint`` / ``spread`` values
+    (see :func:`group_sums`; ``spread``/``fail``/``cover`` keys only when ``spread`` is given)."""
+    if group == "model":
+        n, gi, gu = len(index.models), index.inst_model, index.unit_model
+    elif group == "task":
+        nt = len(index.tasks)
+        n, gi, gu = len(index.models) * nt, index.inst_model * nt + index.inst_task, index.unit_model * nt + index.unit_task
+    elif group == "question":
+        nq = len(index.questions)
+        n = len(index.models) * nq
+        gi, gu = index.inst_model * nq + index.inst_question, index.unit_model * nq + index.unit_question
+    else:
+        raise ValueError(f"group must be 'model', 'task' or 'question', got {group!r}")
+    out = {"n_inst": np.bincount(gi, minlength=n).astype(float), "allpass": np.bincount(gi, allpass, minlength=n)}
+    for k in KS:
+        sel = index.unit_k == k
+        g = gu[sel]
+        out[f"units{k}"] = np.bincount(g, minlength=n).astype(float)
+        out[f"joint{k}"] = np.bincount(g, joint[sel], minlength=n)
+        if spread is not None:
+            out[f"spread{k}"] = np.bincount(g, spread[sel], minlength=n)
+            out[f"fail{k}"] = np.bincount(g, 1.0 - joint[sel], minlength=n)
+            out[f"cover{k}"] = np.bincount(g, index.unit_cover[sel], minlength=n)
+    return out
+
+
+def _ratio(num, den) -> np.ndarray:
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def rates_from_sums(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """TCPR, R1..R3 and EMCR in % from pooled sums (seed 000 eqs. 1, 4, 5, 9).
+
+    EMCR is NaN where some K has no eligible unit.
+    """
+    out = {"tcpr": 100 * _ratio(s["allpass"], s["n_inst"])}
+    for k in KS:
+        out[f"r{k}"] = 100 * _ratio(s[f"joint{k}"], s[f"units{k}"])
+    out["emcr"] = (out["r1"] + out["r2"] + out["r3"]) / 3
+    return out
+
+
+def _table(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    r = rates_from_sums(s)
+    cols = {"tcpr": r["tcpr"], "emcr": r["emcr"], "r1": r["r1"], "r2": r["r2"], "r3": r["r3"], "n_instructions": s["n_inst"].astype(int)}
+    for k in KS:
+        cols[f"n{k}"] = s[f"units{k}"].astype(int)
+    return cols
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def _index_and_p(instances, p, index, roles) -> tuple[UnitIndex, np.ndarray]:
+    index = index if index is not None else build_index(instances, **roles)
+    return index, index.pass_vector(instances, p)
+
+
+def _table2_from(index: UnitIndex, s: dict[str, np.ndarray]) -> pd.DataFrame:
+    return pd.DataFrame({"model": index.models, **_table(s)})[TABLE2_COLUMNS]
+
+
+def _model_sums(index: UnitIndex, task_sums: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    nm, nt = len(index.models), len(index.tasks)
+    return {key: v.reshape(nm, nt).sum(axis=1) for key, v in task_sums.items()}
+
+
+def table2(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, **roles) -> pd.DataFrame:
+    """Table 2: per model TCPR, EMCR, R^(1..3) (%) and the denominators.
+
+    TCPR = mean_i ∏_j p[i,j]; R^(K) = Σ Ĵ / |U_K| pooled over questions; EMCR =
+    (R^(1) + R^(2) + R^(3)) / 3 (seed 000 eqs. 1–5, 9; SPEC §3).
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame (module docstring); ``p`` names the pass column (calibrated
+        probability or one judge's 0/1 labels).
+    index : UnitIndex, optional
+        A prebuilt :func:`build_index` result for this frame (saves rebuilding).
+    **roles
+        Column roles and ``condition``, passed to :func:`build_index`.
+
+    Returns
+    -------
+    DataFrame
+        ``model, tcpr, emcr, r1, r2, r3, n_instructions, n1, n2, n3``.
+    """
+    index, pv = _index_and_p(instances, p, index, roles)
+    return _table2_from(index, group_sums(index, pv))
+
+
+def tcpr(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, **roles) -> pd.Series:
+    """Three-constraint pass rate per model, % (seed 000 eqs. 1, 9; SPEC §3).
+
+    ``TCPR = (1/N) Σ_i ∏_j p[i,j]`` over the instructions of the scored condition.
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame with ``model, question, instruction, condition, task_type,
+        feature, mode, baseline_opposed`` and the pass column ``p`` (values in [0, 1];
+        a judge's 0/1 label column works too).
+    p : str
+        Pass column.
+    **roles
+        ``condition`` (default ``"main"``) and column roles of :func:`build_index`.
+
+    Returns
+    -------
+    Series
+        TCPR in % indexed by model.
+    """
+    t = table2(instances, p=p, index=index, **roles)
+    return pd.Series(t["tcpr"].to_numpy(), index=pd.Index(t["model"], name="model"), name="tcpr")
+
+
+def emcr(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, **roles) -> pd.Series:
+    """Equal-weight multi-constraint correction rate per model, % (seed 000 eqs. 2–5, 9).
+
+    Eligible units at K: ``S ⊆ T_q``, ``|S| = K``, ``∩_{t∈S} V(q,t) ≠ ∅``,
+    ``|∪_{t∈S} V(q,t)| ≥ 2``; ``Ĵ = ∏_{t∈S} ∏_{i∈V(q,t)} p[i,t]``; ``R^(K) = Σ Ĵ / |U_K|``
+    pooled over questions; ``EMCR = mean(R^(1), R^(2), R^(3))`` (NaN if some K has no unit).
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame as for :func:`tcpr`; ``baseline_opposed`` selects T_q (see
+        :func:`mark_baseline_opposed`).
+    p : str
+        Pass column.
+    **roles
+        ``condition`` (default ``"main"``) and column roles of :func:`build_index`.
+
+    Returns
+    -------
+    Series
+        EMCR in % indexed by model.
+    """
+    t = table2(instances, p=p, index=index, **roles)
+    return pd.Series(t["emcr"].to_numpy(), index=pd.Index(t["model"], name="model"), name="emcr")
+
+
+def task_table(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, overall: str = "overall", **roles) -> pd.DataFrame:
+    """Tables A6/A7: TCPR, EMCR, R^(K) and unit counts per model and task type.
+
+    The overall row of each model pools the task sums (seed 000 App. A.5.2): TCPR weights
+    tasks by instruction count; EMCR pools expected successes and eligible counts within
+    each K across tasks before the equal-weight mean. It equals :func:`table2`.
+
+    Returns
+    -------
+    DataFrame
+        ``model, task_type, tcpr, emcr, r1, r2, r3, n_instructions, n1, n2, n3``; tasks
+        with no instruction for a model are omitted; ``task_type == overall`` marks the
+        pooled rows.
+    """
+    index, pv = _index_and_p(instances, p, index, roles)
+    return _task_from(index, group_sums(index, pv, "task"), overall)
+
+
+def _task_from(index: UnitIndex, s: dict[str, np.ndarray], overall: str = "overall") -> pd.DataFrame:
+    nm, nt = len(index.models), len(index.tasks)
+    per_task = pd.DataFrame(
+        {"model": np.repeat(index.models, nt), "task_type": np.tile(index.tasks, nm), **_table(s)}
+    )
+    over = pd.DataFrame({"model": index.models, "task_type": overall, **_table(_model_sums(index, s))})
+    out = pd.concat([per_task[per_task["n_instructions"] > 0], over], ignore_index=True)
+    return out[["model", "task_type"] + TABLE2_COLUMNS[1:]]
+
+
+def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str = "question", instruction: str = "instruction",
+                 task_type: str = "task_type", condition: str | None = CONDITION_MAIN, condition_col: str = "condition") -> pd.DataFrame:
+    """Table A5: per task type, question and instruction counts, mean TCPR and EMCR over
+    models (equal weight per model) and the model with the highest EMCR.
+
+    Parameters
+    ----------
+    task : DataFrame
+        Output of :func:`task_table`.
+    instances : DataFrame
+        The INSTANCES frame it was computed from (for the counts).
+    """
+    df = instances if condition is None else instances[instances[condition_col] == condition]
+    counts = df.groupby(task_type).agg(questions=(question, "nunique"), instructions=(instruction, "nunique"))
+    rows = task[task["task_type"].isin(counts.index)]
+    mean = rows.groupby("task_type")[["tcpr", "emcr"]].mean()
+    best = rows.dropna(subset=["emcr"]).sort_values(["task_type", "emcr"]).groupby("task_type").tail(1)
+    best = best[["task_type", "model", "emcr"]].set_index("task_type").rename(columns={"model": "best_model", "emcr": "best_emcr"})
+    out = counts.join(mean).join(best).reset_index().rename(columns={task_type: "task_type"})
+    return out
+
+
+def coverage_table(instances: pd.DataFrame, *, index: UnitIndex | None = None, baseline: pd.DataFrame | None = None, **roles) -> pd.DataFrame:
+    """Table A8: eligible unit counts ``n{K}`` and mean variant coverage ``cover{K}`` =
+    mean |I_{q,S}| per K (seed 000 App. A.6), plus ``positive_annotations`` (rows of the
+    BASELINE frame per model) when ``baseline`` is given.
+    """
+    index = index if index is not None else build_index(instances, **roles)
+    return _coverage_from(index, group_sums(index, np.ones(len(index.row_pos))), baseline)
+
+
+def _coverage_from(index: UnitIndex, s: dict[str, np.ndarray], baseline: pd.DataFrame | None) -> pd.DataFrame:
+    out = pd.DataFrame({"model": index.models})
+    if baseline is not None:
+        _require(baseline, ["model"], "baseline")
+        out["positive_annotations"] = out["model"].map(baseline["model"].astype(str).value_counts()).fillna(0).astype(int)
+    for k in KS:
+        out[f"n{k}"] = s[f"units{k}"].astype(int)
+        out[f"cover{k}"] = _ratio(s[f"cover{k}"], s[f"units{k}"])
+    return out
+
+
+def violation_spread(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, **roles) -> pd.DataFrame:
+    """Table A2: violation spread ``Ĉ^(K) = Σ Ŵ / Σ (1 − Ĵ)`` over eligible units
+    (seed 000 App. A.2 eqs. 11–12), with ``Ŵ = Σ_{i∈I} (1 − ∏_{t∈S_i} p[i,t])``.
+
+    Returns
+    -------
+    DataFrame
+        ``model, c1, c2, c3`` (NaN where no unit is expected to fail) and the pooled
+        numerators ``w{K}`` and denominators ``fail{K}``.
+    """
+    index, pv = _index_and_p(instances, p, index, roles)
+    return _spread_from(index, group_sums(index, pv))
+
+
+def _spread_from(index: UnitIndex, s: dict[str, np.ndarray]) -> pd.DataFrame:
+    out = pd.DataFrame({"model": index.models})
+    for k in KS:
+        out[f"c{k}"] = _ratio(s[f"spread{k}"], s[f"fail{k}"])
+    for k in KS:
+        out[f"w{k}"], out[f"fail{k}"] = s[f"spread{k}"], s[f"fail{k}"]
+    return out
+
+
+def judge_agreement(
+    instances: pd.DataFrame,
+    adjudications: pd.DataFrame | None = None,
+    *,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    choice: str | None = None,
+    side_a: str = "A",
+    condition: str | None = CONDITION_MAIN,
+    condition_col: str = "condition",
+    iid: str = "iid",
+    total: str = "Total",
+) -> pd.DataFrame:
+    """Table A3: dual-judge agreement and adjudication outcome per model (seed 000 App. A.3.1).
+
+    Agreement = share of instances where both labels are present and equal (denominator:
+    instances with both labels). An adjudication agrees with judge A when its ``choice``
+    equals ``side_a`` (if ``choice`` names a column) or else when its label ``a`` equals judge
+    A's label; only adjudications of disagreements count. Shares use the model's number of
+    adjudicated samples. A last row ``total`` pools all models.
+
+    Returns
+    -------
+    DataFrame
+        ``model, judgments, agreement (%), disagreements, adjudicated, agrees_a,
+        agrees_a_pct, agrees_b, agrees_b_pct``.
+    """
+    _require(instances, ["model", judge_a, judge_b, iid], "instances")
+    df = instances if condition is None else instances[instances[condition_col] == condition]
+    g = pd.to_numeric(df[judge_a], errors="coerce").to_numpy(float)
+    m = pd.to_numeric(df[judge_b], errors="coerce").to_numpy(float)
+    both = ~np.isnan(g) & ~np.isnan(m)
+    dis = both & (g != m)
+    frame = pd.DataFrame({"model": df["model"].astype(str).to_numpy(), "both": both, "agree": both & (g == m), "dis": dis})
+    frame["adj"] = False
+    frame["with_a"] = False
+    if adjudications is not None:
+        _require(adjudications, [iid] + ([choice] if choice else ["a"]), "adjudications")
+        adj = adjudications.drop_duplicates(iid, keep="last").set_index(iid)
+        hit = df[iid].isin(adj.index).to_numpy() & dis
+        frame["adj"] = hit
+        if choice:
+            side = df[iid].map(adj[choice].astype(str)).to_numpy()
+            frame["with_a"] = hit & (side == side_a)
+        else:
+            label = df[iid].map(adj["a"]).to_numpy(dtype=float)
+            frame["with_a"] = hit & (label == g)
+    frame["with_b"] = frame["adj"] & ~frame["with_a"]
+    sums = frame.groupby("model")[["both", "agree", "dis", "adj", "with_a", "with_b"]].sum()
+    sums.loc[total] = sums.sum()
+    out = pd.DataFrame(
+        {
+            "model": sums.index,
+            "judgments": sums["both"].to_numpy(int),
+            "agreement": 100 * _ratio(sums["agree"], sums["both"]),
+            "disagreements": sums["dis"].to_numpy(int),
+            "adjudicated": sums["adj"].to_numpy(int),
+            "agrees_a": sums["with_a"].to_numpy(int),
+            "agrees_a_pct": 100 * _ratio(sums["with_a"], sums["adj"]),
+            "agrees_b": sums["with_b"].to_numpy(int),
+            "agrees_b_pct": 100 * _ratio(sums["with_b"], sums["adj"]),
+        }
+    )
+    return out
+
+
+def rank_comparison(table: pd.DataFrame, *, a: str = "tcpr", b: str = "emcr") -> pd.DataFrame:
+    """Model pairs that metrics ``a`` and ``b`` order differently (seed 000 §4.2).
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per model with columns ``model``, ``a`` and ``b`` (e.g. :func:`table2`).
+
+    Returns
+    -------
+    DataFrame
+        One row per discordant pair: ``model_1, model_2`` (model_1 higher on ``a``),
+        ``{a}_1, {a}_2, {b}_1, {b}_2``, and ``rank_{a}_1 …`` ranks (1 = best).
+    """
+    _require(table, ["model", a, b], "table")
+    t = table[["model", a, b]].reset_index(drop=True)
+    t[f"rank_{a}"] = t[a].rank(ascending=False, method="min")
+    t[f"rank_{b}"] = t[b].rank(ascending=False, method="min")
+    i, j = np.triu_indices(len(t), 1)
+    da = t[a].to_numpy()[i] - t[a].to_numpy()[j]
+    db = t[b].to_numpy()[i] - t[b].to_numpy()[j]
+    sel = da * db < 0
+    i, j = np.where(da[sel] > 0, i[sel], j[sel]), np.where(da[sel] > 0, j[sel], i[sel])
+    first, second = t.iloc[i].reset_index(drop=True), t.iloc[j].reset_index(drop=True)
+    out = pd.DataFrame({"model_1": first["model"], "model_2": second["model"]})
+    for col in (a, b, f"rank_{a}", f"rank_{b}"):
+        out[f"{col}_1"], out[f"{col}_2"] = first[col], second[col]
+    return out
+
+
+def reform_tables(instances: pd.DataFrame, *, p: str = "p", baseline: pd.DataFrame | None = None,
+                  adjudications: pd.DataFrame | None = None, judge_a: str = "label_a", judge_b: str = "label_b",
+                  choice: str | None = None, index: UnitIndex | None = None, **roles) -> dict[str, pd.DataFrame]:
+    """Every ReFormBench table from one index and one evaluation of ``p``.
+
+    Returns a dict: ``table2`` (:func:`table2`), ``a2`` (:func:`violation_spread`),
+    ``a5`` (:func:`task_summary`), ``a6_a7`` (:func:`task_table`), ``a8``
+    (:func:`coverage_table`), ``ranks`` (:func:`rank_comparison`) and, when both judge
+    label columns are present, ``a3`` (:func:`judge_agreement`).
+    """
+    index, pv = _index_and_p(instances, p, index, roles)
+    task_sums = group_sums(index, pv, "task")
+    s = _model_sums(index, task_sums)
+    t2 = _table2_from(index, s)
+    task = _task_from(index, task_sums)
+    condition = roles.get("condition", CONDITION_MAIN)
+    out = {
+        "table2": t2,
+        "a2": _spread_from(index, s),
+        "a5": task_summary(task, instances, condition=condition),
+        "a6_a7": task,
+        "a8": _coverage_from(index, s, baseline),
+        "ranks": rank_comparison(t2),
+    }
+    if judge_a in instances.columns and judge_b in instances.columns:
+        out["a3"] = judge_agreement(instances, adjudications, judge_a=judge_a, judge_b=judge_b, choice=choice, condition=condition)
+    return out
