@@ -1,7 +1,76 @@
-"""CLI commands of the ops area (registered into ``reform_core.cli.app``)."""
+"""CLI commands of the operations area: backup, restore, doctor, user management."""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+from reform_core.commands.common import DbOption, db_url, fail, print_json
+
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to app."""
+    @app.command("backup")
+    def backup_cmd(out: Path = typer.Option(..., "--out", help="Backup file to write."), db: Optional[str] = DbOption):
+        """Write a consistent snapshot (SQLite backup API; pg_dump custom format on PostgreSQL)."""
+        from reform_core.services.operations import OperationFailed, backup
+
+        try:
+            print_json(backup(db_url(db), out))
+        except OperationFailed as exc:
+            fail(str(exc))
+
+    @app.command("restore")
+    def restore_cmd(source: Path = typer.Option(..., "--from", help="Backup file written by `backup`."),
+                    db: Optional[str] = DbOption):
+        """Replace the database with a backup (stop the app first)."""
+        from reform_core.services.operations import OperationFailed, restore
+
+        try:
+            print_json(restore(db_url(db), source))
+        except OperationFailed as exc:
+            fail(str(exc))
+
+    @app.command("doctor")
+    def doctor_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
+        """Check schema version, orphan rows, lease state and integrity; exit 1 on a problem."""
+        from reform_core.services.operations import doctor
+        from reform_core.services.uow import get_engine
+
+        report = doctor(get_engine(db_url(db), migrate=False))
+        if json_out:
+            print_json(report)
+        else:
+            for c in report["checks"]:
+                typer.echo(f"{'ok ' if c['ok'] else 'BAD'}  {c['check']}: {c['detail']}")
+        if not report["ok"]:
+            raise typer.Exit(1)
+
+    @app.command("user-add")
+    def user_add_cmd(username: str = typer.Argument(...), role: str = typer.Option("annotator", "--role"),
+                     db: Optional[str] = DbOption,
+                     password_env: str = typer.Option("REFORM_NEW_PASSWORD", "--password-env",
+                                                      help="Environment variable holding the password (else prompted).")):
+        """Create a built-in account (annotator, analyst or lead)."""
+        from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal, create_user
+
+        password = os.environ.get(password_env) or getpass.getpass(f"Password for {username}: ")
+        eng = get_engine(db_url(db))
+        try:
+            p = create_user(eng, cli_principal(eng), username=username, password=password, role=role)
+        except ValueError as exc:
+            fail(str(exc))
+        print_json({"username": p.username, "role": p.role, "id": p.user_id})
+
+    @app.command("user-list")
+    def user_list_cmd(db: Optional[str] = DbOption):
+        """List accounts (no password hashes)."""
+        from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal, list_users
+
+        eng = get_engine(db_url(db))
+        print_json(list_users(eng, cli_principal(eng)))

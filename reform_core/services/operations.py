@@ -1,0 +1,155 @@
+"""Operations: consistent backup and restore, and ``doctor`` health checks.
+
+SQLite: backup uses SQLite's online backup API (a consistent snapshot even while the app
+writes); restore checks the file is a ReForm database, then copies it into place with the
+same API. PostgreSQL: ``pg_dump --format=custom`` and ``pg_restore --clean --if-exists``
+(the client tools must be on PATH).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine, make_url
+
+from db.engine import current_revision, head_revision, is_sqlite, normalize_url
+
+
+class OperationFailed(Exception):
+    pass
+
+
+def _sqlite_path(url: str) -> Path:
+    db = make_url(normalize_url(url)).database
+    if not db or db == ":memory:":
+        raise OperationFailed("backup/restore need a SQLite file database, not :memory:")
+    return Path(db)
+
+
+def _pg_conninfo(url: str) -> str:
+    return make_url(normalize_url(url)).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def backup(url: str, out: str | Path) -> dict:
+    """Write a consistent snapshot of the database at ``url`` to ``out``."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if is_sqlite(url):
+        src_path = _sqlite_path(url)
+        if not src_path.exists():
+            raise OperationFailed(f"{src_path}: no such database file")
+        tmp = out.with_suffix(out.suffix + ".partial")
+        tmp.unlink(missing_ok=True)
+        src = sqlite3.connect(str(src_path), timeout=30)
+        dst = sqlite3.connect(str(tmp))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+            src.close()
+        tmp.replace(out)  # never leave a half-written backup under the final name
+        return {"backend": "sqlite", "file": str(out), "bytes": out.stat().st_size}
+    if shutil.which("pg_dump") is None:
+        raise OperationFailed("pg_dump not found on PATH (install the PostgreSQL client tools)")
+    r = subprocess.run(["pg_dump", "--format=custom", "--no-owner", f"--file={out}", _pg_conninfo(url)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OperationFailed(f"pg_dump failed: {r.stderr.strip()}")
+    return {"backend": "postgresql", "file": str(out), "bytes": out.stat().st_size}
+
+
+def _check_sqlite_backup(path: Path) -> str:
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            ok = con.execute("PRAGMA integrity_check").fetchone()[0]
+            rev = con.execute("SELECT version_num FROM alembic_version").fetchone()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise OperationFailed(f"{path}: not a ReForm SQLite backup ({exc})") from exc
+    if ok != "ok":
+        raise OperationFailed(f"{path}: integrity check failed: {ok}")
+    if rev is None:
+        raise OperationFailed(f"{path}: no schema version recorded")
+    return rev[0]
+
+
+def restore(url: str, source: str | Path) -> dict:
+    """Replace the database at ``url`` with the backup ``source`` (stop the app first)."""
+    source = Path(source)
+    if not source.exists():
+        raise OperationFailed(f"{source}: no such backup file")
+    from reform_core.services.uow import dispose_engines
+
+    dispose_engines()
+    if is_sqlite(url):
+        rev = _check_sqlite_backup(source)
+        dst_path = _sqlite_path(url)
+        dst_path.parent.mkdir(parents=True, exist_ok=True)
+        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+        dst = sqlite3.connect(str(dst_path), timeout=30)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+            src.close()
+        return {"backend": "sqlite", "restored_from": str(source), "schema": rev}
+    if shutil.which("pg_restore") is None:
+        raise OperationFailed("pg_restore not found on PATH (install the PostgreSQL client tools)")
+    r = subprocess.run(["pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction",
+                        f"--dbname={_pg_conninfo(url)}", str(source)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise OperationFailed(f"pg_restore failed: {r.stderr.strip()}")
+    return {"backend": "postgresql", "restored_from": str(source)}
+
+
+_ORPHAN_CHECKS = {
+    "judgments without response": "SELECT COUNT(*) FROM judgment j LEFT JOIN response r ON r.id = j.response_id WHERE r.id IS NULL",
+    "judgments without constraint": "SELECT COUNT(*) FROM judgment j LEFT JOIN constraint_item c ON c.id = j.constraint_id WHERE c.id IS NULL",
+    "constraints without instruction": "SELECT COUNT(*) FROM constraint_item c LEFT JOIN instruction i ON i.id = c.instruction_id WHERE i.id IS NULL",
+    "responses without model": "SELECT COUNT(*) FROM response r LEFT JOIN eval_model m ON m.id = r.model_id WHERE m.id IS NULL",
+    "baseline features without response": "SELECT COUNT(*) FROM baseline_feature b LEFT JOIN response r ON r.id = b.response_id WHERE r.id IS NULL",
+    "adjudications without task": "SELECT COUNT(*) FROM adjudication a LEFT JOIN adjudication_task t ON t.id = a.task_id WHERE t.id IS NULL",
+    "tasks without plan": "SELECT COUNT(*) FROM adjudication_task t LEFT JOIN sample_plan p ON p.id = t.plan_id WHERE p.id IS NULL",
+    "ratings without item": "SELECT COUNT(*) FROM wording_rating w LEFT JOIN wording_item i ON i.id = w.item_id WHERE i.id IS NULL",
+}
+
+
+def doctor(engine: Engine) -> dict:
+    """Health checks: schema version, orphan rows, lease state, integrity. ``ok`` is False on any problem."""
+    checks: list[dict] = []
+    cur, head = current_revision(engine), head_revision(engine)
+    checks.append({"check": "schema version", "ok": cur == head, "detail": f"database {cur}, code {head}"})
+    with engine.connect() as conn:
+        for name, sql in _ORPHAN_CHECKS.items():
+            n = int(conn.execute(text(sql)).scalar_one())
+            checks.append({"check": f"orphans: {name}", "ok": n == 0, "detail": f"{n} row(s)"})
+        now = datetime.now(timezone.utc)
+        claimed = conn.execute(text("SELECT lease_until FROM adjudication_task WHERE status = 'claimed'")).all()
+        expired = 0
+        for (lease,) in claimed:
+            if lease is None:
+                expired += 1
+                continue
+            if isinstance(lease, str):
+                lease = datetime.fromisoformat(lease)
+            if lease.tzinfo is None:
+                lease = lease.replace(tzinfo=timezone.utc)
+            expired += lease < now
+        checks.append({"check": "leases", "ok": True,
+                       "detail": f"{len(claimed)} claimed, {expired} expired (expired leases return to the queue on the next claim)"})
+        bad = int(conn.execute(text(
+            "SELECT COUNT(*) FROM adjudication_task t WHERE t.status = 'done' AND t.decided < t.required")).scalar_one())
+        checks.append({"check": "task counters", "ok": bad == 0, "detail": f"{bad} done task(s) with fewer decisions than required"})
+        if conn.dialect.name == "sqlite":
+            res = conn.execute(text("PRAGMA integrity_check")).scalar_one()
+            checks.append({"check": "sqlite integrity", "ok": res == "ok", "detail": res})
+            mode = conn.execute(text("PRAGMA journal_mode")).scalar_one()
+            checks.append({"check": "sqlite journal mode", "ok": mode == "wal", "detail": mode})
+    return {"ok": all(c["ok"] for c in checks), "checks": checks}
