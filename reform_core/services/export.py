@@ -1,0 +1,172 @@
+"""Exports with provenance: every table as CSV, Parquet and JSON, per-instance p_u,
+adjudication and rating records, and a manifest that lets anyone recompute the numbers.
+
+``recompute(dir)`` rebuilds Table 2 from the exported ``instances.csv`` alone (pure), so an
+export can be checked against its own files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+import reform_core
+from reform_core.services.auth import Principal, require
+from reform_core.services.scoring import ScoreResult, intervals, score
+
+INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "task_type", "position", "feature",
+                    "category", "mode", "baseline_opposed", "p"]
+TABLE_FILES = {"table2": "table2", "a2": "table_a2_violation_spread", "a3": "table_a3_judge_agreement",
+               "a5": "table_a5_task_summary", "a6_a7": "table_a6_a7_tasks", "a8": "table_a8_units",
+               "ranks": "rank_comparison"}
+
+
+def instances_frame(result: ScoreResult) -> pd.DataFrame:
+    """SPEC §8 ``instances.csv``: one row per (model, instruction, constraint) + ``label_<judge>``."""
+    inst = result.instances
+    judges = result.frames.judges if result.frames else []
+    cols = INSTANCE_COLUMNS + [f"label_{j}" for j in judges if f"label_{j}" in inst.columns]
+    out = inst[cols].copy()
+    for extra in ("source", "provisional", "stratum"):
+        if extra in inst.columns:
+            out[extra] = inst[extra]
+    return out.sort_values(["model", "instruction", "position"]).reset_index(drop=True)
+
+
+def _write_table(df: pd.DataFrame, out: Path, stem: str, files: list[str]) -> None:
+    df = df.reset_index(drop=True)
+    df.to_csv(out / f"{stem}.csv", index=False)
+    df.to_parquet(out / f"{stem}.parquet", index=False)
+    (out / f"{stem}.json").write_text(df.to_json(orient="records", indent=1, force_ascii=False), encoding="utf-8")
+    files += [f"{stem}.csv", f"{stem}.parquet", f"{stem}.json"]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def dataset_hash(engine: Engine) -> str:
+    """A hash of the project's inputs (questions, constraints, responses, judgments, decisions)."""
+    h = hashlib.sha256()
+    queries = [
+        "SELECT key, text FROM question ORDER BY key",
+        "SELECT i.key, c.position, c.feature, c.mode, c.text FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id ORDER BY i.key, c.position",
+        "SELECT m.name, r.variant, r.text FROM response r JOIN eval_model m ON m.id = r.model_id ORDER BY m.name, r.variant, r.question_id",
+        "SELECT j.name, g.response_id, g.constraint_id, g.prompt_version, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id ORDER BY j.name, g.response_id, g.constraint_id, g.prompt_version",
+        "SELECT task_id, user_id, choice, label FROM adjudication ORDER BY id",
+    ]
+    with engine.connect() as conn:
+        for q in queries:
+            for row in conn.execute(text(q)):
+                h.update(repr(tuple(row)).encode("utf-8"))
+    return h.hexdigest()
+
+
+def _records(engine: Engine) -> dict[str, pd.DataFrame]:
+    with engine.connect() as conn:
+        def frame(sql):
+            res = conn.execute(text(sql))
+            return pd.DataFrame(res.all(), columns=list(res.keys()))
+
+        return {
+            "adjudications": frame(
+                "SELECT a.id, p.name AS plan, m.name AS model, i.key AS instruction, c.position, t.stratum, "
+                "a.choice, a.label, u.username AS annotator, a.note, a.seconds, a.supersedes_id, a.created_at "
+                "FROM adjudication a JOIN adjudication_task t ON t.id = a.task_id JOIN sample_plan p ON p.id = t.plan_id "
+                "JOIN response r ON r.id = t.response_id JOIN eval_model m ON m.id = r.model_id "
+                "JOIN constraint_item c ON c.id = t.constraint_id JOIN instruction i ON i.id = c.instruction_id "
+                "LEFT JOIN app_user u ON u.id = a.user_id ORDER BY a.id"),
+            "ratings": frame(
+                "SELECT w.id, s.name AS study, f.key AS form, it.target, u.username AS annotator, w.requires_exact, "
+                "w.clarity, w.naturalness, w.ambiguity, w.complexity, w.supersedes_id, w.created_at "
+                "FROM wording_rating w JOIN wording_item it ON it.id = w.item_id JOIN wording_study s ON s.id = it.study_id "
+                "JOIN wording_form f ON f.id = it.form_id LEFT JOIN app_user u ON u.id = w.user_id ORDER BY w.id"),
+            "plans": frame("SELECT p.name, ja.name AS judge_a, jb.name AS judge_b, p.params, p.created_at FROM sample_plan p "
+                           "JOIN judge ja ON ja.id = p.judge_a_id JOIN judge jb ON jb.id = p.judge_b_id ORDER BY p.id"),
+            "judges": frame("SELECT name, provider, model, prompt_version, config FROM judge ORDER BY id"),
+            "catalogs": frame("SELECT catalog, catalog_version, COUNT(*) AS features FROM catalog_feature GROUP BY catalog, catalog_version"),
+        }
+
+
+def export(engine: Engine, out_dir: str | Path, *, calibration: str = "stratified", principal: Optional[Principal] = None,
+           n_boot: int = 2000, seed: int = 0) -> dict:
+    """Write every export file and the manifest into ``out_dir``; return the manifest."""
+    if principal is not None:
+        require(principal, "export")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    result = score(engine, calibration=calibration)
+    files: list[str] = []
+    inst = instances_frame(result)
+    inst.to_csv(out / "instances.csv", index=False)
+    files.append("instances.csv")
+    inst.to_parquet(out / "instances.parquet", index=False)
+    files.append("instances.parquet")
+    for key, stem in TABLE_FILES.items():
+        if key in result.tables:
+            _write_table(result.tables[key], out, stem, files)
+    ci = intervals(result, n_boot=n_boot, seed=seed)
+    _write_table(ci, out, "intervals", files)
+    if result.rates is not None:
+        _write_table(result.rates, out, "strata", files)
+    rec = _records(engine)
+    for name in ("adjudications", "ratings"):
+        df = rec[name].copy()
+        for c in df.columns:
+            if df[c].dtype == object:
+                df[c] = df[c].astype(str).where(df[c].notna(), None)
+        _write_table(df, out, name, files)
+    plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
+              "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
+    judges = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
+              for r in rec["judges"].to_dict("records")]
+    manifest = {
+        "app": "ReForm",
+        "app_version": reform_core.__version__,
+        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "dataset_sha256": dataset_hash(engine),
+        "catalogs": rec["catalogs"].to_dict("records"),
+        "judges": judges,
+        "judge_pair": [result.frames.judge_a, result.frames.judge_b] if result.frames else [],
+        "sample_plans": plans,
+        "calibration": {"rule": result.method, "provisional": result.provisional,
+                        "description": {
+                            "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass rate (SPEC §4)",
+                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from all adjudications (SPEC §4)",
+                        }.get(result.method, result.method)},
+        "intervals": {"method": "cluster bootstrap over questions" + (" with adjudications resampled within strata" if result.method == "stratified" else ""),
+                      "replicates": n_boot, "seed": seed, "level": 0.95},
+        "scores_from": "instances.csv (recompute: python -m reform_core score-export DIR --json)",
+        "files": {f: _sha256(out / f) for f in files},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
+    return manifest
+
+
+def recompute(export_dir: str | Path) -> dict:
+    """Table 2 recomputed from an export's ``instances.csv`` alone (SPEC §8 ``score`` shape)."""
+    from reform_core.metrics.reform import table2
+
+    path = Path(export_dir) / "instances.csv"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: not found (is this a ReForm export directory?)")
+    inst = pd.read_csv(path, dtype={"model": str, "question": str, "instruction": str, "task_type": str})
+    inst = inst[inst["condition"] == "main"].copy()
+    inst["iid"] = range(len(inst))
+    inst["baseline_opposed"] = inst["baseline_opposed"].astype(bool)
+    t2 = table2(inst)
+    return {"models": {str(r["model"]): {"tcpr": round(float(r["tcpr"]), 6), "emcr": round(float(r["emcr"]), 6),
+                                         "r1": round(float(r["r1"]), 6), "r2": round(float(r["r2"]), 6),
+                                         "r3": round(float(r["r3"]), 6), "units": [int(r["n1"]), int(r["n2"]), int(r["n3"])]}
+                       for _, r in t2.iterrows()}}

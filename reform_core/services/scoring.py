@@ -1,0 +1,180 @@
+"""Scoring use case: load frames from the database, calibrate, compute every table.
+
+``load_project`` reads the INSTANCES frame (frames.py) with both judges' labels, the
+baseline features and the current adjudications in a handful of queries; ``score``
+calibrates (stratified or pooled) or takes one judge's raw labels, then runs the pure
+engine (``reform_core.metrics``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import scoring as repo
+from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
+from reform_core.metrics.reform import build_index, mark_baseline_opposed, reform_tables
+
+CALIBRATIONS = ("stratified", "pooled")
+
+
+class ScoringError(ValueError):
+    """The request cannot be scored (unknown judge, no labels, …)."""
+
+
+@dataclass
+class ProjectFrames:
+    """Everything the scoring engine needs, loaded once."""
+
+    instances: pd.DataFrame  # INSTANCES with label_a / label_b (and label_<judge> for every judge)
+    baseline: pd.DataFrame
+    adjudications: pd.DataFrame  # iid, a, choice (relative to judge_a), annotator
+    judge_a: str
+    judge_b: str
+    judges: list[str] = field(default_factory=list)
+
+
+def judge_names(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return repo.judge_ids(conn)["name"].tolist()
+
+
+def _pick_pair(judges: pd.DataFrame, pair: Optional[tuple[str, str]]) -> tuple[pd.Series, pd.Series]:
+    if pair is None:
+        if len(judges) < 2:
+            raise ScoringError(f"calibration needs two judges; the project has {len(judges)}")
+        return judges.iloc[0], judges.iloc[1]
+    out = []
+    for name in pair:
+        row = judges[judges["name"] == name]
+        if row.empty:
+            raise ScoringError(f"unknown judge {name!r} (known: {', '.join(judges['name']) or 'none'})")
+        out.append(row.iloc[0])
+    if out[0]["id"] == out[1]["id"]:
+        raise ScoringError("the two judges of a pair must differ")
+    return out[0], out[1]
+
+
+def load_project(engine: Engine, *, judges: Optional[tuple[str, str]] = None) -> ProjectFrames:
+    """Instances with every judge's labels (``label_<name>``; the pair also as ``label_a``/``label_b``)."""
+    with engine.connect() as conn:
+        jdf = repo.judge_ids(conn)
+        inst = repo.instance_rows(conn)
+        base = repo.baseline_present(conn)
+        labels = {row["name"]: repo.judge_labels(conn, judge_id=int(row["id"])) for _, row in jdf.iterrows()}
+        if len(jdf) >= 2 or judges:
+            ja, jb = _pick_pair(jdf, judges)
+            adj = repo.current_adjudications(conn, judge_a_id=int(ja["id"]), judge_b_id=int(jb["id"]))
+            a_name, b_name = ja["name"], jb["name"]
+        else:
+            adj = pd.DataFrame(columns=["iid", "label", "choice", "created_at", "annotator"])
+            a_name = b_name = jdf["name"].iloc[0] if len(jdf) else ""
+    for name, lab in labels.items():
+        inst[f"label_{name}"] = inst["iid"].map(lab.set_index("iid")["label"]).astype(float)
+    inst["label_a"] = inst.get(f"label_{a_name}", np.nan)
+    inst["label_b"] = inst.get(f"label_{b_name}", np.nan)
+    inst = mark_baseline_opposed(inst, base)
+    return ProjectFrames(inst, base, _decisions(adj), a_name, b_name, jdf["name"].tolist())
+
+
+def _decisions(adj: pd.DataFrame) -> pd.DataFrame:
+    """One decision per instance: the majority label of its current decisions (ties: earliest)."""
+    usable = adj[adj["label"].notna()].copy()
+    if usable.empty:
+        return pd.DataFrame({"iid": pd.Series(dtype="int64"), "a": pd.Series(dtype=float),
+                             "choice": pd.Series(dtype=object), "annotator": pd.Series(dtype=object)})
+    usable["label"] = usable["label"].astype(float)
+    g = usable.groupby("iid", sort=False)
+    mean = g["label"].mean()
+    first = g.head(1).set_index("iid")
+    a = np.where(mean > 0.5, 1.0, np.where(mean < 0.5, 0.0, first["label"].reindex(mean.index).to_numpy()))
+    out = pd.DataFrame({"iid": mean.index.to_numpy(), "a": a})
+    pick = first.reindex(mean.index)
+    out["choice"] = np.where(a == pick["label"].to_numpy(), pick["choice"].to_numpy(), np.where(pick["choice"].to_numpy() == "A", "B", "A"))
+    out["annotator"] = pick["annotator"].to_numpy()
+    return out
+
+
+@dataclass
+class ScoreResult:
+    tables: dict[str, pd.DataFrame]
+    instances: pd.DataFrame  # with p (and source / provisional when calibrated)
+    method: str  # "stratified" | "pooled" | "judge:<name>"
+    provisional: bool
+    rates: Optional[pd.DataFrame] = None
+    frames: Optional[ProjectFrames] = None
+
+
+def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified") -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
+    """INSTANCES with ``p`` by the chosen calibration rule, and π̂_h (stratified only)."""
+    inst, adj = frames.instances, frames.adjudications
+    if calibration == "stratified":
+        out = calibrate_stratified(inst, adj[["iid", "a"]])
+        rates = stratum_rates(inst, adj[["iid", "a"]])
+        return out, rates
+    if calibration == "pooled":
+        if adj.empty:
+            raise ScoringError("pooled calibration needs adjudications to fix the judge weights")
+        w = pooled_weights(adj, choice="choice")
+        out = calibrate_pooled(inst, float(w.get("A", 0.0)))
+        out["provisional"] = False
+        return out, None
+    raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
+
+
+def score(engine: Engine, *, judge: Optional[str] = None, calibration: str = "stratified",
+          judges: Optional[tuple[str, str]] = None, frames: Optional[ProjectFrames] = None) -> ScoreResult:
+    """Every table of SPEC §3 from one judge's raw labels or calibrated probabilities."""
+    frames = frames or load_project(engine, judges=judges)
+    if frames.instances.empty:
+        raise ScoringError("the project has no judged constrained responses to score")
+    if judge is not None:
+        col = f"label_{judge}"
+        if col not in frames.instances:
+            raise ScoringError(f"unknown judge {judge!r} (known: {', '.join(frames.judges) or 'none'})")
+        inst = frames.instances.copy()
+        inst["p"] = inst[col]
+        missing = inst.groupby(["model", "instruction"])["p"].transform(lambda s: s.isna().any())
+        inst = inst[~missing]
+        if inst.empty:
+            raise ScoringError(f"judge {judge!r} has no complete instruction to score")
+        method, provisional, rates = f"judge:{judge}", False, None
+    else:
+        inst, rates = calibrated_instances(frames, calibration)
+        inst = inst[inst["p"].notna()]
+        method, provisional = calibration, bool(inst.get("provisional", pd.Series(False)).any())
+    main = inst["condition"] == "main"
+    index = build_index(inst[main])
+    tables = reform_tables(inst[main], baseline=frames.baseline, adjudications=frames.adjudications,
+                           choice="choice", index=index)
+    return ScoreResult(tables=tables, instances=inst, method=method, provisional=provisional, rates=rates, frames=frames)
+
+
+def score_json(result: ScoreResult) -> dict:
+    """The SPEC §8 ``score --json`` shape (percentages)."""
+    t2 = result.tables["table2"]
+    models = {}
+    for _, r in t2.iterrows():
+        models[str(r["model"])] = {
+            "tcpr": _num(r["tcpr"]), "emcr": _num(r["emcr"]),
+            "r1": _num(r["r1"]), "r2": _num(r["r2"]), "r3": _num(r["r3"]),
+            "units": [int(r["n1"]), int(r["n2"]), int(r["n3"])],
+        }
+    return {"models": models, "method": result.method, "provisional": result.provisional}
+
+
+def _num(v) -> Optional[float]:
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else round(float(v), 6)
+
+
+def intervals(result: ScoreResult, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """95 % intervals (question bootstrap; also resampling adjudications when stratified)."""
+    from reform_core.metrics.intervals import bootstrap_intervals
+
+    inst = result.instances[result.instances["condition"] == "main"]
+    return bootstrap_intervals(inst, n_boot=n_boot, rng=np.random.default_rng(seed),
+                               rates=result.rates if result.method == "stratified" else None)
