@@ -219,7 +219,7 @@ class Adjudication(SQLModel, table=True):
     label: Optional[int] = None  # the chosen judgment's label; None for neither/unsure
     note: str = _text()
     seconds: float = 0.0
-    supersedes_id: Optional[int] = Field(default=None, foreign_key="adjudication.id")
+    supersedes_id: Optional[int] = Field(default=None, foreign_key="adjudication.id", index=True)
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -263,7 +263,7 @@ class WordingRating(SQLModel, table=True):
     naturalness: Optional[int] = None
     ambiguity: Optional[int] = None
     complexity: Optional[int] = None
-    supersedes_id: Optional[int] = Field(default=None, foreign_key="wording_rating.id")
+    supersedes_id: Optional[int] = Field(default=None, foreign_key="wording_rating.id", index=True)
     created_at: datetime = Field(default_factory=utcnow)
 
 

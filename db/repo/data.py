@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Iterable, Sequence
 
 import pandas as pd
@@ -18,11 +19,34 @@ def table(name: str) -> Table:
     return m.SQLModel.metadata.tables[name]
 
 
+_NAMED = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+
+
+def raw_frame(conn: Connection, sql: str, params: dict | None = None) -> pd.DataFrame:
+    """Run ``sql`` (``:name`` parameters) on the DBAPI cursor and return a DataFrame.
+
+    Large reads skip SQLAlchemy's Row objects, which cost ~3× the fetch itself.
+    """
+    if conn.dialect.name == "postgresql":
+        sql = _NAMED.sub(r"%(\1)s", sql.replace("%", "%%"))
+    cur = conn.connection.driver_connection.cursor()
+    try:
+        cur.execute(sql, params or {})
+        cols = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    finally:
+        cur.close()
+    return pd.DataFrame(rows, columns=cols)
+
+
 def read_frame(conn: Connection, name: str, columns: Sequence[str]) -> pd.DataFrame:
     """All rows of table ``name`` as a DataFrame with ``columns`` (``id`` included if asked)."""
     t = table(name)
-    rows = conn.execute(select(*[t.c[c] for c in columns])).all()
-    return pd.DataFrame(rows, columns=list(columns))
+    df = raw_frame(conn, f'SELECT {", ".join(columns)} FROM "{t.name}"')
+    json_cols = [c for c in columns if t.c[c].type.__class__.__name__ == "JSON"]
+    for c in json_cols:  # SQLite returns JSON as text; PostgreSQL already decodes it
+        df[c] = [json.loads(v) if isinstance(v, str) else v for v in df[c]]
+    return df
 
 
 def count_rows(conn: Connection, name: str) -> int:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
+
+from db.repo.data import raw_frame
 
 _QUERIES = {
     "question": "SELECT id, key AS question FROM question",
@@ -31,5 +32,4 @@ _QUERIES = {
 
 def key_frame(conn: Connection, kind: str) -> pd.DataFrame:
     """Ids and natural keys of one table (``kind`` in the keys of ``_QUERIES``)."""
-    result = conn.execute(text(_QUERIES[kind]))
-    return pd.DataFrame(result.all(), columns=list(result.keys()))
+    return raw_frame(conn, _QUERIES[kind])

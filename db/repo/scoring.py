@@ -3,29 +3,35 @@
 from __future__ import annotations
 
 import pandas as pd
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
+
+from db.repo.data import raw_frame
 
 # iid = response_id * IID_STRIDE + position: stable across runs, unique per (response, constraint).
 IID_STRIDE = 64
 
 
-def _frame(conn: Connection, sql: str, params: dict | None = None) -> pd.DataFrame:
-    res = conn.execute(text(sql), params or {})
-    return pd.DataFrame(res.all(), columns=list(res.keys()))
+_frame = raw_frame
 
 
 def instance_rows(conn: Connection) -> pd.DataFrame:
-    """One row per (constrained response, constraint) with the question's metadata."""
-    return _frame(conn, (
-        f"SELECT r.id * {IID_STRIDE} + c.position AS iid, r.id AS response_id, c.id AS constraint_id, "
-        "m.name AS model, q.key AS question, i.key AS instruction, i.condition, i.pair_group, "
-        "q.task_type, q.domain, c.position, c.feature, c.category, c.mode "
-        "FROM response r JOIN instruction i ON i.id = r.instruction_id "
-        "JOIN constraint_item c ON c.instruction_id = i.id "
-        "JOIN question q ON q.id = r.question_id JOIN eval_model m ON m.id = r.model_id "
-        "ORDER BY r.id, c.position"
-    ))
+    """One row per (constrained response, constraint) with the question's metadata.
+
+    Reads four small dimension tables and the (response, instruction) ids, then joins in
+    numpy: ~10× faster than one wide SQL join materialised row by row.
+    """
+    resp = _frame(conn, "SELECT id AS response_id, model_id, instruction_id FROM response WHERE instruction_id IS NOT NULL")
+    cons = _frame(conn, "SELECT id AS constraint_id, instruction_id, position, feature, category, mode FROM constraint_item")
+    ins = _frame(conn, "SELECT id AS instruction_id, key AS instruction, question_id, condition, pair_group FROM instruction")
+    qs = _frame(conn, "SELECT id AS question_id, key AS question, task_type, domain FROM question")
+    models = _frame(conn, "SELECT id AS model_id, name AS model FROM eval_model")
+    df = resp.merge(cons, on="instruction_id", how="inner")
+    df = df.merge(ins, on="instruction_id", how="left").merge(qs, on="question_id", how="left")
+    df = df.merge(models, on="model_id", how="left")
+    df.insert(0, "iid", df["response_id"].to_numpy() * IID_STRIDE + df["position"].to_numpy())
+    df = df.sort_values("iid", kind="stable").reset_index(drop=True)
+    return df[["iid", "response_id", "constraint_id", "model", "question", "instruction", "condition", "pair_group",
+               "task_type", "domain", "position", "feature", "category", "mode"]]
 
 
 def judge_ids(conn: Connection) -> pd.DataFrame:
@@ -34,11 +40,11 @@ def judge_ids(conn: Connection) -> pd.DataFrame:
 
 def judge_labels(conn: Connection, *, judge_id: int) -> pd.DataFrame:
     """Latest usable label per (response, constraint) of one judge (any prompt version)."""
-    return _frame(conn, (
-        f"SELECT g.response_id * {IID_STRIDE} + c.position AS iid, g.label FROM judgment g "
-        "JOIN constraint_item c ON c.id = g.constraint_id "
-        "WHERE g.judge_id = :j AND g.status = 'ok' AND g.label IS NOT NULL ORDER BY g.id"
-    ), {"j": judge_id}).drop_duplicates("iid", keep="last")
+    df = _frame(conn, (
+        "SELECT response_id, constraint_id, label FROM judgment "
+        "WHERE judge_id = :j AND status = 'ok' AND label IS NOT NULL ORDER BY id"
+    ), {"j": judge_id})
+    return df.drop_duplicates(["response_id", "constraint_id"], keep="last")
 
 
 def baseline_present(conn: Connection) -> pd.DataFrame:

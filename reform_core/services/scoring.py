@@ -74,7 +74,9 @@ def load_project(engine: Engine, *, judges: Optional[tuple[str, str]] = None) ->
             adj = pd.DataFrame(columns=["iid", "label", "choice", "created_at", "annotator"])
             a_name = b_name = jdf["name"].iloc[0] if len(jdf) else ""
     for name, lab in labels.items():
-        inst[f"label_{name}"] = inst["iid"].map(lab.set_index("iid")["label"]).astype(float)
+        key = lab["response_id"].to_numpy() * 1_000_000_007 + lab["constraint_id"].to_numpy()
+        ikey = inst["response_id"].to_numpy() * 1_000_000_007 + inst["constraint_id"].to_numpy()
+        inst[f"label_{name}"] = pd.Series(lab["label"].to_numpy(dtype=float), index=key).reindex(ikey).to_numpy()
     inst["label_a"] = inst.get(f"label_{a_name}", np.nan)
     inst["label_b"] = inst.get(f"label_{b_name}", np.nan)
     inst = mark_baseline_opposed(inst, base)

@@ -233,3 +233,18 @@ def test_cli_status_and_import_json(tmp_path):
     r = subprocess.run([sys.executable, "-m", "reform_core", "import", str(b), "--db", db],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode != 0 and "questions.jsonl:2:" in r.stderr
+
+
+def test_old_database_upgrades_keeping_data(tmp_path, any_db_url):
+    """A database left at the first revision (an 'old' install) upgrades on open, data intact."""
+    eng = make_engine(any_db_url)
+    upgrade(eng, "0001")
+    assert current_revision(eng) == "0001"
+    with eng.begin() as conn:
+        conn.execute(text("INSERT INTO question (key, text, task_type, domain, language, source) "
+                          "VALUES ('old-q', 'kept', '', '', '', '')"))
+    eng.dispose()
+    eng2 = get_engine(any_db_url)  # what the app and the CLI do on start
+    assert current_revision(eng2) == head_revision(eng2) != "0001"
+    with eng2.connect() as conn:
+        assert conn.execute(text("SELECT text FROM question WHERE key = 'old-q'")).scalar() == "kept"
