@@ -27,7 +27,6 @@ from reform_core.judges import LLM_PROVIDERS, PROVIDERS, make_llm_judge
 from reform_core.judges import batch as batch_mod
 from reform_core.judges import prompt as prompt_mod
 from reform_core.judges.base import (
-    TASK_CONSTRAINTS,
     TASK_PRESENCE,
     ConstraintSpec,
     JudgeItem,
@@ -73,16 +72,18 @@ def _check(provider: str, concurrency: int, limit: Optional[int]) -> None:
 
 
 def items_from_pairs(df: pd.DataFrame) -> list[JudgeItem]:
-    """Group pending pairs (``repo.PENDING_COLUMNS``) into one item per response."""
+    """Group pending pairs (``repo.PENDING_COLUMNS``, ordered by response) into one item
+    per response."""
+    groups: dict[int, list[tuple]] = {}
+    for row in df[repo.PENDING_COLUMNS].itertuples(index=False, name=None):
+        groups.setdefault(int(row[0]), []).append(row)
     items = []
-    for rid, g in df.groupby("response_id", sort=False):
+    for rid, rows in groups.items():
         specs = tuple(
-            ConstraintSpec(int(r.constraint_id), int(r.position), r.feature, r.mode, r.text or "",
-                           r.acceptance or "", dict(r.params or {}))
-            for r in g.itertuples(index=False)
+            ConstraintSpec(int(cid), int(pos), feature, mode, text or "", acceptance or "", dict(params or {}))
+            for _, _, _, cid, pos, feature, mode, text, acceptance, params in rows
         )
-        first = g.iloc[0]
-        items.append(JudgeItem(int(rid), first.instruction_text or "", first.response_text or "", specs))
+        items.append(JudgeItem(rid, rows[0][2] or "", rows[0][1] or "", specs))
     return items
 
 
