@@ -1,7 +1,113 @@
-"""CLI commands of the wording area (registered into ``reform_core.cli.app``)."""
+"""CLI commands of the wording area: wording-create, wording-import-generations, wording-results.
+
+The CLI acts as the lead ``cli`` (``reform_core.services.users.cli_principal``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+from reform_core.commands.common import DbOption, db_url, fail, print_json
+
+
+def _engine_and_principal(db: Optional[str]):
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import cli_principal
+
+    try:
+        engine = get_engine(db_url(db))
+    except Exception as exc:  # connection / migration problems
+        fail(f"cannot open database: {exc}")
+    return engine, cli_principal(engine)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+
+
+def _fmt(x) -> str:
+    return "   n/a" if x is None else f"{x:6.3f}"
+
 
 def register(app: typer.Typer) -> None:
-    """Add this area's commands to app."""
+    @app.command("wording-create")
+    def create_cmd(db: Optional[str] = DbOption,
+                   name: str = typer.Option(..., "--name", help="Study name (unique)."),
+                   forms: Optional[Path] = typer.Option(None, "--forms", help="CSV/JSONL with columns key, template (one {N}-style placeholder)."),
+                   targets: Optional[str] = typer.Option(None, "--targets", help="Comma-separated target values, e.g. 5,8,10,12."),
+                   items: Optional[Path] = typer.Option(None, "--items", help="Instead of --forms/--targets: CSV/JSONL with form, target, text."),
+                   question: str = typer.Option("Does this require exactly {target} words?", "--question",
+                                                help="Question shown with each item; must contain {target}."),
+                   checker: str = typer.Option("wise:exact_words", "--checker", help="Checker of the matching WISE generations."),
+                   reference: str = typer.Option("POS", "--reference", help="Reference form for Δ and gaps."),
+                   json_out: bool = typer.Option(False, "--json")):
+        """Create a wording study: items = forms × targets, or imported items."""
+        from reform_core.services.wording import ImportFailed, create_study, import_study_items, read_records
+
+        if (items is None) == (forms is None):
+            fail("give either --forms with --targets, or --items")
+        engine, principal = _engine_and_principal(db)
+        try:
+            if items is not None:
+                out = import_study_items(engine, principal, name=name, data=_read(items), filename=str(items),
+                                         question=question, checker=checker, reference=reference)
+            else:
+                if not targets:
+                    fail("--targets: give the target values, e.g. --targets 5,8,10,12")
+                rows = [rec for _, rec in read_records(_read(forms), str(forms))]
+                out = create_study(engine, principal, name=name, forms=rows,
+                                   targets=[t.strip() for t in targets.split(",")],
+                                   question=question, checker=checker, reference=reference)
+        except (ImportFailed, ValueError) as exc:
+            fail(str(exc))
+        print_json(out) if json_out else typer.echo(
+            f"study {out['study']!r} created: {out['forms']} forms, {out['items']} items")
+
+    @app.command("wording-import-generations")
+    def import_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: item, model, provider, form, target, repetition, output [, checker]."),
+                   db: Optional[str] = DbOption,
+                   json_out: bool = typer.Option(False, "--json")):
+        """Import WISE generations; nothing is written unless every row is valid; re-imports are idempotent."""
+        from reform_core.services.wording import ImportFailed, import_generations
+
+        engine, principal = _engine_and_principal(db)
+        try:
+            out = import_generations(engine, principal, data=_read(file), filename=str(file))
+        except ImportFailed as exc:
+            fail(str(exc))
+        print_json(out) if json_out else typer.echo(
+            f"{out['rows']} rows: {out['written']} written, {out['existing']} already stored")
+
+    @app.command("wording-results")
+    def results_cmd(db: Optional[str] = DbOption,
+                    study: str = typer.Option(..., "--study", help="Study name."),
+                    n_boot: int = typer.Option(2000, "--n-boot", help="Item-bootstrap replicates."),
+                    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+                    json_out: bool = typer.Option(False, "--json")):
+        """Fleiss' κ, ICC(2,1) / ICC(2,k) with 95 % item-bootstrap intervals, yes-rates, model compliance."""
+        from reform_core.services.wording import study_results
+
+        engine, principal = _engine_and_principal(db)
+        try:
+            out = study_results(engine, principal, study=study, n_boot=n_boot, seed=seed).to_json()
+        except ValueError as exc:
+            fail(str(exc))
+        if json_out:
+            print_json(out)
+            return
+        typer.echo(f"study {out['study']}: {out['items']} items, annotators {', '.join(out['annotators']) or '—'}")
+        k = out["kappa"]
+        typer.echo(f"{'Fleiss kappa (exact answer)':<30}{_fmt(k['value'])}  [{_fmt(k['ci_low'])}, {_fmt(k['ci_high'])}]"
+                   + (f"  {k['note']}" if k.get("note") else ""))
+        for rating, kinds in out["icc"].items():
+            for kind, e in kinds.items():
+                typer.echo(f"{f'ICC({kind}) {rating}':<30}{_fmt(e['value'])}  [{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
+                           + (f"  {e['note']}" if e.get("note") else ""))
+        for note in out["notes"]:
+            typer.echo(f"note: {note}")

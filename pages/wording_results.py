@@ -1,0 +1,83 @@
+"""Wording results: yes-rates, agreement with item-bootstrap intervals, recognition vs compliance."""
+
+import altair as alt
+import streamlit as st
+
+from pages.components import state
+from pages.components.session import require_page
+from reform_core.services import wording
+
+principal = require_page("view_scores")
+eng = state.engine()
+st.title("Wording results")
+
+studies = wording.list_studies(eng, principal)
+if studies.empty:
+    st.info("No wording study yet.")
+    st.stop()
+names = dict(zip(studies["id"], studies["name"]))
+c1, c2 = st.columns([3, 1])
+sid = int(c1.selectbox("Study", list(names), format_func=names.get, key="wording_results_study"))
+seed = int(c2.number_input("Bootstrap seed", min_value=0, value=0, step=1, key="wording_results_seed"))
+res = wording.study_results(eng, principal, study_id=sid, n_boot=wording.N_BOOT, seed=seed)
+
+cols = st.columns(3)
+cols[0].metric("Items", res.items)
+cols[1].metric("Annotators", len(res.annotators))
+cols[2].metric("Completed every item", len(res.complete))
+for note in res.notes:
+    st.info(note)
+
+st.subheader("Inter-annotator agreement")
+st.caption(f"Fleiss' κ for the yes/no answer; ICC(2,1) and ICC(2,k) (two-way random, absolute agreement) for "
+           f"each rating; 95 % percentile intervals from {res.n_boot:,} bootstrap replicates that resample items "
+           f"and keep all annotators (seed {res.seed}). Seed 002 Table 25.")
+num = st.column_config.NumberColumn(format="%.3f")
+st.dataframe(res.agreement, hide_index=True, key="wording_agreement",
+             column_config={"value": num, "ci_low": num, "ci_high": num})
+for note in res.agreement.loc[res.agreement["note"] != "", "note"].unique():
+    st.warning(note)
+
+st.subheader("Exact-target yes-rates")
+if res.yes_rates is None:
+    st.info("No answers yet.")
+else:
+    st.caption("Share of 'yes' answers per form and annotator; the last row and column pool everything (Table 24).")
+    st.dataframe(res.yes_rates, key="wording_yes_rates",
+                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in res.yes_rates.columns})
+
+st.subheader("Human recognition and model compliance")
+st.caption("Per form: the human yes-rate next to pooled model compliance (equal weight per model) and its "
+           "difference from the reference form, when WISE generations of these forms exist (seed 002 §5.7).")
+st.dataframe(res.recognition, key="wording_recognition",
+             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in res.recognition.columns})
+
+if not res.model_gaps.empty:
+    ref = res.study["params"].get("reference", wording.DEFAULT_REFERENCE)
+    gaps = res.model_gaps.reset_index().assign(gap_pp=lambda d: 100 * d["gap"])
+    st.markdown(f"**{ref}-to-worst-form gap per model** (percentage points)")
+    st.altair_chart(
+        alt.Chart(gaps).mark_bar().encode(
+            x=alt.X("gap_pp:Q", title=f"{ref} − worst form (pp)"),
+            y=alt.Y("model:N", sort="-x", title=None),
+            tooltip=["model", "worst_form", alt.Tooltip("gap_pp:Q", format=".1f")],
+        ),
+        width="stretch",
+    )
+if not res.directions.empty:
+    d = res.directions.rename_axis("form").reset_index().melt("form", var_name="direction", value_name="share")
+    st.markdown("**Failure direction per form** (share of outputs, equal weight per model)")
+    st.altair_chart(
+        alt.Chart(d).mark_bar().encode(
+            x=alt.X("form:N", sort=list(res.directions.index), title=None),
+            y=alt.Y("share:Q", axis=alt.Axis(format="%"), title="share of outputs"),
+            color=alt.Color("direction:N", sort=["under", "exact", "over"]),
+            tooltip=["form", "direction", alt.Tooltip("share:Q", format=".1%")],
+        ),
+        width="stretch",
+    )
+
+with st.expander("Current ratings"):
+    st.dataframe(res.ratings, hide_index=True)
+    st.download_button("Download ratings (CSV)", res.ratings.to_csv(index=False), file_name=f"{res.study['name']}_ratings.csv",
+                       mime="text/csv")
