@@ -8,6 +8,7 @@ from typing import Any, Iterable, Optional
 
 import pandas as pd
 from sqlalchemy import and_, func, or_, select
+from sqlalchemy import text as sa_text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
@@ -186,3 +187,16 @@ def insert_baseline_features(session: Session, *, rows: list[dict]) -> int:
         index_elements=["response_id", "feature"])
     session.execute(stmt, rows)
     return len(rows)
+
+
+def judges_summary(session: Session) -> pd.DataFrame:
+    """Every judge with its judgment counts by status, tokens and cost."""
+    res = session.connection().execute(sa_text(
+        "SELECT j.name, j.provider, j.model, j.prompt_version, "
+        "SUM(CASE WHEN g.status = 'ok' THEN 1 ELSE 0 END) AS ok, "
+        "SUM(CASE WHEN g.status = 'error' THEN 1 ELSE 0 END) AS errors, "
+        "SUM(CASE WHEN g.status = 'abstain' THEN 1 ELSE 0 END) AS abstained, "
+        "COALESCE(SUM(g.input_tokens + g.output_tokens), 0) AS tokens, COALESCE(SUM(g.cost_usd), 0) AS cost_usd "
+        "FROM judge j LEFT JOIN judgment g ON g.judge_id = j.id GROUP BY j.id, j.name, j.provider, j.model, j.prompt_version "
+        "ORDER BY j.id"))
+    return pd.DataFrame(res.all(), columns=list(res.keys()))

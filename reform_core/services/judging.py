@@ -443,3 +443,13 @@ def annotate_baseline(
         asyncio.run(go())
         offset += len(items)
     return counts
+
+
+def judges_summary(engine: Engine, principal=None) -> pd.DataFrame:
+    """Judges with counts of ok / error / abstained judgments, tokens and cost."""
+    if principal is not None:
+        from reform_core.services.auth import require
+
+        require(principal, "run_judges")
+    with unit_of_work(engine) as s:
+        return repo.judges_summary(s)
