@@ -1,0 +1,379 @@
+"""Response collection: run an evaluated model on baselines, variants, single-constraint
+and prompted instructions (seed 000 §3.1, §4.3, §4.4, App. A.10, Table A13).
+
+Each input is one user message (no system prompt unless the settings give one); the
+``prompted`` condition appends the meta-prompt (:func:`reform_core.construction.prompts.user_message`).
+Calls go through the judges' machinery: :func:`reform_core.judges.runner.run_items`
+(bounded concurrency, cancel, progress, results committed in small batches),
+:func:`reform_core.judges.retry.call_with_retry` (429 / 5xx / timeouts retried, other
+4xx fail) and :class:`reform_core.judges.ratelimit.RateLimits`. The OpenAI(-compatible)
+and Gemini clients and their error translation come from ``judges/*_judge.py``.
+
+Every stored response records in ``meta``: provider, the generation settings
+(temperature, top_p, max_tokens, reasoning effort / thinking budget), ``finish_reason``,
+``truncated`` (finish reason ``length`` / ``MAX_TOKENS``), tokens and the condition.
+Resume: a (model, question, instruction) that already has a response is never asked
+again; a failed call writes nothing, so a rerun retries it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Optional
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import data as repo
+from reform_core.config import redact
+from reform_core.construction.prompts import user_message
+from reform_core.judges.pricing import cost_usd
+from reform_core.judges.ratelimit import RateLimits
+from reform_core.judges.retry import RetryPolicy, call_with_retry
+from reform_core.judges.runner import run_items
+from reform_core.services.importer import frames_bundle, import_bundle_obj
+from reform_core.services.judging import KEY_ENV, api_key_for
+
+CONDITIONS = ("baseline", "main", "single", "prompted")
+PROVIDERS = ("openai", "gemini")
+TRUNCATED = {"length", "max_tokens", "MAX_TOKENS"}
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Per-model generation settings (Table A13); ``None`` leaves a parameter to the server."""
+
+    temperature: Optional[float] = 0.0
+    top_p: Optional[float] = None
+    max_tokens: Optional[int] = 4096
+    reasoning_effort: Optional[str] = None  # OpenAI reasoning models: low | medium | high
+    thinking_budget: Optional[int] = None  # Gemini thinking budget in tokens
+    system: Optional[str] = None  # an optional system prompt (the paper uses none)
+
+    def __post_init__(self):
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise ValueError(f"temperature: must lie in [0, 2], got {self.temperature}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p: must lie in (0, 1], got {self.top_p}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError(f"max_tokens: must be >= 1, got {self.max_tokens}")
+        if self.thinking_budget is not None and self.thinking_budget < 0:
+            raise ValueError(f"thinking_budget: must be >= 0, got {self.thinking_budget}")
+
+    def to_meta(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class GenItem:
+    """One generation: who answers what (``instruction`` None for a baseline)."""
+
+    model: str
+    question: str
+    instruction: Optional[str]
+    condition: str
+    prompt: str
+    messages: tuple = ()  # explicit messages (construction prompts) instead of ``prompt``
+    constraints: tuple = ()  # the runner's failure path builds verdicts from this
+
+
+@dataclass
+class GenResult:
+    """A generation outcome, shaped for :class:`reform_core.judges.runner.RunStats`."""
+
+    item: GenItem
+    text: str = ""
+    finish_reason: str = ""
+    error: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    requests: int = 0
+    verdicts: list = field(default_factory=list)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason in TRUNCATED
+
+
+def messages_for(item: GenItem, settings: GenerationSettings) -> list[dict]:
+    if item.messages:
+        return list(item.messages)
+    system = [{"role": "system", "content": settings.system}] if settings.system else []
+    return [*system, {"role": "user", "content": item.prompt}]
+
+
+def openai_request(model: str, messages: list[dict], s: GenerationSettings) -> dict:
+    """The chat-completions body for these settings (pure)."""
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    for key, value in (("temperature", s.temperature), ("top_p", s.top_p), ("max_tokens", s.max_tokens),
+                       ("reasoning_effort", s.reasoning_effort)):
+        if value is not None:
+            body[key] = value
+    return body
+
+
+def gemini_config(messages: list[dict], s: GenerationSettings) -> dict:
+    """``contents`` and ``config`` keyword arguments for ``generate_content`` (pure)."""
+    system = "\n".join(m["content"] for m in messages if m["role"] == "system")
+    contents = [{"role": "user" if m["role"] == "user" else "model", "parts": [{"text": m["content"]}]}
+                for m in messages if m["role"] != "system"]
+    config: dict[str, Any] = {}
+    for key, value in (("temperature", s.temperature), ("top_p", s.top_p), ("max_output_tokens", s.max_tokens)):
+        if value is not None:
+            config[key] = value
+    if system:
+        config["system_instruction"] = system
+    if s.thinking_budget is not None:
+        config["thinking_config"] = {"thinking_budget": s.thinking_budget}
+    return {"contents": contents, "config": config}
+
+
+class Generator:
+    """An evaluated model behind an OpenAI-compatible or Gemini endpoint.
+
+    ``judge(item)`` (the runner's entry point) never raises: a failed call becomes a
+    :class:`GenResult` with ``error`` set.
+    """
+
+    def __init__(self, provider: str, *, model: str, api_key: str, settings: GenerationSettings,
+                 base_url: Optional[str] = None, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
+                 limits: Optional[RateLimits] = None, rng: Optional[random.Random] = None):
+        if provider not in PROVIDERS:
+            raise ValueError(f"provider: expected one of {PROVIDERS}, got {provider!r}")
+        if not model:
+            raise ValueError("model: the provider's model name is required")
+        self.provider, self.model, self.settings = provider, model, settings
+        self.retry, self.limits, self.rng = retry or RetryPolicy(), limits, rng or random.Random()
+        self.secrets = [api_key] if api_key else []
+        if provider == "openai":
+            from reform_core.judges import openai_judge as mod
+
+            self.client = mod.make_client(api_key=api_key, base_url=base_url, timeout=timeout)
+        else:
+            from reform_core.judges import gemini_judge as mod
+
+            self.client = mod.make_client(api_key=api_key, base_url=base_url, timeout=timeout)
+        self._mod = mod
+
+    async def _complete(self, messages: list[dict]) -> tuple[str, str, int, int]:
+        mod = self._mod
+        if self.provider == "openai":
+            try:
+                resp = await self.client.chat.completions.create(**openai_request(self.model, messages, self.settings))
+            except Exception as exc:  # noqa: BLE001 - translated for the retry policy
+                raise mod._provider_error(exc) from None
+            choice = resp.choices[0]
+            u = resp.usage
+            return (choice.message.content or "", str(choice.finish_reason or ""),
+                    (u.prompt_tokens or 0) if u else 0, (u.completion_tokens or 0) if u else 0)
+        from google.genai import types
+
+        req = gemini_config(messages, self.settings)
+        cfg = dict(req["config"])
+        if "thinking_config" in cfg:
+            cfg["thinking_config"] = types.ThinkingConfig(**cfg["thinking_config"])
+        try:
+            resp = await self.client.aio.models.generate_content(
+                model=self.model, contents=req["contents"], config=types.GenerateContentConfig(**cfg))
+        except Exception as exc:  # noqa: BLE001
+            raise mod._provider_error(exc) from None
+        finish = resp.candidates[0].finish_reason if resp.candidates else None
+        finish = getattr(finish, "name", None) or str(finish or "")
+        u = resp.usage_metadata
+        out = ((u.candidates_token_count or 0) + (u.thoughts_token_count or 0)) if u else 0
+        return resp.text or "", finish, (u.prompt_token_count or 0) if u else 0, out
+
+    async def judge(self, item: GenItem) -> GenResult:
+        messages = messages_for(item, self.settings)
+        result = GenResult(item)
+
+        async def once():
+            result.requests += 1
+            if self.limits is not None:
+                await self.limits.acquire(len(item.prompt) // 4 + (self.settings.max_tokens or 0))
+            return await self._complete(messages)
+
+        try:
+            text, finish, tin, tout = await call_with_retry(once, self.retry, rng=self.rng)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded, never raised
+            result.error = redact(f"{type(exc).__name__}: {exc}", self.secrets)[:2000]
+            return result
+        if not text.strip() and finish not in TRUNCATED:
+            result.error = f"empty answer (finish_reason={finish or 'unknown'})"
+        result.text, result.finish_reason, result.input_tokens, result.output_tokens = text, finish, tin, tout
+        result.cost_usd = cost_usd(self.model, tin, tout)
+        return result
+
+    async def aclose(self) -> None:
+        if self.provider == "openai":
+            await self.client.close()
+        else:
+            await self.client.aio.aclose()
+
+
+# --- what is pending ----------------------------------------------------------------------
+
+
+def _check_conditions(conditions) -> tuple[str, ...]:
+    conditions = tuple(conditions)
+    bad = [c for c in conditions if c not in CONDITIONS]
+    if bad or not conditions:
+        raise ValueError(f"conditions: expected some of {CONDITIONS}, got {list(conditions)}")
+    return conditions
+
+
+def pending_items(engine: Engine, *, model: str, conditions=("baseline",)) -> list[GenItem]:
+    """Generations still missing for ``model`` under ``conditions`` (existing responses skipped)."""
+    conditions = _check_conditions(conditions)
+    if not model or not model.strip():
+        raise ValueError("model: the evaluated model's name is required")
+    with engine.connect() as conn:
+        q = repo.read_frame(conn, "question", ["id", "key", "text"])
+        ins = repo.read_frame(conn, "instruction", ["id", "key", "question_id", "condition", "text"])
+        models = repo.read_frame(conn, "eval_model", ["id", "name"])
+        resp = repo.read_frame(conn, "response", ["model_id", "question_id", "variant"])
+    mid = models.loc[models["name"] == model, "id"]
+    have = set()
+    if len(mid):
+        mine = resp[resp["model_id"] == int(mid.iloc[0])]
+        have = set(zip(mine["question_id"], mine["variant"]))
+    items = []
+    if "baseline" in conditions:
+        for r in q.itertuples(index=False):
+            if (r.id, "") not in have:
+                items.append(GenItem(model, r.key, None, "baseline", r.text or ""))
+    qkey = dict(zip(q["id"], q["key"]))
+    for r in ins[ins["condition"].isin(conditions)].sort_values("key").itertuples(index=False):
+        if (r.question_id, r.key) not in have:
+            items.append(GenItem(model, qkey[r.question_id], r.key, r.condition, user_message(r.text or "", r.condition)))
+    return items
+
+
+def estimate(engine: Engine, *, model: str, conditions=("baseline",), settings: Optional[GenerationSettings] = None,
+             provider_model: Optional[str] = None) -> dict:
+    """Calls and an upper-bound cost before launch: prompt tokens ≈ characters / 4, output
+    tokens = ``max_tokens`` per call; priced with :mod:`reform_core.judges.pricing`
+    (0 for a model without a price). Returns ``{"calls", "by_condition", "input_tokens",
+    "max_output_tokens", "max_cost_usd"}``."""
+    settings = settings or GenerationSettings()
+    items = pending_items(engine, model=model, conditions=conditions)
+    tin = sum(len(i.prompt) // 4 + 1 for i in items)
+    tout = len(items) * (settings.max_tokens or 0)
+    by = pd.Series([i.condition for i in items], dtype=object).value_counts().to_dict()
+    return {"calls": len(items), "by_condition": {k: int(v) for k, v in by.items()}, "input_tokens": tin,
+            "max_output_tokens": tout, "max_cost_usd": round(cost_usd(provider_model or model, tin, tout), 6)}
+
+
+def run_prompts(items: list[GenItem], *, provider: str, model: str, api_key: Optional[str] = None,
+                settings: Optional[GenerationSettings] = None, base_url: Optional[str] = None,
+                concurrency: int = 8, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
+                progress: Optional[Progress] = None) -> list[GenResult]:
+    """Run construction prompts (integration, extraction) through the same machinery and
+    return their results in the order of ``items`` (nothing is stored)."""
+    key = api_key if api_key is not None else api_key_for(provider)
+    if not key:
+        raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
+    gen = Generator(provider, model=model, api_key=key, settings=settings or GenerationSettings(),
+                    base_url=base_url, timeout=timeout, retry=retry)
+    got: dict[int, GenResult] = {}
+
+    def on_results(results: list) -> None:
+        for r in results:
+            got[id(r.item)] = r if isinstance(r, GenResult) else GenResult(r.item, error=r.error or "failed")
+
+    async def go():
+        try:
+            return await run_items(gen, items, on_results=on_results, concurrency=concurrency, progress=progress)
+        finally:
+            await gen.aclose()
+
+    asyncio.run(go())
+    return [got.get(id(i), GenResult(i, error="not run")) for i in items]
+
+
+# --- collection -------------------------------------------------------------------------------
+
+
+def _response_rows(results: list[GenResult], provider: str, settings: GenerationSettings) -> list[dict]:
+    rows = []
+    for r in results:
+        if r.error:
+            continue
+        rows.append({"model": r.item.model, "question": r.item.question, "instruction": r.item.instruction or "",
+                     "kind": "baseline" if r.item.instruction is None else "constrained", "text": r.text,
+                     "meta": {"provider": provider, "settings": settings.to_meta(), "condition": r.item.condition,
+                              "finish_reason": r.finish_reason, "truncated": r.truncated,
+                              "input_tokens": r.input_tokens, "output_tokens": r.output_tokens}})
+    return rows
+
+
+def collect(engine: Engine, *, model: str, provider: str, provider_model: Optional[str] = None,
+            conditions=("baseline",), settings: Optional[GenerationSettings] = None, base_url: Optional[str] = None,
+            api_key: Optional[str] = None, concurrency: int = 8, rpm: Optional[int] = None, tpm: Optional[int] = None,
+            limit: Optional[int] = None, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
+            progress: Optional[Progress] = None, cancel: Any = None, commit_every: int = 16) -> dict:
+    """Collect the missing responses of evaluated model ``model`` (stored under this name;
+    ``provider_model`` is the endpoint's model id, default the same).
+
+    Returns ``{"pending", "written", "errors", "truncated", "requests", "input_tokens",
+    "output_tokens", "cost_usd", "cancelled", "first_error"}``.
+    """
+    settings = settings or GenerationSettings()
+    if provider not in PROVIDERS:
+        raise ValueError(f"provider: expected one of {PROVIDERS}, got {provider!r}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency: must be >= 1, got {concurrency}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit: must be >= 0, got {limit}")
+    items = pending_items(engine, model=model, conditions=conditions)
+    if limit is not None:
+        items = items[:limit]
+    out = {"pending": len(items), "written": 0, "errors": 0, "truncated": 0, "requests": 0, "input_tokens": 0,
+           "output_tokens": 0, "cost_usd": 0.0, "cancelled": False, "first_error": ""}
+    if not items:
+        return out
+    key = api_key if api_key is not None else api_key_for(provider)
+    if not key:
+        raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
+    with engine.connect() as conn:
+        known = set(repo.read_frame(conn, "eval_model", ["name"])["name"])
+    limits = RateLimits(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
+    gen = Generator(provider, model=provider_model or model, api_key=key, settings=settings, base_url=base_url,
+                    timeout=timeout, retry=retry, limits=limits)
+
+    def on_results(results: list) -> None:
+        out["errors"] += sum(not isinstance(r, GenResult) for r in results)  # a runner-caught bug
+        results = [r for r in results if isinstance(r, GenResult)]
+        for r in results:
+            out["errors"] += bool(r.error)
+            out["truncated"] += bool(not r.error and r.truncated)
+            out["first_error"] = out["first_error"] or r.error
+        rows = _response_rows(results, provider, settings)
+        if not rows:
+            return
+        frames = {"responses": pd.DataFrame(rows)}
+        if model not in known:
+            frames["models"] = pd.DataFrame([{"name": model, "provider": provider,
+                                              "settings": {"provider_model": provider_model or model,
+                                                           **settings.to_meta()}}])
+            known.add(model)
+        import_bundle_obj(engine, frames_bundle(frames, source="<collection>"))
+        out["written"] += len(rows)
+
+    async def go():
+        try:
+            return await run_items(gen, items, on_results=on_results, concurrency=concurrency, progress=progress,
+                                   cancel=cancel, commit_every=commit_every)
+        finally:
+            await gen.aclose()
+
+    stats = asyncio.run(go())
+    out.update(requests=stats.requests, input_tokens=stats.input_tokens, output_tokens=stats.output_tokens,
+               cost_usd=round(stats.cost_usd, 6), cancelled=stats.cancelled)
+    return out
