@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reform_core.services import collection as C
+from reform_core.judges import generation_judge as C
 
 
 def test_openai_body_carries_only_set_parameters():
