@@ -1,0 +1,5 @@
+"""Feature catalogs as data (SPEC §2): the bundled ReFormBench and IFEval catalogs + loader."""
+
+from reform_core.catalog.loader import BUNDLED, Catalog, Category, Feature, Param, load_catalog, parse_catalog
+
+__all__ = ["BUNDLED", "Catalog", "Category", "Feature", "Param", "load_catalog", "parse_catalog"]
