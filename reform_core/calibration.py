@@ -69,9 +69,13 @@ def _strata_frame(instances: pd.DataFrame, g: np.ndarray, m: np.ndarray, strata:
     parts = {c: instances[c].astype(str).to_numpy() for c in cols}
     parts["direction"] = direction
     # Join the few distinct combinations once, then broadcast (150k rows: ~10x faster).
-    codes, combos = pd.factorize(pd.MultiIndex.from_arrays([parts[c] for c in strata]))
-    names = np.array(["|".join(map(str, t)) for t in combos], dtype=object)
-    key = names[codes] if len(codes) else np.array([], dtype=object)
+    combined = np.zeros(len(instances), dtype=np.int64)
+    for c in strata:
+        codes, uniq = pd.factorize(parts[c])
+        combined = combined * (len(uniq) + 1) + codes
+    _, first_row, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    names = np.array(["|".join(str(parts[c][i]) for c in strata) for i in first_row], dtype=object)
+    key = names[inverse] if len(inverse) else np.array([], dtype=object)
     return pd.DataFrame({"direction": direction, "stratum": key}, index=instances.index)
 
 
@@ -157,6 +161,7 @@ def calibrate_stratified(
     judge_b: str = "label_b",
     strata: Sequence[str] = STRATUM_COLUMNS,
     iid: str = INSTANCE_KEY,
+    rates: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Stratified calibration p_u (seed 000 §3.5 eq. 8; SPEC §4).
 
@@ -172,6 +177,8 @@ def calibrate_stratified(
         ADJUDICATIONS frame (``iid, a``).
     judge_a, judge_b, strata, iid
         Column roles, as in :func:`stratum_rates`.
+    rates : DataFrame, optional
+        The :func:`stratum_rates` result for the same arguments, if already computed.
 
     Returns
     -------
@@ -181,7 +188,8 @@ def calibrate_stratified(
         ``attrs["n_missing"]`` counts rows with no judge label (p NaN).
     """
     g, m = _judge_labels(instances, judge_a, judge_b)
-    rates = stratum_rates(instances, adjudications, judge_a=judge_a, judge_b=judge_b, strata=strata, iid=iid)
+    if rates is None:
+        rates = stratum_rates(instances, adjudications, judge_a=judge_a, judge_b=judge_b, strata=strata, iid=iid)
     adj = instances[iid].map(_adjudication_map(adjudications, iid)).to_numpy(dtype=float)
     keys = _strata_frame(instances, g, m, strata)
     has_g, has_m = ~np.isnan(g), ~np.isnan(m)

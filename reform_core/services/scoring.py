@@ -115,9 +115,8 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
     """INSTANCES with ``p`` by the chosen calibration rule, and π̂_h (stratified only)."""
     inst, adj = frames.instances, frames.adjudications
     if calibration == "stratified":
-        out = calibrate_stratified(inst, adj[["iid", "a"]])
         rates = stratum_rates(inst, adj[["iid", "a"]])
-        return out, rates
+        return calibrate_stratified(inst, adj[["iid", "a"]], rates=rates), rates
     if calibration == "pooled":
         if adj.empty:
             raise ScoringError("pooled calibration needs adjudications to fix the judge weights")

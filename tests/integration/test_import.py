@@ -248,3 +248,9 @@ def test_old_database_upgrades_keeping_data(tmp_path, any_db_url):
     assert current_revision(eng2) == head_revision(eng2) != "0001"
     with eng2.connect() as conn:
         assert conn.execute(text("SELECT text FROM question WHERE key = 'old-q'")).scalar() == "kept"
+
+
+def test_schema_head_constant_matches_migrations(sqlite_url):
+    from db.engine import SCHEMA_HEAD
+
+    assert head_revision(make_engine(sqlite_url)) == SCHEMA_HEAD

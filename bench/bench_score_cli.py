@@ -1,0 +1,69 @@
+"""Benchmark: `python -m reform_core score` end to end on a paper-scale SQLite database (issue 3).
+
+Builds the database once (simulator, seed 0, paper scale, 300 oracle adjudications per
+model), then times the whole CLI process 5 times: wall clock, CPU (user+sys) and peak
+RSS. Target: ≤ 4 s wall, ≤ 1 GB. Results: bench/results/score_cli.md.
+
+    python bench/bench_score_cli.py
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.machine import machine_line  # noqa: E402
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="reform-bench-score-"))
+    db = f"sqlite:///{tmp / 'paper.db'}"
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "reform_core", "simulate", "--db", db, "--seed", "0", "--scale", "paper",
+                    "--adjudicate", "300", "--json"], check=True, cwd=ROOT, capture_output=True)
+    build = time.perf_counter() - t
+    walls, cpus, rss = [], [], []
+    for _ in range(5):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "reform_core", "score", "--db", db, "--json"], check=True, cwd=ROOT,
+                       capture_output=True)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        rss.append(after.ru_maxrss / 1024)
+    load = os.getloadavg()[0]
+    lines = [
+        "## `python -m reform_core score` end to end, paper scale, SQLite (issue 3)",
+        "",
+        machine_line(),
+        "",
+        f"Database: simulator seed 0, paper scale (150,000 instances, 10 models), 3,000 oracle adjudications; built in {build:.0f} s.",
+        "",
+        "| measure | runs | median | target |",
+        "|---|---|---|---|",
+        f"| wall (s) | {', '.join(f'{w:.2f}' for w in walls)} | {statistics.median(walls):.2f} | ≤ 4 |",
+        f"| CPU user+sys (s) | {', '.join(f'{c:.2f}' for c in cpus)} | {statistics.median(cpus):.2f} | |",
+        f"| peak RSS (MB) | | {max(rss):.0f} (max) | ≤ 1024 |",
+        "",
+        f"Load average at the end: {load:.1f} (2 cores; wall time above CPU time is waiting for a core).",
+        "",
+        "Command: `python bench/bench_score_cli.py`",
+        "",
+    ]
+    out = ROOT / "bench" / "results" / "score_cli.md"
+    out.write_text("\n".join(lines), encoding="utf-8")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
