@@ -17,4 +17,8 @@ class PageSpec:
 PAGES: list[PageSpec] = [
     PageSpec("pages/overview.py", "Overview", "🏠", "Project", "view_overview"),
     PageSpec("pages/data.py", "Data", "🗂️", "Project", "view_data"),
+    PageSpec("pages/scores.py", "Scores", "📊", "Analysis", "view_scores"),
+    PageSpec("pages/explore.py", "Explore", "🔎", "Analysis", "explore"),
+    PageSpec("pages/export.py", "Export", "📦", "Admin", "export"),
+    PageSpec("pages/users.py", "Users", "👥", "Admin", "manage_users"),
 ]

@@ -41,3 +41,10 @@ def require(principal: Principal | None, action: str) -> Principal:
     if not principal.can(action):
         raise AccessDenied(f"role {principal.role!r} may not {action.replace('_', ' ')}")
     return principal
+
+
+def require_any(principal: Principal | None, actions: tuple[str, ...]) -> Principal:
+    """Raise :class:`AccessDenied` unless ``principal`` may perform at least one of ``actions``."""
+    if principal is not None and any(principal.can(a) for a in actions):
+        return principal
+    return require(principal, actions[0])

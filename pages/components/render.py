@@ -1,0 +1,176 @@
+"""Shared render helpers (inert rendering of untrusted text, badges, score tables, heatmaps)
+and the cached analysis reads the Scores / Explore pages share.
+
+Response text comes from evaluated models and is untrusted: :func:`safe_markdown_html`
+renders it with markdown-it (raw HTML escaped, links and images shown as plain text, no
+URL is ever followed), and :func:`show_markdown` passes the result through ``st.html``
+(which sanitises again with DOMPurify and runs no JavaScript).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Optional
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+from markdown_it import MarkdownIt
+
+from pages.components import state
+from reform_core.services import explore
+from reform_core.services.auth import Principal, require, require_any
+
+# ----------------------------------------------------------------------------- untrusted text
+
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(["table", "strikethrough"])
+
+
+def _link_open(self, tokens, idx, options, env):
+    return '<span class="reform-link">'
+
+
+def _link_close(self, tokens, idx, options, env):
+    href = ""
+    for t in reversed(tokens[:idx]):  # the matching link_open
+        if t.type == "link_open":
+            href = t.attrGet("href") or ""
+            break
+    return f'</span> <code>&lt;{html.escape(href)}&gt;</code>' if href else "</span>"
+
+
+def _image(self, tokens, idx, options, env):
+    t = tokens[idx]
+    alt_text = "".join(c.content for c in (t.children or []))
+    return f"<code>[image: {html.escape(alt_text)} &lt;{html.escape(t.attrGet('src') or '')}&gt;]</code>"
+
+
+_md.add_render_rule("link_open", _link_open)
+_md.add_render_rule("link_close", _link_close)
+_md.add_render_rule("image", _image)
+
+
+def safe_markdown_html(text: Optional[str]) -> str:
+    """Markdown → inert HTML: raw HTML escaped, no clickable link, no loaded image."""
+    return _md.render(text or "")
+
+
+def show_markdown(text: Optional[str]) -> None:
+    """Render untrusted Markdown inertly (see module docstring)."""
+    st.html(f'<div class="reform-md">{safe_markdown_html(text)}</div>')
+
+
+def show_raw(text: Optional[str]) -> None:
+    """The exact text with line numbers (what the judges saw)."""
+    st.code(text or "", language=None, line_numbers=True, wrap_lines=True)
+
+
+# ----------------------------------------------------------------------------- small formatters
+
+
+def label_text(value) -> str:
+    """Judge / human label 1 → 'pass', 0 → 'fail', missing → '—'."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return "pass" if float(value) >= 0.5 else "fail"
+
+
+def p_badge(p) -> str:
+    """A Markdown badge for a calibrated pass probability p_u (green ≥ .9, red ≤ .1, orange between)."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return ":gray-badge[p = n/a]"
+    colour = "green" if p >= 0.9 else "red" if p <= 0.1 else "orange"
+    return f":{colour}-badge[p = {p:.2f}]"
+
+
+def _ci(lo, hi) -> str:
+    return "—" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.1f}, {hi:.1f}]"
+
+
+def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame]) -> pd.DataFrame:
+    """Table 2 with a 95 % interval and the denominator next to every rate (percent, 2 dp)."""
+    out = pd.DataFrame({"model": t2["model"]})
+    lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
+    dens = {"tcpr": ("instructions", t2["n_instructions"]), "emcr": ("units", t2["n1"] + t2["n2"] + t2["n3"]),
+            "r1": ("n1", t2["n1"]), "r2": ("n2", t2["n2"]), "r3": ("n3", t2["n3"])}
+    for metric in ("tcpr", "emcr", "r1", "r2", "r3"):
+        out[metric.upper()] = t2[metric].round(2)
+        if lookup is not None:
+            out[f"{metric.upper()} 95% CI"] = [
+                _ci(*(lookup.loc[(m, metric), ["ci_low", "ci_high"]] if (m, metric) in lookup.index else (None, None)))
+                for m in t2["model"]]
+        name, values = dens[metric]
+        out[name] = values.astype(int).to_numpy()
+    return out
+
+
+def rank_notes(ranks: pd.DataFrame) -> list[str]:
+    """One sentence per model pair that TCPR and EMCR order differently."""
+    return [f"**{r.model_1}** is above **{r.model_2}** on TCPR ({r.tcpr_1:.2f} vs {r.tcpr_2:.2f}) "
+            f"but below it on EMCR ({r.emcr_1:.2f} vs {r.emcr_2:.2f})." for r in ranks.itertuples()]
+
+
+def heatmap(cells: pd.DataFrame, metric: str, *, model_order: list[str], task_order: list[str],
+            selection: Optional[alt.Parameter] = None) -> alt.Chart:
+    """Task × model heatmap of one metric (seed 000 Figure 3): shared 0–100 scale, values in cells."""
+    data = cells[["model", "task_type", metric]].rename(columns={metric: "value"})
+    base = alt.Chart(data).encode(
+        x=alt.X("task_type:N", title="task type", sort=task_order, axis=alt.Axis(labelAngle=-30)),
+        y=alt.Y("model:N", title=None, sort=model_order),
+    )
+    rect = base.mark_rect(stroke="white").encode(
+        color=alt.Color("value:Q", title=f"{metric.upper()} %", scale=alt.Scale(domain=[0, 100], scheme="viridis")),
+        tooltip=["model", "task_type", alt.Tooltip("value:Q", format=".2f", title=metric.upper())],
+    )
+    if selection is not None:
+        rect = rect.add_params(selection)
+    text = base.mark_text(fontSize=11).encode(
+        text=alt.Text("value:Q", format=".1f"),
+        color=alt.condition("datum.value > 60", alt.value("black"), alt.value("white")),
+    )
+    return (rect + text).properties(title=metric.upper(), height=max(120, 28 * len(model_order)))
+
+
+# ----------------------------------------------------------------------------- cached analysis reads
+# Keyed by the data version (row counts and max ids of the scored tables): any import,
+# judgment or adjudication changes the key. The role check runs on every call, before
+# the cache is consulted; the principal of the first caller is passed unhashed.
+
+
+def data_version() -> tuple[int, ...]:
+    return explore.data_version(state.engine())
+
+
+@st.cache_resource(ttl=600, max_entries=6, show_spinner="Scoring the project…")
+def _score(version: tuple, calibration: str, judge: Optional[str], _principal: Principal):
+    return explore.scores(state.engine(), _principal, calibration=calibration, judge=judge)
+
+
+def score_result(principal: Principal, *, calibration: str = "stratified", judge: Optional[str] = None):
+    """The cached :class:`~reform_core.services.scoring.ScoreResult` (shared, do not mutate)."""
+    require_any(principal, ("view_scores", "explore"))
+    return _score(data_version(), calibration, judge, principal)
+
+
+@st.cache_data(ttl=3600, max_entries=16, show_spinner="Bootstrapping 95 % intervals…")
+def _intervals(version: tuple, calibration: str, judge: Optional[str], _principal: Principal) -> pd.DataFrame:
+    return explore.score_intervals(_principal, _score(version, calibration, judge, _principal))
+
+
+def intervals(principal: Principal, *, calibration: str = "stratified", judge: Optional[str] = None) -> pd.DataFrame:
+    """95 % intervals (2,000 replicates, seed 0), cached per data version and labelling."""
+    require(principal, "view_scores")
+    return _intervals(data_version(), calibration, judge, principal)
+
+
+@st.cache_resource(ttl=600, max_entries=2, show_spinner="Indexing examples…")
+def _explore_frame(version: tuple, _principal: Principal) -> tuple[pd.DataFrame, pd.Series]:
+    frame = explore.explore_frame(_principal, _score(version, "stratified", None, _principal))
+    return frame, frame.set_index("iid")["p"]
+
+
+def explore_frame(principal: Principal) -> tuple[pd.DataFrame, pd.Series]:
+    """The explorer's instance table (stratified p) and p by iid, cached per data version."""
+    require(principal, "explore")
+    return _explore_frame(data_version(), principal)

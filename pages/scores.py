@@ -1,0 +1,106 @@
+"""Scores: Table 2 with 95 % intervals, the appendix tables, the task × model heatmap and
+failing units per cell (SPEC §3; seed 000 Figure 3, Tables 2, 3, A2, A3, A5–A8)."""
+
+from urllib.parse import urlencode
+
+import altair as alt
+import streamlit as st
+
+from pages.components import render
+from pages.components.session import require_page
+from reform_core.services import explore
+from reform_core.services.scoring import ScoringError
+
+principal = require_page("view_scores")
+st.title("Scores")
+
+CALIBRATED = {"Calibrated — stratified (main results)": ("stratified", None),
+              "Calibrated — pooled (auxiliary)": ("pooled", None)}
+judges = explore.judges(render.state.engine(), principal)
+options = {**CALIBRATED, **{f"Raw — judge {j}": ("stratified", j) for j in judges}}
+choice = st.radio("Labels", list(options), horizontal=True, key="scores_labels",
+                  help="Calibrated: agreed labels, adjudications and stratum pass rates (SPEC §4). Raw: one judge's labels.")
+calibration, judge = options[choice]
+
+try:
+    result = render.score_result(principal, calibration=calibration, judge=judge)
+except ScoringError as exc:
+    st.info(f"Nothing to score yet: {exc}")
+    st.stop()
+tables = result.tables
+
+if result.provisional:
+    n = int(result.rates["provisional"].sum()) if result.rates is not None else 0
+    st.warning(f"Provisional: {n} disagreement strata have no reviewed instance yet; they use the model's "
+               "pooled estimate (0.5 before any adjudication). Adjudicate more to firm these scores up.")
+
+st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)")
+ci = render.intervals(principal, calibration=calibration, judge=judge)
+st.dataframe(render.table2_display(tables["table2"], ci), hide_index=True)
+st.caption("95 % intervals: cluster bootstrap over questions (2,000 replicates, seed 0)"
+           + ("; adjudications resampled within each stratum." if result.method == "stratified" else ".")
+           + " Counts: instructions (TCPR), eligible units (EMCR, R¹–R³).")
+notes = render.rank_notes(tables["ranks"])
+if notes:
+    st.info("TCPR and EMCR order these models differently:\n\n" + "\n".join(f"- {n}" for n in notes))
+
+st.subheader("Task × model (Figure 3)")
+task = tables["a6_a7"]
+cells = task[task["task_type"] != "overall"]
+model_order = tables["table2"].sort_values("emcr", ascending=False)["model"].tolist()
+task_order = sorted(cells["task_type"].unique())
+for metric in ("tcpr", "emcr"):
+    sel = alt.selection_point(name="cell", fields=["model", "task_type"], on="click")
+    event = st.altair_chart(render.heatmap(cells, metric, model_order=model_order, task_order=task_order, selection=sel),
+                            on_select="rerun", key=f"scores_heat_{metric}")
+    picked = (event.selection.get("cell") or []) if event else []
+    if picked and {"model", "task_type"} <= set(picked[0]) and picked != st.session_state.get(f"scores_last_{metric}"):
+        st.session_state[f"scores_last_{metric}"] = picked  # apply a click once; the selectboxes stay usable
+        st.session_state["scores_cell_model"] = picked[0]["model"]
+        st.session_state["scores_cell_task"] = picked[0]["task_type"]
+
+st.markdown("**Failing units of one cell** — click a cell above or pick it here.")
+c1, c2 = st.columns(2)
+cell_model = c1.selectbox("Model", model_order, key="scores_cell_model")
+cell_task = c2.selectbox("Task type", task_order, key="scores_cell_task")
+units = explore.failing_units(principal, result, model=cell_model, task_type=cell_task)
+if units.empty:
+    st.success(f"{cell_model} corrects every eligible unit of {cell_task} (Ĵ = 100 %).")
+else:
+    units["open"] = ["explore?" + urlencode({**explore.Filters(model=cell_model).to_params(), "model": cell_model,
+                                             "question": q}) for q in units["question"]]
+    st.dataframe(units, hide_index=True, column_config={
+        "j_hat": st.column_config.NumberColumn("Ĵ %", format="%.1f"),
+        "open": st.column_config.LinkColumn("explorer", display_text="open example"),
+    })
+st.page_link("pages/explore.py", label=f"Open {cell_model} × {cell_task} baseline-opposed targets in the explorer",
+             icon="🔎", query_params=explore.Filters(model=cell_model, task=cell_task, opposed="opposed").to_params())
+
+st.subheader("Appendix tables")
+extra = explore.condition_tables(principal, result)
+names = ["A8 eligible units", "A2 violation spread", "A3 judge agreement", "A5 tasks", "A6/A7 per task"]
+names += ["Table 3 composition"] * ("composition" in extra) + ["Prompting comparison"] * ("prompting" in extra)
+tabs = dict(zip(names, st.tabs(names)))
+with tabs["A8 eligible units"]:
+    st.caption("Eligible units per K and mean coverage |I| (App. A.1).")
+    st.dataframe(tables["a8"], hide_index=True)
+with tabs["A2 violation spread"]:
+    st.caption("Ĉ^(K): expected violated variants per failed unit (App. A.2).")
+    st.dataframe(tables["a2"], hide_index=True)
+with tabs["A3 judge agreement"]:
+    if "a3" in tables:
+        st.dataframe(tables["a3"], hide_index=True)
+    else:
+        st.info("Judge agreement needs two judges.")
+with tabs["A5 tasks"]:
+    st.dataframe(tables["a5"], hide_index=True)
+with tabs["A6/A7 per task"]:
+    st.dataframe(tables["a6_a7"], hide_index=True)
+if "composition" in extra:
+    with tabs["Table 3 composition"]:
+        st.caption("Separate (single-constraint) vs joint answering of the same constraints (§4.3, App. A.8).")
+        st.dataframe(extra["composition"], hide_index=True)
+if "prompting" in extra:
+    with tabs["Prompting comparison"]:
+        st.caption("Same instructions, same baseline and eligible units; differences in pp (§4.4).")
+        st.dataframe(extra["prompting"], hide_index=True)

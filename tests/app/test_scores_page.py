@@ -1,0 +1,115 @@
+"""Scores page (AppTest on the demo project): Table 2 with intervals, raw vs calibrated,
+provisional warning, the task × model heatmaps and failing units with explorer links."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture(scope="module")
+def scores_app(demo_db):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/scores.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _raw_tcpr(url: str, judge: str) -> dict[str, float]:
+    """TCPR of one judge's raw labels straight from SQL: mean over (model, main instruction)
+    of the product of its constraint labels (SPEC §3), instructions with a missing label dropped."""
+    from reform_core.services.uow import get_engine
+
+    sql = text(
+        "SELECT m.name AS model, r.id AS rid, g.label FROM response r JOIN eval_model m ON m.id = r.model_id "
+        "JOIN instruction i ON i.id = r.instruction_id JOIN constraint_item c ON c.instruction_id = i.id "
+        "LEFT JOIN judgment g ON g.response_id = r.id AND g.constraint_id = c.id AND g.status = 'ok' "
+        "AND g.judge_id = (SELECT id FROM judge WHERE name = :j) WHERE i.condition = 'main'")
+    with get_engine(url).connect() as conn:
+        rows = conn.execute(sql, {"j": judge}).all()
+    per: dict[tuple, list] = {}
+    for model, rid, label in rows:
+        per.setdefault((model, rid), []).append(label)
+    out: dict[str, list] = {}
+    for (model, _), labels in per.items():
+        if all(v is not None for v in labels):
+            out.setdefault(model, []).append(float(np.prod(labels)))
+    return {m: 100 * float(np.mean(v)) for m, v in out.items()}
+
+
+def test_table2_has_intervals_and_counts(scores_app):
+    t2 = scores_app.dataframe[0].value
+    for metric in ("TCPR", "EMCR", "R1", "R2", "R3"):
+        assert f"{metric} 95% CI" in t2.columns
+    assert {"instructions", "units", "n1", "n2", "n3"} <= set(t2.columns)
+    assert (t2["units"] == t2["n1"] + t2["n2"] + t2["n3"]).all()
+    for _, r in t2.iterrows():
+        lo, hi = json.loads(r["TCPR 95% CI"])
+        assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
+
+
+def test_provisional_warning_only_when_strata_lack_reviews(scores_app):
+    assert any("Provisional" in w.value for w in scores_app.warning), "demo has strata without review"
+    scores_app.radio(key="scores_labels").set_value("Calibrated — pooled (auxiliary)").run()
+    assert not scores_app.exception
+    assert not any("Provisional" in w.value for w in scores_app.warning)
+
+
+def test_raw_judge_toggle_matches_sql(scores_app, demo_db):
+    options = scores_app.radio(key="scores_labels").options
+    raw = [o for o in options if o.startswith("Raw — judge ")]
+    assert len(raw) == 2
+    judge = raw[1].removeprefix("Raw — judge ")
+    scores_app.radio(key="scores_labels").set_value(raw[1]).run()
+    assert not scores_app.exception
+    t2 = scores_app.dataframe[0].value.set_index("model")
+    expected = _raw_tcpr(demo_db, judge)
+    assert set(expected) == set(t2.index)
+    for model, value in expected.items():
+        assert t2.loc[model, "TCPR"] == pytest.approx(value, abs=0.006)
+    scores_app.radio(key="scores_labels").set_value(options[0]).run()
+
+
+def test_heatmaps_share_the_0_100_scale(scores_app):
+    charts = scores_app.get("vega_lite_chart")
+    assert len(charts) == 2
+    for chart in charts:
+        spec = json.loads(chart.proto.spec)
+        assert '"domain": [0, 100]' in json.dumps(spec), "shared 0–100 colour scale"
+        assert "text" in json.dumps(spec), "values printed in the cells"
+
+
+def test_failing_units_link_to_the_explorer(scores_app, demo_db):
+    at = scores_app
+    at.selectbox(key="scores_cell_model").set_value("pixel-mini").run()
+    for task in at.selectbox(key="scores_cell_task").options:
+        at.selectbox(key="scores_cell_task").set_value(task).run()
+        if len(at.dataframe) > 1 and "j_hat" in at.dataframe[1].value.columns:
+            break
+    units = at.dataframe[1].value
+    assert (units["j_hat"] < 100).all() and (units["j_hat"] >= 0).all()
+    assert units["j_hat"].is_monotonic_increasing
+    assert set(units["k"]) <= {1, 2, 3}
+    from reform_core.services.uow import get_engine
+
+    with get_engine(demo_db).connect() as conn:
+        questions = {r[0] for r in conn.execute(text("SELECT key FROM question WHERE task_type = :t"), {"t": task})}
+    assert set(units["question"]) <= questions
+    link = parse_qs(urlparse(units["open"].iloc[0]).query)
+    assert urlparse(units["open"].iloc[0]).path == "explore"
+    assert link["model"] == ["pixel-mini"] and link["f_model"] == ["pixel-mini"]
+    assert link["question"] == [units["question"].iloc[0]]
+
+
+def test_composition_tab_when_single_conditions_exist(scores_app):
+    labels = [t.label for t in scores_app.tabs]
+    assert "Table 3 composition" in labels
+    assert "Prompting comparison" not in labels  # the demo has no prompted condition

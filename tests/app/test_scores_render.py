@@ -1,0 +1,29 @@
+"""Score-table render helpers: intervals and denominators beside each rate; rank notes."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pages.components import render
+from reform_core.metrics.reform import rank_comparison
+
+
+def test_table2_display_puts_ci_and_counts_next_to_rates():
+    t2 = pd.DataFrame({"model": ["m1", "m2"], "tcpr": [70.0, 60.0], "emcr": [50.0, 55.0], "r1": [60.0, 61.0],
+                       "r2": [50.0, 52.0], "r3": [40.0, 52.0], "n_instructions": [10, 10], "n1": [4, 5],
+                       "n2": [3, 3], "n3": [1, 2]})
+    ci = pd.DataFrame({"model": ["m1", "m2"], "metric": ["tcpr", "tcpr"], "ci_low": [65.04, 55.0],
+                       "ci_high": [75.0, 64.96]})
+    out = render.table2_display(t2, ci)
+    assert out.columns.tolist()[:4] == ["model", "TCPR", "TCPR 95% CI", "instructions"]
+    assert out["TCPR 95% CI"].tolist() == ["[65.0, 75.0]", "[55.0, 65.0]"]
+    assert out["EMCR 95% CI"].tolist() == ["—", "—"], "missing intervals are shown as a dash"
+    assert out["units"].tolist() == [8, 10]
+
+
+def test_rank_notes_name_each_discordant_pair():
+    t2 = pd.DataFrame({"model": ["a", "b", "c"], "tcpr": [70.0, 60.0, 50.0], "emcr": [40.0, 45.0, 30.0]})
+    notes = render.rank_notes(rank_comparison(t2))
+    assert len(notes) == 1
+    assert notes[0].startswith("**a** is above **b** on TCPR (70.00 vs 60.00)")
+    assert "below it on EMCR (40.00 vs 45.00)" in notes[0]
