@@ -7,21 +7,21 @@ from reform_core.services import browse
 
 from pages.components.session import require_page
 
-require_page("view_data")
+principal = require_page("view_data")
 eng = state.engine()
 st.title("Data")
 
 c1, c2 = st.columns([3, 1])
 search = c1.text_input("Search questions", key="data_search")
-types = [""] + browse.task_types(eng)
+types = [""] + browse.task_types(eng, principal)
 task = c2.selectbox("Task type", types, format_func=lambda t: t or "all", key="data_task")
 page_size = 50
-qs, total = browse.questions(eng, search=search, task_type=task, page=st.session_state.get("data_page", 0), page_size=page_size)
+qs, total = browse.questions(eng, principal, search=search, task_type=task, page=st.session_state.get("data_page", 0), page_size=page_size)
 pages = max(1, -(-total // page_size))
 page = st.number_input(f"Page (of {pages}, {total} questions)", min_value=1, max_value=pages, value=1, key="data_page_input") - 1
 if page != st.session_state.get("data_page", 0):
     st.session_state["data_page"] = page
-    qs, total = browse.questions(eng, search=search, task_type=task, page=page, page_size=page_size)
+    qs, total = browse.questions(eng, principal, search=search, task_type=task, page=page, page_size=page_size)
 
 event = st.dataframe(qs.drop(columns=["text"]), hide_index=True, on_select="rerun", selection_mode="single-row", key="data_q_table")
 rows = event.selection.rows if event and event.selection else []
@@ -30,7 +30,7 @@ if key is None:
     st.info("No questions match.")
     st.stop()
 
-detail = browse.question(eng, key)
+detail = browse.question(eng, principal, key)
 if detail is None:
     st.error(f"Unknown question {key!r}.")
     st.stop()

@@ -7,8 +7,8 @@ from reform_core.services.overview import overview
 
 from pages.components.session import require_page
 
-require_page("view_overview")
-ov = overview(state.engine())
+principal = require_page("view_overview")
+ov = overview(state.engine(), principal)
 st.title(ov.name)
 if ov.demo:
     st.caption("Demo project: a small, realistic benchmark bundled with ReForm so every page has content.")

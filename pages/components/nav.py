@@ -15,10 +15,15 @@ class PageSpec:
 
 
 PAGES: list[PageSpec] = [
-    PageSpec("pages/overview.py", "Overview", "🏠", "Project", "view_overview"),
-    PageSpec("pages/data.py", "Data", "🗂️", "Project", "view_data"),
-    PageSpec("pages/scores.py", "Scores", "📊", "Analysis", "view_scores"),
-    PageSpec("pages/explore.py", "Explore", "🔎", "Analysis", "explore"),
-    PageSpec("pages/export.py", "Export", "📦", "Admin", "export"),
-    PageSpec("pages/users.py", "Users", "👥", "Admin", "manage_users"),
+    PageSpec("pages/overview.py", "Overview", ":material/home:", "Project", "view_overview"),
+    PageSpec("pages/data.py", "Data", ":material/folder_open:", "Project", "view_data"),
+    PageSpec("pages/construction.py", "Construction", ":material/construction:", "Pipeline", "run_construction"),
+    PageSpec("pages/judges.py", "Judges", ":material/gavel:", "Pipeline", "run_judges"),
+    PageSpec("pages/scores.py", "Scores", ":material/leaderboard:", "Analysis", "view_scores"),
+    PageSpec("pages/explore.py", "Explore", ":material/search:", "Analysis", "explore"),
+    PageSpec("pages/wording_design.py", "Wording studies", ":material/edit_note:", "Wording", "manage_wording"),
+    PageSpec("pages/wording_rate.py", "Rate wordings", ":material/rate_review:", "Wording", "rate_wording"),
+    PageSpec("pages/wording_results.py", "Wording results", ":material/analytics:", "Wording", "view_scores"),
+    PageSpec("pages/export.py", "Export", ":material/download:", "Admin", "export"),
+    PageSpec("pages/users.py", "Users", ":material/group:", "Admin", "manage_users"),
 ]

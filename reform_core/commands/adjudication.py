@@ -1,7 +1,68 @@
-"""CLI commands of the adjudication area (registered into ``reform_core.cli.app``)."""
+"""CLI commands of the adjudication area: ``plan`` and ``plan-size`` (SPEC §8)."""
+
+from __future__ import annotations
+
+from typing import Optional
 
 import typer
+
+from reform_core.commands.common import DbOption, db_url, fail, print_json
+
+CLI_USER = "cli"
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to app."""
+
+    @app.command("plan-size")
+    def plan_size_cmd(population: int = typer.Option(..., "--population", help="N: disagreements of one model."),
+                      confidence: float = typer.Option(0.95, "--confidence"),
+                      p: float = typer.Option(0.5, "--p", help="Anticipated proportion."),
+                      margin: float = typer.Option(0.03, "--margin", help="Margin of error e.")):
+        """Cochran sample size with finite-population correction (prints the integer)."""
+        from reform_core.sampling import cochran_size
+
+        try:
+            typer.echo(str(cochran_size(population, confidence=confidence, p=p, margin=margin)))
+        except ValueError as exc:
+            fail(str(exc))
+
+    @app.command("plan")
+    def plan_cmd(db: Optional[str] = DbOption,
+                 judges: str = typer.Option(..., "--judges", help="The judge pair A,B (direction A1B0 = A passes)."),
+                 confidence: float = typer.Option(0.95, "--confidence"),
+                 p: float = typer.Option(0.5, "--p"),
+                 margin: float = typer.Option(0.03, "--margin"),
+                 seed: int = typer.Option(0, "--seed"),
+                 audit: int = typer.Option(0, "--audit", help="Extra random sample of judge agreements."),
+                 overlap: float = typer.Option(0.0, "--overlap", help="Share of items two annotators decide."),
+                 name: Optional[str] = typer.Option(None, "--name", help="Plan name (default: 'A vs B #k')."),
+                 json_out: bool = typer.Option(False, "--json")):
+        """Draw and store a stratified sample plan of the judges' disagreements."""
+        from db.repo.adjudication import ensure_user, write_tx
+        from reform_core.services.adjudication import create_plan
+        from reform_core.services.auth import Principal
+        from reform_core.services.uow import get_engine
+
+        pair = [j.strip() for j in judges.split(",")]
+        if len(pair) != 2 or not all(pair):
+            fail(f"--judges {judges!r}: expected two judge names, A,B")
+        try:
+            engine = get_engine(db_url(db))
+        except Exception as exc:  # connection / migration problems
+            fail(f"cannot open database: {exc}")
+        with write_tx(engine) as conn:  # the CLI acts as the local lead
+            lead = Principal(ensure_user(conn, username=CLI_USER, role="lead"), CLI_USER, "lead")
+        try:
+            out = create_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], confidence=confidence, p=p,
+                              margin=margin, seed=seed, audit=audit, overlap_fraction=overlap, name=name)
+        except ValueError as exc:
+            fail(str(exc))
+        models = {r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
+                  for r in out.models.itertuples()}
+        if json_out:
+            print_json({"models": models})
+            return
+        typer.echo(f"plan {out.name!r} (id {out.plan_id}): {out.tasks} tasks")
+        for model, d in models.items():
+            typer.echo(f"  {model}: {d['planned']} of {d['disagreements']} disagreements in {d['strata']} strata")

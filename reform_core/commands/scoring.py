@@ -29,9 +29,11 @@ def register(app: typer.Typer) -> None:
         """TCPR, EMCR and R1–R3 per model (percentages)."""
         from reform_core.services.scoring import ScoringError, score, score_json
         from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal
 
+        eng = get_engine(db_url(db))
         try:
-            out = score_json(score(get_engine(db_url(db)), judge=judge, calibration=calibration, judges=_pair(judges)))
+            out = score_json(score(eng, cli_principal(eng), judge=judge, calibration=calibration, judges=_pair(judges)))
         except ScoringError as exc:
             fail(str(exc))
         if json_out:
@@ -52,9 +54,11 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.export import export
         from reform_core.services.scoring import ScoringError
         from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal
 
+        eng = get_engine(db_url(db))
         try:
-            manifest = export(get_engine(db_url(db)), out, calibration=calibration, seed=seed)
+            manifest = export(eng, out, principal=cli_principal(eng), calibration=calibration, seed=seed)
         except ScoringError as exc:
             fail(str(exc))
         files = sorted(manifest["files"]) + ["manifest.json"]

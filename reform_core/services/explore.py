@@ -44,7 +44,7 @@ def scores(engine: Engine, principal: Optional[Principal], *, calibration: str =
     Analysts (``view_scores``) and, for the explorer's p_u, ``explore`` may call this.
     """
     require_any(principal, ("view_scores", "explore"))
-    return scoring.score(engine, judge=judge, calibration=calibration)
+    return scoring.score(engine, principal, judge=judge, calibration=calibration)
 
 
 def judges(engine: Engine, principal: Optional[Principal]) -> list[str]:

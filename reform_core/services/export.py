@@ -11,8 +11,6 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
-
 import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -99,14 +97,13 @@ def _records(engine: Engine) -> dict[str, pd.DataFrame]:
         }
 
 
-def export(engine: Engine, out_dir: str | Path, *, calibration: str = "stratified", principal: Optional[Principal] = None,
+def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibration: str = "stratified",
            n_boot: int = 2000, seed: int = 0) -> dict:
     """Write every export file and the manifest into ``out_dir``; return the manifest."""
-    if principal is not None:
-        require(principal, "export")
+    require(principal, "export")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result = score(engine, calibration=calibration)
+    result = score(engine, principal, calibration=calibration)
     files: list[str] = []
     inst = instances_frame(result)
     inst.to_csv(out / "instances.csv", index=False)

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 
 from db.repo import data as data_repo
 from db.repo import overview as repo
+from reform_core.services.auth import Principal, require
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,8 @@ class Overview:
     demo: bool
 
 
-def overview(engine: Engine) -> Overview:
+def overview(engine: Engine, principal: Principal) -> Overview:
+    require(principal, "view_overview")
     with engine.connect() as conn:
         meta = data_repo.get_meta(conn)
         return Overview(

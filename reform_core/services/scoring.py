@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from db.repo import scoring as repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
 from reform_core.metrics.reform import build_index, mark_baseline_opposed, reform_tables
+from reform_core.services.auth import Principal, require
 
 CALIBRATIONS = ("stratified", "pooled")
 
@@ -127,9 +128,10 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
     raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
 
 
-def score(engine: Engine, *, judge: Optional[str] = None, calibration: str = "stratified",
+def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, calibration: str = "stratified",
           judges: Optional[tuple[str, str]] = None, frames: Optional[ProjectFrames] = None) -> ScoreResult:
     """Every table of SPEC §3 from one judge's raw labels or calibrated probabilities."""
+    require(principal, "view_scores")
     frames = frames or load_project(engine, judges=judges)
     if frames.instances.empty:
         raise ScoringError("the project has no judged constrained responses to score")

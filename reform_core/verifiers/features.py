@@ -132,8 +132,14 @@ class _Lines:
         self.text = "\n".join(s for _, s in pairs)
         self._offsets = list(accumulate((len(s) + 1 for _, s in pairs[:-1]), initial=0))
 
-    def grep(self, regex: re.Pattern) -> list[int]:
-        """Lines with at least one match (patterns must not match across a newline)."""
+    def grep(self, regex: re.Pattern, needle: re.Pattern | None = None) -> list[int]:
+        """Lines with at least one match (patterns must not match across a newline).
+
+        ``needle``, a plain character class holding a character of every match, is a fast
+        pre-filter: the pattern is then only tried on the lines that contain a needle.
+        """
+        if needle is not None:
+            return self._grep_lines(regex, needle)
         out, pos, offsets, n = [], 0, self._offsets, len(self._offsets)
         while (m := regex.search(self.text, pos)) is not None:
             i = bisect_right(offsets, m.start()) - 1
@@ -141,6 +147,16 @@ class _Lines:
             if i + 1 >= n:
                 break
             pos = offsets[i + 1]  # next line: one hit per line is enough
+        return out
+
+    def _grep_lines(self, regex: re.Pattern, needle: re.Pattern) -> list[int]:
+        out, pos, offsets, n, text = [], 0, self._offsets, len(self._offsets), self.text
+        while (c := needle.search(text, pos)) is not None:
+            i = bisect_right(offsets, c.start()) - 1
+            end = offsets[i + 1] - 1 if i + 1 < n else len(text)
+            if regex.search(text, offsets[i], end) is not None:
+                out.append(self.pairs[i][0])
+            pos = end + 1
         return out
 
 

@@ -114,14 +114,14 @@ def test_questions_to_exported_scores(engine, servers, tmp_path):
     assert len(ranking) == 12 and ranking["kept"].sum() == 5 and ranking["n_models"].eq(2).all()
     assert ranking["score"].is_monotonic_increasing
 
-    result = scoring.score(engine, judges=("judge-a", "judge-b"))
+    result = scoring.score(engine, lead, judges=("judge-a", "judge-b"))
     js = scoring.score_json(result)
     assert set(js["models"]) == {"alpha", "beta"} and not js["provisional"]
     for m in js["models"].values():
         assert 0 <= m["tcpr"] <= 100
         assert m["emcr"] is None or 0 <= m["emcr"] <= 100
 
-    manifest = export.export(engine, tmp_path / "export", n_boot=20)
+    manifest = export.export(engine, tmp_path / "export", principal=lead, n_boot=20)
     inst = pd.read_csv(tmp_path / "export" / "instances.csv")
     assert {"label_judge-a", "label_judge-b", "baseline_opposed", "p"} <= set(inst.columns)
     assert set(inst["condition"]) == {"main", "single", "prompted"}

@@ -64,8 +64,7 @@ def _calls(engine, tmp):
         "explore_frame": (lambda p: explore.explore_frame(p, result), {"analyst", "lead"}),
         "filter_instances": (lambda p: explore.filter_instances(p, frame, explore.Filters()), {"analyst", "lead"}),
         "example": (lambda p: explore.example(engine, p, model="quill-2", question="q01"), {"analyst", "lead"}),
-        # principal=None is the CLI's trusted path in services/export.py (reported to the lead)
-        "export": (lambda p: export(engine, tmp / (p.role if p else "cli"), principal=p, n_boot=5), {"lead", "anonymous"}),
+        "export": (lambda p: export(engine, tmp / (p.role if p else "none"), principal=p, n_boot=5), {"lead"}),
         "export_archive": (lambda p: explore.export_archive(engine, p), {"lead"}),
         "list_users": (lambda p: list_users(engine, p), {"lead"}),
         # principal=None is the documented CLI bootstrap of services/users.py

@@ -11,7 +11,10 @@ import pytest
 
 from reform_core.services.data import load_demo
 from reform_core.services.scoring import ScoringError, load_project, score
+from reform_core.services.auth import Principal
 from reform_core.services.uow import get_engine
+
+ANALYST = Principal(0, "ana", "analyst")
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,7 +46,7 @@ def test_score_json_shape(demo_url):
 def test_raw_judge_scores_use_that_judges_labels(demo_url):
     eng = get_engine(demo_url)
     frames = load_project(eng)
-    res = score(eng, judge="gpt-judge", frames=frames)
+    res = score(eng, ANALYST, judge="gpt-judge", frames=frames)
     main = res.instances[res.instances["condition"] == "main"]
     assert set(main["p"].unique()) <= {0.0, 1.0}
     # TCPR by hand: share of instructions whose three labels all pass, per model
@@ -52,12 +55,12 @@ def test_raw_judge_scores_use_that_judges_labels(demo_url):
     for model, v in allpass.items():
         assert t2.loc[model, "tcpr"] == pytest.approx(v)
     with pytest.raises(ScoringError, match="unknown judge 'nope'"):
-        score(eng, judge="nope", frames=frames)
+        score(eng, ANALYST, judge="nope", frames=frames)
 
 
 def test_calibrated_differs_from_raw_only_on_disagreements(demo_url):
     eng = get_engine(demo_url)
-    res = score(eng, calibration="stratified")
+    res = score(eng, ANALYST, calibration="stratified")
     inst = res.instances
     agree = inst["label_a"] == inst["label_b"]
     assert (inst.loc[agree, "p"] == inst.loc[agree, "label_a"]).all()
