@@ -15,6 +15,7 @@ row with ``choice = 'retracted'`` means its author withdrew the decision (see
 
 from __future__ import annotations
 
+import json
 import re
 from contextlib import contextmanager
 from datetime import datetime
@@ -35,9 +36,12 @@ RETRACTED = "retracted"
 @contextmanager
 def write_tx(engine: Engine) -> Iterator[Connection]:
     """One write transaction: ``BEGIN IMMEDIATE`` on SQLite, a plain transaction elsewhere."""
+    if engine.dialect.name != "sqlite":
+        with engine.begin() as conn:
+            yield conn
+        return
     with engine.connect() as conn:
-        if conn.dialect.name == "sqlite":
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
         try:
             yield conn
             conn.commit()
@@ -48,7 +52,7 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
 
 def _dt(sql: str, *names: str):
     """``text(sql)`` with the named parameters typed as DateTime (same storage as the ORM)."""
-    return text(sql).bindparams(*[bindparam(n, type_=DateTime()) for n in names])
+    return text(sql).bindparams(*[bindparam(n, type_=DateTime()) for n in names if f":{n}" in sql])
 
 
 # ----------------------------------------------------------------------------- lookups
@@ -170,9 +174,13 @@ def insert_plan(conn: Connection, *, name: str, judge_a_id: int, judge_b_id: int
 
 
 def insert_tasks(conn: Connection, *, rows: list[dict]) -> None:
+    """Insert tasks; on PostgreSQL refresh the planner statistics so the queue's claim query
+    uses its index at once (a fresh bulk load otherwise gets sequential scans + sorts)."""
     from db.repo.data import bulk_insert
 
     bulk_insert(conn, "adjudication_task", rows)
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ANALYZE adjudication_task")
 
 
 def plan_names(conn: Connection) -> list[str]:
@@ -182,11 +190,11 @@ def plan_names(conn: Connection) -> list[str]:
 def plans(conn: Connection) -> pd.DataFrame:
     """Every plan with its judges and task counts."""
     res = conn.execute(text(
-        "SELECT p.id, p.name, ja.name AS judge_a, jb.name AS judge_b, p.active, p.created_at, p.params, "
+        "SELECT p.id, p.name, ja.name AS judge_a, jb.name AS judge_b, p.active, p.created_at, "
         "COUNT(t.id) AS tasks, SUM(CASE WHEN t.status = 'done' THEN 1 ELSE 0 END) AS done "
         "FROM sample_plan p JOIN judge ja ON ja.id = p.judge_a_id JOIN judge jb ON jb.id = p.judge_b_id "
         "LEFT JOIN adjudication_task t ON t.plan_id = p.id "
-        "GROUP BY p.id, p.name, ja.name, jb.name, p.active, p.created_at, p.params ORDER BY p.id"))
+        "GROUP BY p.id, p.name, ja.name, jb.name, p.active, p.created_at ORDER BY p.id"))
     df = pd.DataFrame(res.all(), columns=list(res.keys()))
     df["done"] = df["done"].fillna(0).astype(int)
     return df
@@ -199,7 +207,10 @@ def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
         {"p": plan_id}).first()
     if r is None:
         return None
-    return dict(zip(["id", "name", "judge_a_id", "judge_b_id", "judge_a", "judge_b", "params"], r))
+    out = dict(zip(["id", "name", "judge_a_id", "judge_b_id", "judge_a", "judge_b", "params"], r))
+    if isinstance(out["params"], str):  # SQLite hands JSON back as text through text()
+        out["params"] = json.loads(out["params"])
+    return out
 
 
 def plan_tasks(conn: Connection, *, plan_id: int) -> pd.DataFrame:
@@ -242,9 +253,10 @@ def claim(conn: Connection, *, plan_id: int, user_id: int, now: datetime, lease_
     set_claim = "SET status = 'claimed', claimed_by = :u, lease_until = :lease"
     if conn.dialect.name == "postgresql":
         for pick in (free_expired, free_open):
-            tid = conn.execute(_dt(pick + " FOR UPDATE SKIP LOCKED", "now"), params).scalar()
+            sql = (f"WITH pick AS ({pick} FOR UPDATE SKIP LOCKED) UPDATE adjudication_task {set_claim} "
+                   "FROM pick WHERE adjudication_task.id = pick.id RETURNING adjudication_task.id")
+            tid = conn.execute(_dt(sql, "now", "lease"), params).scalar()
             if tid is not None:
-                conn.execute(_dt(f"UPDATE adjudication_task {set_claim} WHERE id = :t", "lease"), {**params, "t": tid})
                 return int(tid)
         return None
     sql = (f"UPDATE adjudication_task {set_claim} WHERE id = (SELECT id FROM ("
@@ -261,7 +273,7 @@ def lock_task(conn: Connection, *, task_id: int) -> Optional[dict]:
            "FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id WHERE t.id = :t")
     if conn.dialect.name == "postgresql":
         sql += " FOR UPDATE OF t"
-    r = conn.execute(text(sql), {"t": task_id}).first()
+    r = conn.execute(text(sql).columns(lease_until=DateTime()), {"t": task_id}).first()
     if r is None:
         return None
     return dict(r._mapping)
@@ -331,32 +343,45 @@ def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = No
 
 
 def item_content(conn: Connection, *, task_id: int) -> dict:
-    """What an annotator sees for one task: instruction, constraints, response, both judgments."""
-    t = dict(conn.execute(text(
-        "SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, t.lease_until, t.kind, "
-        "p.judge_a_id, p.judge_b_id FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id "
-        "WHERE t.id = :t"), {"t": task_id}).first()._mapping)
+    """What an annotator sees for one task (two queries): instruction, constraints, response
+    and both judgments (newest of each judge)."""
+    newest = ("(SELECT label, rationale FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
+              "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1)")
     head = conn.execute(text(
-        "SELECT i.text AS instruction_text, r.text AS response_text, c.instruction_id "
-        "FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
-        "JOIN response r ON r.id = :r WHERE c.id = :c"), {"r": t["response_id"], "c": t["constraint_id"]}).first()
+        "SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, t.lease_until, t.kind, "
+        "i.text AS instruction_text, r.text AS response_text, c.instruction_id, "
+        "ja.label AS a_label, ja.rationale AS a_rationale, jb.label AS b_label, jb.rationale AS b_rationale "
+        "FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id "
+        "JOIN constraint_item c ON c.id = t.constraint_id JOIN instruction i ON i.id = c.instruction_id "
+        "JOIN response r ON r.id = t.response_id "
+        f"LEFT JOIN LATERAL {newest.format(j='judge_a_id')} ja ON TRUE "
+        f"LEFT JOIN LATERAL {newest.format(j='judge_b_id')} jb ON TRUE WHERE t.id = :t"
+        if conn.dialect.name == "postgresql" else
+        "SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, t.lease_until, t.kind, "
+        "i.text AS instruction_text, r.text AS response_text, c.instruction_id, "
+        "(SELECT label FROM judgment WHERE judge_id = p.judge_a_id AND response_id = t.response_id "
+        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS a_label, "
+        "(SELECT rationale FROM judgment WHERE judge_id = p.judge_a_id AND response_id = t.response_id "
+        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS a_rationale, "
+        "(SELECT label FROM judgment WHERE judge_id = p.judge_b_id AND response_id = t.response_id "
+        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS b_label, "
+        "(SELECT rationale FROM judgment WHERE judge_id = p.judge_b_id AND response_id = t.response_id "
+        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS b_rationale "
+        "FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id "
+        "JOIN constraint_item c ON c.id = t.constraint_id JOIN instruction i ON i.id = c.instruction_id "
+        "JOIN response r ON r.id = t.response_id WHERE t.id = :t"
+    ).columns(lease_until=DateTime()), {"t": task_id}).mappings().first()
     cons = conn.execute(text(
-        "SELECT c.id, c.position, c.feature, c.mode, c.text, c.acceptance, f.name AS feature_name "
-        "FROM constraint_item c LEFT JOIN (SELECT key, MIN(name) AS name FROM catalog_feature GROUP BY key) f "
-        "ON f.key = c.feature WHERE c.instruction_id = :i ORDER BY c.position"),
-        {"i": head.instruction_id}).all()
-    judg = {}
-    for side, jid in (("A", t["judge_a_id"]), ("B", t["judge_b_id"])):
-        r = conn.execute(text(
-            "SELECT label, rationale FROM judgment WHERE judge_id = :j AND response_id = :r AND constraint_id = :c "
-            "ORDER BY id DESC LIMIT 1"), {"j": jid, "r": t["response_id"], "c": t["constraint_id"]}).first()
-        judg[side] = (None, "") if r is None else (r[0], r[1])
+        "SELECT c.id, c.position, c.feature, c.mode, c.text, c.acceptance, "
+        "(SELECT MIN(f.name) FROM catalog_feature f WHERE f.key = c.feature) AS feature_name "
+        "FROM constraint_item c WHERE c.instruction_id = :i ORDER BY c.position"),
+        {"i": head["instruction_id"]}).mappings().all()
     return {
-        "task": t,
-        "instruction_text": head.instruction_text,
-        "response_text": head.response_text,
-        "constraints": [dict(c._mapping) for c in cons],
-        "judgments": judg,
+        "task": dict(head),
+        "instruction_text": head["instruction_text"],
+        "response_text": head["response_text"],
+        "constraints": [dict(c) for c in cons],
+        "judgments": {"A": (head["a_label"], head["a_rationale"]), "B": (head["b_label"], head["b_rationale"])},
     }
 
 

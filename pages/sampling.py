@@ -1,0 +1,105 @@
+"""Sampling (leads): choose a judge pair and the Cochran parameters, preview the planned
+sizes, store a plan, follow its summary and the live calibrated scores."""
+
+import streamlit as st
+
+from pages.components import state
+from pages.components.session import current_principal
+from reform_core.services import adjudication as S
+
+principal = current_principal()
+if principal is None or not principal.can(S.PLAN_ACTION):
+    st.error("Only a lead can plan adjudication samples.")
+    st.stop()
+engine = state.engine()
+ss = st.session_state
+ss.setdefault("plan_preview", None)  # (params, per-stratum plan)
+ss.setdefault("live_scores", {})  # (judge_a, judge_b) -> LiveScores
+
+st.title("Adjudication sample plans")
+judges = S.judges(engine)
+if len(judges) < 2:
+    st.info("A plan needs labels from two judges; this project has " + (", ".join(judges) or "none") + ".")
+    st.stop()
+
+with st.form("plan_params"):
+    c = st.columns(2)
+    judge_a = c[0].selectbox("Judge A", judges, index=0)
+    judge_b = c[1].selectbox("Judge B", judges, index=1)
+    c = st.columns(3)
+    confidence = c[0].number_input("Confidence", 0.5, 0.999, 0.95, step=0.01, format="%.3f")
+    p = c[1].number_input("Anticipated proportion p", 0.01, 0.99, 0.5, step=0.05)
+    margin = c[2].number_input("Margin of error e", 0.005, 0.5, 0.03, step=0.005, format="%.3f")
+    c = st.columns(3)
+    seed = c[0].number_input("Seed", 0, 2**31 - 1, 0, step=1)
+    audit = c[1].number_input("Audit sample of agreements", 0, 100_000, 0, step=10)
+    overlap = c[2].slider("Share double-adjudicated", 0.0, 1.0, 0.0, step=0.05)
+    previewed = st.form_submit_button("Preview planned sizes")
+
+params = dict(judge_a=judge_a, judge_b=judge_b, confidence=float(confidence), p=float(p), margin=float(margin))
+if previewed:
+    try:
+        ss["plan_preview"] = (params, S.preview_plan(engine, principal, **params))
+    except ValueError as exc:
+        ss["plan_preview"] = None
+        st.error(str(exc))
+
+preview = ss["plan_preview"]
+if preview is not None and preview[0] == params:
+    strata = preview[1]
+    sizes = S.model_sizes(strata)
+    st.subheader("Planned sizes (Cochran with finite-population correction, per model)")
+    st.dataframe(sizes, hide_index=True)
+    st.caption(f"{int(sizes['planned'].sum()):,} disagreement items in {len(strata)} strata"
+               + (f", plus {int(audit)} audit items" if audit else ""))
+    with st.expander("Allocation per stratum"):
+        st.dataframe(strata, hide_index=True)
+    name = st.text_input("Plan name (optional)")
+    if st.button("Create plan", type="primary"):
+        try:
+            made = S.create_plan(engine, principal, seed=int(seed), audit=int(audit), overlap_fraction=float(overlap),
+                                 name=name or None, **params)
+            st.success(f"Stored plan {made.name!r} with {made.tasks:,} items.")
+            ss["plan_preview"] = None
+            state.clear_data_caches()
+        except ValueError as exc:
+            st.error(str(exc))
+elif preview is not None:
+    st.caption("Parameters changed: preview again before creating a plan.")
+
+st.divider()
+plans = S.list_plans(engine, principal)
+if plans.empty:
+    st.info("No plan yet.")
+    st.stop()
+labels = dict(zip(plans["id"], plans["name"]))
+plan_id = st.selectbox("Plan", list(labels), index=len(labels) - 1, format_func=lambda i: labels[i])
+summary = S.plan_summary(engine, principal, plan_id)
+st.subheader(f"{summary.name}: {summary.judge_a} (A) vs {summary.judge_b} (B)")
+st.caption(", ".join(f"{k} = {summary.params[k]}" for k in
+                     ("confidence", "p", "margin", "seed", "audit", "overlap_fraction") if k in summary.params))
+st.markdown("**Per evaluated model** (agreement in %, shares of reviewed items)")
+st.dataframe(summary.models, hide_index=True, column_config={
+    c: st.column_config.NumberColumn(format="%.2f") for c in ("agreement", "agrees_a_pct", "agrees_b_pct")})
+st.markdown("**Per stratum** (π̂ = mean adjudicated pass label; provisional = no review yet)")
+st.dataframe(summary.strata, hide_index=True, column_config={"pi_hat": st.column_config.NumberColumn("π̂", format="%.3f")})
+
+
+@st.fragment(run_every="20s")
+def live_scores(judge_a: str, judge_b: str) -> None:
+    """Calibrated TCPR / EMCR that follow each new decision (incremental, see LiveScores)."""
+    key = (judge_a, judge_b)
+    live = ss["live_scores"].get(key)
+    if live is None:
+        with st.spinner("Loading instances…"):
+            live = ss["live_scores"][key] = S.LiveScores.from_engine(engine, judge_a, judge_b)
+    else:
+        live.sync(engine)
+    st.dataframe(live.scores, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(format="%.2f") for c in ("tcpr", "emcr", "r1", "r2", "r3")})
+    if live.scores["provisional"].any():
+        st.caption("Provisional: some strata of these models have no adjudication yet (they use the model's pooled share).")
+
+
+if st.toggle("Show live calibrated scores"):
+    live_scores(summary.judge_a, summary.judge_b)

@@ -1,0 +1,636 @@
+"""Adjudication use cases: sample plans, the multi-annotator queue, live calibration.
+
+Plans (SPEC §4; seed 000 §3.5, App. A.3.1). For a judge pair the disagreements are
+stratified by evaluated model × direction × feature category × mode; each model's sample
+size follows Cochran's formula with finite-population correction; it is allocated across
+the model's strata and drawn with a seeded generator (:mod:`reform_core.sampling`). A plan
+is stored as one ``sample_plan`` row (``params``: every parameter, the seed, and the
+population / planned sizes per model and stratum) plus one ``adjudication_task`` per item.
+
+Queue. :func:`claim_next` hands out an item nobody else holds through an atomic claim
+with an expiring lease (SQLite: one ``UPDATE … RETURNING`` under ``BEGIN IMMEDIATE``;
+PostgreSQL: ``FOR UPDATE SKIP LOCKED``). :func:`decide` appends an ``adjudication`` row for
+the signed-in principal; a task is done when ``required`` distinct annotators decided it.
+
+Append-only history and undo. Rows are never updated or deleted. The *current* decision
+of a user on a task is their latest row that no other row supersedes. :func:`undo_last`
+appends a ``choice = 'retracted'`` row superseding the user's last decision, so the history
+keeps both the decision and its withdrawal (who, when) while every reader simply skips
+retracted rows; the task goes back to the user under a fresh lease so the page can show it
+again, and a new decision supersedes the retraction. (Re-opening the task while merely
+marking the old row superseded by the *next* decision would leave the withdrawn decision
+current until then, so scores would count a decision the annotator took back.)
+
+Blinding. Items returned to annotators carry the instruction, the constraints, the
+response and the two judgments as "Judge A" (left) / "Judge B" (right) in the task's stored
+random order — never judge names, the evaluated model or the stratum key.
+
+Live calibration. :class:`LiveScores` keeps the instances, the per-model scoring index
+(:func:`reform_core.metrics.reform.build_index`) and the calibrated ``p``; a new decision
+updates ``p`` of that instance and of its stratum's unreviewed instances, then rescores only
+the affected model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Iterable, Optional
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import adjudication as repo
+from reform_core.services.auth import Principal, require
+from reform_core.services.instances import instance_id, load_adjudications, load_instances
+
+CHOICES = ("A", "B", "neither")
+PLAN_ACTION = "plan_sampling"  # lead only (no role but "lead" lists it)
+SUMMARY_ACTION = "view_scores"
+ADJUDICATE_ACTION = "adjudicate"
+DEFAULT_LEASE_SECONDS = 600
+
+
+class AdjudicationRefused(ValueError):
+    """A queue action that is not allowed in the task's current state (message says why)."""
+
+
+def _now() -> datetime:
+    """Naive UTC (how lease times are stored)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _naive(value) -> Optional[datetime]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=None) if value.tzinfo else value
+
+
+# ============================================================================= plans
+
+
+# The statistical modules (scipy via sampling) load lazily: an annotator process that only
+# claims and decides starts in half the time.
+
+
+def _check_params(confidence: float, p: float, margin: float, seed: int, audit: int, overlap_fraction: float) -> None:
+    from reform_core import sampling
+
+    sampling.cochran_size(1, confidence=confidence, p=p, margin=margin)  # validates the three
+    for name, value in (("seed", seed), ("audit", audit)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+    if not 0.0 <= float(overlap_fraction) <= 1.0:
+        raise ValueError(f"overlap_fraction must lie in [0, 1], got {overlap_fraction!r}")
+
+
+def _disagreements(instances: pd.DataFrame) -> pd.DataFrame:
+    from reform_core import sampling
+
+    return sampling.disagreements(instances, judge_a=instances.attrs["judge_a"], judge_b=instances.attrs["judge_b"])
+
+
+def model_sizes(strata: pd.DataFrame) -> pd.DataFrame:
+    """Per model: disagreements (N), planned (n) and number of strata of a stratum plan."""
+    if strata.empty:
+        return pd.DataFrame({"model": [], "disagreements": [], "planned": [], "strata": []})
+    return (strata.groupby("model", sort=True)
+            .agg(disagreements=("size", "sum"), planned=("planned", "sum"), strata=("stratum", "size"))
+            .reset_index())
+
+
+def preview_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str, confidence: float = 0.95,
+                 p: float = 0.5, margin: float = 0.03) -> pd.DataFrame:
+    """The per-stratum plan (``sampling.plan``) a :func:`create_plan` call would store; writes nothing."""
+    from reform_core import sampling
+
+    require(principal, PLAN_ACTION)
+    _check_params(confidence, p, margin, 0, 0, 0.0)
+    return sampling.plan(_disagreements(load_instances(engine, judge_a, judge_b)), confidence=confidence, p=p, margin=margin)
+
+
+@dataclass(frozen=True)
+class PlanCreated:
+    plan_id: int
+    name: str
+    models: pd.DataFrame  # model, disagreements, planned, strata
+    tasks: int
+
+
+def create_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str, confidence: float = 0.95,
+                p: float = 0.5, margin: float = 0.03, seed: int = 0, audit: int = 0, overlap_fraction: float = 0.0,
+                name: Optional[str] = None) -> PlanCreated:
+    """Draw and store a sample plan for a judge pair (SPEC §4).
+
+    Parameters
+    ----------
+    judge_a, judge_b : str
+        The judge pair; direction ``A1B0`` means ``judge_a`` passes and ``judge_b`` fails.
+    confidence, p, margin : float
+        Cochran parameters, applied per evaluated model with N = its disagreements.
+    seed : int
+        Seed of the one ``numpy.random.Generator`` behind the draw, the audit sample, the
+        double-adjudication flags, the queue order and the left/right order of the judges.
+    audit : int
+        Size of an extra random sample of judge *agreements* (``kind = 'audit'``), spread
+        over models in proportion to their agreements.
+    overlap_fraction : float
+        Share of items that two distinct annotators must decide (``required = 2``).
+    name : str, optional
+        Unique plan name (default ``"<A> vs <B> #k"``).
+    """
+    from reform_core import sampling
+
+    actor = require(principal, PLAN_ACTION)
+    _check_params(confidence, p, margin, seed, audit, overlap_fraction)
+    inst = load_instances(engine, judge_a, judge_b)
+    dis = _disagreements(inst)
+    if dis.empty:
+        raise ValueError(f"judges {judge_a!r} and {judge_b!r} disagree on no instance: nothing to sample")
+    strata = sampling.plan(dis, confidence=confidence, p=p, margin=margin)
+    rng = np.random.default_rng(seed)
+    sample = sampling.draw(dis, strata, rng=rng)[["iid", "stratum"]].assign(kind="disagreement")
+    if audit:
+        la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
+        agreed = inst[inst[la].notna() & (inst[la] == inst[lb])][["iid", "model"]]
+        extra = sampling.audit_sample(agreed, int(audit), rng)
+        sample = pd.concat([sample, extra.assign(stratum=extra["model"].astype(str) + "|audit", kind="audit")[
+            ["iid", "stratum", "kind"]]], ignore_index=True)
+    sample = sampling.double_adjudication(sample, float(overlap_fraction), rng)
+    row = pd.Index(inst["iid"]).get_indexer(sample["iid"])
+    order_key = rng.random(len(sample))
+    a_left = np.where(rng.random(len(sample)) < 0.5, "A", "B")
+    sizes = model_sizes(strata)
+    params = {
+        "judge_a": judge_a, "judge_b": judge_b, "confidence": confidence, "p": p, "margin": margin, "seed": int(seed),
+        "audit": int(audit), "overlap_fraction": float(overlap_fraction),
+        "models": {r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
+                   for r in sizes.itertuples()},
+        "strata": {r.stratum: {"size": int(r.size), "planned": int(r.planned)} for r in strata.itertuples()},
+    }
+    with repo.write_tx(engine) as conn:
+        ids = repo.judge_ids(conn, names=[judge_a, judge_b])
+        if name is None:
+            taken = set(repo.plan_names(conn))
+            k = 1
+            while f"{judge_a} vs {judge_b} #{k}" in taken:
+                k += 1
+            name = f"{judge_a} vs {judge_b} #{k}"
+        plan_id = repo.insert_plan(conn, name=name, judge_a_id=ids[judge_a], judge_b_id=ids[judge_b],
+                                   params=params, created_by=actor.user_id)
+        repo.insert_tasks(conn, rows=[
+            {"plan_id": plan_id, "response_id": int(inst["response_id"].iat[r]),
+             "constraint_id": int(inst["constraint_id"].iat[r]), "stratum": st, "kind": kind,
+             "required": 2 if double else 1, "decided": 0, "status": "open", "claimed_by": None,
+             "lease_until": None, "order_key": float(ok), "a_left": str(left)}
+            for r, st, kind, double, ok, left in zip(row, sample["stratum"], sample["kind"], sample["double"],
+                                                      order_key, a_left)
+        ])
+    return PlanCreated(plan_id=plan_id, name=name, models=sizes, tasks=len(sample))
+
+
+def list_plans(engine: Engine, principal: Principal) -> pd.DataFrame:
+    """Plans with judges, task counts and done counts (annotators see id, name and progress)."""
+    require(principal, ADJUDICATE_ACTION)
+    with engine.connect() as conn:
+        df = repo.plans(conn)
+    if not principal.can(SUMMARY_ACTION):
+        df = df[["id", "name", "active", "tasks", "done"]]
+    return df
+
+
+def judges(engine: Engine) -> list[str]:
+    with engine.connect() as conn:
+        return repo.judge_names(conn)
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    name: str
+    judge_a: str
+    judge_b: str
+    params: dict
+    models: pd.DataFrame  # Table A3-like, plus planned / reviewed
+    strata: pd.DataFrame  # stratum, size, planned, reviewed, pi_hat, provisional
+
+
+def _plan_adjudications(rows: pd.DataFrame) -> pd.DataFrame:
+    """Current usable decisions of one plan, the earliest per task (iid, a, choice)."""
+    from reform_core.services.instances import current_decisions
+
+    cur = current_decisions(rows)
+    cur = cur[cur["label"].notna()].sort_values("id").drop_duplicates("task_id")
+    return pd.DataFrame({"iid": instance_id(cur["response_id"], cur["constraint_id"]),
+                         "a": cur["label"].astype(float).to_numpy(), "choice": cur["choice"].to_numpy(dtype=object)})
+
+
+def plan_summary(engine: Engine, principal: Principal, plan_id: int) -> PlanSummary:
+    """Per model (like seed 000 Table A3): judgments, agreement %, disagreements, planned,
+    reviewed, agrees with judge A / B (counts and % of reviewed); per stratum: size,
+    planned, reviewed, π̂_h (SPEC §4) and whether it is still provisional."""
+    from reform_core.calibration import stratum_rates
+    from reform_core.metrics.reform import judge_agreement
+
+    require(principal, SUMMARY_ACTION)
+    with engine.connect() as conn:
+        plan = repo.plan_row(conn, plan_id=plan_id)
+        if plan is None:
+            raise ValueError(f"no sample plan with id {plan_id}")
+        rows = repo.adjudication_rows(conn, plan_id=plan_id)
+        tasks = repo.plan_tasks(conn, plan_id=plan_id)
+    inst = load_instances(engine, plan["judge_a"], plan["judge_b"])
+    la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
+    adj = _plan_adjudications(rows)
+    a3 = judge_agreement(inst, adj, judge_a=la, judge_b=lb, choice="choice", condition=None)
+    dis_tasks = tasks[tasks["kind"] == "disagreement"]
+    task_iid = instance_id(dis_tasks["response_id"], dis_tasks["constraint_id"])
+    model_of = pd.Series(inst["model"].to_numpy(), index=inst["iid"].to_numpy())
+    planned = pd.Series(model_of.reindex(task_iid).to_numpy()).value_counts()
+    planned.loc["Total"] = planned.sum()
+    a3.insert(4, "planned", a3["model"].map(planned).fillna(0).astype(int).to_numpy())
+    a3 = a3.rename(columns={"adjudicated": "reviewed"})
+
+    rates = stratum_rates(inst, adj, judge_a=la, judge_b=lb)
+    stored = plan["params"].get("strata", {}) if isinstance(plan["params"], dict) else {}
+    st = rates[["stratum", "model", "direction", "category", "mode", "n_disagreements", "n_reviewed", "pi_hat",
+                "provisional"]].rename(columns={"n_disagreements": "size", "n_reviewed": "reviewed"})
+    st.insert(6, "planned", st["stratum"].map(lambda s: stored.get(s, {}).get("planned", 0)).astype(int))
+    return PlanSummary(name=plan["name"], judge_a=plan["judge_a"], judge_b=plan["judge_b"],
+                       params=plan["params"], models=a3, strata=st)
+
+
+# ============================================================================= the queue
+
+
+@dataclass(frozen=True)
+class Judgement:
+    label: Optional[int]  # 1 pass / 0 fail / None
+    rationale: str
+
+
+@dataclass(frozen=True)
+class Item:
+    """One task as an annotator sees it (blinded: no judge or model names)."""
+
+    task_id: int
+    instruction: str
+    constraint: dict  # position, feature, feature_name, mode, text, acceptance
+    other_constraints: list
+    response: str
+    judge_a: Judgement  # shown as "Judge A", on the left
+    judge_b: Judgement  # shown as "Judge B", on the right
+    lease_until: datetime
+
+
+def _item(conn, task_id: int) -> Item:
+    c = repo.item_content(conn, task_id=task_id)
+    t = c["task"]
+    cons = [{k: v for k, v in x.items() if k != "id"} | {"feature_name": x["feature_name"] or x["feature"]}
+            for x in c["constraints"]]
+    target = next(i for i, x in enumerate(c["constraints"]) if x["id"] == t["constraint_id"])
+    left, right = ("A", "B") if t["a_left"] == "A" else ("B", "A")
+    j = {s: Judgement(None if c["judgments"][s][0] is None else int(c["judgments"][s][0]), c["judgments"][s][1] or "")
+         for s in ("A", "B")}
+    return Item(task_id=task_id, instruction=c["instruction_text"], constraint=cons[target],
+                other_constraints=[x for i, x in enumerate(cons) if i != target], response=c["response_text"],
+                judge_a=j[left], judge_b=j[right], lease_until=_naive(t["lease_until"]))
+
+
+def claim_next(engine: Engine, principal: Principal, plan_id: int, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> Optional[Item]:
+    """The next item of ``plan_id`` for the signed-in annotator, claimed under a lease.
+
+    A user who already holds a live lease in the plan gets that item back (a page refresh
+    never loses or doubles work). Otherwise the first task in queue order that is open, or
+    whose lease expired, and that this user has not decided, is claimed atomically; None
+    when nothing is left.
+    """
+    user = require(principal, ADJUDICATE_ACTION)
+    if lease_seconds <= 0:
+        raise ValueError(f"lease_seconds must be > 0, got {lease_seconds!r}")
+    now = _now()
+    with repo.write_tx(engine) as conn:
+        tid = repo.held_task(conn, plan_id=plan_id, user_id=user.user_id, now=now)
+        if tid is None:
+            tid = repo.claim(conn, plan_id=plan_id, user_id=user.user_id, now=now,
+                             lease_until=now + timedelta(seconds=lease_seconds))
+    if tid is None:
+        return None
+    with engine.connect() as conn:
+        return _item(conn, tid)
+
+
+@dataclass(frozen=True)
+class Decision:
+    adjudication_id: int
+    task_id: int
+    iid: int
+    label: Optional[int]  # the chosen judgment's label (None for neither / unsure)
+    task_done: bool
+
+
+def _plan_side(shown: str, a_left: str) -> str:
+    """Map the side as shown ("A" = left) to the plan's judge ("A" = the plan's judge_a)."""
+    if shown == "neither":
+        return shown
+    return shown if a_left == "A" else ("B" if shown == "A" else "A")
+
+
+def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note: str = "", seconds: float = 0.0) -> Decision:
+    """Record the signed-in annotator's decision on a task (append-only).
+
+    Parameters
+    ----------
+    choice : {"A", "B", "neither"}
+        The judgment the annotator found better supported, *as shown*: "A" is the one shown
+        as Judge A (left). It is stored relative to the plan's judges. "neither" (unsure /
+        both wrong) needs a ``note`` and yields no label.
+    seconds : float
+        Time the annotator spent on the item.
+
+    Refused (:class:`AdjudicationRefused`) when the user already decided the task, when the
+    task is complete, or when the user's lease expired and another annotator now holds the
+    task — except on a task that needs several annotators and that this user has not decided.
+    """
+    user = require(principal, ADJUDICATE_ACTION)
+    if choice not in CHOICES:
+        raise ValueError(f"choice must be one of {CHOICES}, got {choice!r}")
+    note = (note or "").strip()
+    if choice == "neither" and not note:
+        raise ValueError("a note is required when choosing 'neither / unsure'")
+    if not np.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
+    now = _now()
+    with repo.write_tx(engine) as conn:
+        t = repo.lock_task(conn, task_id=task_id)
+        if t is None:
+            raise ValueError(f"no adjudication task with id {task_id}")
+        mine = repo.current_decision(conn, task_id=task_id, user_id=user.user_id)
+        if mine is not None and mine["choice"] != repo.RETRACTED:
+            raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
+        if t["status"] == "done":
+            raise AdjudicationRefused(f"task {task_id} is already complete")
+        lease = _naive(t["lease_until"])
+        held_by_other = t["status"] == "claimed" and t["claimed_by"] != user.user_id
+        if held_by_other and t["required"] <= 1:
+            raise AdjudicationRefused(
+                f"task {task_id}: your lease expired and the item was handed to another annotator; "
+                "your decision was not recorded — take the next item")
+        side = _plan_side(choice, t["a_left"])
+        label = None
+        if side != "neither":
+            judge = t["judge_a_id"] if side == "A" else t["judge_b_id"]
+            label = repo.judge_label(conn, judge_id=judge, response_id=t["response_id"], constraint_id=t["constraint_id"])
+            if label is None:
+                raise ValueError(f"task {task_id}: the chosen judgment has no label; choose the other one or 'neither'")
+        adj_id = repo.insert_adjudication(conn, task_id=task_id, user_id=user.user_id, choice=side, label=label,
+                                          note=note, seconds=float(seconds),
+                                          supersedes_id=None if mine is None else mine["id"])
+        decided = repo.count_decided(conn, task_id=task_id)
+        done = decided >= t["required"]
+        if done:
+            repo.update_task(conn, task_id=task_id, decided=decided, status="done", claimed_by=None, lease_until=None)
+        elif held_by_other and lease is not None and lease >= now:
+            repo.update_task(conn, task_id=task_id, decided=decided)  # the other annotator keeps it
+        else:
+            repo.update_task(conn, task_id=task_id, decided=decided, status="open", claimed_by=None, lease_until=None)
+    return Decision(adjudication_id=adj_id, task_id=task_id, iid=int(instance_id(t["response_id"], t["constraint_id"])),
+                    label=label, task_done=done)
+
+
+def _held(conn, user: Principal, task_id: int) -> dict:
+    t = repo.lock_task(conn, task_id=task_id)
+    if t is None:
+        raise ValueError(f"no adjudication task with id {task_id}")
+    if t["status"] != "claimed" or t["claimed_by"] != user.user_id:
+        raise AdjudicationRefused(f"task {task_id} is not held by you")
+    return t
+
+
+def release(engine: Engine, principal: Principal, task_id: int) -> None:
+    """Give a held task back to the queue at its place."""
+    user = require(principal, ADJUDICATE_ACTION)
+    with repo.write_tx(engine) as conn:
+        _held(conn, user, task_id)
+        repo.update_task(conn, task_id=task_id, status="open", claimed_by=None, lease_until=None)
+
+
+def skip(engine: Engine, principal: Principal, task_id: int) -> None:
+    """Give a held task back and move it to the end of the queue (new order key)."""
+    user = require(principal, ADJUDICATE_ACTION)
+    with repo.write_tx(engine) as conn:
+        t = _held(conn, user, task_id)
+        key = repo.max_order_key(conn, plan_id=t["plan_id"]) + 1.0
+        repo.update_task(conn, task_id=task_id, status="open", claimed_by=None, lease_until=None, order_key=key)
+
+
+def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = None,
+              lease_seconds: int = DEFAULT_LEASE_SECONDS) -> Optional[int]:
+    """Withdraw the signed-in user's most recent decision (see the module docstring).
+
+    Appends a ``retracted`` row superseding it, recounts the task and hands the task back
+    to this user under a fresh lease (unless another annotator holds a live lease on it).
+    Returns the task id, or None when the user has no decision to undo.
+    """
+    user = require(principal, ADJUDICATE_ACTION)
+    now = _now()
+    with repo.write_tx(engine) as conn:
+        last = repo.last_decision(conn, user_id=user.user_id, plan_id=plan_id)
+        if last is None:
+            return None
+        t = repo.lock_task(conn, task_id=last["task_id"])
+        repo.insert_adjudication(conn, task_id=t["id"], user_id=user.user_id, choice=repo.RETRACTED, label=None,
+                                 note="undo", seconds=0.0, supersedes_id=last["id"])
+        decided = repo.count_decided(conn, task_id=t["id"])
+        lease = _naive(t["lease_until"])
+        if t["status"] == "claimed" and t["claimed_by"] != user.user_id and lease is not None and lease >= now:
+            repo.update_task(conn, task_id=t["id"], decided=decided)
+        else:
+            repo.update_task(conn, task_id=t["id"], decided=decided, status="claimed", claimed_by=user.user_id,
+                             lease_until=now + timedelta(seconds=lease_seconds))
+        return int(t["id"])
+
+
+@dataclass(frozen=True)
+class Progress:
+    strata: pd.DataFrame  # stratum (blinded label), tasks, done, mine
+    decided: int
+    median_seconds: float
+    items_per_hour: float
+
+
+def my_progress(engine: Engine, principal: Principal, plan_id: int) -> Progress:
+    """Progress per stratum (blinded: category and mode only, no model) and the user's pace.
+
+    ``items_per_hour`` = 3600 / mean seconds spent per decided item; ``median_seconds`` the
+    median time per item (NaN before the first decision).
+    """
+    user = require(principal, ADJUDICATE_ACTION)
+    with engine.connect() as conn:
+        tasks = repo.plan_tasks(conn, plan_id=plan_id)
+        mine = repo.user_decisions(conn, plan_id=plan_id, user_id=user.user_id)
+    if tasks.empty:
+        return Progress(pd.DataFrame(columns=["stratum", "tasks", "done", "mine"]), 0, float("nan"), float("nan"))
+    keys = sorted(tasks["stratum"].unique())
+    alias = {}
+    for k, s in enumerate(keys, start=1):
+        parts = s.split("|")
+        alias[s] = f"S{k:02d} · {parts[2]} · {parts[3]}" if len(parts) == 4 else f"S{k:02d} · audit"
+    g = tasks.assign(done=tasks["status"] == "done").groupby("stratum")
+    out = pd.DataFrame({"tasks": g.size(), "done": g["done"].sum()})
+    out["mine"] = mine.groupby("stratum").size().reindex(out.index).fillna(0).astype(int) if len(mine) else 0
+    out = out.reset_index()
+    out["stratum"] = out["stratum"].map(alias)
+    secs = mine["seconds"].astype(float) if len(mine) else pd.Series(dtype=float)
+    med = float(secs.median()) if len(secs) else float("nan")
+    rate = 3600.0 / float(secs.mean()) if len(secs) and secs.mean() > 0 else float("nan")
+    return Progress(strata=out.sort_values("stratum").reset_index(drop=True), decided=len(mine),
+                    median_seconds=med, items_per_hour=rate)
+
+
+# ============================================================================= live calibration
+
+
+class LiveScores:
+    """Stratified calibration and TCPR/EMCR kept current one adjudication at a time.
+
+    Built once from the INSTANCES and ADJUDICATIONS frames (the same rules as
+    :func:`reform_core.calibration.calibrate_stratified`, seed 000 §3.5 eqs. 7–8); then
+    :meth:`apply` changes one instance's adjudicated label: p of that instance and of the
+    unreviewed instances of its stratum (and, while some of the model's strata have no
+    review, of those strata, whose fallback is the model's pooled share) is updated, and
+    only that model is rescored through its prebuilt unit index (seed 000 eqs. 1–5, 9).
+    """
+
+    def __init__(self, instances: pd.DataFrame, adjudications: pd.DataFrame, *, judge_a: str, judge_b: str,
+                 condition: Optional[str] = "main"):
+        from reform_core.calibration import calibrate_stratified
+        from reform_core.metrics.reform import build_index
+
+        self.instances, self.judge_a, self.judge_b, self.condition = instances, judge_a, judge_b, condition
+        self._names: Optional[tuple[str, str]] = None  # judge names, for sync()
+        cal = calibrate_stratified(instances, adjudications, judge_a=judge_a, judge_b=judge_b)
+        self.p = cal["p"].to_numpy(dtype=float).copy()
+        self._row = pd.Index(instances["iid"].to_numpy())
+        self._g = pd.to_numeric(instances[judge_a], errors="coerce").to_numpy(float)
+        m = pd.to_numeric(instances[judge_b], errors="coerce").to_numpy(float)
+        dis = ~np.isnan(self._g) & ~np.isnan(m) & (self._g != m)
+        amap = pd.Series(adjudications["a"].to_numpy(float), index=adjudications["iid"].to_numpy())
+        self._adj = instances["iid"].map(amap).to_numpy(dtype=float).copy()
+        self._adj[~dis] = np.nan  # only disagreements are calibrated by adjudications
+        self._current = {int(i): float(a) for i, a in zip(adjudications["iid"], adjudications["a"])}
+
+        codes = np.full(len(instances), -1, dtype=np.int64)
+        codes[dis], names = pd.factorize(cal["stratum"].to_numpy()[dis], sort=True)
+        self._stratum = codes
+        order = np.argsort(codes, kind="stable")
+        starts = np.searchsorted(codes[order], np.arange(len(names) + 1))
+        self._s_rows = [order[starts[h]:starts[h + 1]] for h in range(len(names))]
+        first = np.array([rows[0] for rows in self._s_rows], dtype=np.int64)
+        self._s_model = instances["model"].astype(str).to_numpy(dtype=object)[first]
+        self._s_a1b0 = self._g[first] == 1  # direction A1B0: judge A passes
+        rev = dis & ~np.isnan(self._adj)
+        self._n_rev = np.bincount(codes[rev], minlength=len(names)).astype(float)
+        self._sum_a = np.bincount(codes[rev], self._adj[rev], minlength=len(names))
+        self._with_a = np.bincount(codes[rev], (self._adj[rev] == self._g[rev]).astype(float), minlength=len(names))
+        self._model_strata = {mdl: np.flatnonzero(self._s_model == mdl) for mdl in np.unique(self._s_model)}
+
+        scored = ~np.isnan(self.p)
+        if condition is not None:
+            scored &= instances["condition"].to_numpy() == condition
+        self._index = {}
+        models = instances["model"].to_numpy()
+        for mdl in pd.unique(models[scored]):
+            rows = np.flatnonzero(scored & (models == mdl))
+            idx = build_index(instances.iloc[rows], condition=None)
+            self._index[str(mdl)] = (rows[idx.row_pos], idx)
+        self.scores = pd.DataFrame([self._score(mdl) for mdl in sorted(self._index)])
+
+    @classmethod
+    def from_engine(cls, engine: Engine, judge_a: str, judge_b: str, condition: Optional[str] = "main") -> "LiveScores":
+        inst = load_instances(engine, judge_a, judge_b)
+        live = cls(inst, load_adjudications(engine, judge_a, judge_b), judge_a=inst.attrs["judge_a"],
+                   judge_b=inst.attrs["judge_b"], condition=condition)
+        live._names = (judge_a, judge_b)
+        return live
+
+    def _score(self, model: str) -> dict:
+        from reform_core.metrics.reform import group_sums, rates_from_sums
+
+        rows, idx = self._index[model]
+        s = group_sums(idx, self.p[rows])
+        r = rates_from_sums(s)
+        strata = self._model_strata.get(model, np.zeros(0, dtype=np.int64))
+        out = {"model": model}
+        out.update({k: float(r[k][0]) for k in ("tcpr", "emcr", "r1", "r2", "r3")})
+        out.update({"n_instructions": int(s["n_inst"][0]), "n1": int(s["units1"][0]), "n2": int(s["units2"][0]),
+                    "n3": int(s["units3"][0]), "provisional": bool((self._n_rev[strata] == 0).any())})
+        return out
+
+    def _refresh_model(self, model: str) -> None:
+        strata = self._model_strata[model]
+        n = self._n_rev[strata].sum()
+        w = self._with_a[strata].sum() / n if n else 0.5
+        for h in strata:
+            if self._n_rev[h]:
+                value = self._sum_a[h] / self._n_rev[h]
+            else:
+                value = w if self._s_a1b0[h] else 1.0 - w
+            rows = self._s_rows[h]
+            a = self._adj[rows]
+            self.p[rows] = np.where(np.isnan(a), value, a)
+
+    def apply(self, changes: dict[int, Optional[float]] | Iterable[tuple[int, Optional[float]]]) -> list[str]:
+        """Apply new current labels ``{iid: a}`` (``None`` = decision withdrawn).
+
+        Returns the models whose scores changed (their rows in :attr:`scores` are updated).
+        """
+        items = changes.items() if isinstance(changes, dict) else changes
+        touched = set()
+        for iid, a in items:
+            a = np.nan if a is None else float(a)
+            if not (np.isnan(a) or a in (0.0, 1.0)):
+                raise ValueError(f"adjudicated label must be 0, 1 or None, got {a!r}")
+            pos = self._row.get_indexer([iid])[0]
+            if pos < 0:
+                raise ValueError(f"unknown instance id {iid}")
+            if np.isnan(a):
+                self._current.pop(int(iid), None)
+            else:
+                self._current[int(iid)] = a
+            h = self._stratum[pos]
+            old = self._adj[pos]
+            if h < 0 or (np.isnan(old) and np.isnan(a)) or old == a:
+                continue
+            g = self._g[pos]
+            if not np.isnan(old):
+                self._n_rev[h] -= 1
+                self._sum_a[h] -= old
+                self._with_a[h] -= float(old == g)
+            if not np.isnan(a):
+                self._n_rev[h] += 1
+                self._sum_a[h] += a
+                self._with_a[h] += float(a == g)
+            self._adj[pos] = a
+            touched.add(self._s_model[h])
+        for mdl in touched:
+            self._refresh_model(mdl)
+        changed = sorted(m for m in touched if m in self._index)
+        for mdl in changed:
+            row = self._score(mdl)
+            self.scores.loc[self.scores["model"] == mdl, list(row)] = list(row.values())
+        return changed
+
+    def sync(self, engine: Engine) -> list[str]:
+        """Catch up with decisions recorded since (by anyone): reload the current decisions
+        of the pair (a small query) and apply the differences."""
+        if self._names is None:
+            raise ValueError("sync() needs a LiveScores built with LiveScores.from_engine")
+        judge_a, judge_b = self._names
+        adj = load_adjudications(engine, judge_a, judge_b)
+        new = {int(i): float(a) for i, a in zip(adj["iid"], adj["a"])}
+        diff = [(i, a) for i, a in new.items() if self._current.get(i) != a]
+        diff += [(i, None) for i in self._current if i not in new]
+        return self.apply(diff) if diff else []
