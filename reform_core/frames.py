@@ -42,6 +42,8 @@ BASELINE — one row per (model, question, feature) present in the baseline resp
 """
 
 INSTANCE_KEY = "iid"
+# iid of a stored (response, constraint) pair = response_id * IID_SHIFT + constraint_id.
+IID_SHIFT = 1 << 32
 STRATUM_COLUMNS = ("model", "direction", "category", "mode")
 MODES = ("require", "forbid")
 CONDITION_MAIN = "main"

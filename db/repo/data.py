@@ -145,7 +145,7 @@ def status_counts(conn: Connection) -> dict:
     out["adjudications"] = int(
         conn.execute(
             text(
-                "SELECT COUNT(*) FROM adjudication a WHERE NOT EXISTS "
+                "SELECT COUNT(*) FROM adjudication a WHERE a.choice <> 'retracted' AND NOT EXISTS "
                 "(SELECT 1 FROM adjudication b WHERE b.supersedes_id = a.id)"
             )
         ).scalar_one()

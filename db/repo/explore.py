@@ -11,7 +11,8 @@ import pandas as pd
 from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection
 
-from db.repo.scoring import IID_STRIDE
+from reform_core.frames import IID_SHIFT
+
 
 # Tables whose rows feed the scores; (COUNT, MAX(id)) of each is an O(1)-ish version stamp.
 _VERSIONED = ("question", "instruction", "constraint_item", "response", "baseline_feature", "judge", "judgment",
@@ -48,21 +49,21 @@ def example(conn: Connection, *, model: str, question: str) -> dict | None:
         "FROM response r LEFT JOIN instruction i ON i.id = r.instruction_id "
         "WHERE r.question_id = :q AND r.model_id = :m ORDER BY r.kind, r.variant"), ids)
     constraints = _frame(conn, (
-        f"SELECT r.id * {IID_STRIDE} + c.position AS iid, r.id AS response_id, i.key AS instruction, c.position, "
+        f"SELECT r.id * {IID_SHIFT} + c.id AS iid, r.id AS response_id, i.key AS instruction, c.position, "
         "c.feature, c.category, c.mode, c.text AS constraint_text, c.acceptance "
         "FROM response r JOIN instruction i ON i.id = r.instruction_id JOIN constraint_item c ON c.instruction_id = i.id "
         "WHERE r.question_id = :q AND r.model_id = :m ORDER BY i.key, c.position"), ids)
     rids = [int(r) for r in responses["response_id"]] or [-1]
     judgments = _frame(conn, text(
-        f"SELECT g.response_id * {IID_STRIDE} + c.position AS iid, j.name AS judge, g.label, g.status, g.rationale "
+        f"SELECT g.response_id * {IID_SHIFT} + g.constraint_id AS iid, j.name AS judge, g.label, g.status, g.rationale "
         "FROM judgment g JOIN judge j ON j.id = g.judge_id JOIN constraint_item c ON c.id = g.constraint_id "
         "WHERE g.response_id IN :r ORDER BY g.id").bindparams(bindparam("r", expanding=True)), {"r": rids})
     judgments = judgments.drop_duplicates(["iid", "judge"], keep="last").reset_index(drop=True)
     adjudications = _frame(conn, text(
-        f"SELECT t.response_id * {IID_STRIDE} + c.position AS iid, a.choice, a.label, u.username AS annotator, "
+        f"SELECT t.response_id * {IID_SHIFT} + t.constraint_id AS iid, a.choice, a.label, u.username AS annotator, "
         "a.note, a.created_at FROM adjudication a JOIN adjudication_task t ON t.id = a.task_id "
         "JOIN constraint_item c ON c.id = t.constraint_id LEFT JOIN app_user u ON u.id = a.user_id "
-        "WHERE t.response_id IN :r AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) "
+        "WHERE t.response_id IN :r AND a.choice <> 'retracted' AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) "
         "ORDER BY a.id").bindparams(bindparam("r", expanding=True)), {"r": rids})
     return {"question": dict(q), "responses": responses, "constraints": constraints, "judgments": judgments,
             "adjudications": adjudications}

@@ -42,7 +42,7 @@ _QUERIES = {
         "JOIN judge jb ON jb.id = p.judge_b_id JOIN response r ON r.id = t.response_id "
         "JOIN eval_model m ON m.id = r.model_id JOIN constraint_item c ON c.id = t.constraint_id "
         "JOIN instruction i ON i.id = c.instruction_id LEFT JOIN app_user u ON u.id = a.user_id "
-        "WHERE NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) ORDER BY a.id"
+        "WHERE a.choice <> 'retracted' AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) ORDER BY a.id"
     ),
 }
 

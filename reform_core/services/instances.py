@@ -22,14 +22,14 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import adjudication as repo
-from reform_core.frames import MODES
+from reform_core.frames import IID_SHIFT, MODES
 
 INSTANCE_COLUMNS = [
     "iid", "model", "question", "instruction", "condition", "pair_group", "task_type", "domain", "position",
     "feature", "category", "mode", "baseline_opposed",
 ]
 ADJUDICATION_COLUMNS = ["iid", "a", "annotator", "choice", "task_id", "adjudication_id", "kind", "seconds"]
-_SHIFT = np.int64(1 << 32)
+_SHIFT = np.int64(IID_SHIFT)
 
 
 def label_column(judge: str) -> str:
@@ -45,12 +45,17 @@ def instance_id(response_id, constraint_id) -> np.ndarray:
 def _judge_pair(conn, judge_a: str, judge_b: str) -> tuple[int, int]:
     if judge_a == judge_b:
         raise ValueError(f"judge_a and judge_b must differ, both are {judge_a!r}")
-    ids = repo.judge_ids(conn, names=[judge_a, judge_b])
-    for name in (judge_a, judge_b):
+    ids = _judge_ids(conn, [judge_a, judge_b])
+    return ids[0], ids[1]
+
+
+def _judge_ids(conn, names) -> list[int]:
+    ids = repo.judge_ids(conn, names=list(names))
+    for name in names:
         if name not in ids:
             known = ", ".join(repo.judge_names(conn)) or "none"
             raise ValueError(f"unknown judge {name!r} (judges in this project: {known})")
-    return ids[judge_a], ids[judge_b]
+    return [ids[n] for n in names]
 
 
 def _in_baseline(model_id: np.ndarray, question_id: np.ndarray, feature_code: np.ndarray, features: pd.Index,
@@ -93,26 +98,40 @@ def _newest_labels(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def load_instances(engine: Engine, judge_a: str, judge_b: str) -> pd.DataFrame:
     """The INSTANCES frame of judge pair (``judge_a``, ``judge_b``), every condition.
 
+    As :func:`load_judged` with the two judges; ``attrs["judge_a"]`` / ``attrs["judge_b"]``
+    name their label columns.
+    """
+    if judge_a == judge_b:
+        raise ValueError(f"judge_a and judge_b must differ, both are {judge_a!r}")
+    out = load_judged(engine, [judge_a, judge_b])
+    out.attrs.update(judge_a=label_column(judge_a), judge_b=label_column(judge_b))
+    return out
+
+
+def load_judged(engine: Engine, judges) -> pd.DataFrame:
+    """The INSTANCES frame with the labels of every judge in ``judges`` (one or more), every condition.
+
     Parameters
     ----------
     engine : Engine
         The project database.
-    judge_a, judge_b : str
+    judges : sequence of str
         Judge names; label columns ``label_<name>`` (1.0 / 0.0 / NaN for missing or errored).
 
     Returns
     -------
     DataFrame
-        :data:`INSTANCE_COLUMNS`, the two label columns, ``response_id`` and
+        :data:`INSTANCE_COLUMNS`, one label column per judge, ``response_id`` and
         ``constraint_id``; one row per (response, constraint) judged by at least one of the
-        two judges, sorted by ``iid``.
+        judges, sorted by ``iid``.
     """
+    judges = list(dict.fromkeys(judges))
+    if not judges:
+        raise ValueError("judges: name at least one judge")
     with engine.connect() as conn:
-        ja, jb = _judge_pair(conn, judge_a, judge_b)
-        labels = [_newest_labels(repo.judgment_labels(conn, judge_id=j)) for j in (ja, jb)]
+        labels = [_newest_labels(repo.judgment_labels(conn, judge_id=j)) for j in _judge_ids(conn, judges)]
         keys = repo.instance_keys(conn)
-    la, lb = label_column(judge_a), label_column(judge_b)
-    iid = np.union1d(labels[0][0], labels[1][0]).astype(np.int64)
+    iid = np.unique(np.concatenate([ids for ids, _ in labels])).astype(np.int64)
     lab = []
     for ids, values in labels:
         x = np.full(len(iid), np.nan)
@@ -150,12 +169,10 @@ def load_instances(engine: Engine, judge_a: str, judge_b: str) -> pd.DataFrame:
         "category": _strings(con, "category", cpos),
         "mode": _strings(con, "mode", cpos),
         "baseline_opposed": np.where(mode == "forbid", present, ~present),
-        la: lab[0],
-        lb: lab[1],
+        **{label_column(name): x for name, x in zip(judges, lab)},
         "response_id": response_id,
         "constraint_id": constraint_id,
     })
-    out.attrs.update(judge_a=la, judge_b=lb)
     return out
 
 

@@ -1,7 +1,7 @@
 """Scoring use case: load frames from the database, calibrate, compute every table.
 
-``load_project`` reads the INSTANCES frame (frames.py) with both judges' labels, the
-baseline features and the current adjudications in a handful of queries; ``score``
+``load_project`` reads the INSTANCES frame (frames.py, via ``services/instances.py``) with
+every judge's labels, the baseline features and the current adjudications; ``score``
 calibrates (stratified or pooled) or takes one judge's raw labels, then runs the pure
 engine (``reform_core.metrics``).
 """
@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from db.repo import scoring as repo
+from db.repo import scoring as judge_repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
-from reform_core.metrics.reform import build_index, mark_baseline_opposed, reform_tables
+from reform_core.metrics.reform import build_index, reform_tables
 from reform_core.services.auth import Principal, require
+from reform_core.services.instances import label_column, load_adjudications, load_judged
 
 CALIBRATIONS = ("stratified", "pooled")
 
@@ -40,66 +41,40 @@ class ProjectFrames:
 
 
 def judge_names(engine: Engine) -> list[str]:
+    """Every judge of the project, in creation order."""
     with engine.connect() as conn:
-        return repo.judge_ids(conn)["name"].tolist()
-
-
-def _pick_pair(judges: pd.DataFrame, pair: Optional[tuple[str, str]]) -> tuple[pd.Series, pd.Series]:
-    if pair is None:
-        if len(judges) < 2:
-            raise ScoringError(f"calibration needs two judges; the project has {len(judges)}")
-        return judges.iloc[0], judges.iloc[1]
-    out = []
-    for name in pair:
-        row = judges[judges["name"] == name]
-        if row.empty:
-            raise ScoringError(f"unknown judge {name!r} (known: {', '.join(judges['name']) or 'none'})")
-        out.append(row.iloc[0])
-    if out[0]["id"] == out[1]["id"]:
-        raise ScoringError("the two judges of a pair must differ")
-    return out[0], out[1]
+        return judge_repo.judge_names_in_order(conn)
 
 
 def load_project(engine: Engine, *, judges: Optional[tuple[str, str]] = None) -> ProjectFrames:
-    """Instances with every judge's labels (``label_<name>``; the pair also as ``label_a``/``label_b``)."""
+    """Instances with every judge's labels (``label_<name>``; the calibration pair also as
+    ``label_a`` / ``label_b``), the baseline features and the pair's current decisions.
+
+    ``judges``: the calibration pair; default the first two judges of the project.
+    """
+    names = judge_names(engine)
+    if not names:
+        raise ScoringError("the project has no judged constrained responses to score")
+    if judges is None:
+        pair = (names[0], names[1]) if len(names) >= 2 else (names[0], names[0])
+    else:
+        for n in judges:
+            if n not in names:
+                raise ScoringError(f"unknown judge {n!r} (known: {', '.join(names)})")
+        if judges[0] == judges[1]:
+            raise ScoringError("the two judges of a pair must differ")
+        pair = judges
+    inst = load_judged(engine, names)
+    inst["label_a"] = inst[label_column(pair[0])]
+    inst["label_b"] = inst[label_column(pair[1])]
     with engine.connect() as conn:
-        jdf = repo.judge_ids(conn)
-        inst = repo.instance_rows(conn)
-        base = repo.baseline_present(conn)
-        labels = {row["name"]: repo.judge_labels(conn, judge_id=int(row["id"])) for _, row in jdf.iterrows()}
-        if len(jdf) >= 2 or judges:
-            ja, jb = _pick_pair(jdf, judges)
-            adj = repo.current_adjudications(conn, judge_a_id=int(ja["id"]), judge_b_id=int(jb["id"]))
-            a_name, b_name = ja["name"], jb["name"]
-        else:
-            adj = pd.DataFrame(columns=["iid", "label", "choice", "created_at", "annotator"])
-            a_name = b_name = jdf["name"].iloc[0] if len(jdf) else ""
-    for name, lab in labels.items():
-        key = lab["response_id"].to_numpy() * 1_000_000_007 + lab["constraint_id"].to_numpy()
-        ikey = inst["response_id"].to_numpy() * 1_000_000_007 + inst["constraint_id"].to_numpy()
-        inst[f"label_{name}"] = pd.Series(lab["label"].to_numpy(dtype=float), index=key).reindex(ikey).to_numpy()
-    inst["label_a"] = inst.get(f"label_{a_name}", np.nan)
-    inst["label_b"] = inst.get(f"label_{b_name}", np.nan)
-    inst = mark_baseline_opposed(inst, base)
-    return ProjectFrames(inst, base, _decisions(adj), a_name, b_name, jdf["name"].tolist())
-
-
-def _decisions(adj: pd.DataFrame) -> pd.DataFrame:
-    """One decision per instance: the majority label of its current decisions (ties: earliest)."""
-    usable = adj[adj["label"].notna()].copy()
-    if usable.empty:
-        return pd.DataFrame({"iid": pd.Series(dtype="int64"), "a": pd.Series(dtype=float),
-                             "choice": pd.Series(dtype=object), "annotator": pd.Series(dtype=object)})
-    usable["label"] = usable["label"].astype(float)
-    g = usable.groupby("iid", sort=False)
-    mean = g["label"].mean()
-    first = g.head(1).set_index("iid")
-    a = np.where(mean > 0.5, 1.0, np.where(mean < 0.5, 0.0, first["label"].reindex(mean.index).to_numpy()))
-    out = pd.DataFrame({"iid": mean.index.to_numpy(), "a": a})
-    pick = first.reindex(mean.index)
-    out["choice"] = np.where(a == pick["label"].to_numpy(), pick["choice"].to_numpy(), np.where(pick["choice"].to_numpy() == "A", "B", "A"))
-    out["annotator"] = pick["annotator"].to_numpy()
-    return out
+        base = judge_repo.baseline_present(conn)
+    if pair[0] != pair[1]:
+        adj = load_adjudications(engine, pair[0], pair[1])[["iid", "a", "choice", "annotator"]]
+    else:
+        adj = pd.DataFrame({"iid": pd.Series(dtype="int64"), "a": pd.Series(dtype=float),
+                            "choice": pd.Series(dtype=object), "annotator": pd.Series(dtype=object)})
+    return ProjectFrames(inst, base, adj, pair[0], pair[1], names)
 
 
 @dataclass
