@@ -1,0 +1,192 @@
+"""Hostile input renders inert (issue 9): no imported text can run script in the app.
+
+A project is imported whose response texts, question and instruction texts, model name
+and constraint texts carry HTML/JS and Markdown tricks. Every page that shows them is
+rendered with AppTest and the element tree is inspected: no element may render
+untrusted text as HTML (no ``st.html``, no markdown with ``unsafe_allow_html``), and
+every response text must be shown verbatim in a code element or through the safe
+renderer (``pages/components/render.py``: st.html of escaped, link-free HTML).
+"""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from pages.components.nav import PAGES
+from reform_core.config import get_settings
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+TIMEOUT = 60
+
+PAYLOADS = [
+    "<script>alert('xss-script')</script>",
+    "<img src=x onerror=alert('xss-img')>",
+    "[click me](javascript:alert('xss-link'))",
+    "<iframe src=\"javascript:alert('xss-iframe')\"></iframe>",
+    "![pixel](https://attacker.invalid/track.png)",
+    "<a href=\"javascript:alert('xss-a')\">a</a> <svg onload=alert('xss-svg')>",
+]
+HOSTILE = "\n\n".join(PAYLOADS)
+RESPONSES = {f"resp-{n}": f"Answer {n}\n{p}\n<style>body{{display:none}}</style>" for n, p in enumerate(PAYLOADS)}
+
+
+def _bundle(root: Path) -> Path:
+    root.mkdir(parents=True)
+
+    def w(name, rows):
+        (root / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    w("questions.jsonl", [{"key": "qx", "text": f"Question {HOSTILE}", "task_type": "<b>explain</b>", "domain": "<i>d</i>"}])
+    w("instructions.jsonl", [{"key": "qx-v1", "question": "qx", "text": f"Instruction {HOSTILE}", "constraints": [
+        {"position": 1, "feature": "bullet_list", "mode": "require", "text": PAYLOADS[0], "acceptance": PAYLOADS[1]},
+        {"position": 2, "feature": "code_block", "mode": "forbid", "text": PAYLOADS[2], "acceptance": PAYLOADS[4]},
+        {"position": 3, "feature": "section_headings", "mode": "require", "text": "x", "acceptance": "y"}]}])
+    rows = [{"model": "<b onmouseover=alert(1)>m</b>", "question": "qx", "text": RESPONSES["resp-0"]}]
+    for n, key in enumerate(list(RESPONSES)[1:], start=1):
+        rows.append({"model": f"model-{n}", "question": "qx", "instruction": "qx-v1", "text": RESPONSES[key]})
+    w("responses.jsonl", rows)
+    w("judgments.jsonl", [
+        {"judge": j, "model": f"model-{n}", "instruction": "qx-v1", "position": pos, "label": (n + pos + (j == "jb")) % 2,
+         "rationale": f"{j} {PAYLOADS[(n + pos) % len(PAYLOADS)]}"}
+        for j in ("ja", "jb") for n in range(1, len(PAYLOADS)) for pos in (1, 2, 3)])
+    return root
+
+
+@pytest.fixture(scope="module")
+def hostile_db(tmp_path_factory):
+    import streamlit as st
+
+    from reform_core.services.importer import import_bundle
+    from reform_core.services.uow import dispose_engines, get_engine
+
+    d = tmp_path_factory.mktemp("hostile")
+    url = f"sqlite:///{d / 'app.db'}"
+    eng = get_engine(url)
+    import_bundle(eng, _bundle(d / "bundle"))
+    from reform_core.services import adjudication
+    from reform_core.services.users import local_principal
+
+    adjudication.create_plan(eng, local_principal(eng), judge_a="ja", judge_b="jb", seed=1)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REFORM_DATABASE_URL", url)
+    mp.setenv("REFORM_LOAD_DEMO", "false")
+    mp.setenv("REFORM_AUTH_MODE", "local")
+    get_settings.cache_clear()
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield url
+    get_settings.cache_clear()
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    dispose_engines()
+    mp.undo()
+
+
+def _walk(node):
+    yield node
+    for child in getattr(node, "children", {}).values():
+        yield from _walk(child)
+
+
+def _elements(at: AppTest) -> list:
+    return [n for n in _walk(at._tree) if getattr(n, "type", None) not in (None, "block", "root")]
+
+
+def _render(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params["q"] = "qx"
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, f"{page}: {at.exception}"
+    return at
+
+
+class _Tags(HTMLParser):
+    """Collect live (unescaped) start tags and their attributes of an HTML fragment."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+UNSAFE_TAGS = {"script", "img", "iframe", "svg", "style", "a", "object", "embed", "link", "meta", "form", "base"}
+
+
+def unsafe_html(fragment: str) -> list[str]:
+    """Live tags or attributes in ``fragment`` that could run script or load a resource."""
+    p = _Tags()
+    p.feed(fragment)
+    bad = []
+    for tag, attrs in p.tags:
+        if tag in UNSAFE_TAGS:
+            bad.append(f"<{tag}>")
+        for k, v in attrs.items():
+            if k.startswith("on") or (k in ("href", "src", "srcdoc", "style", "action") and v):
+                bad.append(f"<{tag} {k}={v!r}>")
+    return bad
+
+
+def test_unsafe_html_detector_can_fail():
+    assert unsafe_html(PAYLOADS[1]) and unsafe_html(PAYLOADS[0]) and unsafe_html(PAYLOADS[5])
+    assert not unsafe_html("<p>&lt;script&gt;alert(1)&lt;/script&gt; <code>&lt;javascript:x&gt;</code></p>")
+
+
+def _assert_inert(at: AppTest, page: str) -> None:
+    for e in _elements(at):
+        if e.type == "html":  # st.html: only inert HTML from the safe renderer may reach it
+            bad = unsafe_html(e.proto.body)
+            assert not bad, f"{page}: st.html carries live HTML {bad}: {e.proto.body[:200]!r}"
+        if e.type == "markdown":
+            assert not e.proto.allow_html, f"{page}: markdown with unsafe_allow_html: {e.value[:200]!r}"
+
+
+def test_data_page_shows_responses_verbatim_in_code_and_no_html(hostile_db):
+    at = _render("pages/data.py")
+    _assert_inert(at, "data")
+    codes = [c.value for c in at.code]
+    for key, text in RESPONSES.items():
+        assert text in codes, f"{key} is not shown verbatim in a code element"
+
+
+@pytest.mark.parametrize("spec", PAGES, ids=[p.path for p in PAGES])
+def test_every_page_renders_hostile_project_inert(hostile_db, spec):
+    _assert_inert(_render(spec.path), spec.path)
+
+
+ADJUDICATE = Path(APP).parent / "pages" / "adjudicate.py"
+
+
+@pytest.mark.skipif(not ADJUDICATE.exists(), reason="no adjudication page yet")
+def test_adjudication_item_renders_inert(hostile_db):
+    """The queue shows a hostile response and rationales: inert, links and images not interpreted."""
+    at = AppTest.from_file(str(ADJUDICATE), default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    _assert_inert(at, "adjudicate")
+    shown = " ".join(str(e.proto) for e in _elements(at))
+    assert "xss" in shown, "the hostile item was not rendered at all"
+    for e in _elements(at):
+        if e.type == "markdown":
+            for p in (PAYLOADS[2], PAYLOADS[4]):
+                assert p not in e.value, f"adjudicate: untrusted Markdown interpreted: {e.value[:120]!r}"
+
+
+def test_no_untrusted_markdown_link_or_image_is_interpreted(hostile_db):
+    """Markdown elements must not carry untrusted link/image syntax (remote pixels, javascript: links).
+
+    Imported question/instruction texts are untrusted like responses: render them as text
+    (``st.text`` / ``st.code`` / the safe renderer), not as Markdown.
+    """
+    for spec in PAGES:
+        at = _render(spec.path)
+        for e in _elements(at):
+            if e.type == "markdown":
+                for p in (PAYLOADS[2], PAYLOADS[4]):
+                    assert p not in e.value, f"{spec.path}: untrusted Markdown interpreted: {e.value[:120]!r}"
