@@ -32,5 +32,5 @@ else:
             if st.button("Sign out"):
                 session.sign_out()
                 st.rerun()
-    pg = st.navigation(sections)
+    pg = st.navigation(sections, expanded=True)
 pg.run()

@@ -7,14 +7,13 @@ import time
 import streamlit as st
 
 from pages.components import state
-from pages.components.session import current_principal
+from pages.components.render import show_markdown, show_raw
+from pages.components.session import require_page
+from reform_core.config import get_settings
 from reform_core.services import adjudication as S
 from reform_core.services.auth import AccessDenied
 
-principal = current_principal()
-if principal is None:
-    st.warning("Sign in to adjudicate.")
-    st.stop()
+principal = require_page("adjudicate")
 engine = state.engine()
 ss = st.session_state
 ss.setdefault("adj_started", {})  # task id -> monotonic time the item was first shown
@@ -26,6 +25,8 @@ except AccessDenied as exc:
     st.error(str(exc))
     st.stop()
 plans = plans[plans["active"].astype(bool)]
+# Plans with work left first, newest first: the default is where an annotator is needed.
+plans = plans.assign(_finished=plans["done"] >= plans["tasks"]).sort_values(["_finished", "id"], ascending=[True, False])
 st.title("Adjudicate")
 if plans.empty:
     st.info("No sample plan yet: a lead creates one on the Sampling page.")
@@ -53,6 +54,7 @@ def _decide(task_id: int, choice: str, note: str = "") -> None:
     try:
         S.decide(engine, principal, task_id, choice, note=note, seconds=time.monotonic() - started)
         ss["adj_flash"] = ""
+        ss["adj_saved"] = True
     except S.AdjudicationRefused as exc:
         ss["adj_flash"] = str(exc)
     except ValueError as exc:
@@ -60,9 +62,12 @@ def _decide(task_id: int, choice: str, note: str = "") -> None:
         ss["adj_started"][task_id] = started
 
 
-item = S.claim_next(engine, principal, plan_id)
+item = S.claim_next(engine, principal, plan_id, lease_seconds=get_settings().lease_seconds)
 if ss["adj_flash"]:
     st.warning(ss["adj_flash"])
+if ss.pop("adj_saved", False):
+    st.toast("Saved", icon=":material/check:")
+    st.caption(":material/check: Saved — your last decision is stored.")
 if item is None:
     st.success("Nothing left for you in this plan. Thank you!")
     if st.button("Undo my last decision", shortcut="u"):
@@ -74,22 +79,27 @@ if item is None:
 ss["adj_started"].setdefault(item.task_id, time.monotonic())
 
 st.subheader("Instruction")
-st.markdown(item.instruction)
+show_markdown(item.instruction)
 
 c = item.constraint
 st.subheader("Constraint under review")
-st.info(f"**{c['mode']}** · {c['feature_name']} (#{c['position']})\n\n{c['text']}\n\n**Acceptance criteria:** {c['acceptance']}")
+with st.container(border=True):
+    st.markdown(f"**{c['mode']}** · {c['feature_name']} (#{c['position']})")
+    show_markdown(c["text"])
+    st.markdown("**Acceptance criteria:**")
+    show_markdown(c["acceptance"])
 if item.other_constraints:
     with st.expander("The other constraints of this instruction"):
         for o in item.other_constraints:
-            st.markdown(f"- **#{o['position']} {o['mode']} · {o['feature_name']}**: {o['text']}  \n  _Acceptance:_ {o['acceptance']}")
+            st.markdown(f"**#{o['position']} {o['mode']} · {o['feature_name']}**")
+            show_markdown(f"{o['text']}\n\n*Acceptance:* {o['acceptance']}")
 
 st.subheader("Response")
 rendered, raw = st.tabs(["Rendered", "Raw (line numbers)"])
 with rendered:
-    st.markdown(item.response)  # HTML stays escaped (unsafe_allow_html is off)
+    show_markdown(item.response)  # inert: raw HTML escaped, links and images not live
 with raw:
-    st.code(item.response, language=None, line_numbers=True, wrap_lines=True)
+    show_raw(item.response)
 
 st.subheader("Judgments")
 left, right = st.columns(2)
@@ -97,7 +107,7 @@ for col, title, j in ((left, "Judge A", item.judge_a), (right, "Judge B", item.j
     with col.container(border=True):
         verdict = {1: "✅ pass", 0: "❌ fail"}.get(j.label, "– no label")
         st.markdown(f"**{title}: {verdict}**")
-        st.write(j.rationale or "_(no rationale)_")
+        show_markdown(j.rationale or "*(no rationale)*")
 
 note = st.text_input("Note (required for 'neither / unsure')", key=f"adj_note_{item.task_id}")
 b = st.columns(5)

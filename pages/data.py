@@ -3,9 +3,9 @@
 import streamlit as st
 
 from pages.components import state
-from reform_core.services import browse
-
+from pages.components.render import show_markdown, show_raw
 from pages.components.session import require_page
+from reform_core.services import browse
 
 principal = require_page("view_data")
 eng = state.engine()
@@ -36,20 +36,20 @@ if detail is None:
     st.stop()
 q = detail["question"]
 st.subheader(f"{q['key']} · {q['task_type']} · {q['domain']}")
-st.write(q["text"])
+show_markdown(q["text"])
 
 resp = detail["responses"]
 st.markdown("**Baseline responses**")
 base = resp[resp["kind"] == "baseline"]
 for _, r in base.iterrows():
     with st.expander(f"{r['model']} — baseline"):
-        st.code(r["text"], language="markdown", wrap_lines=True)
+        show_raw(r["text"])
 
 ins = detail["instructions"]
 for ikey, g in ins.groupby("instruction", sort=True):
     with st.expander(f"{ikey} · {g['condition'].iloc[0]}"):
-        st.write(g["text"].iloc[0])
+        show_markdown(g["text"].iloc[0])
         st.dataframe(g[["position", "feature", "category", "mode", "constraint_text", "acceptance"]], hide_index=True)
         for _, r in resp[resp["instruction"] == ikey].iterrows():
-            st.markdown(f"*{r['model']}*")
-            st.code(r["text"], language="markdown", wrap_lines=True)
+            st.text(r["model"])
+            show_raw(r["text"])

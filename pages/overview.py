@@ -3,9 +3,8 @@
 import streamlit as st
 
 from pages.components import state
-from reform_core.services.overview import overview
-
 from pages.components.session import require_page
+from reform_core.services.overview import overview
 
 principal = require_page("view_overview")
 ov = overview(state.engine(), principal)

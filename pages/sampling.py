@@ -4,13 +4,10 @@ sizes, store a plan, follow its summary and the live calibrated scores."""
 import streamlit as st
 
 from pages.components import state
-from pages.components.session import current_principal
+from pages.components.session import require_page
 from reform_core.services import adjudication as S
 
-principal = current_principal()
-if principal is None or not principal.can(S.PLAN_ACTION):
-    st.error("Only a lead can plan adjudication samples.")
-    st.stop()
+principal = require_page("plan_sampling")  # == S.PLAN_ACTION
 engine = state.engine()
 ss = st.session_state
 ss.setdefault("plan_preview", None)  # (params, per-stratum plan)

@@ -19,6 +19,8 @@ PAGES: list[PageSpec] = [
     PageSpec("pages/data.py", "Data", ":material/folder_open:", "Project", "view_data"),
     PageSpec("pages/construction.py", "Construction", ":material/construction:", "Pipeline", "run_construction"),
     PageSpec("pages/judges.py", "Judges", ":material/gavel:", "Pipeline", "run_judges"),
+    PageSpec("pages/sampling.py", "Sampling", ":material/shuffle:", "Adjudication", "plan_sampling"),
+    PageSpec("pages/adjudicate.py", "Adjudicate", ":material/balance:", "Adjudication", "adjudicate"),
     PageSpec("pages/scores.py", "Scores", ":material/leaderboard:", "Analysis", "view_scores"),
     PageSpec("pages/explore.py", "Explore", ":material/search:", "Analysis", "explore"),
     PageSpec("pages/wording_design.py", "Wording studies", ":material/edit_note:", "Wording", "manage_wording"),

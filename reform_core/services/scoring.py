@@ -116,7 +116,7 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
             raise ScoringError(f"unknown judge {judge!r} (known: {', '.join(frames.judges) or 'none'})")
         inst = frames.instances.copy()
         inst["p"] = inst[col]
-        missing = inst.groupby(["model", "instruction"])["p"].transform(lambda s: s.isna().any())
+        missing = inst["p"].isna().groupby([inst["model"], inst["instruction"]]).transform("any")
         inst = inst[~missing]
         if inst.empty:
             raise ScoringError(f"judge {judge!r} has no complete instruction to score")
@@ -126,6 +126,8 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
         inst = inst[inst["p"].notna()]
         method, provisional = calibration, bool(inst.get("provisional", pd.Series(False)).any())
     main = inst["condition"] == "main"
+    if not main.any():
+        raise ScoringError("no judged instruction of the main condition to score yet")
     index = build_index(inst[main])
     tables = reform_tables(inst[main], baseline=frames.baseline, adjudications=frames.adjudications,
                            choice="choice", index=index)

@@ -45,8 +45,11 @@ def server(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'e2e.db'}"
     engine = get_engine(url)
     ensure_demo(engine)
-    for name, (role, password) in PASSWORDS.items():
-        create_user(engine, None, username=name, password=password, role=role)
+    users = {name: create_user(engine, None, username=name, password=password, role=role)
+             for name, (role, password) in PASSWORDS.items()}
+    from reform_core.services.adjudication import create_plan
+
+    create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=1, name="e2e")
     dispose_engines()
     port = _free_port()
     env = {**os.environ, "REFORM_DATABASE_URL": url, "REFORM_AUTH_MODE": "password", "REFORM_LOAD_DEMO": "false",
