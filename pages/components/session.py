@@ -15,13 +15,24 @@ def local_mode() -> bool:
     return get_settings().auth_mode == "local"
 
 
+def oidc_mode() -> bool:
+    return get_settings().auth_mode == "oidc"
+
+
 def current_principal() -> Principal | None:
-    """The principal for this session: the local lead in local mode, else whoever signed in."""
+    """The principal for this session: the local lead in local mode, the account matching the
+    OIDC identity (``st.user.email``) in oidc mode, else whoever signed in with a password."""
     p = st.session_state.get(PRINCIPAL_KEY)
     if p is None and local_mode():
         from reform_core.services.users import local_principal
 
         p = st.session_state.setdefault(PRINCIPAL_KEY, local_principal(engine()))
+    if p is None and oidc_mode() and st.user.is_logged_in:
+        from reform_core.services.users import principal_for_identity
+
+        p = principal_for_identity(engine(), str(st.user.get("email") or ""))
+        if p is not None:
+            st.session_state[PRINCIPAL_KEY] = p
     return p
 
 
@@ -32,6 +43,8 @@ def sign_in(principal: Principal) -> None:
 
 def sign_out() -> None:
     st.session_state.clear()
+    if oidc_mode() and st.user.is_logged_in:
+        st.logout()
 
 
 def require_page(action: str) -> Principal:

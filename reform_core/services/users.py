@@ -123,3 +123,13 @@ def reset_throttle() -> None:
     """Forget failed attempts (tests)."""
     with _lock:
         _failures.clear()
+
+
+def principal_for_identity(engine: Engine, username: str) -> Principal | None:
+    """The principal of an identity proven elsewhere (OIDC via ``st.login``): the account must
+    exist and be active — a lead creates it (``user-add``) and so decides its role."""
+    with engine.connect() as conn:
+        u = repo.get_user(conn, username=username)
+    if u is None or not u["active"]:
+        return None
+    return Principal(int(u["id"]), u["username"], u["role"])
