@@ -8,25 +8,29 @@ in the text according to its generic presence definition (seed 000, Table A12), 
 inline code are never read as prose, so a ``#`` inside a code fence is not a heading.
 
 :func:`detect_features` runs every detector of a catalog on one text (one parse), e.g. to
-annotate baseline responses (the set ``P[m,q]`` of SPEC §1).
+annotate baseline responses (the set ``P[m,q]`` of SPEC §1); :func:`detect_features_many`
+does the same for many texts on a pool of worker processes (``bench/bench_features.py``).
 """
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
+import os
 import re
 import unicodedata
 import xml.etree.ElementTree as ET
 from bisect import bisect_right
+from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
-from itertools import accumulate
-from typing import Callable
+from itertools import accumulate, repeat
+from typing import Callable, Iterable
 
 import emoji
 
 from reform_core.verifiers.base import CheckResult, register
-from reform_core.verifiers.markdown import Doc, parse
+from reform_core.verifiers.markdown import Doc, parse, parse_uncached
 
 _IMPLS: dict[str, Callable[..., CheckResult]] = {}
 
@@ -74,6 +78,65 @@ def detect_features(text: str, catalog=None) -> dict[str, CheckResult]:
     keys = _detectable_keys(catalog)
     doc = parse(text)
     return {key: _IMPLS[key](doc) for key in keys}
+
+
+def detect_features_many(
+    texts: Iterable[str], catalog=None, *, processes: int | None = None
+) -> list[dict[str, CheckResult]]:
+    """:func:`detect_features` on many texts, spread over a pool of worker processes.
+
+    Parameters
+    ----------
+    texts : iterable of str
+        The responses.
+    catalog : Catalog, optional
+        As for :func:`detect_features`.
+    processes : int, optional
+        Worker processes; defaults to the CPUs this process may use. ``1`` runs in this
+        process; the pool is only worth its start-up cost for a few hundred texts or more.
+
+    Returns
+    -------
+    list of dict
+        One ``{feature key: CheckResult}`` per text, in input order; the results equal
+        ``detect_features(text, catalog)``.
+    """
+    texts = list(texts)
+    keys = _detectable_keys(catalog)
+    if processes is None:
+        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"detect_features_many: processes must be a positive integer, got {processes!r}")
+    processes = min(processes, max(1, len(texts) // _MIN_PER_PROCESS))
+    if processes == 1:
+        rows = _detect_rows(keys, texts)
+    else:
+        size = -(-len(texts) // (processes * 4))  # 4 chunks per worker evens out uneven texts
+        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+        with ProcessPoolExecutor(processes) as pool:
+            rows = [row for part in pool.map(_detect_rows, repeat(keys), chunks) for row in part]
+    return [dict(zip(keys, (CheckResult(*r) for r in row))) for row in rows]
+
+
+_MIN_PER_PROCESS = 50
+
+
+def _detect_rows(keys: tuple[str, ...], texts: list[str]) -> list[list[tuple]]:
+    """Detector results as plain tuples (cheap to send between processes). Each text is
+    parsed once without the parse cache; the cyclic garbage collector is paused for the
+    batch (the parser allocates many short-lived objects, none of them in cycles)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        rows = []
+        for text in texts:
+            doc = parse_uncached(text)
+            results = (_IMPLS[key](doc) for key in keys)
+            rows.append([(r.passed, r.score, r.evidence, r.lines, r.detail) for r in results])
+        return rows
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _detectable_keys(catalog) -> tuple[str, ...]:
@@ -135,8 +198,8 @@ class _Lines:
     def grep(self, regex: re.Pattern, needle: re.Pattern | None = None) -> list[int]:
         """Lines with at least one match (patterns must not match across a newline).
 
-        ``needle``, a plain character class holding a character of every match, is a fast
-        pre-filter: the pattern is then only tried on the lines that contain a needle.
+        ``needle``, a fast pattern (e.g. a character class) that matches on every line where
+        ``regex`` matches, is a pre-filter: ``regex`` then only runs on the lines it finds.
         """
         if needle is not None:
             return self._grep_lines(regex, needle)
@@ -217,6 +280,7 @@ def _content_lines(doc: Doc) -> list[int]:
 
 _GAP = re.compile(r"\t+| {2,}")
 _GAP_INSIDE = re.compile(r"\S(?:\t| {2,})(?=\S)")
+_GAP_NEEDLE = re.compile(r"\t|  ")
 
 
 @_detector("column_alignment")
@@ -228,7 +292,7 @@ def column_alignment(doc: Doc) -> CheckResult:
     rows = _Lines(_raw_lines(doc) + [r for cb in doc.code_blocks if cb.lang in ("", "text", "txt", "plaintext") for r in cb.numbered_lines()])
     text_at = dict(rows.pairs)
     ncols = {}
-    for ln in rows.grep(_GAP_INSIDE):
+    for ln in rows.grep(_GAP_INSIDE, _GAP_NEEDLE):
         s = text_at[ln]
         cells = [c for c in _GAP.split(s.strip()) if c]
         if len(cells) >= 2 and all(len(c.split()) <= 6 for c in cells):
@@ -666,12 +730,13 @@ def question_and_answer(doc: Doc) -> CheckResult:
 
 _ARROW = re.compile(r"[→←↔⇒⇐⇔⟶⟹⟵➜➔➡⬅↑↓⇨➝➞]|--?>|<--?|<?=>")
 _ARROW_OR_SEPARATOR = re.compile(_ARROW.pattern + r"|[|｜·»](?<=[ \t][|｜·»])[ \t]|::(?<=[ \t]::)[ \t]")
+_ARROW_OR_SEPARATOR_NEEDLE = re.compile(r"[→←↔⇒⇐⇔⟶⟹⟵➜➔➡⬅↑↓⇨➝➞<>|｜·»:]")
 
 
 @_detector("arrows_and_separators")
 def arrows_and_separators(doc: Doc) -> CheckResult:
     """Arrows (→, ->, =>, ⇒) or special separators (" | ", " · ", " » ", " :: ") in the prose."""
-    found = _prose(doc).grep(_ARROW_OR_SEPARATOR)
+    found = _prose(doc).grep(_ARROW_OR_SEPARATOR, _ARROW_OR_SEPARATOR_NEEDLE)
     return _result(found, "arrows or separators")
 
 
@@ -703,23 +768,25 @@ def labels_and_tags(doc: Doc) -> CheckResult:
 
 _QUOTED = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|«[^»\n]+»|「[^」\n]+」|『[^』\n]+』|„[^“\n]+“|'(?<!\w')[^'\n]+'(?!\w)")
 _PAREN = re.compile(r"\([^()\n]+\)|（[^（）\n]+）")
+_PAREN_NEEDLE = re.compile(r"[(（]")
 
 
 @_detector("quotes_and_parentheses")
 def quotes_and_parentheses(doc: Doc) -> CheckResult:
     """Quoted terms ("...", “...”, 「...」, «...») or parenthetical additions in the prose."""
     quotes = _prose(doc).grep(_QUOTED)
-    parens = _prose(doc).grep(_PAREN)
+    parens = _prose(doc).grep(_PAREN, _PAREN_NEEDLE)
     return _result(quotes + parens, "quotes or parentheses", quote_lines=len(quotes), paren_lines=len(parens))
 
 
 _SECOND_PERSON = re.compile(r"[yY](?<!\w[yY])(?i:ou|our|ours|ourself|ourselves)\b|[你您]")
+_SECOND_PERSON_NEEDLE = re.compile(r"[yY你您]")
 
 
 @_detector("direct_address")
 def direct_address(doc: Doc) -> CheckResult:
     """Second-person address of the reader (you, your, yourself; 你, 您) in the prose."""
-    return _result(_prose(doc).grep(_SECOND_PERSON), "second-person address")
+    return _result(_prose(doc).grep(_SECOND_PERSON, _SECOND_PERSON_NEEDLE), "second-person address")
 
 
 _ATTRIBUTION = re.compile(r"^(?:—|–|--|~)\s*\S.{0,40}$|^\[your name\]$|^(?:\*\*)?(?:signed|signature|署名)\s*[:：]", re.I)
@@ -739,32 +806,46 @@ _NOT_MARKERS = set("°©®™℃℉№")
 
 
 @lru_cache(maxsize=1)
-def _symbol_candidates() -> re.Pattern:
+def _symbol_chars() -> frozenset[str]:
     """Characters that may start an emoji or are pictographic symbols (category So)."""
     chars = {chr(c) for c in range(0xA0, 0x20000) if unicodedata.category(chr(c)) == "So"}
     chars |= {e[0] for e in emoji.EMOJI_DATA if ord(e[0]) >= 0xA0}
-    chars -= _NOT_MARKERS | {chr(c) for c in range(0x2500, 0x2580)}  # box drawing belongs to diagrams
-    ranges, run = [], []
-    for c in sorted(map(ord, chars)):
-        if run and c == run[-1] + 1:
-            run.append(c)
-        else:
-            ranges.append(run) if run else None
-            run = [c]
-    ranges.append(run)
-    return re.compile("[" + "".join(re.escape(chr(r[0])) + ("-" + re.escape(chr(r[-1])) if len(r) > 1 else "") for r in ranges) + "]")
+    return frozenset(chars - _NOT_MARKERS - {chr(c) for c in range(0x2500, 0x2580)})  # box drawing: diagrams
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x9f]")  # every symbol candidate is >= U+00A0
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+
+
+def _emoji_list(s: str) -> list[dict]:
+    """``emoji.emoji_list(s)``, run only on the non-ASCII stretches of ``s`` (same result,
+    much faster on long lines: the emoji tokenizer is a Python loop over every character).
+
+    No emoji is all ASCII, and the only ASCII characters in emoji are the ``#``, ``*`` and
+    digit bases of keycaps, so each stretch starts at those bases right before it."""
+    out = []
+    for run in _NON_ASCII_RUN.finditer(s):
+        start = run.start()
+        while start > 0 and s[start - 1] in "#*0123456789":
+            start -= 1
+        out += [
+            {**e, "match_start": e["match_start"] + start, "match_end": e["match_end"] + start}
+            for e in emoji.emoji_list(s[start : run.end()])
+        ]
+    return out
 
 
 def _symbols(s: str) -> list[str]:
     """Emoji (by the emoji package) and other So symbols of ``s``."""
     found, rest, last = [], [], 0
-    for e in emoji.emoji_list(s):
+    for e in _emoji_list(s):
         if e["emoji"].rstrip("\ufe0f") not in _NOT_MARKERS:
             found.append(e["emoji"])
         rest.append(s[last : e["match_start"]])
         last = e["match_end"]
     rest.append(s[last:])
-    return found + _symbol_candidates().findall("".join(rest))
+    chars = _symbol_chars()
+    return found + [c for c in _NON_ASCII.findall("".join(rest)) if c in chars]
 
 
 @_detector("emoji_and_symbols")
@@ -772,10 +853,11 @@ def emoji_and_symbols(doc: Doc) -> CheckResult:
     """Emoji or pictographic symbols (✓, ★, ●, ▶, ☐; Unicode category So) in the prose;
     °, ©, ®, ™ and box-drawing characters do not count."""
     found, symbols = [], []
-    prose = _prose(doc)
-    texts = dict(prose.pairs)
-    for ln in prose.grep(_symbol_candidates()):
-        hit = _symbols(texts[ln])
+    chars = _symbol_chars()
+    for ln, s in _prose(doc).pairs:
+        if s.isascii() or not any(c in chars for c in _NON_ASCII.findall(s)):
+            continue
+        hit = _symbols(s)
         if hit:
             found.append(ln)
             symbols += hit
@@ -894,6 +976,7 @@ _DIAGRAM_LINE = re.compile(
     rf"|^(?=[^\n]{{0,120}}$)[^\n]*?(?:{_ARROW.pattern})[^\n]*?(?:{_ARROW.pattern})",  # arrow chain A -> B -> C
     re.M,
 )
+_DIAGRAM_NEEDLE = re.compile(r"[\u2500-\u257f→←↔⇒⇐⇔⟶⟹⟵➜➔➡⬅↑↓⇨➝➞<>|+`]")  # box, arrow or branch
 _ARROW_ONLY = re.compile(r"^[ \t]*(?:[↓⬇↑⇓|v^]|-->|->)[ \t]*$", re.M)
 
 
@@ -903,7 +986,7 @@ def textual_diagrams(doc: Doc) -> CheckResult:
     code blocks (mermaid, dot, plantuml), arrow chains (A → B → C) or arrow-only lines."""
     found = [cb.start for cb in doc.code_blocks if cb.lang in _DIAGRAM_LANGS]
     lines = _Lines([r for cb in doc.code_blocks for r in cb.numbered_lines()] + _raw_lines(doc))
-    found += lines.grep(_DIAGRAM_LINE)
+    found += lines.grep(_DIAGRAM_LINE, _DIAGRAM_NEEDLE)
     arrow_only = lines.grep(_ARROW_ONLY)
     if len(arrow_only) >= 1 and len(found) + len(arrow_only) >= 2:
         found += arrow_only
@@ -976,6 +1059,7 @@ _MATH = re.compile(
     + r"|[∑∏∫√∞≈≠≤≥±∂∇∈∉⊂⊆⊃⊇∪∩∀∃≡∝⊥∠×÷]|\^(?<=\w\^)[\w{(]"  # symbols, x^2
     + r"|(?:=(?<=[a-zA-Z]=)(?<![\w.][a-zA-Z]=)| =(?<=[a-zA-Z] =)(?<![\w.][a-zA-Z] =))[ \t]?[-+]?[\d(a-zA-Z]"  # x = 2y
 )
+_MATH_NEEDLE = re.compile(r"[\\^=∑∏∫√∞≈≠≤≥±∂∇∈∉⊂⊆⊃⊇∪∩∀∃≡∝⊥∠×÷]")
 
 
 @_detector("mathematical_notation")
@@ -985,5 +1069,5 @@ def mathematical_notation(doc: Doc) -> CheckResult:
     found = [ln for kind, lines in doc.marks.items() if kind.startswith("math") for ln in lines]
     found += doc.math_blocks
     found += [cb.start for cb in doc.code_blocks if cb.lang in ("latex", "tex", "math")]
-    found += _prose(doc).grep(_MATH)
+    found += _prose(doc).grep(_MATH, _MATH_NEEDLE)
     return _result(found, "mathematical notation")

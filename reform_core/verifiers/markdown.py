@@ -5,6 +5,8 @@
 ``$...$`` / ``\\(...\\)`` / ``\\[...\\]`` math) and collects, in one pass over the token
 stream, the facts the checkers ask for. Results are cached per text, so several checkers on
 the same response parse it once. All line numbers are 1-based lines of the normalised text.
+Inline contents without any inline syntax (most paragraphs, items and cells) skip
+markdown-it's inline parser, whose output for them is known: text and line breaks.
 """
 
 from __future__ import annotations
@@ -15,17 +17,46 @@ from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.gfm import gfm_plugin
 from mdit_py_plugins.texmath import texmath_plugin
 
-_MD = (
-    MarkdownIt("commonmark")
-    .use(gfm_plugin, front_matter=True)
-    # no "$ x $" and no "$5 and $10": currency is not math
-    .use(dollarmath_plugin, allow_space=False, allow_digits=False, allow_blank_lines=False)
-    .use(texmath_plugin, delimiters="brackets")
-)
+# Characters that can start inline syntax under this configuration (emphasis, strikethrough,
+# code spans, links, images, footnotes, math, escapes, HTML, entities, GFM autolinks). An
+# inline content without any of them parses to plain text and line breaks only.
+_INLINE_SYNTAX = re.compile(r"[$\\`~*_\[\]!<&:@]|www\.")
+
+
+def _inline_rule(state: StateCore) -> None:
+    """markdown-it's core rule "inline", except that contents without inline syntax are not
+    run through the inline parser: they get ``meta["plain"]`` instead, and
+    :func:`_plain_segments` gives the text the parser would have made of them."""
+    md = state.md
+    for tok in state.tokens:
+        if tok.type == "inline":
+            if tok.children is None:
+                tok.children = []
+            if _INLINE_SYNTAX.search(tok.content):
+                md.inline.parse(tok.content, md, state.env, tok.children)
+            else:
+                tok.meta["plain"] = True
+
+
+def _make_parser(*, skip_plain_inline: bool = True) -> MarkdownIt:
+    md = (
+        MarkdownIt("commonmark")
+        .use(gfm_plugin, front_matter=True)
+        # no "$ x $" and no "$5 and $10": currency is not math
+        .use(dollarmath_plugin, allow_space=False, allow_digits=False, allow_blank_lines=False)
+        .use(texmath_plugin, delimiters="brackets")
+    )
+    if skip_plain_inline:
+        md.core.ruler.at("inline", _inline_rule)
+    return md
+
+
+_MD = _make_parser()
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
@@ -148,8 +179,17 @@ def parse(text: str | None) -> Doc:
     return _parse(normalise(text))
 
 
+def parse_uncached(text: str | None) -> Doc:
+    """Parse ``text`` without the cache (bulk work where each text is parsed once)."""
+    return _parse.__wrapped__(normalise(text))
+
+
 @lru_cache(maxsize=512)
 def _parse(text: str) -> Doc:
+    return _collect(text, _MD.parse(text))
+
+
+def _collect(text: str, tokens) -> Doc:
     doc = Doc(text=text, lines=text.split("\n"))
     stack: list[str] = []  # open container types
     list_stack: list[bool] = []  # ordered? per open list
@@ -157,7 +197,7 @@ def _parse(text: str) -> Doc:
     cell = False
     heading = (0, 0)
     last = 1
-    for tok in _MD.parse(text):
+    for tok in tokens:
         t = tok.type
         if tok.map:
             last = tok.map[0] + 1
@@ -223,6 +263,9 @@ def _inline(doc: Doc, tok, start: int, stack, cell, item_pending, list_stack, he
         line, checked = item_pending.pop()
         doc.items.append(ListItem(line, list_stack[-1], len(list_stack), checked, raw_lines[0]))
         item_pending.append((-1, None))  # the item's first paragraph is taken
+    if tok.meta.get("plain"):
+        doc.segments.extend(_plain_segments(start, raw_lines))
+        return
     line = start
     for child in tok.children or ():
         ct = child.type
@@ -237,3 +280,18 @@ def _inline(doc: Doc, tok, start: int, stack, cell, item_pending, list_stack, he
             doc.html_inline.append((line, child.content))
         elif not ct.endswith("_close"):
             doc.marks.setdefault(ct, []).append(line)
+
+
+def _plain_segments(start: int, raw_lines: list[str]) -> list[tuple[int, str]]:
+    """The text pieces markdown-it's inline parser makes of a content without inline syntax:
+    one per non-empty line; a line break drops the line's trailing space (all trailing
+    spaces for a hard break of 2+) and the next line's leading spaces and tabs."""
+    out, last = [], len(raw_lines) - 1
+    for k, s in enumerate(raw_lines):
+        if k:
+            s = s.lstrip(" \t")
+        if k < last and s.endswith(" "):
+            s = s.rstrip(" ") if s.endswith("  ") else s[:-1]
+        if s:
+            out.append((start + k, s))
+    return out
