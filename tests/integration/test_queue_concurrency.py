@@ -61,7 +61,8 @@ def _drain(url: str, overlap: float = 0.3) -> None:
     procs = [ctx.Process(target=_worker, args=(url, plan.plan_id, uid, name, out)) for uid, name in users]
     for p in procs:
         p.start()
-    results = [out.get(timeout=DEADLINE_S + 60) for _ in procs]
+    # generous: a worker stops claiming at DEADLINE_S but a statement may still wait out the busy timeout
+    results = [out.get(timeout=DEADLINE_S + 240) for _ in procs]
     for p in procs:
         p.join(timeout=30)
 
