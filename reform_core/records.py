@@ -25,12 +25,15 @@ later files refer to earlier ones by key:
     ``{"judge_a": "gpt", "judge_b": "gemini", "model": "m1", "instruction": "q001-v1",
     "position": 2, "choice": "A", "annotator": "alice"}``
 
-Errors are reported as ``file:line: field: message``, every problem at once.
+Errors are reported as ``file:line: field: message``, every problem at once. No string
+anywhere in a record (nested ``params``/``meta``/… included) may contain NUL, and every
+number must be finite: PostgreSQL can store neither.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+import math
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -47,11 +50,47 @@ BUNDLE_FILES = (
 BUNDLE_FORMAT = "reform-bundle"
 BUNDLE_VERSION = 1
 
-Key = str
+# string lengths are those of the database columns (``db.models``): PostgreSQL enforces them
+Key = Annotated[str, Field(max_length=200)]
+Str20 = Annotated[str, Field(max_length=20)]
+Str50 = Annotated[str, Field(max_length=50)]
+Str100 = Annotated[str, Field(max_length=100)]
+Str200 = Annotated[str, Field(max_length=200)]
+
+
+def _utf8_ok(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def storage_problem(value: Any) -> Optional[str]:
+    """Why ``value`` (a string, number, or nested dict/list of them) cannot be stored, or None."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "must not contain a NUL character"
+        return None if _utf8_ok(value) else "must not contain a lone surrogate (not valid Unicode)"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"must be a finite number, got {value!r}"
+    if isinstance(value, dict):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, (list, tuple)):
+        return next((p for p in map(storage_problem, value) if p), None)
+    return None
 
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    @field_validator("*")
+    @classmethod
+    def _storable(cls, v):
+        problem = storage_problem(v)
+        if problem:
+            raise ValueError(problem)
+        return v
 
 
 def _nonblank(v: str) -> str:
@@ -63,7 +102,7 @@ def _nonblank(v: str) -> str:
 class BundleManifest(_Record):
     format: Literal["reform-bundle"] = BUNDLE_FORMAT
     version: int = BUNDLE_VERSION
-    name: str = ""
+    name: Annotated[str, Field(max_length=2000)] = ""
     catalog: str = "reformbench"
     description: str = ""
 
@@ -71,10 +110,10 @@ class BundleManifest(_Record):
 class QuestionRecord(_Record):
     key: Key
     text: str = ""
-    task_type: str = ""
-    domain: str = ""
-    language: str = ""
-    source: str = ""
+    task_type: Str100 = ""
+    domain: Str100 = ""
+    language: Str20 = ""
+    source: Str200 = ""
 
     _k = field_validator("key")(_nonblank)
 
@@ -83,7 +122,7 @@ class ConstraintRecord(_Record):
     position: int = Field(ge=1, le=50)
     feature: Key
     mode: Literal["require", "forbid"]
-    category: str = ""
+    category: Str100 = ""
     text: str = ""
     acceptance: str = ""
     params: dict[str, Any] = Field(default_factory=dict)
@@ -94,8 +133,8 @@ class ConstraintRecord(_Record):
 class InstructionRecord(_Record):
     key: Key
     question: Key
-    condition: str = "main"
-    pair_group: str = ""
+    condition: Str50 = "main"
+    pair_group: Str200 = ""
     text: str = ""
     constraints: list[ConstraintRecord] = Field(min_length=1)
 
@@ -111,7 +150,7 @@ class InstructionRecord(_Record):
 
 class ModelRecord(_Record):
     name: Key
-    provider: str = ""
+    provider: Str100 = ""
     settings: dict[str, Any] = Field(default_factory=dict)
 
     _k = field_validator("name")(_nonblank)
@@ -132,7 +171,7 @@ class BaselineFeatureRecord(_Record):
     question: Key
     feature: Key
     present: bool = True
-    source: str = "import"
+    source: Str50 = "import"
     evidence: str = ""
 
     _k = field_validator("model", "question", "feature")(_nonblank)
@@ -140,9 +179,9 @@ class BaselineFeatureRecord(_Record):
 
 class JudgeRecord(_Record):
     name: Key
-    provider: str = "replay"
-    model: str = ""
-    prompt_version: str = ""
+    provider: Str50 = "replay"
+    model: Str200 = ""
+    prompt_version: Str50 = ""
     config: dict[str, Any] = Field(default_factory=dict)
 
     _k = field_validator("name")(_nonblank)
@@ -157,7 +196,7 @@ class JudgmentRecord(_Record):
     rationale: str = ""
     status: Literal["ok", "error", "abstain"] = "ok"
     error: str = ""
-    prompt_version: str = ""
+    prompt_version: Str50 = ""
 
     _k = field_validator("judge", "model", "instruction")(_nonblank)
 
@@ -187,10 +226,10 @@ class AdjudicationRecord(_Record):
     instruction: Key
     position: int = Field(ge=1, le=50)
     choice: Literal["A", "B", "neither"]
-    annotator: str = "import"
+    annotator: Str100 = "import"
     note: str = ""
-    seconds: float = Field(default=0.0, ge=0)
-    plan: str = "imported"
+    seconds: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    plan: Str200 = "imported"
 
 
 RECORD_TYPES: dict[str, type[_Record]] = {

@@ -31,8 +31,8 @@ def parse_verdicts(text: str, expected_ids: Sequence[str]) -> dict[str, tuple[in
         raise ParseError("empty answer")
     try:
         obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"malformed JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits, too deep
+        raise ParseError(f"malformed JSON: {str(exc) or type(exc).__name__}") from None
     if not isinstance(obj, dict):
         raise ParseError(f"expected a JSON object, got {type(obj).__name__}")
     if set(obj) != {"verdicts"}:

@@ -15,10 +15,14 @@ from reform_core.services.importer import (
     ImportFailed,
     Progress,
     ensure_catalog,
+    field_label,
     frames_bundle,
     import_bundle,
     import_bundle_obj,
+    one_line,
+    read_lines,
 )
+from reform_core.records import storage_problem
 
 DEMO_FLAG = "demo_loaded"
 
@@ -120,6 +124,54 @@ def simulation_frames(sim, *, adjudicate: int = 0, seed: int = 0) -> dict[str, p
     return frames
 
 
+MAX_IFEVAL_KEY = 200 - len("ifeval-")  # question/instruction keys are at most 200 characters
+
+
+def _json_objects(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
+    """The ``(line number, object)`` lines of a JSON Lines file; problems go to ``errors``."""
+    out = []
+    for lineno, line in read_lines(path, errors):
+        try:
+            d = json.loads(line)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits, too deep
+            errors.append(one_line(f"{path.name}:{lineno}: (line): invalid JSON: {getattr(exc, 'msg', None) or exc}"))
+            continue
+        if not isinstance(d, dict):
+            errors.append(f"{path.name}:{lineno}: (line): expected a JSON object, got {type(d).__name__}")
+            continue
+        bad = [(k, p) for k, p in ((k, storage_problem(v)) for k, v in d.items()) if p]
+        errors += [one_line(f"{path.name}:{lineno}: {field_label(k)}: {p}") for k, p in bad]
+        if not bad:
+            out.append((lineno, d))
+    return out
+
+
+def _ifeval_problems(d: dict, modes: dict[str, str]) -> list[tuple[str, str]]:
+    """``(field, message)`` for each problem of one IFEval input record."""
+    missing = [(f, "field required") for f in ("key", "prompt", "instruction_id_list", "kwargs") if f not in d]
+    if missing:
+        return missing
+    key, ids, kwargs = d["key"], d["instruction_id_list"], d["kwargs"]
+    out = []
+    if isinstance(key, bool) or not isinstance(key, (int, str)) or not str(key).strip() or len(str(key)) > MAX_IFEVAL_KEY:
+        out.append(("key", f"must be an integer or a non-empty string of at most {MAX_IFEVAL_KEY} characters"))
+    if not isinstance(d["prompt"], str):
+        out.append(("prompt", f"must be a string, got {type(d['prompt']).__name__}"))
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return out + [("instruction_id_list", "must be a list of strings")]
+    if not isinstance(kwargs, list) or not all(isinstance(k, dict) for k in kwargs):
+        return out + [("kwargs", "must be a list of objects")]
+    if len(kwargs) != len(ids):
+        out.append(("kwargs", f"{len(kwargs)} entries for {len(ids)} instruction ids"))
+    out += [("instruction_id_list", f"unknown IFEval instruction id {i!r}") for i in ids if i not in modes]
+    return out
+
+
+def _key_order(key: str):
+    """Numeric keys in numeric order, then the others."""
+    return (not key.isdecimal(), len(key) if key.isdecimal() else 0, key)
+
+
 def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str, str | Path],
                   replace: bool = False, progress: Progress = None) -> dict:
     """Import IFEval-format data: prompts with instruction ids/kwargs and per-model responses.
@@ -128,6 +180,7 @@ def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str
     instruction ids (catalog ``ifeval``). Responses join on exact prompt text; prompts
     without a response are reported by key in ``missing_responses`` and response lines
     whose prompt matches no input prompt in ``unmatched_responses`` (neither is an error).
+    Problems are reported against the given files, ``file:line: field: message``.
     """
     from reform_core.catalog import load_catalog
 
@@ -135,75 +188,51 @@ def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str
     modes = {f.key: f.modes[0] for f in cat.features}
     errors: list[str] = []
     input_path = Path(input_path)
+    src = input_path.name
     prompts = []
-    for lineno, line in enumerate(input_path.read_text("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{input_path.name}:{lineno}: (line): invalid JSON: {exc.msg}")
-            continue
-        for fld in ("key", "prompt", "instruction_id_list", "kwargs"):
-            if fld not in d:
-                errors.append(f"{input_path.name}:{lineno}: {fld}: field required")
-        if any(f not in d for f in ("key", "prompt", "instruction_id_list", "kwargs")):
-            continue
-        if len(d["kwargs"]) != len(d["instruction_id_list"]):
-            errors.append(f"{input_path.name}:{lineno}: kwargs: {len(d['kwargs'])} entries for {len(d['instruction_id_list'])} instruction ids")
-            continue
-        for iid in d["instruction_id_list"]:
-            if iid not in modes:
-                errors.append(f"{input_path.name}:{lineno}: instruction_id_list: unknown IFEval instruction id {iid!r}")
-        prompts.append((lineno, d))
+    for lineno, d in _json_objects(input_path, errors):
+        problems = _ifeval_problems(d, modes)
+        errors += [one_line(f"{src}:{lineno}: {fld}: {msg}") for fld, msg in problems]
+        if not problems:
+            prompts.append((lineno, d))
     by_prompt = {d["prompt"]: str(d["key"]) for _, d in prompts}
     resp_rows, missing, unmatched = [], {}, []
     for model, path in responses.items():
         path = Path(path)
         seen = set()
-        for lineno, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append(f"{path.name}:{lineno}: (line): invalid JSON: {exc.msg}")
-                continue
-            for fld in ("prompt", "response"):
-                if not isinstance(d.get(fld), str):
-                    errors.append(f"{path.name}:{lineno}: {fld}: field required (a string)")
-            if not isinstance(d.get("prompt"), str) or not isinstance(d.get("response"), str):
+        if not 0 < len(model) <= 200:
+            errors.append(f"{path.name}:0: model: the model name must have 1 to 200 characters")
+        for lineno, d in _json_objects(path, errors):
+            bad = [fld for fld in ("prompt", "response") if not isinstance(d.get(fld), str)]
+            errors += [f"{path.name}:{lineno}: {fld}: field required (a string)" for fld in bad]
+            if bad:
                 continue
             key = by_prompt.get(d["prompt"])
             if key is None:
-                unmatched.append(f"{path.name}:{lineno}: prompt: matches no prompt of {input_path.name}")
+                unmatched.append(f"{path.name}:{lineno}: prompt: matches no prompt of {src}")
                 continue
             if key in seen:
                 continue
             seen.add(key)
             resp_rows.append({"model": model, "question": f"ifeval-{key}", "instruction": f"ifeval-{key}",
-                              "text": d["response"], "_line": lineno})
-        missing[model] = sorted((k for k in by_prompt.values() if k not in seen), key=lambda k: int(k) if k.isdigit() else k)
+                              "text": d["response"], "_line": lineno, "_file": path.name})
+        missing[model] = sorted((k for k in by_prompt.values() if k not in seen), key=_key_order)
     if errors:
         raise ImportFailed(errors)
     questions = pd.DataFrame([{"key": f"ifeval-{d['key']}", "text": d["prompt"], "task_type": "ifeval",
-                               "source": "IFEval", "_line": n} for n, d in prompts])
+                               "source": "IFEval", "_line": n, "_file": src} for n, d in prompts])
     instructions = pd.DataFrame([{"key": f"ifeval-{d['key']}", "question": f"ifeval-{d['key']}",
-                                  "condition": "main", "pair_group": f"ifeval-{d['key']}", "text": d["prompt"], "_line": n}
-                                 for n, d in prompts])
+                                  "condition": "main", "pair_group": f"ifeval-{d['key']}", "text": d["prompt"],
+                                  "_line": n, "_file": src} for n, d in prompts])
     cons = []
     for n, d in prompts:
         for pos, (iid, kw) in enumerate(zip(d["instruction_id_list"], d["kwargs"]), start=1):
-            kw = {k: v for k, v in (kw or {}).items() if v is not None}
+            kw = {k: v for k, v in kw.items() if v is not None}
             cons.append({"instruction": f"ifeval-{d['key']}", "position": pos, "feature": iid, "mode": modes[iid],
-                         "text": iid, "params": kw, "_line": n})
+                         "text": iid, "params": kw, "_line": n, "_file": src})
     frames = {"questions": questions, "instructions": instructions, "constraints": pd.DataFrame(cons),
               "responses": pd.DataFrame(resp_rows)}
     bundle = frames_bundle(frames, source=str(input_path), catalog="ifeval")
-    # keep located line numbers from the source files
-    for kind in ("questions", "instructions", "constraints", "responses"):
-        if "_line" in frames[kind]:
-            bundle.frames[kind]["_line"] = frames[kind]["_line"].to_numpy()
     counts = import_bundle_obj(engine, bundle, replace=replace, progress=progress)
     return {**counts, "missing_responses": missing, "unmatched_responses": unmatched}
 

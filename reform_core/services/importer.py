@@ -62,7 +62,11 @@ class ImportFailed(Exception):
 
 @dataclass
 class Bundle:
-    """Validated frames of one import, each with a ``_line`` column (1-based source line)."""
+    """Validated frames of one import, each with a ``_line`` column (1-based source line).
+
+    A frame may also carry a ``_file`` column naming each row's source file (default:
+    the bundle file of its kind, ``FILE_OF``); errors are located with both.
+    """
 
     frames: dict[str, pd.DataFrame]
     manifest: R.BundleManifest = field(default_factory=R.BundleManifest)
@@ -75,37 +79,67 @@ class Bundle:
 # ----------------------------------------------------------------------------- parsing
 
 
+_LINE_BREAKS = {ord(c): c.encode("unicode_escape").decode() for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
+def one_line(msg: str) -> str:
+    """``msg`` with line breaks escaped (``\\n``), so one problem stays one line of the report."""
+    return msg.translate(_LINE_BREAKS)
+
+
+def field_label(part) -> str:
+    """A field name (or list index) as printed: names from the user's file are quoted unless plain."""
+    if isinstance(part, int):
+        return str(part)
+    return part if isinstance(part, str) and part.isidentifier() else repr(part)
+
+
 def _fmt_error(fname: str, line: int, err: dict) -> str:
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "(line)"
-    msg = err.get("msg", "invalid")
-    return f"{fname}:{line}: {loc}: {msg}"
+    loc = ".".join(map(field_label, err.get("loc", ()))) or "(line)"
+    return one_line(f"{fname}:{line}: {loc}: {err.get('msg', 'invalid')}")
 
 
-def parse_jsonl(path: Path, record_type: type, errors: list[str]) -> list[tuple[int, object]]:
-    """Parse and validate every line; append located errors to ``errors``."""
-    out = []
+def read_lines(path: Path, errors: list[str]) -> list[tuple[int, str]]:
+    """The non-blank ``(line number, text)`` lines of a UTF-8 file; problems go to ``errors``.
+
+    Lines are split at ``\\n`` only, so line numbers match what editors and ``wc -l`` show.
+    """
     fname = path.name
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        errors.append(f"{fname}:0: (file): cannot read: {exc}")
-        return out
+        errors.append(one_line(f"{fname}:0: (file): cannot read: {exc.strerror or exc}"))
+        return []
     try:
         content = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         errors.append(f"{fname}:{line}: (line): not valid UTF-8")
-        return out
-    validate = record_type.model_validate_json
-    for lineno, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
-            continue
+        return []
+    return [(n, line) for n, line in enumerate(content.split("\n"), start=1) if line.strip()]
+
+
+def parse_jsonl(path: Path, record_type: type, errors: list[str]) -> list[tuple[int, object]]:
+    """Parse and validate every line; append located errors to ``errors``."""
+    out = []
+    for lineno, line in read_lines(path, errors):
         try:
-            out.append((lineno, validate(line)))
+            out.append((lineno, record_type.model_validate_json(line)))
         except ValidationError as exc:
             for err in exc.errors(include_url=False):
-                errors.append(_fmt_error(fname, lineno, err))
+                errors.append(_fmt_error(path.name, lineno, err))
     return out
+
+
+def _catalog_errors(name: str) -> list[str]:
+    """The located problem with the manifest's catalog, if it cannot be loaded."""
+    from reform_core.catalog import load_catalog
+
+    try:
+        load_catalog(name)
+    except (ValueError, OSError) as exc:
+        return [one_line(f"bundle.json:1: catalog: {exc}")]
+    return []
 
 
 def read_bundle(path: str | Path) -> Bundle:
@@ -118,9 +152,15 @@ def read_bundle(path: str | Path) -> Bundle:
     mpath = root / "bundle.json"
     if mpath.exists():
         try:
-            manifest = R.BundleManifest.model_validate_json(mpath.read_text("utf-8"))
+            manifest = R.BundleManifest.model_validate_json(mpath.read_bytes().decode("utf-8"))
+        except OSError as exc:
+            errors.append(f"bundle.json:0: (file): cannot read: {exc.strerror or exc}")
+        except UnicodeDecodeError:
+            errors.append("bundle.json:0: (file): not valid UTF-8")
         except ValidationError as exc:
             errors += [_fmt_error("bundle.json", 1, e) for e in exc.errors(include_url=False)]
+        else:
+            errors += _catalog_errors(manifest.catalog)
     known = set(R.BUNDLE_FILES) | {"bundle.json"}
     for p in sorted(root.iterdir()):
         if p.is_file() and p.suffix in (".jsonl", ".json") and p.name not in known:
@@ -190,7 +230,7 @@ def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", cat
                 df[c] = [v if isinstance(v, dict) else (json.loads(v) if isinstance(v, str) and v else {}) for v in df[c]]
         if "_line" not in df.columns:
             df["_line"] = np.arange(1, len(df) + 1)
-        out[kind] = df[cols + ["_line"]]
+        out[kind] = df[cols + ["_line"] + (["_file"] if "_file" in df.columns else [])]
     return Bundle(frames=out, manifest=R.BundleManifest(catalog=catalog), source=source)
 
 
@@ -244,8 +284,10 @@ class _Writer:
         self.counts: dict[str, int] = {}
         self.progress = progress or (lambda _msg: None)
 
-    def err(self, kind: str, line, fld: str, msg: str) -> None:
-        self.errors.append(f"{FILE_OF[kind]}:{int(line)}: {fld}: {msg}")
+    def err(self, kind: str, row: pd.Series, fld: str, msg: str) -> None:
+        fname = row.get("_file")
+        fname = fname if isinstance(fname, str) else FILE_OF[kind]
+        self.errors.append(one_line(f"{fname}:{int(row['_line'])}: {fld}: {msg}"))
 
     def dupes(self, kind: str, keys: list[str], label: str) -> None:
         df = self.f[kind]
@@ -257,11 +299,11 @@ class _Writer:
         first = dup.groupby(keys, sort=False)["_line"].transform("min")
         for (_, row), fl in zip(dup.iterrows(), first):
             if row["_line"] != fl:
-                self.err(kind, row["_line"], keys[-1], f"duplicate {label} (first at line {int(fl)})")
+                self.err(kind, row, keys[-1], f"duplicate {label} (first at line {int(fl)})")
 
     def missing(self, kind: str, df: pd.DataFrame, mask, fld: str, msg_fn) -> None:
         for _, row in df[mask].iterrows():
-            self.err(kind, row["_line"], fld, msg_fn(row))
+            self.err(kind, row, fld, msg_fn(row))
 
     # -- sync one table -------------------------------------------------------------
     def sync(self, kind: str, tname: str, df: pd.DataFrame, key_cols: list[str], val_cols: list[str], label: str, *, immutable: bool = False) -> None:
@@ -297,7 +339,7 @@ class _Writer:
                     hint = "" if immutable else " (use --replace to overwrite)"
                     for (_, row), cols in zip(changed.iterrows(), [c for c in diff_cols if c]):
                         key = ", ".join(str(row[k]) for k in key_cols)
-                        self.err(kind, row["_line"], cols[0], f"conflicts with existing {label} [{key}]{hint}")
+                        self.err(kind, row, cols[0], f"conflicts with existing {label} [{key}]{hint}")
         if self.errors:
             return
         repo.bulk_insert(self.conn, tname, _rows(new, key_cols + val_cols))
@@ -393,6 +435,10 @@ class _Writer:
             hasc = [(i, p) in con_keys for i, p in zip(adj["instruction"], adj["position"])]
             self.missing("adjudications", adj, ~np.array(hasc), "position",
                          lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
+            qk = adj["instruction"].map(inst_q)
+            has = [(m, q, i) in resp_keys for m, q, i in zip(adj["model"], qk, adj["instruction"])]
+            self.missing("adjudications", adj, np.array(hasc) & ~np.array(has), "model",
+                         lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
         if self.errors:
             raise ImportFailed(self.errors)
 
@@ -484,7 +530,7 @@ class _Writer:
                 plans = key_frame(conn, "plan")
             elif (int(row["judge_a_id"].iloc[0]), int(row["judge_b_id"].iloc[0])) != (int(jid[ja]), int(jid[jb])):
                 for _, r in adj[(adj["plan"] == plan)].iterrows():
-                    self.err("adjudications", r["_line"], "plan", f"plan {plan!r} exists with another judge pair")
+                    self.err("adjudications", r, "plan", f"plan {plan!r} exists with another judge pair")
                 return 0
         pid = dict(zip(plans["plan"], plans["id"]))
         written = 0
@@ -503,7 +549,7 @@ class _Writer:
                 continue
             label = self._chosen_label(r["choice"], jid[r["judge_a"]], jid[r["judge_b"]], resp_id, con_id)
             if r["choice"] != "neither" and label is None:
-                self.err("adjudications", r["_line"], "choice", f"judge {r['judge_' + r['choice'].lower()]!r} has no label for this instance")
+                self.err("adjudications", r, "choice", f"judge {r['judge_' + r['choice'].lower()]!r} has no label for this instance")
                 continue
             prev = conn.execute(sql("SELECT a.id FROM adjudication a WHERE a.task_id=:t AND a.user_id=:u AND NOT EXISTS (SELECT 1 FROM adjudication b WHERE b.supersedes_id=a.id)"), {"t": task, "u": user_id}).scalar()
             repo.bulk_insert(conn, "adjudication", [{"task_id": int(task), "user_id": user_id, "choice": r["choice"], "label": label, "note": r["note"], "seconds": float(r["seconds"]), "supersedes_id": prev, "created_at": utcnow()}])
@@ -550,7 +596,10 @@ def ensure_catalog(conn: Connection, name: str = "reformbench") -> int:
 def import_bundle_obj(engine: Engine, bundle: Bundle, *, replace: bool = False, progress: Progress = None) -> dict[str, int]:
     """Validate and write ``bundle`` in one transaction; return rows written per kind."""
     with engine.begin() as conn:
-        ensure_catalog(conn, bundle.manifest.catalog or "reformbench")
+        try:
+            ensure_catalog(conn, bundle.manifest.catalog or "reformbench")
+        except (ValueError, OSError) as exc:
+            raise ImportFailed([one_line(f"bundle.json:1: catalog: {exc}")]) from None
         writer = _Writer(conn, bundle, replace, progress)
         counts = writer.run()
         if bundle.manifest.name:
