@@ -1,8 +1,11 @@
-"""Benchmark: `python -m reform_core score` end to end on a paper-scale SQLite database (issue 3).
+"""Benchmark: `python -m reform_core score` and `export` end to end on a paper-scale SQLite
+database (issues 3 and 7).
 
 Builds the database once (simulator, seed 0, paper scale, 300 oracle adjudications per
-model), then times the whole CLI process 5 times: wall clock, CPU (user+sys) and peak
-RSS. Target: ≤ 4 s wall, ≤ 1 GB. Results: bench/results/score_cli.md.
+model), then times whole CLI processes: `score` 5 times (target ≤ 4 s wall) and a full
+`export` (every table as CSV/Parquet/JSON, instances, 2,000-replicate intervals, manifest)
+3 times (target ≤ 15 s): wall clock, CPU (user+sys) and peak RSS (≤ 1 GB).
+Results: bench/results/score_cli.md.
 
     python bench/bench_score_cli.py
 """
@@ -24,6 +27,20 @@ sys.path.insert(0, str(ROOT))
 from bench.machine import machine_line  # noqa: E402
 
 
+def timed(cmd: list[str], runs: int) -> tuple[list[float], list[float], list[float]]:
+    """Wall, CPU (user+sys) and peak RSS (MB) of ``runs`` runs of ``cmd`` in a child process."""
+    walls, cpus, rss = [], [], []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        rss.append(after.ru_maxrss / 1024)  # max over all children so far
+    return walls, cpus, rss
+
+
 def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="reform-bench-score-"))
     db = f"sqlite:///{tmp / 'paper.db'}"
@@ -31,19 +48,11 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "reform_core", "simulate", "--db", db, "--seed", "0", "--scale", "paper",
                     "--adjudicate", "300", "--json"], check=True, cwd=ROOT, capture_output=True)
     build = time.perf_counter() - t
-    walls, cpus, rss = [], [], []
-    for _ in range(5):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "reform_core", "score", "--db", db, "--json"], check=True, cwd=ROOT,
-                       capture_output=True)
-        walls.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
-        rss.append(after.ru_maxrss / 1024)
+    walls, cpus, rss = timed([sys.executable, "-m", "reform_core", "score", "--db", db, "--json"], 5)
+    ewalls, ecpus, erss = timed([sys.executable, "-m", "reform_core", "export", "--db", db, "--out", str(tmp / "export")], 3)
     load = os.getloadavg()[0]
     lines = [
-        "## `python -m reform_core score` end to end, paper scale, SQLite (issue 3)",
+        "## `python -m reform_core score` and `export` end to end, paper scale, SQLite (issues 3, 7)",
         "",
         machine_line(),
         "",
@@ -54,6 +63,14 @@ def main() -> None:
         f"| wall (s) | {', '.join(f'{w:.2f}' for w in walls)} | {statistics.median(walls):.2f} | ≤ 4 |",
         f"| CPU user+sys (s) | {', '.join(f'{c:.2f}' for c in cpus)} | {statistics.median(cpus):.2f} | |",
         f"| peak RSS (MB) | | {max(rss):.0f} (max) | ≤ 1024 |",
+        "",
+        "Full `export` (every file + manifest, 2,000 bootstrap replicates):",
+        "",
+        "| measure | runs | median | target |",
+        "|---|---|---|---|",
+        f"| wall (s) | {', '.join(f'{w:.2f}' for w in ewalls)} | {statistics.median(ewalls):.2f} | ≤ 15 |",
+        f"| CPU user+sys (s) | {', '.join(f'{c:.2f}' for c in ecpus)} | {statistics.median(ecpus):.2f} | |",
+        f"| peak RSS (MB) | | {max(erss):.0f} (max) | ≤ 1024 |",
         "",
         f"Load average at the end: {load:.1f} (2 cores; wall time above CPU time is waiting for a core).",
         "",
