@@ -23,6 +23,7 @@ import unicodedata
 import xml.etree.ElementTree as ET
 from bisect import bisect_right
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from functools import lru_cache
 from itertools import accumulate, repeat
 from typing import Callable, Iterable
@@ -108,35 +109,44 @@ def detect_features_many(
     if not isinstance(processes, int) or processes < 1:
         raise ValueError(f"detect_features_many: processes must be a positive integer, got {processes!r}")
     processes = min(processes, max(1, len(texts) // _MIN_PER_PROCESS))
-    if processes == 1:
-        rows = _detect_rows(keys, texts)
-    else:
-        size = -(-len(texts) // (processes * 4))  # 4 chunks per worker evens out uneven texts
-        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-        with ProcessPoolExecutor(processes) as pool:
-            rows = [row for part in pool.map(_detect_rows, repeat(keys), chunks) for row in part]
-    return [dict(zip(keys, (CheckResult(*r) for r in row))) for row in rows]
+    with _gc_paused():  # unpickling and wrapping the results make only acyclic objects
+        if processes == 1:
+            rows = _detect_rows(keys, texts)
+        else:
+            size = -(-len(texts) // (processes * _CHUNKS_PER_PROCESS))
+            chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
+            with ProcessPoolExecutor(processes) as pool:
+                rows = [row for part in pool.map(_detect_rows, repeat(keys), chunks) for row in part]
+        return [dict(zip(keys, (CheckResult(*r) for r in row))) for row in rows]
 
 
 _MIN_PER_PROCESS = 50
+_CHUNKS_PER_PROCESS = 8  # small enough for the workers to finish together on a busy machine
 
 
-def _detect_rows(keys: tuple[str, ...], texts: list[str]) -> list[list[tuple]]:
-    """Detector results as plain tuples (cheap to send between processes). Each text is
-    parsed once without the parse cache; the cyclic garbage collector is paused for the
-    batch (the parser allocates many short-lived objects, none of them in cycles)."""
+@contextmanager
+def _gc_paused():
+    """Pause the cyclic garbage collector: bulk parsing allocates many short-lived objects,
+    none of them in reference cycles, and each collection would walk all of them."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _detect_rows(keys: tuple[str, ...], texts: list[str]) -> list[list[tuple]]:
+    """Detector results as plain tuples (cheap to send between processes), each text parsed
+    once without the parse cache."""
+    with _gc_paused():
         rows = []
         for text in texts:
             doc = parse_uncached(text)
             results = (_IMPLS[key](doc) for key in keys)
             rows.append([(r.passed, r.score, r.evidence, r.lines, r.detail) for r in results])
         return rows
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _detectable_keys(catalog) -> tuple[str, ...]:
@@ -589,13 +599,14 @@ _KEY_VALUE = re.compile(
 
 
 _COLON = re.compile("[:：]")
+_NOT_A_KEY = re.compile(r"https?$|[.!?。！？]|^\d+$|^\W+$")
 
 
 def _is_field_key(key: str) -> bool:
     words = key.split()
     return (
         0 < len(words) <= 4
-        and not re.search(r"https?$|[.!?。！？]|^\d+$|^\W+$", key)
+        and not _NOT_A_KEY.search(key)
         and not key[0].isspace()
     )
 
@@ -873,6 +884,7 @@ _CALLOUT = re.compile(
     re.I,
 )
 _CALLOUT_GLYPH = re.compile(r"^\s*(?:[⚠💡ℹ📌❗🔔]\ufe0f?)")
+_ADMONITION = re.compile(r"^(?:!!!|\?\?\?)\s*\w+")
 
 
 @_detector("callout_or_note_block")
@@ -889,7 +901,7 @@ def callout_or_note_block(doc: Doc) -> CheckResult:
             found.append(t.line)
         elif t.in_quote and t.line in quote_starts and _CALLOUT_GLYPH.match(t.text):
             found.append(t.line)
-    found += [i + 1 for i, s in enumerate(doc.lines) if re.match(r"^(?:!!!|\?\?\?)\s*\w+", s)]
+    found += [i + 1 for i, s in enumerate(doc.lines) if s.startswith(("!!!", "???")) and _ADMONITION.match(s)]
     return _result(found, "callout blocks")
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from markdown_it import MarkdownIt
+from markdown_it.parser_inline import ParserInline
 from markdown_it.rules_core import StateCore
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.gfm import gfm_plugin
@@ -43,20 +44,68 @@ def _inline_rule(state: StateCore) -> None:
                 tok.meta["plain"] = True
 
 
-def _make_parser(*, skip_plain_inline: bool = True) -> MarkdownIt:
-    md = (
-        MarkdownIt("commonmark")
-        .use(gfm_plugin, front_matter=True)
-        # no "$ x $" and no "$5 and $10": currency is not math
-        .use(dollarmath_plugin, allow_space=False, allow_digits=False, allow_blank_lines=False)
-        .use(texmath_plugin, delimiters="brackets")
-    )
+def _make_parser(*, skip_plain_inline: bool = True, dollars: bool = True, brackets: bool = True,
+                 off: tuple[str, ...] = ()) -> MarkdownIt:
+    """The parser; ``dollars`` / ``brackets`` add the math plugins, ``off`` names rules to
+    disable (see :func:`_parser_for`)."""
+    md = MarkdownIt("commonmark").use(gfm_plugin, front_matter=True)
+    if dollars:  # no "$ x $" and no "$5 and $10": currency is not math
+        md.use(dollarmath_plugin, allow_space=False, allow_digits=False, allow_blank_lines=False)
+    if brackets:
+        md.use(texmath_plugin, delimiters="brackets")
+    if off:
+        md.disable(list(off))
+    if "gfm_autolink_www" in off:  # the plugin's only extra stop character for the text rule
+        md.inline.terminator_re = ParserInline().terminator_re
     if skip_plain_inline:
         md.core.ruler.at("inline", _inline_rule)
     return md
 
 
-_MD = _make_parser()
+_MD = _make_parser()  # the full configuration, for any text
+
+# Rules that cannot match a text failing their test (each test is a necessary condition of
+# the rules' syntax, e.g. a GFM table's header row contains "|"), so a parser without them
+# gives the same tokens for that text and saves their tries at every line or position.
+_SETEXT_UNDERLINE = re.compile(r"\n[ \t>]*(?:=+|-+)[ \t]*$", re.M)  # never on the first line
+_LIST_MARKER = re.compile(r"^[ \t>]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)", re.M)
+_NEEDS: tuple[tuple[Callable[[str], bool], tuple[str, ...]], ...] = (
+    (lambda s: s.startswith("---"), ("front_matter",)),
+    (lambda s: "|" in s, ("table",)),
+    (lambda s: "    " in s or "\t" in s, ("code",)),  # indented code: 4 columns past its container
+    (lambda s: "```" in s or "~~~" in s, ("fence",)),
+    (lambda s: ">" in s, ("blockquote",)),
+    (lambda s: _LIST_MARKER.search(s) is not None, ("list",)),
+    (lambda s: "]:" in s, ("reference",)),
+    (lambda s: "#" in s, ("heading",)),
+    (lambda s: _SETEXT_UNDERLINE.search(s) is not None, ("lheading",)),
+    (lambda s: "<" in s, ("html_block", "html_inline", "autolink")),
+    (lambda s: "[" in s, ("link",)),
+    (lambda s: "![" in s, ("image",)),
+    (lambda s: "`" in s, ("backticks",)),
+    (lambda s: "\\" in s, ("escape",)),
+    (lambda s: "&" in s, ("entity",)),
+    (lambda s: "\\" in s or "&" in s, ("text_join",)),  # joins the escapes' and entities' text
+    (lambda s: "*" in s or "_" in s, ("emphasis",)),
+    (lambda s: "~" in s, ("strikethrough",)),
+    (lambda s: "www." in s, ("gfm_autolink_www",)),
+    (lambda s: "http" in s or "mailto:" in s or "xmpp:" in s, ("gfm_autolink_protocol",)),
+    (lambda s: "@" in s, ("gfm_autolink_email",)),
+    (lambda s: "[^" in s, ("footnote_def", "footnote_ref", "footnote_tail")),  # tail: moves what they found
+)
+
+
+def _parser_for(text: str) -> MarkdownIt:
+    """The cheapest parser that gives ``text`` the same tokens as the full one (:data:`_MD`):
+    math plugins only for texts with their delimiters, and no rule whose syntax is absent."""
+    off = tuple(name for needed, names in _NEEDS if not needed(text) for name in names)
+    return _parser(off, "$" in text, "\\(" in text or "\\[" in text)
+
+
+@lru_cache(maxsize=64)
+def _parser(off: tuple[str, ...], dollars: bool, brackets: bool) -> MarkdownIt:
+    return _make_parser(dollars=dollars, brackets=brackets, off=off)
+
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
@@ -186,7 +235,7 @@ def parse_uncached(text: str | None) -> Doc:
 
 @lru_cache(maxsize=512)
 def _parse(text: str) -> Doc:
-    return _collect(text, _MD.parse(text))
+    return _collect(text, _parser_for(text).parse(text))
 
 
 def _collect(text: str, tokens) -> Doc:

@@ -44,6 +44,50 @@ def test_some_contents_skip_the_inline_parser_and_some_do_not():
     assert [bool(t.meta.get("plain")) for t in tokens] == [True, False]
 
 
+# Every rule the per-text parser may leave out, each in a text that uses it (and in its
+# containers), so a wrong "cannot match" test shows up as different tokens.
+RULE_CASES = [
+    "---\ntitle: x\n---\n\n# Body",
+    "| a | b |\n|---|---|\n| 1 | 2 |",
+    "    indented code\n\n- item\n\n      code in an item\n\n>     code in a quote\n\n\tcode after a tab",
+    "```python\nx = 1\n```\n\n~~~\ntilde fence\n~~~",
+    "> quote\n> - list in quote\n>\n> [!NOTE]\n> alert",
+    "- a\n- b\n\n1) one\n2) two\n\n10. ten\n\n-\n  empty first line\n\n>- tight quote list\n\n* star\n+ plus",
+    "Text with a [ref].\n\n[ref]: http://example.org 'Title'",
+    "# H1\n\n###### H6\n\n- # heading in item",
+    "Setext\n===\n\nSub\n---\n\n> Quoted\n> ===\n\n- Item\n  ---\n\nOne\n=",
+    "<div>\nhtml block\n</div>\n\ninline <b>html</b> and <http://example.org> and <a@b.org>",
+    "a [link](http://x.org) and ![image](x.png) and `code` and \\*escaped\\* and &amp; &copy;",
+    "**bold** and _em_ and ~~strike~~ and ~single~",
+    "www.example.org and https://example.org/x and mailto:a@b.org and xmpp:a@b.org and c@d.org",
+    "Claim.[^1]\n\n[^1]: The note.",
+    "$x^2$ and $$y$$\n\n$$\nz\n$$ (1)",
+    "\\(a\\) and\n\n\\[ b \\]\n\n\\[ c \\] (2)",
+    "***\n\n- - -\n\n___",
+    "plain words only\non two lines",
+]
+
+
+@pytest.mark.parametrize("text", RULE_CASES + TRICKY)
+def test_the_per_text_parser_gives_the_full_parsers_tokens(text):
+    text = markdown.normalise(text)
+    assert markdown._parser_for(text).parse(text) == markdown._MD.parse(text)
+
+
+def test_the_per_text_parser_leaves_out_rules_a_text_cannot_use():
+    full, lean = markdown._MD, markdown._parser_for("plain words only")
+    assert len(lean.get_active_rules()["block"]) < len(full.get_active_rules()["block"])
+    assert len(lean.get_active_rules()["inline"]) < len(full.get_active_rules()["inline"])
+    assert lean.inline.terminator_re.pattern != full.inline.terminator_re.pattern  # no stop at "w"
+    assert markdown._parser_for(RULE_CASES[0]) is not lean
+    assert markdown._parser_for("other plain words") is lean  # one parser per rule set
+
+
+def test_the_full_parser_stops_the_text_rule_only_at_the_default_characters_and_w():
+    extra = set(markdown._MD.inline.terminator_re.pattern) - set(markdown.ParserInline().terminator_re.pattern)
+    assert extra == {"w"}
+
+
 EMOJI_CASES = [
     "Great job 🎉 and 👍🏽 done",
     "Keycaps 1️⃣ 2️⃣ #️⃣ *️⃣ 10️⃣ and plain 1 2 #",
