@@ -5,7 +5,10 @@ no "database is locked" (or any other) error reaches a worker."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import sys
 import time
+import types
+from unittest import mock
 
 from sqlalchemy import text
 
@@ -59,8 +62,11 @@ def _drain(url: str, overlap: float = 0.3) -> None:
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     procs = [ctx.Process(target=_worker, args=(url, plan.plan_id, uid, name, out)) for uid, name in users]
-    for p in procs:
-        p.start()
+    # Spawned children re-run the parent's __main__; after an AppTest in this process that is a
+    # Streamlit page script. Hand them an empty __main__ instead (the worker is importable).
+    with mock.patch.dict(sys.modules, {"__main__": types.ModuleType("__main__")}):
+        for p in procs:
+            p.start()
     # generous: a worker stops claiming at DEADLINE_S but a statement may still wait out the busy timeout
     results = [out.get(timeout=DEADLINE_S + 240) for _ in procs]
     for p in procs:
