@@ -28,6 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.machine import cpu_model as _cpu_model  # noqa: E402
 
 from reform_core.verifiers.features import detect_features, detect_features_many  # noqa: E402
 
@@ -95,15 +96,6 @@ def run(texts: list[str], processes: int) -> tuple[float, float, int]:
     cpu = sum(c1[:4]) - sum(c0[:4])  # user + system, self + reaped workers
     return wall, cpu, sum(r.passed for res in results for r in res.values())
 
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:

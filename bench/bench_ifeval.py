@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.machine import cpu_model  # noqa: E402
 
 from reform_core import ifeval_eval  # noqa: E402
 from reform_core.verifiers import get, registered_ids  # noqa: E402
@@ -32,15 +33,6 @@ def median_seconds(fn) -> float:
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.machine import cpu_model  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from fake_servers import seed_project  # noqa: E402
@@ -33,15 +34,6 @@ from reform_core.services.uow import get_engine  # noqa: E402
 
 DELAY, CONCURRENCY = 0.5, 64
 
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def start_server() -> tuple[subprocess.Popen, str]:

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.machine import cpu_model  # noqa: E402
 
 from reform_core.calibration import calibrate_stratified, stratum_rates  # noqa: E402
 from reform_core.metrics import reform  # noqa: E402
@@ -48,15 +49,6 @@ def peak_mib(fn) -> float:
     tracemalloc.stop()
     return peak / 2**20
 
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def main() -> None:

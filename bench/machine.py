@@ -7,15 +7,19 @@ import os
 import platform
 
 
-def machine_line() -> str:
-    cpu = "unknown CPU"
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (or what platform knows)."""
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or "unknown CPU"
+
+
+def machine_line() -> str:
+    cpu = cpu_model()
     mem = ""
     try:
         kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
