@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from typing import Any, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
@@ -35,3 +36,45 @@ def db_url(value: Optional[str]) -> str:
 
 def stderr_is_tty() -> bool:
     return sys.stderr.isatty()
+
+
+def open_engine(db: Optional[str]):
+    """The engine for the --db option (schema upgraded); a clear error if it cannot be opened."""
+    from reform_core.services.uow import get_engine
+
+    try:
+        return get_engine(db_url(db))
+    except Exception as exc:  # noqa: BLE001 - connection / migration problems
+        fail(f"cannot open database: {exc}")
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, enabled: bool) -> Iterator[Optional[Callable[[int, int], None]]]:
+    """A rich progress bar on stderr (only when stderr is a terminal)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+def run_or_fail(fn: Callable[[], dict]) -> dict:
+    """Run a service call; any error exits non-zero with one redacted line."""
+    from reform_core.config import redact
+
+    try:
+        return fn()
+    except (ValueError, KeyError) as exc:
+        fail(redact(str(exc)))
+    except Exception as exc:  # noqa: BLE001 - provider/network errors: short, redacted
+        fail(redact(f"{type(exc).__name__}: {exc}"))
+    raise AssertionError("unreachable")  # pragma: no cover

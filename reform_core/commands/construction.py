@@ -12,14 +12,10 @@ from typing import Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, db_url, fail, print_json, stderr_is_tty
-from reform_core.commands.judging import _progress, _run
-
-
-def _engine(db: Optional[str]):
-    from reform_core.services.uow import get_engine
-
-    return get_engine(db_url(db))
+from reform_core.commands.common import DbOption, fail, print_json, stderr_is_tty
+from reform_core.commands.common import open_engine as _engine
+from reform_core.commands.common import progress_bar as _progress
+from reform_core.commands.common import run_or_fail as _run
 
 
 def register(app: typer.Typer) -> None:

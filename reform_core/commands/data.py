@@ -7,16 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, db_url, fail, print_json
-
-
-def _engine(db: Optional[str]):
-    from reform_core.services.uow import get_engine
-
-    try:
-        return get_engine(db_url(db))
-    except Exception as exc:  # connection / migration problems
-        fail(f"cannot open database: {exc}")
+from reform_core.commands.common import DbOption, fail, print_json
+from reform_core.commands.common import open_engine as _engine
 
 
 def _progress(enabled: bool):

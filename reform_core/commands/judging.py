@@ -7,43 +7,13 @@ options, so they stay out of shell history); every error message is redacted.
 
 from __future__ import annotations
 
-import contextlib
-from typing import Callable, Iterator, Optional
+from typing import Optional
 
 import typer
 
 from reform_core.commands.common import DbOption, db_url, fail, print_json, stderr_is_tty
-
-
-@contextlib.contextmanager
-def _progress(label: str, enabled: bool) -> Iterator[Optional[Callable[[int, int], None]]]:
-    """A rich progress bar on stderr (only when stderr is a terminal)."""
-    if not enabled:
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
-def _run(fn: Callable[[], dict]) -> dict:
-    from reform_core.config import redact
-
-    try:
-        return fn()
-    except (ValueError, KeyError) as exc:
-        fail(redact(str(exc)))
-    except Exception as exc:  # noqa: BLE001 - provider/network errors: short, redacted
-        fail(redact(f"{type(exc).__name__}: {exc}"))
-    raise AssertionError("unreachable")  # pragma: no cover
+from reform_core.commands.common import progress_bar as _progress
+from reform_core.commands.common import run_or_fail as _run
 
 
 def register(app: typer.Typer) -> None:

@@ -10,17 +10,13 @@ from typing import Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, db_url, fail, print_json
+from reform_core.commands.common import DbOption, fail, open_engine, print_json
 
 
 def _engine_and_principal(db: Optional[str]):
-    from reform_core.services.uow import get_engine
     from reform_core.services.users import cli_principal
 
-    try:
-        engine = get_engine(db_url(db))
-    except Exception as exc:  # connection / migration problems
-        fail(f"cannot open database: {exc}")
+    engine = open_engine(db)
     return engine, cli_principal(engine)
 
 
