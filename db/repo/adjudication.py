@@ -227,49 +227,87 @@ _NOT_DECIDED_BY_USER = (
     "AND d.choice <> 'retracted' AND NOT EXISTS "
     "(SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id))"
 )
+# the task of plan :p on which user :u holds a live lease
+_HELD = ("SELECT t.id, t.lease_until FROM adjudication_task t WHERE t.plan_id = :p AND t.status = 'claimed' "
+         "AND t.claimed_by = :u AND t.lease_until >= :now ORDER BY t.order_key LIMIT 1")
 
 
-def held_task(conn: Connection, *, plan_id: int, user_id: int, now: datetime) -> Optional[int]:
-    """The task of ``plan_id`` on which ``user_id`` holds a live lease, if any."""
-    return conn.execute(_dt(
-        "SELECT t.id FROM adjudication_task t WHERE t.plan_id = :p AND t.status = 'claimed' "
-        "AND t.claimed_by = :u AND t.lease_until >= :now ORDER BY t.order_key LIMIT 1", "now"),
-        {"p": plan_id, "u": user_id, "now": now}).scalar()
+def _free(status: str, guard: str = "TRUE") -> str:
+    """The first task of plan :p in queue order that is ``open`` or (``claimed``) has a lease
+    expired before :now, that user :u has not decided, and for which ``guard`` holds."""
+    expired = " AND t.lease_until < :now" if status == "claimed" else ""
+    return (f"SELECT t.id, t.order_key FROM adjudication_task t WHERE {guard} AND t.plan_id = :p "
+            f"AND t.status = '{status}'{expired} AND {_NOT_DECIDED_BY_USER} ORDER BY t.order_key LIMIT 1")
 
 
-def claim(conn: Connection, *, plan_id: int, user_id: int, now: datetime, lease_until: datetime) -> Optional[int]:
-    """Atomically claim the first free task (open, or claimed with an expired lease) that
-    ``user_id`` has not decided; returns its id or None when nothing is left.
+@contextmanager
+def claim_connection(engine: Engine) -> Iterator[Connection]:
+    """The connection :func:`claim_item` runs on.
 
-    SQLite: one ``UPDATE … WHERE id = (SELECT … LIMIT 1) RETURNING id`` inside the
-    ``BEGIN IMMEDIATE`` transaction. PostgreSQL: ``SELECT … FOR UPDATE SKIP LOCKED`` then
-    ``UPDATE`` in the same transaction, so concurrent claimers skip each other's rows.
+    PostgreSQL: ``AUTOCOMMIT`` — the claim is one statement, hence its own transaction, and
+    needs no ``BEGIN`` / ``COMMIT`` round trips. (No transaction also means the pool's
+    reset-on-return sends no ``ROLLBACK``, which would empty psycopg's prepared-statement
+    cache and re-plan every statement.) SQLite: an ordinary connection; :func:`claim_item`
+    opens and commits its own ``BEGIN IMMEDIATE`` transaction.
+    """
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+        yield conn
+
+
+def claim_item(conn: Connection, *, plan_id: int, user_id: int, now: datetime,
+               lease_until: datetime) -> Optional[dict]:
+    """Claim the task ``user_id`` gets next in ``plan_id`` and return its content (as
+    :func:`item_content`); None when nothing is left. Run on a :func:`claim_connection`.
+
+    The task on which the user already holds a live lease comes back unchanged (a page
+    refresh never loses or doubles work); otherwise the first task in queue order whose
+    lease expired, else the first open one, that the user has not decided, is claimed
+    atomically until ``lease_until``.
+
+    PostgreSQL: one statement — the held lookup, the ``FOR UPDATE SKIP LOCKED`` picks (so
+    concurrent claimers skip each other's rows) and the ``UPDATE`` as CTEs, the item's
+    content selected from their result — hence one round trip and one transaction. SQLite:
+    the held lookup and one ``UPDATE … WHERE id = (SELECT … LIMIT 1) RETURNING id`` inside
+    ``BEGIN IMMEDIATE``, committed here; the content is read after the write lock is released.
     """
     params = {"p": plan_id, "u": user_id, "now": now, "lease": lease_until}
-    free_open = ("SELECT t.id, t.order_key FROM adjudication_task t WHERE t.plan_id = :p AND t.status = 'open' "
-                 f"AND {_NOT_DECIDED_BY_USER} ORDER BY t.order_key LIMIT 1")
-    free_expired = ("SELECT t.id, t.order_key FROM adjudication_task t WHERE t.plan_id = :p AND t.status = 'claimed' "
-                    f"AND t.lease_until < :now AND {_NOT_DECIDED_BY_USER} ORDER BY t.order_key LIMIT 1")
     set_claim = "SET status = 'claimed', claimed_by = :u, lease_until = :lease"
     if conn.dialect.name == "postgresql":
-        for pick in (free_expired, free_open):
-            sql = (f"WITH pick AS ({pick} FOR UPDATE SKIP LOCKED) UPDATE adjudication_task {set_claim} "
-                   "FROM pick WHERE adjudication_task.id = pick.id RETURNING adjudication_task.id")
-            tid = conn.execute(_dt(sql, "now", "lease"), params).scalar()
-            if tid is not None:
-                return int(tid)
-        return None
-    sql = (f"UPDATE adjudication_task {set_claim} WHERE id = (SELECT id FROM ("
-           f"SELECT * FROM ({free_expired}) UNION ALL SELECT * FROM ({free_open})) ORDER BY order_key LIMIT 1) "
-           "RETURNING id")
-    tid = conn.execute(_dt(sql, "now", "lease"), params).scalar()
-    return None if tid is None else int(tid)
+        none_held = "NOT EXISTS (SELECT 1 FROM held)"
+        sql = (f"WITH held AS MATERIALIZED ({_HELD}), "
+               f"expired AS MATERIALIZED ({_free('claimed', none_held)} FOR UPDATE OF t SKIP LOCKED), "
+               f"fresh AS MATERIALIZED ({_free('open', none_held + ' AND NOT EXISTS (SELECT 1 FROM expired)')} "
+               "FOR UPDATE OF t SKIP LOCKED), "
+               f"claimed AS (UPDATE adjudication_task {set_claim} "
+               "WHERE id IN (SELECT id FROM expired UNION ALL SELECT id FROM fresh) RETURNING id, lease_until), "
+               "got AS (SELECT id, lease_until FROM held UNION ALL SELECT id, lease_until FROM claimed) "
+               + _item_select("postgresql"))
+        return _item_rows(conn.execute(_dt(sql, "now", "lease").columns(lease_until=DateTime()), params).all())
+    conn.exec_driver_sql("BEGIN IMMEDIATE")
+    try:
+        tid = conn.execute(_dt(_HELD, "now"), params).scalar()
+        if tid is None:
+            tid = conn.execute(_dt(
+                f"UPDATE adjudication_task {set_claim} WHERE id = (SELECT id FROM ("
+                f"SELECT * FROM ({_free('claimed')}) UNION ALL SELECT * FROM ({_free('open')})) "
+                "ORDER BY order_key LIMIT 1) RETURNING id", "now", "lease"), params).scalar()
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return None if tid is None else item_content(conn, task_id=int(tid))
 
 
 def lock_task(conn: Connection, *, task_id: int) -> Optional[dict]:
-    """The task row (locked ``FOR UPDATE`` on PostgreSQL) with its plan's judges."""
+    """The task row (locked ``FOR UPDATE`` on PostgreSQL) with its plan's judges and their
+    labels on the item (``a_label`` / ``b_label``: newest judgment of each, None when none)."""
+    label = ("(SELECT label FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
+             "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1)")
     sql = ("SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.stratum, t.kind, t.required, t.decided, "
-           "t.status, t.claimed_by, t.lease_until, t.a_left, t.order_key, p.judge_a_id, p.judge_b_id "
+           "t.status, t.claimed_by, t.lease_until, t.a_left, t.order_key, p.judge_a_id, p.judge_b_id, "
+           f"{label.format(j='judge_a_id')} AS a_label, {label.format(j='judge_b_id')} AS b_label "
            "FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id WHERE t.id = :t")
     if conn.dialect.name == "postgresql":
         sql += " FOR UPDATE OF t"
@@ -279,20 +317,21 @@ def lock_task(conn: Connection, *, task_id: int) -> Optional[dict]:
     return dict(r._mapping)
 
 
-def current_decision(conn: Connection, *, task_id: int, user_id: int) -> Optional[dict]:
-    """The user's current (not superseded) row on a task, retractions included."""
+_CURRENT = "NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id)"
+
+
+def decision_state(conn: Connection, *, task_id: int, user_id: int) -> tuple[Optional[dict], int]:
+    """The user's current (not superseded) row on a task, retractions included (``id``,
+    ``choice``; None when none), and the number of distinct users with a current,
+    non-retracted decision on it — one query. Run it after :func:`lock_task` (on PostgreSQL
+    a statement's snapshot is taken when it starts, so it must start once the lock is held)."""
+    mine = ("(SELECT d.{col} FROM adjudication d WHERE d.task_id = :t AND d.user_id = :u "
+            f"AND {_CURRENT} ORDER BY d.id DESC LIMIT 1)")
     r = conn.execute(text(
-        "SELECT d.id, d.choice, d.label FROM adjudication d WHERE d.task_id = :t AND d.user_id = :u "
-        "AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id) "
-        "ORDER BY d.id DESC LIMIT 1"), {"t": task_id, "u": user_id}).first()
-    return None if r is None else dict(r._mapping)
-
-
-def judge_label(conn: Connection, *, judge_id: int, response_id: int, constraint_id: int) -> Optional[int]:
-    v = conn.execute(text(
-        "SELECT label FROM judgment WHERE judge_id = :j AND response_id = :r AND constraint_id = :c "
-        "ORDER BY id DESC LIMIT 1"), {"j": judge_id, "r": response_id, "c": constraint_id}).first()
-    return None if v is None or v[0] is None else int(v[0])
+        f"SELECT {mine.format(col='id')}, {mine.format(col='choice')}, "
+        "(SELECT COUNT(DISTINCT d.user_id) FROM adjudication d WHERE d.task_id = :t AND d.choice <> 'retracted' "
+        f"AND {_CURRENT})"), {"t": task_id, "u": user_id}).one()
+    return (None if r[0] is None else {"id": int(r[0]), "choice": r[1]}), int(r[2])
 
 
 def insert_adjudication(conn: Connection, *, task_id: int, user_id: int, choice: str, label: Optional[int],
@@ -309,8 +348,7 @@ def count_decided(conn: Connection, *, task_id: int) -> int:
     """Distinct users with a current, non-retracted decision on the task."""
     return int(conn.execute(text(
         "SELECT COUNT(DISTINCT d.user_id) FROM adjudication d WHERE d.task_id = :t AND d.choice <> 'retracted' "
-        "AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id)"),
-        {"t": task_id}).scalar_one())
+        f"AND {_CURRENT}"), {"t": task_id}).scalar_one())
 
 
 def update_task(conn: Connection, *, task_id: int, **values) -> None:
@@ -342,47 +380,53 @@ def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = No
     return None if r is None else dict(r._mapping)
 
 
-def item_content(conn: Connection, *, task_id: int) -> dict:
-    """What an annotator sees for one task (two queries): instruction, constraints, response
-    and both judgments (newest of each judge)."""
-    newest = ("(SELECT label, rationale FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
-              "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1)")
-    head = conn.execute(text(
-        "SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, t.lease_until, t.kind, "
-        "i.text AS instruction_text, r.text AS response_text, c.instruction_id, "
-        "ja.label AS a_label, ja.rationale AS a_rationale, jb.label AS b_label, jb.rationale AS b_rationale "
-        "FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id "
-        "JOIN constraint_item c ON c.id = t.constraint_id JOIN instruction i ON i.id = c.instruction_id "
-        "JOIN response r ON r.id = t.response_id "
-        f"LEFT JOIN LATERAL {newest.format(j='judge_a_id')} ja ON TRUE "
-        f"LEFT JOIN LATERAL {newest.format(j='judge_b_id')} jb ON TRUE WHERE t.id = :t"
-        if conn.dialect.name == "postgresql" else
-        "SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, t.lease_until, t.kind, "
-        "i.text AS instruction_text, r.text AS response_text, c.instruction_id, "
-        "(SELECT label FROM judgment WHERE judge_id = p.judge_a_id AND response_id = t.response_id "
-        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS a_label, "
-        "(SELECT rationale FROM judgment WHERE judge_id = p.judge_a_id AND response_id = t.response_id "
-        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS a_rationale, "
-        "(SELECT label FROM judgment WHERE judge_id = p.judge_b_id AND response_id = t.response_id "
-        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS b_label, "
-        "(SELECT rationale FROM judgment WHERE judge_id = p.judge_b_id AND response_id = t.response_id "
-        "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1) AS b_rationale "
-        "FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id "
-        "JOIN constraint_item c ON c.id = t.constraint_id JOIN instruction i ON i.id = c.instruction_id "
-        "JOIN response r ON r.id = t.response_id WHERE t.id = :t"
-    ).columns(lease_until=DateTime()), {"t": task_id}).mappings().first()
-    cons = conn.execute(text(
-        "SELECT c.id, c.position, c.feature, c.mode, c.text, c.acceptance, "
-        "(SELECT MIN(f.name) FROM catalog_feature f WHERE f.key = c.feature) AS feature_name "
-        "FROM constraint_item c WHERE c.instruction_id = :i ORDER BY c.position"),
-        {"i": head["instruction_id"]}).mappings().all()
+_ITEM_HEAD = ["task_id", "plan_id", "response_id", "constraint_id", "a_left", "lease_until", "kind",
+              "instruction_text", "response_text", "a_label", "a_rationale", "b_label", "b_rationale"]
+_ITEM_CONSTRAINT = ["id", "position", "feature", "mode", "text", "acceptance", "feature_name"]
+
+
+def _item_select(dialect: str) -> str:
+    """What an annotator sees for the task named by a CTE ``got (id, lease_until)``: one row
+    per constraint of the instruction, with the task, the instruction, the response and the
+    newest judgment of each judge (columns ``_ITEM_HEAD + _ITEM_CONSTRAINT``)."""
+    newest = ("SELECT {col} FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
+              "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1")
+    if dialect == "postgresql":
+        judgments = ("ja.label, ja.rationale, jb.label, jb.rationale",
+                     f"LEFT JOIN LATERAL ({newest.format(col='label, rationale', j='judge_a_id')}) ja ON TRUE "
+                     f"LEFT JOIN LATERAL ({newest.format(col='label, rationale', j='judge_b_id')}) jb ON TRUE ")
+    else:
+        judgments = (", ".join(f"({newest.format(col=col, j=j)})" for j in ("judge_a_id", "judge_b_id")
+                               for col in ("label", "rationale")), "")
+    return ("SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, g.lease_until, t.kind, i.text, r.text, "
+            f"{judgments[0]}, c.id, c.position, c.feature, c.mode, c.text, c.acceptance, "
+            "(SELECT MIN(f.name) FROM catalog_feature f WHERE f.key = c.feature) "
+            "FROM got g JOIN adjudication_task t ON t.id = g.id JOIN sample_plan p ON p.id = t.plan_id "
+            "JOIN constraint_item ct ON ct.id = t.constraint_id JOIN instruction i ON i.id = ct.instruction_id "
+            "JOIN response r ON r.id = t.response_id "
+            f"{judgments[1]}"
+            "JOIN constraint_item c ON c.instruction_id = ct.instruction_id ORDER BY c.position")
+
+
+def _item_rows(rows) -> Optional[dict]:
+    if not rows:
+        return None
+    head = dict(zip(_ITEM_HEAD, rows[0][:len(_ITEM_HEAD)]))
     return {
-        "task": dict(head),
+        "task": head,
         "instruction_text": head["instruction_text"],
         "response_text": head["response_text"],
-        "constraints": [dict(c) for c in cons],
+        "constraints": [dict(zip(_ITEM_CONSTRAINT, r[len(_ITEM_HEAD):])) for r in rows],
         "judgments": {"A": (head["a_label"], head["a_rationale"]), "B": (head["b_label"], head["b_rationale"])},
     }
+
+
+def item_content(conn: Connection, *, task_id: int) -> Optional[dict]:
+    """What an annotator sees for one task (one query): ``task`` (ids, ``a_left``,
+    ``lease_until``, ``kind``), instruction, constraints, response and both judgments (newest
+    of each judge). None when there is no such task."""
+    sql = "WITH got AS (SELECT id, lease_until FROM adjudication_task WHERE id = :t) " + _item_select(conn.dialect.name)
+    return _item_rows(conn.execute(text(sql).columns(lease_until=DateTime()), {"t": task_id}).all())
 
 
 def user_decisions(conn: Connection, *, plan_id: int, user_id: int) -> pd.DataFrame:

@@ -285,8 +285,8 @@ class Item:
     lease_until: datetime
 
 
-def _item(conn, task_id: int) -> Item:
-    c = repo.item_content(conn, task_id=task_id)
+def _item(c: dict) -> Item:
+    """The blinded :class:`Item` of a task's content (``repo.item_content``)."""
     t = c["task"]
     cons = [{k: v for k, v in x.items() if k != "id"} | {"feature_name": x["feature_name"] or x["feature"]}
             for x in c["constraints"]]
@@ -294,7 +294,7 @@ def _item(conn, task_id: int) -> Item:
     left, right = ("A", "B") if t["a_left"] == "A" else ("B", "A")
     j = {s: Judgement(None if c["judgments"][s][0] is None else int(c["judgments"][s][0]), c["judgments"][s][1] or "")
          for s in ("A", "B")}
-    return Item(task_id=task_id, instruction=c["instruction_text"], constraint=cons[target],
+    return Item(task_id=int(t["task_id"]), instruction=c["instruction_text"], constraint=cons[target],
                 other_constraints=[x for i, x in enumerate(cons) if i != target], response=c["response_text"],
                 judge_a=j[left], judge_b=j[right], lease_until=_naive(t["lease_until"]))
 
@@ -311,15 +311,10 @@ def claim_next(engine: Engine, principal: Principal, plan_id: int, lease_seconds
     if lease_seconds <= 0:
         raise ValueError(f"lease_seconds must be > 0, got {lease_seconds!r}")
     now = _now()
-    with repo.write_tx(engine) as conn:
-        tid = repo.held_task(conn, plan_id=plan_id, user_id=user.user_id, now=now)
-        if tid is None:
-            tid = repo.claim(conn, plan_id=plan_id, user_id=user.user_id, now=now,
-                             lease_until=now + timedelta(seconds=lease_seconds))
-    if tid is None:
-        return None
-    with engine.connect() as conn:
-        return _item(conn, tid)
+    with repo.claim_connection(engine) as conn:  # PostgreSQL: claim + content in one statement
+        content = repo.claim_item(conn, plan_id=plan_id, user_id=user.user_id, now=now,
+                                  lease_until=now + timedelta(seconds=lease_seconds))
+    return None if content is None else _item(content)
 
 
 @dataclass(frozen=True)
@@ -367,7 +362,7 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
         t = repo.lock_task(conn, task_id=task_id)
         if t is None:
             raise ValueError(f"no adjudication task with id {task_id}")
-        mine = repo.current_decision(conn, task_id=task_id, user_id=user.user_id)
+        mine, decided = repo.decision_state(conn, task_id=task_id, user_id=user.user_id)
         if mine is not None and mine["choice"] != repo.RETRACTED:
             raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
         if t["status"] == "done":
@@ -381,14 +376,14 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
         side = _plan_side(choice, t["a_left"])
         label = None
         if side != "neither":
-            judge = t["judge_a_id"] if side == "A" else t["judge_b_id"]
-            label = repo.judge_label(conn, judge_id=judge, response_id=t["response_id"], constraint_id=t["constraint_id"])
+            label = t["a_label"] if side == "A" else t["b_label"]
             if label is None:
                 raise ValueError(f"task {task_id}: the chosen judgment has no label; choose the other one or 'neither'")
+            label = int(label)
         adj_id = repo.insert_adjudication(conn, task_id=task_id, user_id=user.user_id, choice=side, label=label,
                                           note=note, seconds=float(seconds),
                                           supersedes_id=None if mine is None else mine["id"])
-        decided = repo.count_decided(conn, task_id=task_id)
+        decided += 1  # the user had no current decision (checked above, under the task's lock)
         done = decided >= t["required"]
         if done:
             repo.update_task(conn, task_id=task_id, decided=decided, status="done", claimed_by=None, lease_until=None)
