@@ -6,9 +6,7 @@ from typing import Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, db_url, fail, print_json
-
-CLI_USER = "cli"
+from reform_core.commands.common import DbOption, fail, open_engine, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -39,20 +37,15 @@ def register(app: typer.Typer) -> None:
                  name: Optional[str] = typer.Option(None, "--name", help="Plan name (default: 'A vs B #k')."),
                  json_out: bool = typer.Option(False, "--json")):
         """Draw and store a stratified sample plan of the judges' disagreements."""
-        from db.repo.adjudication import ensure_user, write_tx
         from reform_core.services.adjudication import create_plan
-        from reform_core.services.auth import Principal
-        from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal
 
         pair = [j.strip() for j in judges.split(",")]
         if len(pair) != 2 or not all(pair):
             fail(f"--judges {judges!r}: expected two judge names, A,B")
-        try:
-            engine = get_engine(db_url(db))
-        except Exception as exc:  # connection / migration problems
-            fail(f"cannot open database: {exc}")
-        with write_tx(engine) as conn:  # the CLI acts as the local lead
-            lead = Principal(ensure_user(conn, username=CLI_USER, role="lead"), CLI_USER, "lead")
+        engine = open_engine(db)
+        lead = cli_principal(engine)  # the CLI acts as the lead 'cli'
+
         try:
             out = create_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], confidence=confidence, p=p,
                               margin=margin, seed=seed, audit=audit, overlap_fraction=overlap, name=name)
