@@ -2,12 +2,11 @@
 
 import streamlit as st
 
-from pages.components import state
+from pages.components import render
 from pages.components.session import require_page
-from reform_core.services.overview import overview
 
 principal = require_page("view_overview")
-ov = overview(state.engine(), principal)
+ov = render.overview(principal)
 st.title(ov.name)
 if ov.demo:
     st.caption("Demo project: a small, realistic benchmark bundled with ReForm so every page has content.")

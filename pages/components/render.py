@@ -174,3 +174,17 @@ def explore_frame(principal: Principal) -> tuple[pd.DataFrame, pd.Series]:
     """The explorer's instance table (stratified p) and p by iid, cached per data version."""
     require(principal, "explore")
     return _explore_frame(data_version(), principal)
+
+
+@st.cache_data(ttl=60, max_entries=4, show_spinner=False)
+def _overview(version: tuple, _principal: Principal):
+    from reform_core.services.overview import overview as project_overview
+
+    return project_overview(state.engine(), _principal)
+
+
+def overview(principal: Principal):
+    """The project overview (counts, agreement, progress), cached per data version: at paper
+    scale the counts take ~0.5 s, too much for every rerun."""
+    require(principal, "view_overview")
+    return _overview(data_version(), principal)
