@@ -129,7 +129,8 @@ def heatmap(cells: pd.DataFrame, metric: str, *, model_order: list[str], task_or
         text=alt.Text("value:Q", format=".1f"),
         color=alt.condition("datum.value > 60", alt.value("black"), alt.value("white")),
     )
-    return (rect + text).properties(title=metric.upper(), height=max(120, 28 * len(model_order)))
+    # a step height (per model row): a fixed pixel height gets squashed by Streamlit's layout
+    return (rect + text).properties(title=metric.upper(), height=alt.Step(32))
 
 
 # ----------------------------------------------------------------------------- cached analysis reads
