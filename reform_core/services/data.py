@@ -50,10 +50,25 @@ def load_demo(engine: Engine, *, progress: Progress = None) -> dict:
     from reform_core.demo import bundle_dir
 
     import_bundle(engine, bundle_dir(), progress=progress)
+    _demo_queue(engine)
     with engine.begin() as conn:
         repo.set_meta(conn, {DEMO_FLAG: "1"})
         c = repo.status_counts(conn)
     return {k: c[k] for k in ("questions", "instructions", "responses", "judgments")}
+
+
+DEMO_PLAN = "demo queue"
+
+
+def _demo_queue(engine: Engine) -> None:
+    """An open sample plan over the demo's judge disagreements, so the adjudication page has
+    work on first start (the bundle's own decisions live in the imported plan 'demo')."""
+    from reform_core.services import adjudication
+    from reform_core.services.users import local_principal
+
+    lead = local_principal(engine)
+    if DEMO_PLAN not in set(adjudication.list_plans(engine, lead)["name"]):
+        adjudication.create_plan(engine, lead, judge_a="gpt-judge", judge_b="gemini-judge", seed=0, name=DEMO_PLAN)
 
 
 def ensure_demo(engine: Engine) -> bool:
