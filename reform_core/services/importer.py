@@ -22,6 +22,7 @@ from db.models import utcnow
 from db.repo import data as repo
 from db.repo.keys import key_frame
 from reform_core import records as R
+from reform_core.frames import stratum_key
 
 MAX_REPORTED = 200
 Progress = Optional[Callable[[str], None]]
@@ -541,7 +542,8 @@ class _Writer:
             plan_id = int(pid[r["plan"]])
             task = conn.execute(sql("SELECT id FROM adjudication_task WHERE plan_id=:p AND response_id=:r AND constraint_id=:c"), {"p": plan_id, "r": resp_id, "c": con_id}).scalar()
             if task is None:
-                repo.bulk_insert(conn, "adjudication_task", [{"plan_id": plan_id, "response_id": resp_id, "constraint_id": con_id, "stratum": "", "kind": "disagreement", "required": 1, "decided": 0, "status": "done", "order_key": 0.0, "a_left": "A"}])
+                stratum = self._stratum(r["model"], jid[r["judge_a"]], resp_id, con_id)
+                repo.bulk_insert(conn, "adjudication_task", [{"plan_id": plan_id, "response_id": resp_id, "constraint_id": con_id, "stratum": stratum, "kind": "disagreement", "required": 1, "decided": 0, "status": "done", "order_key": 0.0, "a_left": "A"}])
                 task = conn.execute(sql("SELECT id FROM adjudication_task WHERE plan_id=:p AND response_id=:r AND constraint_id=:c"), {"p": plan_id, "r": resp_id, "c": con_id}).scalar()
             user_id = int(uid[r["annotator"]])
             same = conn.execute(sql("SELECT COUNT(*) FROM adjudication WHERE task_id=:t AND user_id=:u AND choice=:ch AND note=:n"), {"t": task, "u": user_id, "ch": r["choice"], "n": r["note"]}).scalar()
@@ -556,6 +558,14 @@ class _Writer:
             conn.execute(sql("UPDATE adjudication_task SET decided = (SELECT COUNT(DISTINCT user_id) FROM adjudication WHERE task_id=:t), status='done' WHERE id=:t"), {"t": task})
             written += 1
         return written
+
+    def _stratum(self, model, ja, resp_id, con_id) -> str:
+        """The SPEC §4 stratum of an imported decision (model × direction × category × mode)."""
+        from sqlalchemy import text as sql
+
+        la = self._chosen_label("A", ja, None, resp_id, con_id)
+        cat, mode = self.conn.execute(sql("SELECT category, mode FROM constraint_item WHERE id=:c"), {"c": con_id}).one()
+        return stratum_key(model, "A1B0" if la == 1 else "A0B1", cat, mode)
 
     def _chosen_label(self, choice, ja, jb, resp_id, con_id):
         from sqlalchemy import text as sql
