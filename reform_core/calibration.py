@@ -26,17 +26,13 @@ import numpy as np
 import pandas as pd
 
 from reform_core.frames import INSTANCE_KEY, STRATUM_COLUMNS
+from reform_core.frames import require_columns as _require
+
 
 DIRECTION_A1B0 = "A1B0"  # judge A pass, judge B fail
 DIRECTION_A0B1 = "A0B1"
 SOURCES = ("agreed", "adjudicated", "stratum", "fallback", "single_judge", "missing")
 RATE_COLUMNS = ["stratum", "model", "direction", "category", "mode", "n_disagreements", "n_reviewed", "pi_hat", "p_used", "provisional"]
-
-
-def _require(df: pd.DataFrame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
 
 
 def _binary(values: pd.Series, name: str, allow_nan: bool) -> np.ndarray:

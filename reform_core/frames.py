@@ -52,3 +52,10 @@ CONDITION_MAIN = "main"
 def stratum_key(model: str, direction: str, category: str, mode: str) -> str:
     """The string id of one adjudication stratum (SPEC §4)."""
     return f"{model}|{direction}|{category}|{mode}"
+
+
+def require_columns(df, columns, what: str) -> None:
+    """ValueError naming the missing columns of ``df`` (``what`` names the frame)."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")

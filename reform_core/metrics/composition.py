@@ -12,15 +12,11 @@ import numpy as np
 import pandas as pd
 
 from reform_core.frames import CONDITION_MAIN
+from reform_core.frames import require_columns as _require
 from reform_core.metrics.reform import KS, build_index, group_sums, rates_from_sums
 
+
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
-
-
-def _require(df: pd.DataFrame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
 
 
 def _pair_key(df: pd.DataFrame, pair_group: str, instruction: str) -> pd.Series:

@@ -16,14 +16,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from reform_core.frames import require_columns as _require
+
+
 COVERED = ("exact", "subtype", "composite")
 MAPPINGS = COVERED + ("uncovered", "not_format")
-
-
-def _require(df: pd.DataFrame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
 
 
 def catalog_coverage(extracted: pd.DataFrame, *, model: str = "model", mapping: str = "mapping", pooled: str = "Pooled") -> pd.DataFrame:

@@ -27,15 +27,11 @@ import numpy as np
 import pandas as pd
 
 from reform_core.frames import CONDITION_MAIN, MODES
+from reform_core.frames import require_columns as _require
+
 
 KS = (1, 2, 3)
 TABLE2_COLUMNS = ["model", "tcpr", "emcr", "r1", "r2", "r3", "n_instructions", "n1", "n2", "n3"]
-
-
-def _require(df: pd.DataFrame, columns, what: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
 
 
 def _starts(sorted_codes: np.ndarray) -> np.ndarray:
