@@ -12,7 +12,8 @@ principal = require_page("run_judges")
 eng = state.engine()
 st.title("Judges")
 
-st.dataframe(judging.judges_summary(eng, principal), hide_index=True)
+summary = st.empty()
+summary.dataframe(judging.judges_summary(eng, principal), hide_index=True)
 
 prompt = judging.prompt_for_display(eng)
 with st.expander(f"Grading prompt (version {prompt['version']})"):
@@ -52,5 +53,7 @@ if go:
         st.error(str(exc))
     else:
         state.clear_data_caches()
-        st.success(f"{out['calls']:,} calls, {out['written']:,} judgments written, {out['errors']:,} errors.")
-        st.json(out)
+        summary.dataframe(judging.judges_summary(eng, principal), hide_index=True)
+        (st.error if out["all_failed"] else st.success)(judging.run_report(out))
+        if out["all_failed"]:
+            st.text(f"First error: {out['first_error']}")

@@ -190,13 +190,29 @@ def insert_baseline_features(session: Session, *, rows: list[dict]) -> int:
 
 
 def judges_summary(session: Session) -> pd.DataFrame:
-    """Every judge with its judgment counts by status, tokens and cost."""
+    """Every judge (in creation order) with its verdict counts and spending.
+
+    ``labels`` / ``abstentions`` / ``errors`` count the *current* judgment of each
+    (response, constraint) pair — the newest row (highest id), the one scoring uses —
+    by status ``ok`` / ``abstain`` / ``error``; ``rows``, ``tokens`` and ``cost_usd`` sum
+    every row the judge ever wrote (all prompt versions).
+    """
     res = session.connection().execute(sa_text(
-        "SELECT j.name, j.provider, j.model, j.prompt_version, "
-        "SUM(CASE WHEN g.status = 'ok' THEN 1 ELSE 0 END) AS ok, "
-        "SUM(CASE WHEN g.status = 'error' THEN 1 ELSE 0 END) AS errors, "
-        "SUM(CASE WHEN g.status = 'abstain' THEN 1 ELSE 0 END) AS abstained, "
-        "COALESCE(SUM(g.input_tokens + g.output_tokens), 0) AS tokens, COALESCE(SUM(g.cost_usd), 0) AS cost_usd "
-        "FROM judge j LEFT JOIN judgment g ON g.judge_id = j.id GROUP BY j.id, j.name, j.provider, j.model, j.prompt_version "
-        "ORDER BY j.id"))
-    return pd.DataFrame(res.all(), columns=list(res.keys()))
+        "SELECT j.id, j.name, j.provider, j.model, j.prompt_version, COUNT(g.judge_id) AS rows, "
+        "COALESCE(SUM(CASE WHEN g.status = 'ok' THEN g.cur ELSE 0 END), 0) AS labels, "
+        "COALESCE(SUM(CASE WHEN g.status = 'abstain' THEN g.cur ELSE 0 END), 0) AS abstentions, "
+        "COALESCE(SUM(CASE WHEN g.status = 'error' THEN g.cur ELSE 0 END), 0) AS errors, "
+        "COALESCE(SUM(g.tokens), 0) AS tokens, COALESCE(SUM(g.cost_usd), 0) AS cost_usd "
+        "FROM judge j LEFT JOIN ("
+        "  SELECT g.judge_id, g.status, g.input_tokens + g.output_tokens AS tokens, g.cost_usd, "
+        # cur = 0 when a newer row of the same pair (another prompt version) supersedes g
+        "  CASE WHEN EXISTS (SELECT 1 FROM judgment n WHERE n.judge_id = g.judge_id "
+        "    AND n.response_id = g.response_id AND n.constraint_id = g.constraint_id AND n.id > g.id) "
+        "  THEN 0 ELSE 1 END AS cur FROM judgment g"
+        ") g ON g.judge_id = j.id "
+        "GROUP BY j.id, j.name, j.provider, j.model, j.prompt_version ORDER BY j.id"))
+    df = pd.DataFrame(res.all(), columns=list(res.keys()))
+    for c in ("rows", "labels", "abstentions", "errors", "tokens"):
+        df[c] = df[c].astype("int64")
+    df["cost_usd"] = df["cost_usd"].astype(float)
+    return df

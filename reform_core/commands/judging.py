@@ -32,9 +32,11 @@ def register(app: typer.Typer) -> None:
         limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most N responses this run."),
         source: Optional[str] = typer.Option(None, "--source", help="replay: the judge whose labels to copy."),
         timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request."),
-        as_json: bool = typer.Option(False, "--json", help="Print {calls, written, errors} as JSON."),
+        as_json: bool = typer.Option(False, "--json",
+                                     help="Print {calls, written, errors, labels, abstentions} as JSON."),
     ) -> None:
-        """Judge every not-yet-judged (response, constraint) pair; resumable."""
+        """Judge every not-yet-judged (response, constraint) pair; resumable. Exits 1 when
+        every call failed (e.g. a base URL without /v1)."""
         from reform_core.services import judging as svc
         from reform_core.services.uow import get_engine
 
@@ -44,10 +46,11 @@ def register(app: typer.Typer) -> None:
                 concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, progress=progress, source=source,
                 timeout=timeout))
         if as_json:
-            print_json({k: out[k] for k in ("calls", "written", "errors")})
+            print_json({k: out[k] for k in ("calls", "written", "errors", "labels", "abstentions")})
         else:
-            typer.echo(f"{out['calls']} calls, {out['written']} judgments written, {out['errors']} errors, "
-                       f"{out['input_tokens']}+{out['output_tokens']} tokens, ${out['cost_usd']:.4f}")
+            typer.echo(svc.run_report(out))
+        if out["all_failed"]:
+            fail(f"all {out['calls']} calls failed; first error: {out['first_error']}")
 
     @app.command("judge-batch")
     def judge_batch(

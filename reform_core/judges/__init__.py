@@ -16,7 +16,7 @@ from reform_core.judges.base import (
     LLMJudge,
     Verdict,
 )
-from reform_core.judges.prompt import PROMPT_VERSION
+from reform_core.judges.constants import PROMPT_VERSION
 
 PROVIDERS = ("openai", "gemini", "rules", "replay")
 LLM_PROVIDERS = ("openai", "gemini")

@@ -19,13 +19,14 @@ from typing import Any, Optional, Protocol, runtime_checkable
 
 from reform_core.judges import prompt as prompt_mod
 from reform_core.judges.cache import MemoryCache, cache_key
+from reform_core.judges.constants import PROMPT_VERSION, TASK_CONSTRAINTS, TASK_PRESENCE
 from reform_core.judges.parsing import ParseError, parse_verdicts
 from reform_core.judges.pricing import cost_usd
 from reform_core.judges.ratelimit import RateLimits
 from reform_core.judges.retry import RetryPolicy, call_with_retry
 
-TASK_CONSTRAINTS = "constraints"  # label 1 = the constraint is satisfied
-TASK_PRESENCE = "presence"  # label 1 = the catalog feature is present (baseline annotation)
+__all__ = ["TASK_CONSTRAINTS", "TASK_PRESENCE", "ConstraintSpec", "JudgeItem", "Verdict", "JudgeResult", "Judge",
+           "Completion", "LLMJudge"]
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class LLMJudge:
 
     @property
     def prompt_version(self) -> str:
-        return prompt_mod.PROMPT_VERSION
+        return PROMPT_VERSION
 
     async def _complete(self, messages: list[dict], schema: dict) -> Completion:
         raise NotImplementedError

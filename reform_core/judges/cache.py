@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Optional
 
-from reform_core.judges.prompt import PROMPT_VERSION, TEMPERATURE
+from reform_core.judges.constants import PROMPT_VERSION, TEMPERATURE
 
 
 def cache_key(provider: str, model: str, messages: list[dict], schema: dict, *,

@@ -6,8 +6,9 @@ model is part of :class:`~reform_core.judges.base.JudgeItem`). It answers with J
 matching :func:`response_schema`: one binary label and a rationale per constraint id.
 Decoding is deterministic (temperature 0, set by the adapters).
 
-Changing any text here changes the judgments' meaning: bump :data:`PROMPT_VERSION`
-(judgments are keyed by prompt version, so a new version is judged afresh).
+Changing any text here changes the judgments' meaning: bump ``PROMPT_VERSION`` in
+:mod:`~reform_core.judges.constants` (judgments are keyed by prompt version, so a new
+version is judged afresh).
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from reform_core.judges.base import JudgeItem
 
-PROMPT_VERSION = "reform-judge-v1"
-TEMPERATURE = 0.0
+from reform_core.judges.constants import PROMPT_VERSION, TASK_PRESENCE, TEMPERATURE  # noqa: F401 (re-exported)
 
 SYSTEM_CONSTRAINTS = """\
 You are a strict, impartial grader of format-following. You receive an instruction given \
@@ -65,8 +65,6 @@ def _feature_block(item: "JudgeItem") -> str:
 
 def build_messages(item: "JudgeItem") -> list[dict]:
     """Chat messages (``role``/``content``) for ``item``: a system and a user message."""
-    from reform_core.judges.base import TASK_PRESENCE
-
     if item.task == TASK_PRESENCE:
         user = (
             f"## Question\n{item.instruction}\n\n## Features\n{_feature_block(item)}\n\n"

@@ -27,6 +27,9 @@ class _Flag(Protocol):
 
 @dataclass
 class RunStats:
+    """What a run did. Every verdict is exactly one of a label (status ok), an
+    abstention or an error: ``verdicts == labels + abstained + errors``."""
+
     items: int = 0  # items judged (calls of judge.judge)
     requests: int = 0  # provider requests (retries, repairs included)
     verdicts: int = 0
@@ -36,6 +39,12 @@ class RunStats:
     output_tokens: int = 0
     cost_usd: float = 0.0
     cancelled: bool = False
+    first_error: str = ""  # the first error message seen (already redacted by the judge)
+
+    @property
+    def labels(self) -> int:
+        """Verdicts that carry a 0/1 label."""
+        return self.verdicts - self.errors - self.abstained
 
     def add(self, r: JudgeResult) -> None:
         self.items += 1
@@ -43,6 +52,8 @@ class RunStats:
         self.verdicts += len(r.verdicts)
         self.errors += sum(v.status == "error" for v in r.verdicts)
         self.abstained += sum(v.status == "abstain" for v in r.verdicts)
+        if not self.first_error:
+            self.first_error = r.error
         self.input_tokens += r.input_tokens
         self.output_tokens += r.output_tokens
         self.cost_usd += r.cost_usd

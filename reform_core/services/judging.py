@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import pandas as pd
@@ -119,12 +120,26 @@ def _make_llm(provider: str, *, model: str, base_url: Optional[str], rpm, tpm, t
     return judge, key
 
 
-def _summary(stats: RunStats, written: int) -> dict:
+def _summary(stats: RunStats, written: int, secrets: list[str]) -> dict:
+    """The run's report. ``written`` counts every judgment row written; each row is exactly
+    one of a label, an abstention or an error (``labels + abstentions + errors``).
+    ``all_failed``: calls were made and every verdict is an error (e.g. a wrong base URL)."""
     return {
-        "calls": stats.items, "written": written, "errors": stats.errors,
-        "requests": stats.requests, "abstained": stats.abstained, "input_tokens": stats.input_tokens,
+        "calls": stats.items, "written": written, "errors": stats.errors, "labels": stats.labels,
+        "abstentions": stats.abstained, "requests": stats.requests, "input_tokens": stats.input_tokens,
         "output_tokens": stats.output_tokens, "cost_usd": round(stats.cost_usd, 6), "cancelled": stats.cancelled,
+        "all_failed": stats.items > 0 and stats.errors == stats.verdicts,
+        "first_error": redact(stats.first_error, secrets)[:500],
     }
+
+
+def run_report(out: dict) -> str:
+    """One line saying what a judge run did, labels, abstentions and errors apart (the
+    CLI's and the Judges page's wording)."""
+    line = (f"{out['calls']:,} calls: {out['labels']:,} labels, {out['abstentions']:,} abstentions, "
+            f"{out['errors']:,} errors ({out['written']:,} judgment rows written), "
+            f"{out['input_tokens']:,}+{out['output_tokens']:,} tokens, ${out['cost_usd']:.4f}")
+    return line + (" (cancelled)" if out.get("cancelled") else "")
 
 
 async def _aclose(judge) -> None:
@@ -156,9 +171,10 @@ def run_judge(
     commit_every: int = 32,
 ) -> dict:
     """Judge every pending (response, constraint) pair; return
-    ``{"calls", "written", "errors", ...}`` (calls = responses judged, one prompt each;
-    written = judgment rows written; errors = rows with status "error"; plus requests,
-    abstained, tokens, cost_usd, cancelled).
+    ``{"calls", "written", "errors", "labels", "abstentions", ...}`` (calls = responses
+    judged, one prompt each; written = judgment rows written, each one a label, an
+    abstention or an error; plus requests, tokens, cost_usd, cancelled, ``all_failed`` and
+    ``first_error``; see :func:`_summary`).
 
     provider: ``openai`` | ``gemini`` (needs ``model`` and a key) | ``rules`` (feature
     verifiers) | ``replay`` (copies the labels of judge ``source``). ``limit`` caps the
@@ -206,7 +222,7 @@ def run_judge(
             await _aclose(judge)
 
     stats = asyncio.run(go())
-    return _summary(stats, written)
+    return _summary(stats, written, secrets)
 
 
 def pending_count(engine: Engine, *, name: str, prompt_version: str = prompt_mod.PROMPT_VERSION) -> dict:
@@ -445,11 +461,58 @@ def annotate_baseline(
     return counts
 
 
+@dataclass(frozen=True)
+class JudgeHealth:
+    """A judge's current verdicts (the newest judgment of each pair, as scoring reads them)."""
+
+    name: str
+    labels: int
+    abstentions: int
+    errors: int
+
+    @property
+    def scoreable(self) -> bool:
+        """Whether the judge has any 0/1 label at all (a judge of only errors or
+        abstentions can never be one side of a scoring pair)."""
+        return self.labels > 0
+
+    @property
+    def state(self) -> str:
+        """``"ok"``, ``"no judgments"``, ``"errors only"`` or ``"no labels"`` (abstentions, maybe errors)."""
+        if self.labels:
+            return "ok"
+        if not (self.abstentions or self.errors):
+            return "no judgments"
+        return "errors only" if not self.abstentions else "no labels"
+
+
+def _health(df: pd.DataFrame) -> list[JudgeHealth]:
+    return [JudgeHealth(r.name, int(r.labels), int(r.abstentions), int(r.errors)) for r in df.itertuples(index=False)]
+
+
+def judge_health(engine: Engine) -> dict[str, JudgeHealth]:
+    """Per judge name (creation order): its counts of labels, abstentions and errors."""
+    with unit_of_work(engine) as s:
+        df = repo.judges_summary(s)
+    return {h.name: h for h in _health(df)}
+
+
+SUMMARY_COLUMNS = ["judge", "provider", "model", "prompt version", "labels", "abstentions", "errors", "state",
+                   "tokens", "cost (USD)"]
+
+
 def judges_summary(engine: Engine, principal=None) -> pd.DataFrame:
-    """Judges with counts of ok / error / abstained judgments, tokens and cost."""
+    """One display row per judge: :data:`SUMMARY_COLUMNS` (counts as in :func:`judge_health`,
+    ``state`` in words, tokens and cost over every row the judge wrote)."""
     if principal is not None:
         from reform_core.services.auth import require
 
         require(principal, "run_judges")
     with unit_of_work(engine) as s:
-        return repo.judges_summary(s)
+        df = repo.judges_summary(s)
+    out = pd.DataFrame({
+        "judge": df["name"], "provider": df["provider"], "model": df["model"], "prompt version": df["prompt_version"],
+        "labels": df["labels"], "abstentions": df["abstentions"], "errors": df["errors"],
+        "state": [h.state for h in _health(df)], "tokens": df["tokens"], "cost (USD)": df["cost_usd"].round(4),
+    })
+    return out[SUMMARY_COLUMNS]

@@ -108,7 +108,7 @@ def test_api_key_never_leaks(db, server, caplog, capsys, monkeypatch, provider):
     res = CliRunner().invoke(app, ["judge", "--db", url, "--provider", provider, "--model", "m",
                                    "--name", "leaky", "--base-url", base, "--concurrency", "1", "--json"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output) == {"calls": 4, "written": 12, "errors": 6}
+    assert json.loads(res.output) == {"calls": 4, "written": 12, "errors": 6, "labels": 6, "abstentions": 0}
     header = "authorization" if provider == "openai" else "x-goog-api-key"
     seen_keys = {v for c in server.calls for k, v in c["headers"].items() if k.lower() == header}
     assert seen_keys == {f"Bearer {canary}" if provider == "openai" else canary}  # the key was really used...
@@ -129,7 +129,8 @@ def test_cli_judge_rules_and_errors(db):
     judging_commands.register(app)
     runner = CliRunner()
     res = runner.invoke(app, ["judge", "--db", url, "--provider", "rules", "--json"])
-    assert res.exit_code == 0 and json.loads(res.output) == {"calls": 2, "written": 6, "errors": 0}
+    assert res.exit_code == 0
+    assert json.loads(res.output) == {"calls": 2, "written": 6, "errors": 0, "labels": 0, "abstentions": 6}
     res = runner.invoke(app, ["judge", "--db", url, "--provider", "openai", "--json"])
     assert res.exit_code != 0 and "model" in res.output
     res = runner.invoke(app, ["judge-batch", "explode", "--db", url])
