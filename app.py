@@ -2,35 +2,64 @@
 
 Run with ``streamlit run app.py``. The database comes from ``REFORM_DATABASE_URL``
 (default: a SQLite file under ./data); an empty database gets the demo project.
+
+Every page is registered with ``st.navigation`` for everybody, so a typed or shared address
+always resolves: a visitor who is not signed in gets the sign-in form in its place (the
+address and its query parameters are kept for after sign-in), a role that may not open a
+page gets "not permitted", and the menu lists only the pages the role may open.
 """
 
 import streamlit as st
 
-from pages.components import session, state
+from pages.components import session, signin, state
 from pages.components.nav import PAGES
+from pages.components.render import md
 
 st.set_page_config(page_title="ReForm", page_icon="✅", layout="wide")
 
 state.engine()  # open / migrate / seed once per process
 principal = session.current_principal()
 
-if principal is None:
-    pg = st.navigation([st.Page("pages/signin.py", title="Sign in", icon="🔑")])
+sections: dict[str, list] = {}
+by_page = {}
+hidden = []
+for spec in PAGES:
+    allowed = principal is not None and principal.can(spec.action)
+    page = st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.path == PAGES[0].path,
+                   visibility="visible" if allowed else "hidden")
+    by_page[page.url_path] = spec
+    if allowed:
+        sections.setdefault(spec.section, []).append(page)
+    else:
+        hidden.append(page)
+if sections:
+    next(iter(sections.values())).extend(hidden)  # registered (addresses resolve) but not listed
 else:
-    sections: dict[str, list] = {}
-    for spec in PAGES:
-        if principal.can(spec.action):
-            sections.setdefault(spec.section, []).append(
-                st.Page(spec.path, title=spec.title, icon=spec.icon, default=not sections)
-            )
-    with st.sidebar:
-        if session.local_mode():
-            st.caption("Local single-user mode: you act as the lead **local**. "
-                       "Set `REFORM_AUTH_MODE=password` for accounts and roles.")
-        else:
-            st.caption(f"Signed in as **{principal.username}** ({principal.role})")
-            if st.button("Sign out"):
-                session.sign_out()
-                st.rerun()
-    pg = st.navigation(sections, expanded=True)
+    sections = {"": hidden}
+pg = st.navigation(sections, position="sidebar" if principal else "hidden", expanded=True)
+
+if principal is None:
+    if session.local_mode():
+        st.error("ReForm runs in local single-user mode, which serves only a browser on the machine it runs on. "
+                 "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see the README, "
+                 "\"Running for a team\".")
+    else:
+        signin.render()
+    st.stop()
+
+with st.sidebar:
+    if session.local_mode():
+        st.caption("Local single-user mode: you act as the lead **local**. "
+                   "Set `REFORM_AUTH_MODE=password` for accounts and roles.")
+    else:
+        st.caption(f"Signed in as {md(principal.username)} ({principal.role})")
+        if st.button("Sign out"):
+            session.sign_out()
+            st.rerun()
+
+spec = by_page[pg.url_path]
+if not principal.can(spec.action):
+    st.title(spec.title)
+    st.error(f"Not permitted: your role ({principal.role}) may not open this page.")
+    st.stop()
 pg.run()

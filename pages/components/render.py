@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Optional
 
 import altair as alt
@@ -49,6 +50,21 @@ def _image(self, tokens, idx, options, env):
 _md.add_render_rule("link_open", _link_open)
 _md.add_render_rule("link_close", _link_close)
 _md.add_render_rule("image", _image)
+
+
+_MD_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+
+
+def md(value) -> str:
+    """``value`` as Markdown that shows exactly its text, on one line: for untrusted names and
+    keys inside Markdown-interpreted strings (titles, captions, alerts, labels, options).
+
+    Every ASCII punctuation character is backslash-escaped (CommonMark allows that for all of
+    them), so no link, image, HTML tag, emphasis, directive (``:red[…]``, ``:material/…:``),
+    LaTeX or autolinked URL (``http://``, ``www.``) can form; line breaks become spaces.
+    """
+    text = "" if value is None else str(value)
+    return _MD_PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
 
 
 def safe_markdown_html(text: Optional[str]) -> str:

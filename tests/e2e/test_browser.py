@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.harness import require_chromium
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +37,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} missing (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api")
+    require_chromium()  # skips locally, fails in CI
     from reform_core.services.data import ensure_demo
     from reform_core.services.uow import dispose_engines, get_engine
     from reform_core.services.users import create_user

@@ -113,14 +113,21 @@ def _sign_in(at: AppTest, username: str, password: str) -> None:
 
 
 def test_unsigned_session_sees_only_sign_in(password_app):
+    """Any page's address shows the sign-in form in its place and nothing of the page (issue 15
+    items 7 and 13: the address resolves, so a shared link survives sign-in)."""
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.exception
     assert [t.value for t in at.title] == ["Sign in to ReForm"]
-    with pytest.raises(ValueError, match="Known pages"):  # only the sign-in page is registered
-        at.switch_page("pages/scores.py")
+    for spec in PAGES:
+        at.switch_page(spec.path).run()
+        assert not at.exception, (spec.path, at.exception)
+        assert [t.value for t in at.title] == ["Sign in to ReForm"], spec.path
+        assert not at.dataframe and not at.metric and not at.get("vega_lite_chart"), spec.path
 
 
 def test_annotator_cannot_open_scores(password_app, demo):
+    """Issue 15 item 13: a page the role may not open says "not permitted" (it used to say the
+    page "does not seem to exist") and shows nothing of the page."""
     engine, _ = demo
     try:
         create_user(engine, None, username="ann-app", password="annotator-pw-1", role="annotator")
@@ -130,11 +137,10 @@ def test_annotator_cannot_open_scores(password_app, demo):
     _sign_in(at, "ann-app", "annotator-pw-1")
     assert not at.exception, at.exception
     assert at.session_state["reform_principal"].role == "annotator"
-    at.switch_page("pages/overview.py").run()  # AppTest keeps the sign-in script selected after the rerun
     assert at.metric, "the annotator's overview renders"
     at.switch_page("pages/scores.py").run()
-    assert any("may not view scores" in e.value for e in at.error), "the page itself stops with an error"
-    assert not at.dataframe and not at.title and not at.get("vega_lite_chart")
+    assert any("Not permitted" in e.value for e in at.error), [e.value for e in at.error]
+    assert not at.dataframe and not at.get("vega_lite_chart")
 
 
 @pytest.mark.parametrize("path, action", [("pages/export.py", "export"), ("pages/users.py", "manage users")])
