@@ -268,13 +268,15 @@ class WordingRating(SQLModel, table=True):
 
 
 class WiseGeneration(SQLModel, table=True):
-    """A model output for a WISE wording item (seed 002)."""
+    """A model output for a WISE wording item (seed 002); ``study`` names its WISE study
+    (``wise_study.name``; empty for generations imported without one)."""
 
     __tablename__ = "wise_generation"
     __table_args__ = (
-        UniqueConstraint("item", "model", "form", "target", "repetition", name="uq_wise_gen"),
+        UniqueConstraint("study", "item", "model", "form", "target", "repetition", name="uq_wise_gen"),
     )
     id: Optional[int] = Field(default=None, primary_key=True)
+    study: str = Field(default="", max_length=200, sa_column_kwargs={"server_default": ""})
     item: str = Field(max_length=200)
     model: str = Field(max_length=200)
     provider: str = Field(default="", max_length=100)
@@ -282,10 +284,88 @@ class WiseGeneration(SQLModel, table=True):
     target: str = Field(max_length=200)
     repetition: int = 0
     output: str = _text()
+    meta: dict = _json()  # how it was collected: provider, endpoint model, settings, finish reason, tokens
+
+
+class WiseStudy(SQLModel, table=True):
+    """A WISE wording-robustness study (seed 002): its forms, reference form and manifest."""
+
+    __tablename__ = "wise_study"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True)
+    params: dict = _json()  # {"reference", "forms": [{form, template, checker}], "manifest": {...}}
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class MosaicStudy(SQLModel, table=True):
+    """A MOSAIC constraint-list study (seed 003): prompts imported from ``mosaic-generate``."""
+
+    __tablename__ = "mosaic_study"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=200, unique=True)
+    params: dict = _json()
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class MosaicPrompt(SQLModel, table=True):
+    __tablename__ = "mosaic_prompt"
+    __table_args__ = (UniqueConstraint("study_id", "key", name="uq_mosaic_prompt"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="mosaic_study.id", index=True)
+    key: str = Field(max_length=200)
+    task: str = Field(default="", max_length=200)
+    product: str = Field(default="", max_length=200)
+    system_prompt: str = _text()
+    user_prompt: str = _text()
+
+
+class MosaicConstraint(SQLModel, table=True):
+    """One constraint of a prompt's list at its 1-based position, with its checker."""
+
+    __tablename__ = "mosaic_constraint"
+    __table_args__ = (UniqueConstraint("prompt_id", "position", name="uq_mosaic_constraint"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    prompt_id: int = Field(foreign_key="mosaic_prompt.id", index=True)
+    position: int
+    key: str = Field(max_length=100)
+    category: str = Field(default="", max_length=100)
+    text: str = _text()
+    verifier: str = Field(max_length=100)  # a mosaic:* verifier id, or "judge"
+    params: dict = _json()
+    rubric: str = _text()
+
+
+class MosaicOutput(SQLModel, table=True):
+    """A model's output for a MOSAIC prompt (collected or imported)."""
+
+    __tablename__ = "mosaic_output"
+    __table_args__ = (UniqueConstraint("prompt_id", "model", name="uq_mosaic_output"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    prompt_id: int = Field(foreign_key="mosaic_prompt.id", index=True)
+    model: str = Field(max_length=200)
+    output: str = _text()
+    meta: dict = _json()
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class MosaicCheck(SQLModel, table=True):
+    """The score in [0, 1] of one (output, constraint): a deterministic check or an LLM judge."""
+
+    __tablename__ = "mosaic_check"
+    __table_args__ = (UniqueConstraint("output_id", "constraint_id", name="uq_mosaic_check"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    output_id: int = Field(foreign_key="mosaic_output.id", index=True)
+    constraint_id: int = Field(foreign_key="mosaic_constraint.id", index=True)
+    checker: str = Field(max_length=300)  # mosaic:<check> or judge:<model>
+    score: float
+    followed: bool
+    evidence: str = _text()
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 ALL_TABLES = [m.__table__ for m in (  # type: ignore[attr-defined]
     ProjectMeta, CatalogFeature, Question, Instruction, Constraint, EvalModel, Response,
     BaselineFeature, Judge, Judgment, User, SamplePlan, AdjudicationTask, Adjudication,
-    WordingStudy, WordingForm, WordingItem, WordingRating, WiseGeneration,
+    WordingStudy, WordingForm, WordingItem, WordingRating, WiseGeneration, WiseStudy,
+    MosaicStudy, MosaicPrompt, MosaicConstraint, MosaicOutput, MosaicCheck,
 )]

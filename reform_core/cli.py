@@ -15,6 +15,7 @@ from reform_core.commands import (
     judging,
     ops,
     scoring,
+    studies,
     verify,
     wording,
 )
@@ -26,7 +27,7 @@ app = typer.Typer(
     help="ReForm: calibrated format-following scores from two LLM judges and human adjudication.",
 )
 
-for _area in (data, scoring, judging, adjudication, verify, wording, ops, construction):
+for _area in (data, scoring, judging, adjudication, verify, wording, ops, construction, studies):
     _area.register(app)
 
 

@@ -7,6 +7,8 @@ the newest row (highest id) of that pair.
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Connection
@@ -15,7 +17,7 @@ from db.models import utcnow
 from db.repo.data import bulk_insert, table
 
 RATING_FIELDS = ("requires_exact", "clarity", "naturalness", "ambiguity", "complexity")
-GENERATION_KEY = ("item", "model", "form", "target", "repetition")
+GENERATION_KEY = ("study", "item", "model", "form", "target", "repetition")
 GENERATION_COLUMNS = (*GENERATION_KEY, "provider", "output")
 
 
@@ -133,27 +135,77 @@ def rating_history(conn: Connection, *, item_id: int, user_id: int) -> pd.DataFr
     return pd.DataFrame(rows, columns=cols)
 
 
-def generations(conn: Connection, *, forms: list[str] | None = None) -> pd.DataFrame:
-    """Stored WISE generations (``id`` + :data:`GENERATION_COLUMNS`), optionally of some forms only."""
+def generations(conn: Connection, *, forms: list[str] | None = None, study: str | None = None,
+                with_meta: bool = False) -> pd.DataFrame:
+    """Stored WISE generations (``id`` + :data:`GENERATION_COLUMNS` [+ ``meta``]), optionally of
+    some forms and of one study only (``study=""``: those imported without a study)."""
     g = table("wise_generation")
-    q = select(g.c.id, *[g.c[c] for c in GENERATION_COLUMNS]).order_by(g.c.id)
+    cols = [*GENERATION_COLUMNS, *(["meta"] if with_meta else [])]
+    q = select(g.c.id, *[g.c[c] for c in cols]).order_by(g.c.id)
     if forms is not None:
         q = q.where(g.c.form.in_(list(forms)))
-    return pd.DataFrame(conn.execute(q).all(), columns=["id", *GENERATION_COLUMNS])
+    if study is not None:
+        q = q.where(g.c.study == study)
+    df = pd.DataFrame(conn.execute(q).all(), columns=["id", *cols])
+    if with_meta:
+        df["meta"] = [json.loads(v) if isinstance(v, str) else v for v in df["meta"]]
+    return df
 
 
-def generation_outputs(conn: Connection, *, items: list[str]) -> dict[tuple, tuple[str, str]]:
-    """``{(item, model, form, target, repetition): (provider, output)}`` of the stored rows for ``items``."""
+def generation_outputs(conn: Connection, *, items: list[str], study: str = "") -> dict[tuple, tuple[str, str]]:
+    """``{(study, item, model, form, target, repetition): (provider, output)}`` of the stored rows
+    of ``study`` for ``items``."""
     g = table("wise_generation")
     out: dict[tuple, str] = {}
     items = sorted(set(items))
     for k in range(0, len(items), 500):
         rows = conn.execute(select(*[g.c[c] for c in GENERATION_KEY], g.c.provider, g.c.output)
-                            .where(g.c.item.in_(items[k:k + 500])))
+                            .where(g.c.study == study, g.c.item.in_(items[k:k + 500])))
         for *key, provider, output in rows:
             out[tuple(key)] = (provider, output)
     return out
 
 
+def generation_keys(conn: Connection, *, study: str, model: str) -> set[tuple]:
+    """``(item, form, target, repetition)`` of the stored generations of ``model`` in ``study``."""
+    g = table("wise_generation")
+    rows = conn.execute(select(g.c.item, g.c.form, g.c.target, g.c.repetition)
+                        .where(g.c.study == study, g.c.model == model))
+    return {tuple(r) for r in rows}
+
+
 def insert_generations(conn: Connection, *, rows: list[dict]) -> None:
     bulk_insert(conn, "wise_generation", rows)
+
+
+def get_wise_study(conn: Connection, *, name: str) -> dict | None:
+    """One WISE study (``id, name, params, created_at``), or None."""
+    t = table("wise_study")
+    row = conn.execute(select(t).where(t.c.name == name)).mappings().first()
+    if row is None:
+        return None
+    out = dict(row)
+    if isinstance(out["params"], str):
+        out["params"] = json.loads(out["params"])
+    return out
+
+
+def insert_wise_study(conn: Connection, *, name: str, params: dict) -> int:
+    t = table("wise_study")
+    return int(conn.execute(t.insert().values(name=name, params=params, created_at=utcnow())).inserted_primary_key[0])
+
+
+def update_wise_study(conn: Connection, *, name: str, params: dict) -> None:
+    t = table("wise_study")
+    conn.execute(t.update().where(t.c.name == name).values(params=params))
+
+
+def list_wise_studies(conn: Connection) -> pd.DataFrame:
+    """Every WISE study with counts: ``id, name, params, models, outputs``."""
+    s, g = table("wise_study"), table("wise_generation")
+    n_out = select(func.count()).select_from(g).where(g.c.study == s.c.name).scalar_subquery()
+    n_models = select(func.count(func.distinct(g.c.model))).where(g.c.study == s.c.name).scalar_subquery()
+    rows = conn.execute(select(s.c.id, s.c.name, s.c.params, n_models, n_out).order_by(s.c.id)).all()
+    df = pd.DataFrame(rows, columns=["id", "name", "params", "models", "outputs"])
+    df["params"] = [json.loads(v) if isinstance(v, str) else v for v in df["params"]]
+    return df

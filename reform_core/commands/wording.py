@@ -42,24 +42,27 @@ def register(app: typer.Typer) -> None:
                                                 help="Question shown with each item; must contain {target}."),
                    checker: str = typer.Option("wise:exact_words", "--checker", help="Checker of the matching WISE generations."),
                    reference: str = typer.Option("POS", "--reference", help="Reference form for Δ and gaps."),
+                   wise_study: Optional[str] = typer.Option(None, "--wise-study", help="Link to a WISE study: compare "
+                                                            "with its generations; without --forms, rate its forms."),
                    json_out: bool = typer.Option(False, "--json")):
         """Create a wording study: items = forms × targets, or imported items."""
         from reform_core.services.wording import ImportFailed, create_study, import_study_items, read_records
 
-        if (items is None) == (forms is None):
-            fail("give either --forms with --targets, or --items")
+        if items is not None and forms is not None or items is None and forms is None and not wise_study:
+            fail("give either --forms with --targets, or --items (or --wise-study with --targets)")
         engine, principal = _engine_and_principal(db)
         try:
             if items is not None:
                 out = import_study_items(engine, principal, name=name, data=_read(items), filename=str(items),
-                                         question=question, checker=checker, reference=reference)
+                                         question=question, checker=checker, reference=reference,
+                                         wise_study=wise_study)
             else:
                 if not targets:
                     fail("--targets: give the target values, e.g. --targets 5,8,10,12")
-                rows = [rec for _, rec in read_records(_read(forms), str(forms))]
+                rows = [rec for _, rec in read_records(_read(forms), str(forms))] if forms is not None else None
                 out = create_study(engine, principal, name=name, forms=rows,
                                    targets=[t.strip() for t in targets.split(",")],
-                                   question=question, checker=checker, reference=reference)
+                                   question=question, checker=checker, reference=reference, wise_study=wise_study)
         except (ImportFailed, ValueError) as exc:
             fail(str(exc))
         print_json(out) if json_out else typer.echo(
@@ -68,14 +71,15 @@ def register(app: typer.Typer) -> None:
     @app.command("wording-import-generations")
     def import_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: item, model, provider, form, target, repetition, output [, checker]."),
                    db: Optional[str] = DbOption,
+                   study: str = typer.Option("", "--study", help="WISE study to import into (created if new)."),
                    json_out: bool = typer.Option(False, "--json")):
         """Import WISE generations; nothing is written unless every row is valid; re-imports are idempotent."""
         from reform_core.services.wording import ImportFailed, import_generations
 
         engine, principal = _engine_and_principal(db)
         try:
-            out = import_generations(engine, principal, data=_read(file), filename=str(file))
-        except ImportFailed as exc:
+            out = import_generations(engine, principal, data=_read(file), filename=str(file), study=study)
+        except (ImportFailed, ValueError) as exc:
             fail(str(exc))
         print_json(out) if json_out else typer.echo(
             f"{out['rows']} rows: {out['written']} written, {out['existing']} already stored")

@@ -210,3 +210,124 @@ def constraint_correlations(
                 {**dict(zip(by, key)), "constraint_i": ci, "constraint_j": cj, "n": len(both), "r": r, "p_value": p}
             )
     return _finish(rows, by, ["constraint_i", "constraint_j", "n", "r", "p_value"])
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def _intervals(reps: np.ndarray, level: float, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column (``agreement.percentile_interval``; NaN where undefined)."""
+    from reform_core.agreement import percentile_interval
+
+    lo, hi = np.full(reps.shape[1], np.nan), np.full(reps.shape[1], np.nan)
+    for j in range(reps.shape[1]):
+        try:
+            lo[j], hi[j] = percentile_interval(reps[:, j], level=level, what=what)
+        except ValueError:
+            pass
+    return lo, hi
+
+
+def study_metrics(
+    df: pd.DataFrame,
+    *,
+    prompt: str = "prompt",
+    constraint: str = "constraint",
+    position: str = "position",
+    score: str = "score",
+    by: str | Sequence[str] | None = None,
+    n_boot: int = 0,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> dict[str, pd.DataFrame]:
+    """PA, SCC, PosCC and PCC with percentile bootstrap intervals over prompts.
+
+    The point values are those of :func:`prompt_accuracy` (mean PA_r), :func:`scc`,
+    :func:`poscc` and :func:`pcc` (seed 003 §3.2; SPEC §6), written as weighted ratios
+    ``Σ_r w_r·followed / Σ_r w_r·present`` with unit weights. A replicate draws the study's
+    prompts with replacement (multinomial counts ``w``, :func:`reform_core.agreement.item_bootstrap_weights`);
+    one draw serves every group of ``by`` (e.g. every model), so the groups stay matched.
+
+    Rows are checked (response, constraint) pairs; a response is one prompt within a group.
+    A constraint without a row (not checked) is left out: PA_r is the share followed among
+    the checked constraints of r, PosCC_p is taken over the responses with a checked
+    constraint at position p (with complete checks: the responses with at least p
+    constraints, as in the paper). ``all_followed`` is the share of responses following
+    every checked constraint (prompt-level accuracy in Kovalevskyi's strict sense).
+
+    Returns ``{"pa": [*by, n, pa, all_followed, pa_low, pa_high, all_followed_low,
+    all_followed_high], "scc": [*by, constraint, n, scc, ci_low, ci_high], "poscc": [*by,
+    position, n, poscc, ci_low, ci_high], "pcc": [*by, constraint_i, constraint_j, n, pcc,
+    ci_low, ci_high]}`` (shares in [0, 1]; intervals NaN when ``n_boot`` is 0 or the
+    statistic is undefined in too many replicates).
+    """
+    by = _by_list(by)
+    cols = {"response": prompt, "constraint": constraint, "position": position, "score": score}
+    frame = _prepare(df, cols, by)
+    pos = pd.to_numeric(frame[position], errors="coerce")
+    if pos.isna().any() or (pos != pos.round()).any() or (pos < 1).any():
+        raise ValueError(f"column {position!r}: positions must be integers >= 1")
+    frame[position] = pos.astype(int)
+    dup = frame.duplicated(by + [prompt, position])
+    if dup.any():
+        row = frame.loc[dup, by + [prompt, position]].iloc[0].tolist()
+        raise ValueError(f"columns {by + [prompt, position]}: position {row} occurs more than once")
+    if n_boot and not isinstance(rng, np.random.Generator):
+        raise ValueError("study_metrics: intervals need rng=numpy.random.default_rng(seed)")
+    if not 0 < level < 1:
+        raise ValueError(f"level: must lie in (0, 1), got {level!r}")
+    prompts = pd.Index(sorted(frame[prompt].unique()))
+    weights = None
+    if n_boot:
+        from reform_core.agreement import item_bootstrap_weights
+
+        weights = item_bootstrap_weights(len(prompts), int(n_boot), rng).astype(float)
+    out: dict[str, list[dict]] = {"pa": [], "scc": [], "poscc": [], "pcc": []}
+    for key, part in _groups(frame, by):
+        tag = dict(zip(by, key))
+        y = part.pivot(index=prompt, columns=constraint, values="_y")
+        p = part.pivot(index=prompt, columns=position, values="_y").reindex(index=y.index)
+        rows = prompts.get_indexer(y.index)
+        w = np.vstack([np.ones(len(rows)), weights[:, rows]]) if weights is not None else np.ones((1, len(rows)))
+        present = y.notna().to_numpy(float)
+        followed = y.fillna(0).to_numpy(float)
+        n_checked = present.sum(axis=1)
+        pa_r = followed.sum(axis=1) / n_checked
+        all_r = (followed.sum(axis=1) == n_checked).astype(float)
+        stats_ = {"pa": _ratio(w @ pa_r, w.sum(axis=1)), "all_followed": _ratio(w @ all_r, w.sum(axis=1))}
+        row = {**tag, "n": len(rows), "pa": stats_["pa"][0], "all_followed": stats_["all_followed"][0]}
+        for name, values in stats_.items():
+            lo, hi = _intervals(values[1:, None], level, name) if weights is not None else ([np.nan], [np.nan])
+            row[f"{name}_low"], row[f"{name}_high"] = lo[0], hi[0]
+        out["pa"].append(row)
+        for what, table, label in (("scc", y, constraint), ("poscc", p, position)):
+            pres = table.notna().to_numpy(float)
+            est = _ratio(w @ table.fillna(0).to_numpy(float), w @ pres)
+            lo, hi = _intervals(est[1:], level, what) if weights is not None else (
+                np.full(est.shape[1], np.nan), np.full(est.shape[1], np.nan))
+            for j, c in enumerate(table.columns):
+                out[what].append({**tag, label: c, "n": int(pres[:, j].sum()), what: est[0, j],
+                                  "ci_low": lo[j], "ci_high": hi[j]})
+        pairs = [(i, j) for i, j in combinations(range(y.shape[1]), 2) if (present[:, i] * present[:, j]).any()]
+        if pairs:
+            a, b = np.array(pairs).T
+            both = present[:, a] * present[:, b]
+            est = _ratio(w @ (followed[:, a] * followed[:, b]), w @ both)
+            lo, hi = _intervals(est[1:], level, "pcc") if weights is not None else (
+                np.full(len(pairs), np.nan), np.full(len(pairs), np.nan))
+            names = list(y.columns)
+            for k, (i, j) in enumerate(pairs):
+                out["pcc"].append({**tag, "constraint_i": names[i], "constraint_j": names[j],
+                                   "n": int(both[:, k].sum()), "pcc": est[0, k], "ci_low": lo[k], "ci_high": hi[k]})
+    columns = {
+        "pa": ["n", "pa", "all_followed", "pa_low", "pa_high", "all_followed_low", "all_followed_high"],
+        "scc": [constraint, "n", "scc", "ci_low", "ci_high"],
+        "poscc": [position, "n", "poscc", "ci_low", "ci_high"],
+        "pcc": ["constraint_i", "constraint_j", "n", "pcc", "ci_low", "ci_high"],
+    }
+    return {k: _finish(out[k], by, columns[k]) for k in columns}

@@ -103,24 +103,14 @@ def run_prompts(items: list[GenItem], *, provider: str, model: str, api_key: Opt
                 progress: Optional[Progress] = None) -> list[GenResult]:
     """Run construction prompts (integration, extraction) through the same machinery and
     return their results in the order of ``items`` (nothing is stored)."""
-    key = api_key if api_key is not None else api_key_for(provider)
-    if not key:
-        raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
-    gen = Generator(provider, model=model, api_key=key, settings=settings or GenerationSettings(),
-                    base_url=base_url, timeout=timeout, retry=retry)
     got: dict[int, GenResult] = {}
 
-    def on_results(results: list) -> None:
+    def on_results(results: list[GenResult]) -> None:
         for r in results:
-            got[id(r.item)] = r if isinstance(r, GenResult) else GenResult(r.item, error=r.error or "failed")
+            got[id(r.item)] = r
 
-    async def go():
-        try:
-            return await run_items(gen, items, on_results=on_results, concurrency=concurrency, progress=progress)
-        finally:
-            await gen.aclose()
-
-    asyncio.run(go())
+    generate(items, provider=provider, model=model, on_results=on_results, settings=settings, base_url=base_url,
+             api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress)
     return [got.get(id(i), GenResult(i, error="not run")) for i in items]
 
 
@@ -134,10 +124,57 @@ def _response_rows(results: list[GenResult], provider: str, settings: Generation
             continue
         rows.append({"model": r.item.model, "question": r.item.question, "instruction": r.item.instruction or "",
                      "kind": "baseline" if r.item.instruction is None else "constrained", "text": r.text,
-                     "meta": {"provider": provider, "settings": settings.to_meta(), "condition": r.item.condition,
-                              "finish_reason": r.finish_reason, "truncated": r.truncated,
-                              "input_tokens": r.input_tokens, "output_tokens": r.output_tokens}})
+                     "meta": {**generation_meta(r, provider, settings), "condition": r.item.condition}})
     return rows
+
+
+def generate(items: list[GenItem], *, provider: str, model: str, on_results: Callable[[list[GenResult]], None],
+             settings: Optional[GenerationSettings] = None, base_url: Optional[str] = None,
+             api_key: Optional[str] = None, concurrency: int = 8, rpm: Optional[int] = None,
+             tpm: Optional[int] = None, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
+             progress: Optional[Progress] = None, cancel: Any = None, commit_every: int = 16) -> dict:
+    """Run ``items`` on endpoint model ``model`` and hand the results to ``on_results`` in
+    small batches (called in a worker thread; it persists them, so a killed run loses at most
+    a batch). A failed call arrives as a :class:`GenResult` with ``error`` set.
+
+    Returns the run's ``{"requests", "input_tokens", "output_tokens", "cost_usd", "cancelled"}``.
+    """
+    if provider not in PROVIDERS:
+        raise ValueError(f"provider: expected one of {PROVIDERS}, got {provider!r}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency: must be >= 1, got {concurrency}")
+    key = api_key if api_key is not None else api_key_for(provider)
+    if not key:
+        raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
+    limits = RateLimits(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
+    gen = Generator(provider, model=model, api_key=key, settings=settings or GenerationSettings(), base_url=base_url,
+                    timeout=timeout, retry=retry, limits=limits)
+
+    def handle(results: list) -> None:  # a runner-caught bug arrives as a judge result: make it a failed call
+        on_results([r if isinstance(r, GenResult) else GenResult(r.item, error=getattr(r, "error", "") or "failed")
+                    for r in results])
+
+    async def go():
+        try:
+            return await run_items(gen, items, on_results=handle, concurrency=concurrency, progress=progress,
+                                   cancel=cancel, commit_every=commit_every)
+        finally:
+            await gen.aclose()
+
+    stats = asyncio.run(go())
+    return {"requests": stats.requests, "input_tokens": stats.input_tokens, "output_tokens": stats.output_tokens,
+            "cost_usd": round(stats.cost_usd, 6), "cancelled": stats.cancelled}
+
+
+def generation_meta(result: GenResult, provider: str, settings: GenerationSettings,
+                    provider_model: Optional[str] = None) -> dict:
+    """What a stored generation records about how it was made (never the key)."""
+    meta = {"provider": provider, "settings": settings.to_meta(), "finish_reason": result.finish_reason,
+            "truncated": result.truncated, "input_tokens": result.input_tokens,
+            "output_tokens": result.output_tokens}
+    if provider_model:
+        meta["provider_model"] = provider_model
+    return meta
 
 
 def collect(engine: Engine, *, model: str, provider: str, provider_model: Optional[str] = None,
@@ -165,18 +202,10 @@ def collect(engine: Engine, *, model: str, provider: str, provider_model: Option
            "output_tokens": 0, "cost_usd": 0.0, "cancelled": False, "first_error": ""}
     if not items:
         return out
-    key = api_key if api_key is not None else api_key_for(provider)
-    if not key:
-        raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
     with engine.connect() as conn:
         known = set(repo.read_frame(conn, "eval_model", ["name"])["name"])
-    limits = RateLimits(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
-    gen = Generator(provider, model=provider_model or model, api_key=key, settings=settings, base_url=base_url,
-                    timeout=timeout, retry=retry, limits=limits)
 
-    def on_results(results: list) -> None:
-        out["errors"] += sum(not isinstance(r, GenResult) for r in results)  # a runner-caught bug
-        results = [r for r in results if isinstance(r, GenResult)]
+    def on_results(results: list[GenResult]) -> None:
         for r in results:
             out["errors"] += bool(r.error)
             out["truncated"] += bool(not r.error and r.truncated)
@@ -193,14 +222,8 @@ def collect(engine: Engine, *, model: str, provider: str, provider_model: Option
         import_bundle_obj(engine, frames_bundle(frames, source="<collection>"))
         out["written"] += len(rows)
 
-    async def go():
-        try:
-            return await run_items(gen, items, on_results=on_results, concurrency=concurrency, progress=progress,
-                                   cancel=cancel, commit_every=commit_every)
-        finally:
-            await gen.aclose()
-
-    stats = asyncio.run(go())
-    out.update(requests=stats.requests, input_tokens=stats.input_tokens, output_tokens=stats.output_tokens,
-               cost_usd=round(stats.cost_usd, 6), cancelled=stats.cancelled)
+    out.update(generate(items, provider=provider, model=provider_model or model, on_results=on_results,
+                        settings=settings, base_url=base_url, api_key=api_key, concurrency=concurrency, rpm=rpm,
+                        tpm=tpm, timeout=timeout, retry=retry, progress=progress, cancel=cancel,
+                        commit_every=commit_every))
     return out

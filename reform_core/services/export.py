@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 import reform_core
 from reform_core.services.auth import Principal, require
 from reform_core.services.scoring import ScoreResult, intervals, score
+from reform_core.services.study_export import export_studies_only, has_scores, has_studies, write_study_tables
 
 INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "task_type", "position", "feature",
                     "category", "mode", "baseline_opposed", "p"]
@@ -103,6 +104,8 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     require(principal, "export")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if not has_scores(engine) and has_studies(engine):  # a project of MOSAIC / WISE studies only
+        return export_studies_only(engine, out, principal=principal, n_boot=n_boot, seed=seed)
     result = score(engine, principal, calibration=calibration)
     files: list[str] = []
     inst = instances_frame(result)
@@ -124,6 +127,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
             if df[c].dtype == object:
                 df[c] = df[c].astype(str).where(df[c].notna(), None)
         _write_table(df, out, name, files)
+    studies = write_study_tables(engine, principal, out, files, write=_write_table, n_boot=n_boot, seed=seed)
     plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
               "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
     judges = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
@@ -145,6 +149,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "intervals": {"method": "cluster bootstrap over questions" + (" with adjudications resampled within strata" if result.method == "stratified" else ""),
                       "replicates": n_boot, "seed": seed, "level": 0.95},
         "scores_from": "instances.csv (recompute: python -m reform_core score-export DIR --json)",
+        "studies": studies,
         "files": {f: _sha256(out / f) for f in files},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")

@@ -75,7 +75,7 @@ DEFAULT_REFERENCE = "POS"
 CHECKERS = ("wise:exact_words", "wise:word_range", "wise:keyword_once", "wise:json_keys")
 DEFAULT_QUESTION = "Does this require exactly {target} words?"
 GENERATION_REQUIRED = ("item", "model", "form", "target", "repetition", "output")
-MAX_LEN = {"item": 200, "model": 200, "provider": 100, "form": 100, "target": 200}
+MAX_LEN = {"item": 200, "model": 200, "provider": 100, "form": 100, "target": 200, "study": 200}
 
 __all__ = [
     "ImportFailed", "StudyResults", "annotator_queue", "create_study", "generation_compliance",
@@ -144,10 +144,24 @@ def _check_params(checker: str, reference: str) -> dict:
     return {"checker": checker, "reference": (reference or DEFAULT_REFERENCE).strip()}
 
 
+def _wise_forms(conn, wise_study: str) -> list[dict]:
+    """The forms (``form, template, checker``) of a WISE study, or a ValueError."""
+    ws = repo.get_wise_study(conn, name=wise_study)
+    if ws is None:
+        raise ValueError(f"wise_study: no WISE study {wise_study!r}")
+    return list(ws["params"].get("forms", []))
+
+
 def _insert_study(engine, name, question, params, forms: list[dict], items: list[dict]) -> dict:
     with engine.begin() as conn:
         if repo.get_study(conn, name=name) is not None:
             raise ValueError(f"name: a wording study named {name!r} already exists")
+        if params.get("wise_study"):  # the human study rates the WISE study's own forms
+            known = {f["form"] for f in _wise_forms(conn, params["wise_study"])}
+            stray = [f["key"] for f in forms if f["key"] not in known]
+            if stray:
+                raise ValueError(f"forms: {stray} are not forms of WISE study {params['wise_study']!r} "
+                                 f"(its forms: {sorted(known)})")
         sid = repo.insert_study(conn, name=name, question=question, params=params)
         ids = repo.insert_forms(conn, study_id=sid, forms=forms)
         repo.insert_items(conn, study_id=sid, items=[
@@ -158,18 +172,25 @@ def _insert_study(engine, name, question, params, forms: list[dict], items: list
 # ----------------------------------------------------------------------------- design
 
 
-def create_study(engine: Engine, principal: Principal, *, name: str, forms: list[dict], targets: list,
+def create_study(engine: Engine, principal: Principal, *, name: str, forms: list[dict] | None, targets: list,
                  question: str = DEFAULT_QUESTION, checker: str = DEFAULT_CHECKER,
-                 reference: str = DEFAULT_REFERENCE) -> dict:
+                 reference: str = DEFAULT_REFERENCE, wise_study: str | None = None) -> dict:
     """Create a study whose items are ``forms × targets`` (leads).
 
     ``forms``: ``[{"key": "POS", "template": "Answer using exactly {N} words."}, …]``;
-    ``targets``: e.g. ``[5, 8, 10, 12]`` (stored as text). Returns
-    ``{"study", "id", "forms", "items"}``.
+    ``targets``: e.g. ``[5, 8, 10, 12]`` (stored as text). ``wise_study`` links the study to
+    a WISE study: its results then compare the human answers with that study's generations,
+    and without ``forms`` the study rates that study's forms (templates from its manifest).
+    Returns ``{"study", "id", "forms", "items"}``.
     """
     require(principal, "manage_wording")
     name, question = _check_name(name), _check_question(question)
     params = _check_params(checker, reference)
+    if wise_study:
+        params["wise_study"] = wise_study.strip()
+        if not forms:
+            with engine.connect() as conn:
+                forms = [{"key": f["form"], "template": f["template"]} for f in _wise_forms(conn, params["wise_study"])]
     if not forms:
         raise ValueError("forms: a study needs at least one form")
     clean, seen = [], set()
@@ -198,7 +219,7 @@ def create_study(engine: Engine, principal: Principal, *, name: str, forms: list
 
 def import_study_items(engine: Engine, principal: Principal, *, name: str, data: bytes, filename: str,
                        question: str = DEFAULT_QUESTION, checker: str = DEFAULT_CHECKER,
-                       reference: str = DEFAULT_REFERENCE) -> dict:
+                       reference: str = DEFAULT_REFERENCE, wise_study: str | None = None) -> dict:
     """Create a study from an item file (CSV or JSONL with ``form, target, text``; leads).
 
     Nothing is written unless every row is valid; problems are reported together as
@@ -207,6 +228,8 @@ def import_study_items(engine: Engine, principal: Principal, *, name: str, data:
     require(principal, "manage_wording")
     name, question = _check_name(name), _check_question(question)
     params = _check_params(checker, reference)
+    if wise_study:
+        params["wise_study"] = wise_study.strip()
     records = read_records(data, filename)
     errors, items, forms, seen = [], [], {}, {}
     for line, rec in records:
@@ -443,7 +466,7 @@ def study_results(engine: Engine, principal: Principal, *, study: str | None = N
         forms = list(repo.study_forms(conn, study_id=s["id"])["form"])
         items = repo.study_items(conn, study_id=s["id"])
         cur = repo.current_ratings(conn, study_id=s["id"])
-        gens = repo.generations(conn, forms=forms)
+        gens = repo.generations(conn, forms=forms, study=s["params"].get("wise_study"))
     ratings = _ratings_frame(items, cur)
     notes = []
     full = ratings[ratings[list(FIELDS)].notna().all(axis=1)]
@@ -686,24 +709,30 @@ def _generation_row(rec: dict, loc: str, errors: list[str]) -> dict | None:
     return row if len(errors) == n_errors else None
 
 
-def import_generations(engine: Engine, principal: Principal, *, data: bytes, filename: str) -> dict:
-    """Import WISE generations from CSV or JSONL (leads).
+def import_generations(engine: Engine, principal: Principal, *, data: bytes, filename: str,
+                       study: str = "") -> dict:
+    """Import WISE generations from CSV or JSONL (leads), into WISE study ``study`` if given.
 
     Columns: ``item, model, provider, form, target, repetition, output`` (+ optional
     ``checker``; see the module doc for targets). Every row is validated first and all
     problems are reported together as ``file:line: field: message``; nothing is written
-    if any row is invalid. Rows whose key ``(item, model, form, target, repetition)`` is
-    already stored with the same provider and output are skipped (idempotent); a
-    different provider or output for a stored key is an error. Returns
-    ``{"rows", "written", "existing"}``.
+    if any row is invalid. Rows whose key ``(study, item, model, form, target, repetition)``
+    is already stored with the same provider and output are skipped (idempotent); a
+    different provider or output for a stored key is an error. A named study is created
+    if new (its forms: those of the file); otherwise the file's forms must be the study's.
+    Returns ``{"rows", "written", "existing"}``.
     """
     require(principal, "manage_wording")
+    study = (study or "").strip()
+    if len(study) > MAX_LEN["study"]:
+        raise ValueError(f"study: longer than {MAX_LEN['study']} characters")
     records = read_records(data, filename)
     errors, rows, lines = [], [], {}
     for line, rec in records:
         row = _generation_row(rec, f"{filename}:{line}", errors)
         if row is None:
             continue
+        row["study"] = study
         key = tuple(row[c] for c in repo.GENERATION_KEY)
         if key in lines:
             errors.append(f"{filename}:{line}: repetition: duplicate of line {lines[key]} "
@@ -716,7 +745,11 @@ def import_generations(engine: Engine, principal: Principal, *, data: bytes, fil
     if errors:
         raise ImportFailed(errors)
     with engine.begin() as conn:
-        stored = repo.generation_outputs(conn, items=[r["item"] for r in rows])
+        if study:
+            from reform_core.services.wise import ensure_study
+
+            ensure_study(conn, study, forms=_forms_of(rows))
+        stored = repo.generation_outputs(conn, items=[r["item"] for r in rows], study=study)
         new = []
         for r in rows:
             key = tuple(r[c] for c in repo.GENERATION_KEY)
@@ -730,6 +763,14 @@ def import_generations(engine: Engine, principal: Principal, *, data: bytes, fil
             raise ImportFailed(errors)
         repo.insert_generations(conn, rows=new)
     return {"rows": len(rows), "written": len(new), "existing": len(rows) - len(new)}
+
+
+def _forms_of(rows: list[dict]) -> list[dict]:
+    """The forms of generation rows in order of appearance, each with its checker."""
+    forms: dict[str, dict] = {}
+    for r in rows:
+        forms.setdefault(r["form"], {"form": r["form"], "template": "", "checker": parse_target(r["target"])[0]})
+    return list(forms.values())
 
 
 def rating_history(engine: Engine, principal: Principal, *, item_id: int) -> pd.DataFrame:

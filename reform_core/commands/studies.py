@@ -1,0 +1,266 @@
+"""CLI commands of the MOSAIC and WISE studies (SPEC §8).
+
+``mosaic-import``, ``mosaic-collect``, ``mosaic-import-outputs``, ``mosaic-check``,
+``mosaic-score``; ``wise-collect``, ``wise-score``. API keys come from ``OPENAI_API_KEY`` /
+``GOOGLE_API_KEY`` only. The CLI acts as the lead ``cli``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+
+from reform_core.commands.common import DbOption, fail, print_json, stderr_is_tty
+from reform_core.commands.common import progress_bar as _progress
+from reform_core.commands.common import run_or_fail as _run
+from reform_core.commands.wording import _engine_and_principal, _read
+
+StudyOption = typer.Option(..., "--study", help="Study name.")
+
+
+def _run_import(fn: Callable[[], dict]) -> dict:
+    """``run_or_fail`` that prints an import's located problems without the exception's name."""
+    from reform_core.services.importer import ImportFailed
+
+    def guarded() -> dict:
+        try:
+            return fn()
+        except ImportFailed as exc:
+            raise ValueError(str(exc)) from None
+
+    return _run(guarded)
+
+
+def _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget):
+    from reform_core.services.collection import GenerationSettings
+
+    return GenerationSettings(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
+                              reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+
+
+def _report_collection(out: dict, as_json: bool, what: str) -> None:
+    if as_json:
+        print_json(out)
+    else:
+        typer.echo(f"{out['written']} of {out['pending']} {what} written, {out['errors']} errors, "
+                   f"{out['truncated']} truncated")
+    if out.get("errors") and not out.get("written"):
+        fail(f"every call failed, e.g. {out['first_error']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to app."""
+
+    @app.command("mosaic-import")
+    def mosaic_import(
+        file: Path = typer.Argument(..., help="The JSONL file mosaic-generate writes."),
+        db: Optional[str] = DbOption,
+        study: str = StudyOption,
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Import MOSAIC prompts as (or into) a named study; re-imports are idempotent."""
+        from reform_core.services import mosaic
+
+        data = _read(file)
+        engine, principal = _engine_and_principal(db)
+        out = _run_import(lambda: mosaic.import_prompts(engine, principal, study=study, data=data,
+                                                        filename=str(file)))
+        print_json(out) if as_json else typer.echo(
+            f"study {out['study']!r}: {out['written']} prompts written, {out['existing']} already stored")
+
+    @app.command("mosaic-collect")
+    def mosaic_collect(
+        db: Optional[str] = DbOption,
+        study: str = StudyOption,
+        model: str = typer.Option(..., "--model", help="Evaluated model name (as stored)."),
+        provider: str = typer.Option("openai", "--provider", help="openai (any OpenAI-compatible server) | gemini"),
+        provider_model: Optional[str] = typer.Option(None, "--provider-model", help="Endpoint model id (default: --model)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url"),
+        temperature: Optional[float] = typer.Option(0.0, "--temperature"),
+        top_p: Optional[float] = typer.Option(None, "--top-p"),
+        max_tokens: Optional[int] = typer.Option(4096, "--max-tokens"),
+        reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort"),
+        thinking_budget: Optional[int] = typer.Option(None, "--thinking-budget"),
+        concurrency: int = typer.Option(8, "--concurrency", min=1),
+        rpm: Optional[int] = typer.Option(None, "--rpm", min=1, help="Requests per minute."),
+        tpm: Optional[int] = typer.Option(None, "--tpm", min=1, help="Tokens per minute."),
+        limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most N prompts this run."),
+        timeout: float = typer.Option(300.0, "--timeout"),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Collect a model's missing outputs for the study's prompts (resumable)."""
+        from reform_core.services import mosaic
+
+        engine, principal = _engine_and_principal(db)
+
+        def go() -> dict:
+            settings = _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget)
+            with _progress("collecting", stderr_is_tty()) as progress:
+                return mosaic.collect(engine, principal, study=study, model=model, provider=provider,
+                                      provider_model=provider_model, settings=settings, base_url=base_url,
+                                      concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, timeout=timeout,
+                                      progress=progress)
+
+        _report_collection(_run(go), as_json, "outputs")
+
+    @app.command("mosaic-import-outputs")
+    def mosaic_import_outputs(
+        file: Path = typer.Argument(..., help="JSONL or CSV with prompt, model, output."),
+        db: Optional[str] = DbOption,
+        study: str = StudyOption,
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Import outputs produced elsewhere; nothing is written unless every row is valid."""
+        from reform_core.services import mosaic
+
+        data = _read(file)
+        engine, principal = _engine_and_principal(db)
+        out = _run_import(lambda: mosaic.import_outputs(engine, principal, study=study, data=data,
+                                                        filename=str(file)))
+        print_json(out) if as_json else typer.echo(
+            f"{out['rows']} outputs: {out['written']} written, {out['existing']} already stored")
+
+    @app.command("mosaic-check")
+    def mosaic_check(
+        db: Optional[str] = DbOption,
+        study: str = StudyOption,
+        judge_provider: Optional[str] = typer.Option(None, "--judge-provider",
+                                                     help="openai | gemini: also score the judge constraints."),
+        judge_model: str = typer.Option("", "--judge-model", help="The judge's model (the paper: gpt-4o-mini)."),
+        judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url"),
+        judge_concurrency: int = typer.Option(8, "--judge-concurrency", min=1),
+        rpm: Optional[int] = typer.Option(None, "--rpm", min=1),
+        tpm: Optional[int] = typer.Option(None, "--tpm", min=1),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Run the App. D checks on every unchecked (output, constraint); optionally the LLM judge."""
+        from reform_core.services import mosaic
+
+        engine, principal = _engine_and_principal(db)
+        judge = None
+        if judge_provider:
+            if not judge_model:
+                fail("--judge-model: name the judge's model")
+            judge = {"provider": judge_provider, "model": judge_model, "base_url": judge_base_url,
+                     "concurrency": judge_concurrency, "rpm": rpm, "tpm": tpm}
+
+        def go() -> dict:
+            with _progress("judging", stderr_is_tty() and judge is not None) as progress:
+                return mosaic.run_checks(engine, principal, study=study, judge=judge, progress=progress)
+
+        out = _run(go)
+        if as_json:
+            print_json(out)
+        else:
+            typer.echo(f"{out['checked']} checks, {out['judged']} judge scores written, {out['errors']} errors; "
+                       f"{out['unchecked']} (output, constraint) pairs still unchecked")
+        if out["errors"] and not (out["checked"] or out["judged"]):
+            fail(f"every check failed, e.g. {out['first_error']}")
+
+    @app.command("mosaic-score")
+    def mosaic_score(
+        db: Optional[str] = DbOption,
+        study: str = StudyOption,
+        n_boot: int = typer.Option(2000, "--n-boot", min=0, help="Bootstrap replicates over prompts (0: none)."),
+        seed: int = typer.Option(0, "--seed"),
+        level: float = typer.Option(0.95, "--level"),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """PA, SCC, PosCC and PCC (with Pearson r, p) per model, with bootstrap intervals over prompts."""
+        from reform_core.services import mosaic
+
+        engine, principal = _engine_and_principal(db)
+        out = _run(lambda: mosaic.score(engine, principal, study=study, n_boot=n_boot, seed=seed, level=level))
+        if as_json:
+            print_json(out)
+            return
+
+        def fmt(x):
+            return "   n/a" if x is None else f"{x:6.2f}"
+
+        for name, m in out["models"].items():
+            lo, hi = m["intervals"]["pa"]
+            typer.echo(f"{name}: PA {fmt(m['pa'])} % [{fmt(lo)}, {fmt(hi)}]  ({m['outputs']} outputs, "
+                       f"{m['unchecked']} unchecked pairs)")
+            for c, v in m["scc"].items():
+                lo, hi = m["intervals"]["scc"][c]
+                typer.echo(f"  SCC {c:<24}{fmt(v)} % [{fmt(lo)}, {fmt(hi)}]")
+        for note in out["notes"]:
+            typer.echo(f"note: {note}")
+
+    @app.command("wise-collect")
+    def wise_collect(
+        db: Optional[str] = DbOption,
+        manifest: Path = typer.Option(..., "--manifest", help="Directory written by wise-generate."),
+        study: str = StudyOption,
+        model: str = typer.Option(..., "--model", help="Evaluated model name (as stored)."),
+        provider: str = typer.Option("openai", "--provider", help="openai (any OpenAI-compatible server) | gemini"),
+        provider_model: Optional[str] = typer.Option(None, "--provider-model", help="Endpoint model id (default: --model)."),
+        vendor: Optional[str] = typer.Option(None, "--vendor", help="The model's maker, the top level of the "
+                                             "provider–model–item bootstrap (default: --provider)."),
+        base_url: Optional[str] = typer.Option(None, "--base-url"),
+        temperature: Optional[float] = typer.Option(0.2, "--temperature", help="Seed 002 uses 0.2."),
+        top_p: Optional[float] = typer.Option(None, "--top-p"),
+        max_tokens: Optional[int] = typer.Option(120, "--max-tokens", help="Seed 002 caps outputs at 120 tokens."),
+        reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort"),
+        thinking_budget: Optional[int] = typer.Option(None, "--thinking-budget"),
+        concurrency: int = typer.Option(8, "--concurrency", min=1),
+        rpm: Optional[int] = typer.Option(None, "--rpm", min=1),
+        tpm: Optional[int] = typer.Option(None, "--tpm", min=1),
+        limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most N generations this run."),
+        timeout: float = typer.Option(300.0, "--timeout"),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Collect a model's missing generations for a WISE manifest into a study (resumable)."""
+        from reform_core.services import wise
+
+        engine, principal = _engine_and_principal(db)
+
+        def go() -> dict:
+            settings = _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget)
+            with _progress("collecting", stderr_is_tty()) as progress:
+                return wise.collect(engine, principal, manifest=manifest, study=study, model=model,
+                                    provider=provider, provider_model=provider_model, vendor=vendor,
+                                    settings=settings, base_url=base_url, concurrency=concurrency, rpm=rpm,
+                                    tpm=tpm, limit=limit, timeout=timeout, progress=progress)
+
+        _report_collection(_run_import(go), as_json, "generations")
+
+    @app.command("wise-score")
+    def wise_score(
+        db: Optional[str] = DbOption,
+        study: str = StudyOption,
+        reference: Optional[str] = typer.Option(None, "--reference", help="Reference form (default: the study's, POS)."),
+        scheme: Optional[str] = typer.Option(None, "--scheme", help="provider-model-item | model-item | "
+                                             "equal-model-item | item (default: the paper's for the checker)."),
+        n_boot: int = typer.Option(2000, "--n-boot", min=2),
+        seed: int = typer.Option(0, "--seed"),
+        level: float = typer.Option(0.95, "--level"),
+        as_json: bool = typer.Option(False, "--json"),
+    ) -> None:
+        """Per-form compliance, Δ to the reference with bootstrap intervals and Holm p-values,
+        C_mean, C_worst, G_wording and ranking stability (τ_b, reversals, top-3 Jaccard, rank shift)."""
+        from reform_core.services import wise
+
+        engine, principal = _engine_and_principal(db)
+        out = _run(lambda: wise.score(engine, principal, study=study, reference=reference, scheme=scheme,
+                                      n_boot=n_boot, seed=seed, level=level))
+        if as_json:
+            print_json(out)
+            return
+
+        def fmt(x, w=6, d=1):
+            return " " * (w - 3) + "n/a" if x is None else f"{x:{w}.{d}f}"
+
+        typer.echo(f"study {out['study']}: {len(out['models'])} models, reference {out['reference']}, "
+                   f"{out['scheme']} bootstrap ({out['n_boot']} replicates, seed {out['seed']})")
+        typer.echo(f"{'form':<12}{'compl %':>8}{'Δ pp':>8}{'95% CI':>18}{'Holm p':>8}{'τ_b':>7}{'rev':>6}")
+        for form, f in out["forms"].items():
+            lo, hi = f["delta_interval"] or [None, None]
+            typer.echo(f"{form:<12}{fmt(f['compliance'], 8)}{fmt(f['delta'], 8)}   [{fmt(lo)}, {fmt(hi)}]"
+                       f"{fmt(f['p_holm'], 8, 3)}{fmt(f['tau_b'], 7, 3)}{fmt(f['reversal_rate'], 6, 2)}")
+        typer.echo(f"C_mean {fmt(out['c_mean'])} %  C_worst {fmt(out['c_worst'])} %  G_wording {fmt(out['g_wording'])} pp")
+        for note in out["notes"]:
+            typer.echo(f"note: {note}")

@@ -1,0 +1,140 @@
+"""The MOSAIC and WISE part of ``export`` (SPEC §8): per-output rows and metric tables.
+
+Called by :func:`reform_core.services.export.export` with its table writer (CSV, Parquet
+and JSON per table, hashed into the manifest). Every file is written even when the
+project has no study, so an export always has the same file list.
+
+* ``mosaic_checks`` — ``study, model, prompt, position, constraint, followed`` (+ ``score,
+  category, checker``): every checked (output, constraint);
+* ``mosaic_pa``, ``mosaic_scc``, ``mosaic_poscc``, ``mosaic_pcc`` — the metrics of
+  ``mosaic-score`` per study and model (shares in [0, 1]) with their intervals;
+* ``wise_outputs`` — ``study, model, item, form, target, repetition, compliant`` (+
+  ``provider, direction, words, checker``): every checked generation of a WISE study;
+* ``wise_forms``, ``wise_summary``, ``wise_model_compliance`` — the metrics of
+  ``wise-score`` per study (shares; differences of shares).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from reform_core.services import mosaic, wise
+from reform_core.services.auth import Principal
+
+Writer = Callable[[pd.DataFrame, Path, str, list], None]
+
+MOSAIC_COLUMNS = {
+    "mosaic_pa": ["study", "model", "n", "pa", "pa_low", "pa_high", "all_followed", "all_followed_low",
+                  "all_followed_high", "outputs", "checked", "unchecked"],
+    "mosaic_scc": ["study", "model", "constraint", "n", "scc", "ci_low", "ci_high"],
+    "mosaic_poscc": ["study", "model", "position", "n", "poscc", "ci_low", "ci_high"],
+    "mosaic_pcc": ["study", "model", "constraint_i", "constraint_j", "n", "pcc", "ci_low", "ci_high", "r", "p_value"],
+}
+WISE_FORM_COLUMNS = ["study", "form", "compliance", "compliance_low", "compliance_high", "delta", "delta_low",
+                     "delta_high", "p_value", "p_holm", "tau_b", "tau_b_low", "tau_b_high", "reversal_rate",
+                     "reversal_rate_low", "reversal_rate_high", "top3_jaccard", "top3_jaccard_low",
+                     "top3_jaccard_high", "max_rank_shift", "max_rank_shift_low", "max_rank_shift_high"]
+WISE_SUMMARY_COLUMNS = ["study", "reference", "checker", "scheme", "models", "outputs", "c_mean", "c_mean_low",
+                        "c_mean_high", "c_worst", "c_worst_low", "c_worst_high", "worst_form", "g_wording",
+                        "g_wording_low", "g_wording_high", "best_form"]
+
+
+def _mosaic_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int, notes: list) -> dict:
+    tables = {k: [] for k in MOSAIC_COLUMNS}
+    for name in mosaic.list_studies(engine, principal)["name"]:
+        res = mosaic.results(engine, principal, study=name, n_boot=n_boot, seed=seed)
+        notes += [f"MOSAIC {name}: {n}" for n in res.notes]
+        pa = res.pa.join(res.counts, on="model")
+        for key, df in (("mosaic_pa", pa), ("mosaic_scc", res.scc), ("mosaic_poscc", res.poscc),
+                        ("mosaic_pcc", res.pcc)):
+            tables[key].append(df.assign(study=name))
+    return {k: (pd.concat(v, ignore_index=True) if v else pd.DataFrame(columns=MOSAIC_COLUMNS[k]))[MOSAIC_COLUMNS[k]]
+            for k, v in tables.items()}
+
+
+def _wise_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int, notes: list) -> dict:
+    forms, summary, comp = [], [], []
+    for name in wise.list_studies(engine, principal)["name"]:
+        try:
+            res = wise.results(engine, principal, study=name, n_boot=n_boot, seed=seed)
+        except ValueError as exc:  # e.g. a study without generations yet
+            notes.append(f"WISE {name}: not scored: {exc}")
+            continue
+        notes += [f"WISE {name}: {n}" for n in res.notes]
+        forms.append(res.forms.rename_axis("form").reset_index().assign(study=name))
+        summary.append({"study": name, "reference": res.reference, "checker": res.checker, "scheme": res.scheme,
+                        "models": len(res.compliance), "outputs": res.outputs, **res.summary})
+        comp.append(res.compliance.rename_axis("model").reset_index().melt(
+            "model", var_name="form", value_name="compliance").assign(study=name))
+    return {
+        "wise_forms": (pd.concat(forms, ignore_index=True) if forms else pd.DataFrame(columns=WISE_FORM_COLUMNS))[
+            WISE_FORM_COLUMNS],
+        "wise_summary": pd.DataFrame(summary, columns=WISE_SUMMARY_COLUMNS),
+        "wise_model_compliance": (pd.concat(comp, ignore_index=True) if comp else pd.DataFrame(
+            columns=["study", "model", "form", "compliance"]))[["study", "model", "form", "compliance"]],
+    }
+
+
+def write_study_tables(engine: Engine, principal: Principal, out: Path, files: list[str], *, write: Writer,
+                       n_boot: int = 2000, seed: int = 0) -> dict:
+    """Write the study files into ``out`` (appending their names to ``files``); returns the
+    manifest's ``studies`` entry."""
+    notes: list[str] = []
+    write(mosaic.check_rows(engine, principal), out, "mosaic_checks", files)
+    for stem, df in _mosaic_tables(engine, principal, n_boot=n_boot, seed=seed, notes=notes).items():
+        write(df, out, stem, files)
+    write(wise.outputs(engine, principal), out, "wise_outputs", files)
+    for stem, df in _wise_tables(engine, principal, n_boot=n_boot, seed=seed, notes=notes).items():
+        write(df, out, stem, files)
+    return {
+        "mosaic": {"rows": "mosaic_checks.csv (followed = score >= 0.5, seed 003 §3.3; unchecked pairs absent)",
+                   "intervals": "percentile bootstrap over prompts, one draw for every model",
+                   "recompute": "python -m reform_core mosaic-score --study NAME --json"},
+        "wise": {"rows": "wise_outputs.csv (compliant = the wise:* checker on the complete output)",
+                 "intervals": "per study the paper's scheme for its checker (provider-model-item for exact counts "
+                              "and JSON, item for keywords, model-item for ranges); ranking: task bootstrap; "
+                              "Holm over the study's contrasts",
+                 "recompute": "python -m reform_core wise-score --study NAME --json"},
+        "replicates": n_boot, "seed": seed, "level": 0.95, "notes": notes,
+    }
+
+
+def has_scores(engine: Engine) -> bool:
+    """Whether the project has judgments (so the benchmark tables can be scored)."""
+    from db.repo.data import count_rows
+
+    with engine.connect() as conn:
+        return count_rows(conn, "judgment") > 0
+
+
+def has_studies(engine: Engine) -> bool:
+    from db.repo.data import count_rows
+
+    with engine.connect() as conn:
+        return count_rows(conn, "mosaic_study") + count_rows(conn, "wise_study") > 0
+
+
+def export_studies_only(engine: Engine, out: Path, *, principal: Principal, n_boot: int = 2000, seed: int = 0) -> dict:
+    """The export of a project that holds MOSAIC / WISE studies but no judged benchmark:
+    the study files and a manifest (no benchmark tables, which need judgments)."""
+    import json
+    from datetime import datetime, timezone
+
+    import reform_core
+    from reform_core.services.export import _sha256, _write_table, dataset_hash
+
+    files: list[str] = []
+    studies = write_study_tables(engine, principal, out, files, write=_write_table, n_boot=n_boot, seed=seed)
+    manifest = {
+        "app": "ReForm", "app_version": reform_core.__version__,
+        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "dataset_sha256": dataset_hash(engine),
+        "scores_from": "no judgments in this project: only the study files are written",
+        "studies": studies, "files": {f: _sha256(out / f) for f in files},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
+    return manifest

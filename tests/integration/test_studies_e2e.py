@@ -1,0 +1,339 @@
+"""MOSAIC and WISE studies end to end through the CLI, as the README describes them, on
+loopback fake OpenAI / Gemini servers: generate → import → collect (resumable, settings
+recorded) → check (deterministic + LLM judge) → score with intervals → export; and the
+same from outputs produced elsewhere. The printed metrics are recomputed from the
+exported per-output rows with literal loops written from the formulas (seed 003 §3.2;
+seed 002 eqs. 4–10), not with the product's functions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections import defaultdict
+from itertools import combinations
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from reform_core.cli import app
+from reform_core.services.uow import dispose_engines
+from tests.integration.fake_servers import FakeServer, _find_ids, _prompt_text
+
+TASKS = ["Name the largest planet.", "Say what a cell is.", "Describe rain.", "Explain tides.",
+         "Define a verb.", "Describe a cat.", "Explain wind.", "Name a colour."]
+
+
+def _h(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+class StudyServer(FakeServer):
+    """Answers MOSAIC prompts, App. D.4 judge prompts and WISE items as a chat model would.
+
+    ``style`` "tidy" writes a <BOC>…<EOC> dash list addressing {{FirstName}}; "plain" writes
+    two plain sentences (which the judge scores 3/10, the tidy text 8/10). WISE: the answer
+    has the requested N words, or N+1 for a hash-chosen third of the prompts (style- and
+    wire-format-dependent, so models differ)."""
+
+    def __init__(self, style: str = "tidy", **kw):
+        super().__init__(**kw)
+        self.style = style
+
+    def _verdicts(self, body, fault=""):
+        if _find_ids(body):
+            return super()._verdicts(body, fault)
+        prompt = _prompt_text(body)
+        gemini = "contents" in body
+        if "expert writing coach" in prompt:
+            passage = prompt.split("### Passage ###", 1)[1].split("### Rubric ###", 1)[0]
+            return json.dumps({"reasoning": "checked against the rubric", "score": 3 if "Plainly" in passage else 8})
+        if "writing assistant" in prompt:
+            if gemini or self.style == "plain":
+                return "Plainly put, this product is useful. It works well for most people every day."
+            return ("<BOC>\n- Dear {{FirstName}}, meet a brilliant product that helps you capture the day.\n"
+                    "- It is secure and simple. It lasts all day because the battery is large.\n<EOC>")
+        n = int(re.search(r"(\d+)", prompt).group(1))
+        extra = 0 if _h(prompt + self.style + str(gemini)) % 3 else 1
+        return " ".join(["word"] * (n + extra))
+
+
+@pytest.fixture()
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-studies")
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-test-studies")
+    tidy, plain = StudyServer().start(), StudyServer(style="plain").start()
+    yield {"db": f"sqlite:///{tmp_path / 'studies.db'}", "tidy": tidy, "plain": plain, "dir": tmp_path}
+    tidy.stop()
+    plain.stop()
+    dispose_engines()
+
+
+def cli(*args: str) -> dict | str:
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output) if "--json" in args else res.output
+
+
+def fails(*args: str) -> str:
+    res = CliRunner().invoke(app, list(args))
+    assert res.exit_code != 0, res.output
+    return res.output
+
+
+# --------------------------------------------------------------------------- independent loops
+
+
+def loop_mosaic(rows: pd.DataFrame) -> dict:
+    """PA, SCC, PosCC, PCC per model from ``mosaic_checks.csv`` rows (seed 003 §3.2), in %."""
+    out = {}
+    for model in sorted(set(rows["model"])):
+        followed = defaultdict(dict)  # prompt -> {constraint: 0/1}
+        at = defaultdict(dict)  # prompt -> {position: 0/1}
+        for r in rows[rows["model"] == model].itertuples(index=False):
+            f = 1 if str(r.followed).lower() in ("true", "1") else 0
+            followed[r.prompt][r.constraint] = f
+            at[r.prompt][int(r.position)] = f
+        pa = sum(sum(c.values()) / len(c) for c in followed.values()) / len(followed)
+        scc = {}
+        for c in sorted({c for cs in followed.values() for c in cs}):
+            having = [cs[c] for cs in followed.values() if c in cs]
+            scc[c] = 100 * sum(having) / len(having)
+        poscc = {}
+        for p in sorted({p for ps in at.values() for p in ps}):
+            having = [ps[p] for ps in at.values() if len(ps) >= p]
+            poscc[str(p)] = 100 * sum(having) / len(having)
+        pcc = {}
+        for a, b in combinations(sorted(scc), 2):
+            both = [cs[a] * cs[b] for cs in followed.values() if a in cs and b in cs]
+            if both:
+                pcc[(a, b)] = 100 * sum(both) / len(both)
+        out[model] = {"pa": 100 * pa, "scc": scc, "poscc": poscc, "pcc": pcc}
+    return out
+
+
+def _avg_ranks(values: dict) -> dict:
+    """Average ranks, 1 = highest (ties share the mean of their positions)."""
+    ranks = {}
+    for m, v in values.items():
+        higher = sum(1 for w in values.values() if w > v)
+        equal = sum(1 for w in values.values() if w == v)
+        ranks[m] = higher + (equal + 1) / 2
+    return ranks
+
+
+def loop_wise(rows: pd.DataFrame, reference: str = "POS") -> dict:
+    """Per-form pooled compliance, Δ, τ_b, reversal rate, top-3 Jaccard, rank shift, and
+    C_mean / C_worst / G_wording from ``wise_outputs.csv`` rows (seed 002 eqs. 4–10)."""
+    cells = defaultdict(list)
+    for r in rows.itertuples(index=False):
+        cells[(r.model, r.form)].append(1 if str(r.compliant).lower() in ("true", "1") else 0)
+    models = sorted({m for m, _ in cells})
+    forms = sorted({f for _, f in cells})
+    c = {(m, f): sum(v) / len(v) for (m, f), v in cells.items()}
+    pooled = {f: sum(c[(m, f)] for m in models) / len(models) for f in forms}
+    out = {"forms": {}, "c_mean": 100 * sum(pooled.values()) / len(forms), "c_worst": 100 * min(pooled.values()),
+           "g_wording": 100 * (max(pooled.values()) - min(pooled.values()))}
+    for f in forms:
+        entry = {"compliance": 100 * pooled[f], "delta": 100 * (pooled[f] - pooled[reference])}
+        if f != reference:
+            conc = disc = tie_x = tie_y = rev = strict = 0
+            for a, b in combinations(models, 2):
+                dx = c[(a, reference)] - c[(b, reference)]
+                dy = c[(a, f)] - c[(b, f)]
+                if dx * dy > 0:
+                    conc += 1
+                elif dx * dy < 0:
+                    disc += 1
+                tie_x += dx == 0
+                tie_y += dy == 0
+                if dx != 0 and dy != 0:
+                    strict += 1
+                    rev += dx * dy < 0
+            n0 = len(models) * (len(models) - 1) / 2
+            entry["tau_b"] = (conc - disc) / math.sqrt((n0 - tie_x) * (n0 - tie_y))
+            entry["reversal_rate"] = rev / strict
+            ref_rank = _avg_ranks({m: c[(m, reference)] for m in models})
+            f_rank = _avg_ranks({m: c[(m, f)] for m in models})
+            top = lambda form: {m for m in models if 1 + sum(c[(o, form)] > c[(m, form)] for o in models) <= 3}
+            entry["top3_jaccard"] = len(top(f) & top(reference)) / len(top(f) | top(reference))
+            entry["max_rank_shift"] = max(abs(ref_rank[m] - f_rank[m]) for m in models)
+        out["forms"][f] = entry
+    return out
+
+
+# --------------------------------------------------------------------------- MOSAIC
+
+
+def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
+    db, tidy, d = env["db"], env["tidy"], env["dir"]
+    prompts = d / "mosaic.jsonl"
+    cli("mosaic-generate", "--out", str(prompts), "--n", "42", "--seed", "3", "--json")
+    out = cli("mosaic-import", str(prompts), "--db", db, "--study", "launch", "--json")
+    assert (out["prompts"], out["written"]) == (42, 42)
+    assert cli("mosaic-import", str(prompts), "--db", db, "--study", "launch", "--json")["existing"] == 42
+
+    tidy.push("429", "500")  # the runner retries both
+    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "alpha", "--provider", "openai",
+              "--base-url", f"{tidy.url}/v1", "--temperature", "0.3", "--max-tokens", "300", "--limit", "30", "--json")
+    assert (out["pending"], out["written"], out["errors"]) == (30, 30, 0)
+    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "alpha", "--provider", "openai",
+              "--base-url", f"{tidy.url}/v1", "--temperature", "0.3", "--max-tokens", "300", "--json")
+    assert (out["pending"], out["written"]) == (12, 12)  # resumed: only the rest
+    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "beta", "--provider", "gemini",
+              "--base-url", tidy.url, "--concurrency", "3", "--json")
+    assert out["written"] == 42
+    chat = [c for c in tidy.calls if c["path"] == "/v1/chat/completions"]
+    assert all(c["body"]["temperature"] == 0.3 and c["body"]["max_tokens"] == 300 for c in chat)
+    assert all(c["body"]["messages"][0]["role"] == "system" and "writing assistant" in c["body"]["messages"][0]["content"]
+               for c in chat)
+    gem = [c for c in tidy.calls if ":generateContent" in c["path"]]
+    assert len(gem) == 42 and all("systemInstruction" in c["body"] for c in gem)
+
+    out = cli("mosaic-check", "--db", db, "--study", "launch", "--json")
+    assert out["checked"] > 0 and out["judged"] == 0 and out["unchecked"] > 0 and out["errors"] == 0
+    partial = cli("mosaic-score", "--db", db, "--study", "launch", "--n-boot", "0", "--json")
+    assert any("need the LLM judge" in n for n in partial["notes"])
+    assert "tone" not in partial["models"]["alpha"]["scc"]  # unchecked: left out, not a pass
+    out = cli("mosaic-check", "--db", db, "--study", "launch", "--judge-provider", "openai", "--judge-model",
+              "judge-mini", "--judge-base-url", f"{tidy.url}/v1", "--json")
+    assert out["judged"] > 0 and out["unchecked"] == 0 and out["errors"] == 0
+    assert cli("mosaic-check", "--db", db, "--study", "launch", "--json")["checked"] == 0  # nothing left to do
+
+    score = cli("mosaic-score", "--db", db, "--study", "launch", "--n-boot", "300", "--seed", "5", "--json")
+    alpha, beta = score["models"]["alpha"], score["models"]["beta"]
+    assert alpha["scc"]["boc_token"] == 100 and beta["scc"]["boc_token"] == 0
+    assert alpha["scc"]["tone"] == 100 and beta["scc"]["tone"] == 0  # the judge's 8/10 vs 3/10
+    for m in (alpha, beta):
+        lo, hi = m["intervals"]["pa"]
+        assert lo <= m["pa"] <= hi and m["unchecked"] == 0
+        for c, v in m["scc"].items():
+            lo, hi = m["intervals"]["scc"][c]
+            assert lo <= v <= hi
+        assert all(isinstance(p["r"], (float, type(None))) and "p_value" in p for p in m["pcc"])
+
+    cli("export", "--db", db, "--out", str(d / "export"))
+    manifest = json.loads((d / "export" / "manifest.json").read_text())
+    assert "mosaic_checks.csv" in manifest["files"] and "mosaic_scc.parquet" in manifest["files"]
+    rows = pd.read_csv(d / "export" / "mosaic_checks.csv")
+    assert list(rows.columns[:6]) == ["study", "model", "prompt", "position", "constraint", "followed"]
+    ref = loop_mosaic(rows[rows["study"] == "launch"])
+    for model, m in score["models"].items():
+        assert m["pa"] == pytest.approx(ref[model]["pa"], abs=1e-5)
+        assert m["scc"] == pytest.approx(ref[model]["scc"], abs=1e-5)
+        assert m["poscc"] == pytest.approx(ref[model]["poscc"], abs=1e-5)
+        assert {(p["constraint_i"], p["constraint_j"]): p["pcc"] for p in m["pcc"]} == pytest.approx(
+            ref[model]["pcc"], abs=1e-5)
+    scc_table = pd.read_csv(d / "export" / "mosaic_scc.csv")
+    assert len(scc_table) == sum(len(m["scc"]) for m in score["models"].values())
+
+
+def test_mosaic_from_outputs_produced_elsewhere(env):
+    db, d = env["db"], env["dir"]
+    prompts = d / "mosaic.jsonl"
+    cli("mosaic-generate", "--out", str(prompts), "--n", "21", "--seed", "1")
+    cli("mosaic-import", str(prompts), "--db", db, "--study", "ext")
+    ids = [json.loads(line)["id"] for line in prompts.read_text().splitlines()]
+    outputs = d / "outputs.jsonl"
+    outputs.write_text("".join(json.dumps({"prompt": p, "model": m, "output": text}) + "\n" for p in ids
+                               for m, text in (("m1", "<BOC>\nShort text.\n<EOC>"), ("m2", "")) ))
+    assert cli("mosaic-import-outputs", str(outputs), "--db", db, "--study", "ext", "--json")["written"] == 42
+    assert cli("mosaic-import-outputs", str(outputs), "--db", db, "--study", "ext", "--json")["existing"] == 42
+
+    bad = d / "bad.jsonl"
+    bad.write_text(json.dumps({"prompt": "nope", "model": "m3", "output": "x"}) + "\n"
+                   + json.dumps({"prompt": ids[0], "model": "m3"}) + "\n"
+                   + json.dumps({"prompt": ids[0], "model": "m1", "output": "changed"}) + "\n")
+    msg = fails("mosaic-import-outputs", str(bad), "--db", db, "--study", "ext")
+    assert f"{bad}:1: prompt: 'nope' is not a prompt of study 'ext'" in msg
+    assert f"{bad}:2: output: missing" in msg
+    assert "m3" not in json.dumps(cli("mosaic-score", "--db", db, "--study", "ext", "--n-boot", "0", "--json"))
+    msg = fails("mosaic-import-outputs", str(d / "absent.jsonl"), "--db", db, "--study", "ext")
+    assert "absent.jsonl" in msg and msg.count("\n") == 1
+    assert "no MOSAIC study 'zzz'" in fails("mosaic-score", "--db", db, "--study", "zzz", "--json")
+
+    cli("mosaic-check", "--db", db, "--study", "ext")
+    score = cli("mosaic-score", "--db", db, "--study", "ext", "--n-boot", "100", "--json")
+    assert score["models"]["m2"]["pa"] == 0  # an empty answer fails every check
+    assert score["models"]["m1"]["scc"]["boc_token"] == 100
+
+
+# --------------------------------------------------------------------------- WISE
+
+
+def test_wise_from_manifest_to_scores_export_and_recomputation(env):
+    db, tidy, plain, d = env["db"], env["tidy"], env["plain"], env["dir"]
+    tasks = d / "tasks.txt"
+    tasks.write_text("\n".join(TASKS) + "\n", encoding="utf-8")
+    out = cli("wise-generate", "--tasks", str(tasks), "--out", str(d / "wise"), "--repetitions", "2", "--json")
+    assert out["items"] == 8 * 6 * 2
+    runs = (("alpha", "openai", tidy), ("beta", "gemini", tidy), ("gamma", "openai", plain), ("delta", "gemini", plain))
+    for model, provider, srv in runs:
+        url = f"{srv.url}/v1" if provider == "openai" else srv.url
+        args = ["wise-collect", "--db", db, "--manifest", str(d / "wise"), "--study", "panel", "--model", model,
+                "--provider", provider, "--base-url", url, "--json"]
+        first = cli(*args, "--limit", "40")
+        assert (first["pending"], first["written"]) == (40, 40)
+        rest = cli(*args)
+        assert (rest["pending"], rest["written"]) == (56, 56)  # resumed
+        assert cli(*args)["pending"] == 0
+    chat = [c for c in tidy.calls + plain.calls if c["path"] == "/v1/chat/completions"]
+    assert all(c["body"]["temperature"] == 0.2 and c["body"]["max_tokens"] == 120 for c in chat)  # seed 002 §4
+
+    score = cli("wise-score", "--db", db, "--study", "panel", "--n-boot", "300", "--json")
+    assert score["reference"] == "POS" and score["scheme"] == "provider-model-item"
+    assert set(score["forms"]) == {"POS", "NEG", "NEVER", "AVOID1", "AVOID2", "CNEG"}
+    for form, f in score["forms"].items():
+        lo, hi = f["compliance_interval"]
+        assert lo <= f["compliance"] <= hi
+        if form != "POS":
+            lo, hi = f["delta_interval"]
+            assert lo <= f["delta"] <= hi and 0 <= f["p_value"] <= f["p_holm"] <= 1
+            assert f["tau_b_interval"] is not None
+    assert score["c_mean_interval"][0] <= score["c_mean"] <= score["c_mean_interval"][1]
+
+    cli("export", "--db", db, "--out", str(d / "export"))
+    rows = pd.read_csv(d / "export" / "wise_outputs.csv")
+    assert list(rows.columns[:7]) == ["study", "model", "item", "form", "target", "repetition", "compliant"]
+    assert len(rows) == 4 * 96
+    ref = loop_wise(rows[rows["study"] == "panel"])
+    for key in ("c_mean", "c_worst", "g_wording"):
+        assert score[key] == pytest.approx(ref[key], abs=1e-6)
+    for form, f in score["forms"].items():
+        for key, value in ref["forms"][form].items():
+            assert f[key] == pytest.approx(value, abs=1e-6), (form, key)
+    forms = pd.read_csv(d / "export" / "wise_forms.csv")
+    assert set(forms["form"]) == set(score["forms"]) and "p_holm" in forms.columns
+
+
+def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):
+    db, d = env["db"], env["dir"]
+    lines = []
+    for m, off in (("m1", 0), ("m2", 1), ("m3", 2)):
+        for i in range(6):
+            for form, extra in (("POS", 0), ("NEG", off), ("AVOID1", (i + off) % 2)):
+                lines.append({"item": f"t{i}", "model": m, "provider": "p" + m, "form": form, "target": "5",
+                              "repetition": 0, "output": " ".join(["w"] * (5 + extra))})
+    gens = d / "gens.jsonl"
+    gens.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = cli("wording-import-generations", str(gens), "--db", db, "--study", "ext", "--json")
+    assert out["written"] == len(lines)
+    score = cli("wise-score", "--db", db, "--study", "ext", "--n-boot", "200", "--json")
+    assert score["forms"]["POS"]["compliance"] == 100 and score["forms"]["NEG"]["compliance"] == pytest.approx(100 / 3)
+    assert score["c_worst"] == pytest.approx(100 / 3) and score["g_wording"] == pytest.approx(200 / 3)
+    # the same file into a second study does not collide with the first
+    assert cli("wording-import-generations", str(gens), "--db", db, "--study", "copy", "--json")["written"] == len(lines)
+
+    forms = d / "forms.csv"
+    forms.write_text("key,template\nPOS,Answer using exactly {N} words.\nNEG,Do not use more or fewer than {N} words.\n"
+                     "AVOID1,Avoid using any number of words other than {N}.\n")
+    out = cli("wording-create", "--db", db, "--name", "human", "--forms", str(forms), "--targets", "5,8",
+              "--wise-study", "ext", "--json")
+    assert out["items"] == 6
+    res = cli("wording-results", "--db", db, "--study", "human", "--n-boot", "50", "--json")
+    assert res["recognition"]["NEG"]["compliance"] == pytest.approx(1 / 3)
+    msg = fails("wording-create", "--db", db, "--name", "h2", "--forms", str(forms), "--targets", "5",
+                "--wise-study", "nope")
+    assert "no WISE study 'nope'" in msg

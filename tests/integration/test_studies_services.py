@@ -1,0 +1,132 @@
+"""MOSAIC / WISE study services on SQLite and PostgreSQL: located import errors that leave
+the database unchanged, idempotent re-imports, roles, and hostile text stored verbatim."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from db.repo.data import count_rows
+from reform_core.construction import mosaic_gen
+from reform_core.services import mosaic, wise
+from reform_core.services.auth import AccessDenied, Principal
+from reform_core.services.importer import ImportFailed
+from reform_core.services.uow import get_engine
+from reform_core.services.users import cli_principal
+
+import numpy as np
+
+HOSTILE = "<script>alert('x')</script> [a](javascript:alert(1)) \u202e"
+
+
+def _prompts(n: int = 6, seed: int = 0) -> list[dict]:
+    return mosaic_gen.generate(n, np.random.default_rng(seed), sizes=range(1, 4))
+
+
+def _jsonl(rows) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _counts(engine) -> dict:
+    with engine.connect() as conn:
+        return {t: count_rows(conn, t) for t in ("mosaic_study", "mosaic_prompt", "mosaic_constraint",
+                                                  "mosaic_output", "mosaic_check", "wise_study", "wise_generation")}
+
+
+@pytest.fixture
+def engine(any_db_url):
+    return get_engine(any_db_url)
+
+
+def test_prompt_import_reports_every_problem_located_and_writes_nothing(engine):
+    lead = cli_principal(engine)
+    good = _prompts()
+    bad = [dict(good[0], id=""),
+           dict(good[1], checks=[dict(good[1]["checks"][0], verifier="mosaic:nope")]),
+           dict(good[2], checks=[dict(good[2]["checks"][0], params={"bogus": 1}, verifier="mosaic:json")]),
+           dict(good[3], checks=[dict(c, position=c["position"] + 1) for c in good[3]["checks"]]),
+           dict(good[4], checks=[dict(good[4]["checks"][0], verifier="judge", rubric="")]),
+           dict(good[5], system="nul \x00 inside"),
+           dict(good[0]),
+           dict(good[0], id="dup"), dict(good[1], id="dup")]
+    with pytest.raises(ImportFailed) as err:
+        mosaic.import_prompts(engine, lead, study="s", data=_jsonl(bad), filename="p.jsonl")
+    text = str(err.value)
+    for expected in ("p.jsonl:1: id: missing or empty",
+                     "p.jsonl:2: checks.0.verifier: unknown checker 'mosaic:nope'",
+                     "p.jsonl:3: checks.0.params: not valid for mosaic:json",
+                     "p.jsonl:4: checks: positions must run 1..",
+                     "p.jsonl:5: checks.0.rubric: a judge constraint needs the rubric",
+                     "p.jsonl:6: system: must not contain a NUL character",
+                     "p.jsonl:9: id: 'dup' already given on line 8"):
+        assert expected in text, text
+    with pytest.raises(ImportFailed, match="p.jsonl:2: \\(line\\): invalid JSON"):
+        mosaic.import_prompts(engine, lead, study="s", data=_jsonl(good[:1]) + b"{not json\n", filename="p.jsonl")
+    assert _counts(engine)["mosaic_study"] == 0
+
+
+def test_prompts_outputs_checks_roundtrip_idempotent_and_hostile_text_verbatim(engine):
+    lead = cli_principal(engine)
+    rows = _prompts()
+    rows[0]["user"] = HOSTILE
+    out = mosaic.import_prompts(engine, lead, study="s", data=_jsonl(rows), filename="p.jsonl")
+    assert (out["written"], out["constraints"]) == (6, sum(len(r["checks"]) for r in rows))
+    before = _counts(engine)
+    assert mosaic.import_prompts(engine, lead, study="s", data=_jsonl(rows), filename="p.jsonl")["existing"] == 6
+    changed = [dict(rows[0], user="other")] + rows[1:]
+    with pytest.raises(ImportFailed, match="p.jsonl:1: id: prompt 'mosaic-00001' differs"):
+        mosaic.import_prompts(engine, lead, study="s", data=_jsonl(changed), filename="p.jsonl")
+    assert _counts(engine) == before
+    outs = [{"prompt": r["id"], "model": "<b>m</b>", "output": HOSTILE + "\n\n{{FirstName}}"} for r in rows]
+    assert mosaic.import_outputs(engine, lead, study="s", data=_jsonl(outs), filename="o.jsonl")["written"] == 6
+    res = mosaic.run_checks(engine, lead, study="s")
+    assert res["checked"] > 0 and res["errors"] == 0
+    assert res["unchecked"] == sum(c["verifier"] == "judge" for r in rows for c in r["checks"])
+    detail = mosaic.output_detail(engine, lead, study="s", prompt=rows[0]["id"], model="<b>m</b>")
+    assert detail["user"] == HOSTILE and detail["output"].startswith(HOSTILE)
+    assert detail["meta"] == {"source": "import", "file": "o.jsonl"}
+    checks = detail["checks"]
+    assert checks["position"].tolist() == list(range(1, len(rows[0]["checks"]) + 1))
+    judged = checks["verifier"] == "judge"
+    assert checks.loc[judged, "followed"].isna().all() and checks.loc[~judged, "followed"].notna().all()
+    summary = mosaic.output_summary(engine, lead, study="s", model="<b>m</b>")
+    assert len(summary) == 6 and (summary["checked"] <= summary["constraints"]).all()
+    score = mosaic.score(engine, lead, study="s", n_boot=20)
+    assert score["models"]["<b>m</b>"]["unchecked"] == res["unchecked"]
+
+
+def test_roles_analysts_read_annotators_do_not(engine):
+    lead = cli_principal(engine)
+    mosaic.import_prompts(engine, lead, study="s", data=_jsonl(_prompts(3)), filename="p.jsonl")
+    analyst, annotator = Principal(900, "ana", "analyst"), Principal(901, "ann", "annotator")
+    assert len(mosaic.list_studies(engine, analyst)) == 1
+    with pytest.raises(AccessDenied):
+        mosaic.import_prompts(engine, analyst, study="t", data=_jsonl(_prompts(3)), filename="p.jsonl")
+    with pytest.raises(AccessDenied):
+        mosaic.score(engine, annotator, study="s")
+    with pytest.raises(AccessDenied):
+        wise.list_studies(engine, annotator)
+
+
+def test_wise_manifest_errors_are_located(engine, tmp_path):
+    lead = cli_principal(engine)
+    d = tmp_path / "wise"
+    d.mkdir()
+    (d / "forms.csv").write_text("form,template,checker\nPOS,Answer using exactly {N} words.,wise:exact_words\n"
+                                 "NEG,Do not use more or fewer than {N} words.,wise:nope\n")
+    (d / "items.jsonl").write_text(
+        json.dumps({"item": "i1", "form": "POS", "target": "5", "repetition": 0, "prompt": "Say hi. Answer."}) + "\n"
+        + json.dumps({"item": "i1", "form": "POS", "target": "keyword:x", "repetition": 0, "prompt": "p"}) + "\n"
+        + json.dumps({"item": "i2", "form": "POS", "target": "5", "repetition": -1, "prompt": ""}) + "\n")
+    with pytest.raises(ImportFailed) as err:
+        wise.collect(engine, lead, manifest=d, study="w", model="m", provider="openai", api_key="k")
+    text = str(err.value)
+    assert "forms.csv:3: checker: 'wise:nope'" in text
+    assert "items.jsonl:2: target: 'keyword:x' is checked by wise:keyword_once, form 'POS' by wise:exact_words" in text
+    assert "items.jsonl:3: prompt: missing or empty" in text and "items.jsonl:3: repetition" in text
+    assert _counts(engine)["wise_study"] == 0
+    with pytest.raises(ValueError, match="lacks forms.csv"):
+        wise.collect(engine, lead, manifest=tmp_path, study="w", model="m", provider="openai", api_key="k")
+    with pytest.raises(ValueError, match="no WISE study 'w'"):
+        wise.score(engine, lead, study="w")
