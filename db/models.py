@@ -221,6 +221,13 @@ class Adjudication(SQLModel, table=True):
     seconds: float = 0.0
     supersedes_id: Optional[int] = Field(default=None, foreign_key="adjudication.id", index=True)
     created_at: datetime = Field(default_factory=utcnow)
+    # An outside annotator's name (decisions imported from elsewhere, ``user_id`` NULL): a
+    # name is text, never an account. Empty for decisions of an account.
+    annotator: str = Field(default="", max_length=100)
+    # The judgments of the plan's judge A and judge B that the decision was made on (what
+    # the annotator was shown); ``label`` is the chosen one's. NULL for rows recorded before.
+    judgment_a_id: Optional[int] = Field(default=None, foreign_key="judgment.id")
+    judgment_b_id: Optional[int] = Field(default=None, foreign_key="judgment.id")
 
 
 class WordingStudy(SQLModel, table=True):

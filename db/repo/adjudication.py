@@ -301,13 +301,9 @@ def claim_item(conn: Connection, *, plan_id: int, user_id: int, now: datetime,
 
 
 def lock_task(conn: Connection, *, task_id: int) -> Optional[dict]:
-    """The task row (locked ``FOR UPDATE`` on PostgreSQL) with its plan's judges and their
-    labels on the item (``a_label`` / ``b_label``: newest judgment of each, None when none)."""
-    label = ("(SELECT label FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
-             "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1)")
+    """The task row (locked ``FOR UPDATE`` on PostgreSQL) with its plan's judges."""
     sql = ("SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.stratum, t.kind, t.required, t.decided, "
-           "t.status, t.claimed_by, t.lease_until, t.a_left, t.order_key, p.judge_a_id, p.judge_b_id, "
-           f"{label.format(j='judge_a_id')} AS a_label, {label.format(j='judge_b_id')} AS b_label "
+           "t.status, t.claimed_by, t.lease_until, t.a_left, t.order_key, p.judge_a_id, p.judge_b_id "
            "FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id WHERE t.id = :t")
     if conn.dialect.name == "postgresql":
         sql += " FOR UPDATE OF t"
@@ -315,6 +311,29 @@ def lock_task(conn: Connection, *, task_id: int) -> Optional[dict]:
     if r is None:
         return None
     return dict(r._mapping)
+
+
+def newest_judgments(conn: Connection, *, judge_ids: list[int], response_id: int,
+                     constraint_id: int) -> dict[int, tuple[int, Optional[int]]]:
+    """``{judge_id: (judgment id, label)}``: each judge's newest judgment of one instance
+    (judges without one are missing)."""
+    out = {}
+    for j in judge_ids:
+        r = conn.execute(text("SELECT id, label FROM judgment WHERE judge_id = :j AND response_id = :r "
+                              "AND constraint_id = :c ORDER BY id DESC LIMIT 1"),
+                         {"j": j, "r": response_id, "c": constraint_id}).first()
+        if r is not None:
+            out[j] = (int(r[0]), None if r[1] is None else int(r[1]))
+    return out
+
+
+def judgment_rows(conn: Connection, *, ids: list[int]) -> dict[int, dict]:
+    """``{id: {judge_id, response_id, constraint_id, label}}`` of the given judgments."""
+    if not ids:
+        return {}
+    rows = conn.execute(text("SELECT id, judge_id, response_id, constraint_id, label FROM judgment WHERE id IN :ids")
+                        .bindparams(bindparam("ids", expanding=True)), {"ids": list(ids)}).all()
+    return {int(r[0]): dict(zip(("judge_id", "response_id", "constraint_id", "label"), r[1:])) for r in rows}
 
 
 _CURRENT = "NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id)"
@@ -334,13 +353,16 @@ def decision_state(conn: Connection, *, task_id: int, user_id: int) -> tuple[Opt
     return (None if r[0] is None else {"id": int(r[0]), "choice": r[1]}), int(r[2])
 
 
-def insert_adjudication(conn: Connection, *, task_id: int, user_id: int, choice: str, label: Optional[int],
-                        note: str, seconds: float, supersedes_id: Optional[int]) -> int:
+def insert_adjudication(conn: Connection, *, task_id: int, user_id: Optional[int], choice: str, label: Optional[int],
+                        note: str, seconds: float, supersedes_id: Optional[int], judgment_a_id: Optional[int] = None,
+                        judgment_b_id: Optional[int] = None, annotator: str = "") -> int:
+    """Append one adjudication row (``annotator``: an outside annotator's name, ``user_id`` None)."""
     res = conn.execute(_dt(
-        "INSERT INTO adjudication (task_id, user_id, choice, label, note, seconds, supersedes_id, created_at) "
-        "VALUES (:t, :u, :ch, :l, :n, :s, :sup, :c) RETURNING id", "c"),
-        {"t": task_id, "u": user_id, "ch": choice, "l": label, "n": note, "s": float(seconds),
-         "sup": supersedes_id, "c": utcnow()})
+        "INSERT INTO adjudication (task_id, user_id, annotator, choice, label, note, seconds, supersedes_id, "
+        "judgment_a_id, judgment_b_id, created_at) "
+        "VALUES (:t, :u, :an, :ch, :l, :n, :s, :sup, :ja, :jb, :c) RETURNING id", "c"),
+        {"t": task_id, "u": user_id, "an": annotator, "ch": choice, "l": label, "n": note, "s": float(seconds),
+         "sup": supersedes_id, "ja": judgment_a_id, "jb": judgment_b_id, "c": utcnow()})
     return int(res.scalar_one())
 
 
@@ -369,7 +391,7 @@ def max_order_key(conn: Connection, *, plan_id: int) -> float:
 
 def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = None) -> Optional[dict]:
     """The user's most recent current, non-retracted decision (optionally within a plan)."""
-    sql = ("SELECT d.id, d.task_id FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
+    sql = ("SELECT d.id, d.task_id, d.note FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
            "WHERE d.user_id = :u AND d.choice <> 'retracted' "
            "AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id)")
     params: dict = {"u": user_id}
@@ -381,7 +403,7 @@ def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = No
 
 
 _ITEM_HEAD = ["task_id", "plan_id", "response_id", "constraint_id", "a_left", "lease_until", "kind",
-              "instruction_text", "response_text", "a_label", "a_rationale", "b_label", "b_rationale"]
+              "instruction_text", "response_text", "a_id", "a_label", "a_rationale", "b_id", "b_label", "b_rationale"]
 _ITEM_CONSTRAINT = ["id", "position", "feature", "mode", "text", "acceptance", "feature_name"]
 
 
@@ -392,12 +414,12 @@ def _item_select(dialect: str) -> str:
     newest = ("SELECT {col} FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
               "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1")
     if dialect == "postgresql":
-        judgments = ("ja.label, ja.rationale, jb.label, jb.rationale",
-                     f"LEFT JOIN LATERAL ({newest.format(col='label, rationale', j='judge_a_id')}) ja ON TRUE "
-                     f"LEFT JOIN LATERAL ({newest.format(col='label, rationale', j='judge_b_id')}) jb ON TRUE ")
+        judgments = ("ja.id, ja.label, ja.rationale, jb.id, jb.label, jb.rationale",
+                     f"LEFT JOIN LATERAL ({newest.format(col='id, label, rationale', j='judge_a_id')}) ja ON TRUE "
+                     f"LEFT JOIN LATERAL ({newest.format(col='id, label, rationale', j='judge_b_id')}) jb ON TRUE ")
     else:
         judgments = (", ".join(f"({newest.format(col=col, j=j)})" for j in ("judge_a_id", "judge_b_id")
-                               for col in ("label", "rationale")), "")
+                               for col in ("id", "label", "rationale")), "")
     return ("SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, g.lease_until, t.kind, i.text, r.text, "
             f"{judgments[0]}, c.id, c.position, c.feature, c.mode, c.text, c.acceptance, "
             "(SELECT MIN(f.name) FROM catalog_feature f WHERE f.key = c.feature) "
@@ -417,14 +439,15 @@ def _item_rows(rows) -> Optional[dict]:
         "instruction_text": head["instruction_text"],
         "response_text": head["response_text"],
         "constraints": [dict(zip(_ITEM_CONSTRAINT, r[len(_ITEM_HEAD):])) for r in rows],
-        "judgments": {"A": (head["a_label"], head["a_rationale"]), "B": (head["b_label"], head["b_rationale"])},
+        "judgments": {s: (head[f"{p}_id"], head[f"{p}_label"], head[f"{p}_rationale"]) for s, p in (("A", "a"), ("B", "b"))},
     }
 
 
 def item_content(conn: Connection, *, task_id: int) -> Optional[dict]:
     """What an annotator sees for one task (one query): ``task`` (ids, ``a_left``,
     ``lease_until``, ``kind``), instruction, constraints, response and both judgments (newest
-    of each judge). None when there is no such task."""
+    of each judge: ``{"A"|"B": (judgment id, label, rationale)}`` by the plan's sides). None
+    when there is no such task."""
     sql = "WITH got AS (SELECT id, lease_until FROM adjudication_task WHERE id = :t) " + _item_select(conn.dialect.name)
     return _item_rows(conn.execute(text(sql).columns(lease_until=DateTime()), {"t": task_id}).all())
 
@@ -438,3 +461,20 @@ def user_decisions(conn: Connection, *, plan_id: int, user_id: int) -> pd.DataFr
         "AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id) "
         "ORDER BY d.id"), {"p": plan_id, "u": user_id})
     return pd.DataFrame(res.all(), columns=list(res.keys()))
+
+
+def plan_counts(conn: Connection, *, plan_id: int) -> tuple[int, int, int, int]:
+    """``tasks, done, needed, filled`` of a plan (needed = sum of required; filled = sum of
+    min(decided, required))."""
+    r = conn.execute(text(
+        "SELECT COUNT(*), SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END), SUM(required), "
+        "SUM(CASE WHEN decided < required THEN decided ELSE required END) FROM adjudication_task WHERE plan_id = :p"),
+        {"p": plan_id}).one()
+    return tuple(int(v or 0) for v in r)
+
+
+def user_decision_count(conn: Connection, *, plan_id: int, user_id: int) -> int:
+    """The user's current, non-retracted decisions in a plan."""
+    return int(conn.execute(text(
+        "SELECT COUNT(*) FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id WHERE t.plan_id = :p "
+        f"AND d.user_id = :u AND d.choice <> 'retracted' AND {_CURRENT}"), {"p": plan_id, "u": user_id}).scalar_one())

@@ -67,14 +67,25 @@ def md(value) -> str:
     return _MD_PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
 
 
-def safe_markdown_html(text: Optional[str]) -> str:
-    """Markdown → inert HTML: raw HTML escaped, no clickable link, no loaded image."""
-    return _md.render(text or "")
+def safe_markdown_html(text: Optional[str], *, heading_offset: int = 0) -> str:
+    """Markdown → inert HTML: raw HTML escaped, no clickable link, no loaded image.
+
+    ``heading_offset`` demotes headings (``#`` becomes ``h{1 + offset}``, at most ``h6``), so
+    headings inside a response render smaller than the page's own.
+    """
+    if not heading_offset:
+        return _md.render(text or "")
+    tokens = _md.parse(text or "")
+    for t in tokens:
+        if t.type in ("heading_open", "heading_close"):
+            t.tag = f"h{min(6, int(t.tag[1:]) + heading_offset)}"
+    return _md.renderer.render(tokens, _md.options, {})
 
 
-def show_markdown(text: Optional[str]) -> None:
-    """Render untrusted Markdown inertly (see module docstring)."""
-    st.html(f'<div class="reform-md">{safe_markdown_html(text)}</div>')
+def show_markdown(text: Optional[str], *, heading_offset: int = 0) -> None:
+    """Render untrusted Markdown inertly (see module docstring; ``heading_offset`` as in
+    :func:`safe_markdown_html`)."""
+    st.html(f'<div class="reform-md">{safe_markdown_html(text, heading_offset=heading_offset)}</div>')
 
 
 def show_raw(text: Optional[str]) -> None:

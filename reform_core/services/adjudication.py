@@ -269,6 +269,7 @@ def plan_summary(engine: Engine, principal: Principal, plan_id: int) -> PlanSumm
 class Judgement:
     label: Optional[int]  # 1 pass / 0 fail / None
     rationale: str
+    id: Optional[int] = None  # the judgment row shown (never rendered: ids follow import order)
 
 
 @dataclass(frozen=True)
@@ -284,6 +285,11 @@ class Item:
     judge_b: Judgement  # shown as "Judge B", on the right
     lease_until: datetime
 
+    @property
+    def shown(self) -> tuple[Optional[int], Optional[int]]:
+        """The judgment ids as shown (left, right): pass them to :func:`decide`."""
+        return self.judge_a.id, self.judge_b.id
+
 
 def _item(c: dict) -> Item:
     """The blinded :class:`Item` of a task's content (``repo.item_content``)."""
@@ -292,8 +298,8 @@ def _item(c: dict) -> Item:
             for x in c["constraints"]]
     target = next(i for i, x in enumerate(c["constraints"]) if x["id"] == t["constraint_id"])
     left, right = ("A", "B") if t["a_left"] == "A" else ("B", "A")
-    j = {s: Judgement(None if c["judgments"][s][0] is None else int(c["judgments"][s][0]), c["judgments"][s][1] or "")
-         for s in ("A", "B")}
+    j = {s: Judgement(None if lab is None else int(lab), rat or "", None if jid is None else int(jid))
+         for s, (jid, lab, rat) in c["judgments"].items()}
     return Item(task_id=int(t["task_id"]), instruction=c["instruction_text"], constraint=cons[target],
                 other_constraints=[x for i, x in enumerate(cons) if i != target], response=c["response_text"],
                 judge_a=j[left], judge_b=j[right], lease_until=_naive(t["lease_until"]))
@@ -333,7 +339,33 @@ def _plan_side(shown: str, a_left: str) -> str:
     return shown if a_left == "A" else ("B" if shown == "A" else "A")
 
 
-def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note: str = "", seconds: float = 0.0) -> Decision:
+def _shown_judgments(conn, t: dict, shown: Optional[tuple[Optional[int], Optional[int]]]) -> dict[str, tuple]:
+    """``{"A": (judgment id, label), "B": …}`` by the plan's sides: the judgments shown
+    (``shown`` = ids as shown, left then right), else each judge's newest."""
+    judge = {"A": int(t["judge_a_id"]), "B": int(t["judge_b_id"])}
+    if shown is None:
+        newest = repo.newest_judgments(conn, judge_ids=list(judge.values()), response_id=t["response_id"],
+                                       constraint_id=t["constraint_id"])
+        return {side: newest.get(j, (None, None)) for side, j in judge.items()}
+    if len(shown) != 2:
+        raise ValueError(f"shown must be the two judgment ids (left, right), got {shown!r}")
+    by_side = dict(zip(("A", "B") if t["a_left"] == "A" else ("B", "A"), shown))
+    rows = repo.judgment_rows(conn, ids=[int(i) for i in by_side.values() if i is not None])
+    out = {}
+    for side, jid in by_side.items():
+        if jid is None:
+            out[side] = (None, None)
+            continue
+        r = rows.get(int(jid))
+        if r is None or (int(r["judge_id"]), int(r["response_id"]), int(r["constraint_id"])) != (
+                judge[side], int(t["response_id"]), int(t["constraint_id"])):
+            raise ValueError(f"task {t['id']}: judgment {jid} is not one of this item's judgments")
+        out[side] = (int(jid), None if r["label"] is None else int(r["label"]))
+    return out
+
+
+def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note: str = "", seconds: float = 0.0,
+           shown: Optional[tuple[Optional[int], Optional[int]]] = None) -> Decision:
     """Record the signed-in annotator's decision on a task (append-only).
 
     Parameters
@@ -344,10 +376,17 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
         both wrong) needs a ``note`` and yields no label.
     seconds : float
         Time the annotator spent on the item.
+    shown : (int | None, int | None), optional
+        The judgment ids the annotator was shown, left then right (:attr:`Item.shown`). The
+        decision stores them and takes its label from the chosen one, so a judge re-run while
+        the item was on screen cannot change what the decision means. Without it, each
+        judge's newest judgment (for callers that never showed an item).
 
     Refused (:class:`AdjudicationRefused`) when the user already decided the task, when the
     task is complete, or when the user's lease expired and another annotator now holds the
     task — except on a task that needs several annotators and that this user has not decided.
+    A task completed meanwhile by an import is not refused to the annotator holding its lease
+    (the decision is recorded as one more).
     """
     user = require(principal, ADJUDICATE_ACTION)
     if choice not in CHOICES:
@@ -365,24 +404,26 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
         mine, decided = repo.decision_state(conn, task_id=task_id, user_id=user.user_id)
         if mine is not None and mine["choice"] != repo.RETRACTED:
             raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
-        if t["status"] == "done":
-            raise AdjudicationRefused(f"task {task_id} is already complete")
         lease = _naive(t["lease_until"])
-        held_by_other = t["status"] == "claimed" and t["claimed_by"] != user.user_id
-        if held_by_other and t["required"] <= 1:
+        holds = t["claimed_by"] == user.user_id and lease is not None and lease >= now
+        if t["status"] == "done" and not holds:
+            raise AdjudicationRefused(f"task {task_id} is already complete")
+        held_by_other = t["claimed_by"] is not None and t["claimed_by"] != user.user_id
+        if t["status"] == "claimed" and held_by_other and t["required"] <= 1:
             raise AdjudicationRefused(
                 f"task {task_id}: your lease expired and the item was handed to another annotator; "
                 "your decision was not recorded — take the next item")
+        judgments = _shown_judgments(conn, t, shown)
         side = _plan_side(choice, t["a_left"])
         label = None
         if side != "neither":
-            label = t["a_label"] if side == "A" else t["b_label"]
+            label = judgments[side][1]
             if label is None:
                 raise ValueError(f"task {task_id}: the chosen judgment has no label; choose the other one or 'neither'")
-            label = int(label)
         adj_id = repo.insert_adjudication(conn, task_id=task_id, user_id=user.user_id, choice=side, label=label,
                                           note=note, seconds=float(seconds),
-                                          supersedes_id=None if mine is None else mine["id"])
+                                          supersedes_id=None if mine is None else mine["id"],
+                                          judgment_a_id=judgments["A"][0], judgment_b_id=judgments["B"][0])
         decided += 1  # the user had no current decision (checked above, under the task's lock)
         done = decided >= t["required"]
         if done:
@@ -421,13 +462,26 @@ def skip(engine: Engine, principal: Principal, task_id: int) -> None:
         repo.update_task(conn, task_id=task_id, status="open", claimed_by=None, lease_until=None, order_key=key)
 
 
+@dataclass(frozen=True)
+class Undone:
+    """What :func:`undo_last` withdrew: the task and the decision *as it was shown* ("A" = the
+    judgment shown as Judge A, "B", or "neither")."""
+
+    task_id: int
+    choice: str
+    note: str
+
+
 def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = None,
-              lease_seconds: int = DEFAULT_LEASE_SECONDS) -> Optional[int]:
+              lease_seconds: int = DEFAULT_LEASE_SECONDS) -> Optional[Undone]:
     """Withdraw the signed-in user's most recent decision (see the module docstring).
 
     Appends a ``retracted`` row superseding it, recounts the task and hands the task back
-    to this user under a fresh lease (unless another annotator holds a live lease on it).
-    Returns the task id, or None when the user has no decision to undo.
+    to this user under a fresh lease (unless another annotator holds a live lease on it, or
+    it still has all the decisions it needs). The task row is locked first and the decision
+    checked again under the lock, so two undos at once withdraw it once (the second finds
+    nothing left and returns None). Returns what was undone, or None when the user has no
+    decision to undo.
     """
     user = require(principal, ADJUDICATE_ACTION)
     now = _now()
@@ -436,16 +490,47 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
         if last is None:
             return None
         t = repo.lock_task(conn, task_id=last["task_id"])
+        mine, _ = repo.decision_state(conn, task_id=t["id"], user_id=user.user_id)  # read under the lock
+        if mine is None or mine["id"] != last["id"] or mine["choice"] == repo.RETRACTED:
+            return None  # withdrawn (or changed) by a concurrent call since we looked
         repo.insert_adjudication(conn, task_id=t["id"], user_id=user.user_id, choice=repo.RETRACTED, label=None,
                                  note="undo", seconds=0.0, supersedes_id=last["id"])
         decided = repo.count_decided(conn, task_id=t["id"])
         lease = _naive(t["lease_until"])
-        if t["status"] == "claimed" and t["claimed_by"] != user.user_id and lease is not None and lease >= now:
+        if decided >= t["required"]:
+            repo.update_task(conn, task_id=t["id"], decided=decided)  # still complete (an extra decision)
+        elif t["status"] == "claimed" and t["claimed_by"] != user.user_id and lease is not None and lease >= now:
             repo.update_task(conn, task_id=t["id"], decided=decided)
         else:
             repo.update_task(conn, task_id=t["id"], decided=decided, status="claimed", claimed_by=user.user_id,
                              lease_until=now + timedelta(seconds=lease_seconds))
-        return int(t["id"])
+        shown = mine["choice"] if mine["choice"] == "neither" else _plan_side(mine["choice"], t["a_left"])
+        return Undone(task_id=int(t["id"]), choice=shown, note=last.get("note") or "")
+
+
+@dataclass(frozen=True)
+class PlanProgress:
+    """Where a plan stands, for the annotator's header ("item n of N")."""
+
+    tasks: int  # items in the plan
+    done: int  # items with all the decisions they need
+    needed: int  # decisions the plan needs (sum of each item's required annotators)
+    filled: int  # of those, made (extra decisions beyond an item's requirement not counted)
+    mine: int  # the signed-in user's current decisions in the plan
+
+    @property
+    def item_no(self) -> int:
+        """The number of the decision being made now (1-based, at most ``needed``)."""
+        return max(1, min(self.filled + 1, self.needed))
+
+
+def plan_progress(engine: Engine, principal: Principal, plan_id: int) -> PlanProgress:
+    """The plan's counts and the signed-in user's number of decisions in it."""
+    user = require(principal, ADJUDICATE_ACTION)
+    with engine.connect() as conn:
+        tasks, done, needed, filled = repo.plan_counts(conn, plan_id=plan_id)
+        mine = repo.user_decision_count(conn, plan_id=plan_id, user_id=user.user_id)
+    return PlanProgress(tasks=tasks, done=done, needed=needed, filled=filled, mine=mine)
 
 
 @dataclass(frozen=True)

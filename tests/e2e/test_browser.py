@@ -26,7 +26,8 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-PASSWORDS = {"lead1": ("lead", "lead-password-1"), "ann1": ("annotator", "annotator-password-1")}
+PASSWORDS = {"lead1": ("lead", "lead-password-1"), "ann1": ("annotator", "annotator-password-1"),
+             "ann2": ("annotator", "annotator-password-2")}
 
 
 def _free_port() -> int:
@@ -50,6 +51,10 @@ def server(tmp_path_factory):
     from reform_core.services.adjudication import create_plan
 
     create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=1, name="e2e")
+    from sqlalchemy import text
+
+    with engine.begin() as conn:  # every response opens with a top-level heading (demoted on the adjudication page)
+        conn.execute(text("UPDATE response SET text = '# Response heading' || char(10) || char(10) || text"))
     dispose_engines()
     port = _free_port()
     env = {**os.environ, "REFORM_DATABASE_URL": url, "REFORM_AUTH_MODE": "password", "REFORM_LOAD_DEMO": "false",
@@ -145,5 +150,73 @@ def test_annotator_sees_only_annotator_pages_and_adjudicates_with_keyboard(page,
     nav.get_by_role("link", name="Adjudicate").click()
     expect(page.get_by_role("button", name="Judge A is better supported")).to_be_visible()
     page.keyboard.press("a")  # shortcut: side with the left judge (per the adjudication page's help)
-    # the page confirms the stored decision (a persistent caption; a toast says "Saved" too)
-    expect(page.get_by_text("your last decision is stored")).to_be_visible()
+    # the page confirms the stored decision
+    expect(page.get_by_text("Saved: “Judge A is better supported”")).to_be_visible()
+
+
+def _scroll_to_bottom(page) -> None:
+    """Scroll Streamlit's main area (the element that scrolls, not the window) to its end."""
+    page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 1e7)")
+
+
+def _box(locator) -> dict:
+    box = locator.bounding_box()
+    assert box is not None, locator
+    return box
+
+
+def test_adjudication_screen_cannot_mislead(page, server):
+    """Issue 15 item 15: after a decision the next item kept the scroll position (its
+    instruction off-screen) and only a toast said anything changed; no "item n of N"; a
+    "neither" without a note warned off-screen; Undo said nothing; button labels were cut;
+    headings inside a response rendered as large as the page's own, without a border."""
+    import re
+
+    from playwright.sync_api import expect
+
+    page.set_viewport_size({"width": 1100, "height": 800})
+    _sign_in(page, server, "ann2")
+    page.get_by_role("link", name="Adjudicate").click()
+    counter = page.get_by_role("heading", name=re.compile(r"^Item \d+ of \d+$"))
+    expect(counter).to_be_visible()
+    first = counter.inner_text()
+
+    # full labels: no button text is cut off
+    for label in ("Judge A is better supported", "Judge B is better supported", "Neither / unsure", "Skip",
+                  "Undo my last decision"):
+        button = page.get_by_role("button", name=label)
+        expect(button).to_be_visible()
+        cut = button.evaluate("b => [...b.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1)")
+        assert not cut, f"label of {label!r} is truncated"
+
+    # a heading inside the response is smaller than the page's own, and the response has a border
+    inner = page.get_by_role("heading", name="Response heading").first
+    own = page.get_by_role("heading", name="Response", exact=True)
+    size = "e => parseFloat(getComputedStyle(e).fontSize)"
+    assert inner.evaluate(size) < own.evaluate(size)
+    box = page.locator("[class*='st-key-adj_response_']")
+    assert box.evaluate("e => getComputedStyle(e).borderTopStyle") != "none"
+
+    # "neither" without a note: the warning appears next to the button that caused it
+    neither = page.get_by_role("button", name="Neither / unsure")
+    _scroll_to_bottom(page)
+    expect(neither).to_be_in_viewport()
+    page.keyboard.press("n")
+    warning = page.get_by_text("a note is required")
+    expect(warning).to_be_in_viewport()
+    assert 0 <= _box(warning)["y"] - (_box(neither)["y"] + _box(neither)["height"]) < 120
+
+    # a decision while scrolled to the buttons: the next item starts at the top, says what changed
+    page.keyboard.press("a")
+    saved = page.get_by_text("Saved: “Judge A is better supported”")
+    expect(saved).to_be_in_viewport()
+    expect(counter).not_to_have_text(first)
+    expect(counter).to_be_in_viewport()
+    expect(page.get_by_role("heading", name="Instruction")).to_be_in_viewport()
+
+    # undo says what it undid and shows that item again
+    _scroll_to_bottom(page)
+    expect(page.get_by_role("button", name="Skip")).to_be_in_viewport()
+    page.keyboard.press("u")
+    expect(page.get_by_text("Undone: your decision “Judge A is better supported”")).to_be_in_viewport()
+    expect(counter).to_have_text(first)

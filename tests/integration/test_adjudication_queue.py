@@ -111,7 +111,8 @@ def test_undo_is_append_only_and_hands_the_item_back(project):
     item = S.claim_next(eng, u["ann1"], plan)
     d = S.decide(eng, u["ann1"], item.task_id, "A", seconds=2)
     before = _rows(eng, "SELECT * FROM adjudication WHERE id = :i", i=d.adjudication_id)
-    assert S.undo_last(eng, u["ann1"], plan) == item.task_id
+    undone = S.undo_last(eng, u["ann1"], plan)
+    assert (undone.task_id, undone.choice) == (item.task_id, "A")  # what was undone, as it was shown
     assert _rows(eng, "SELECT * FROM adjudication WHERE id = :i", i=d.adjudication_id) == before  # untouched
     hist = _rows(eng, "SELECT choice, supersedes_id FROM adjudication WHERE task_id = :t ORDER BY id", t=item.task_id)
     assert hist == [(before[0][3], None), ("retracted", d.adjudication_id)]
