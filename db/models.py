@@ -208,6 +208,37 @@ class AdjudicationTask(SQLModel, table=True):
     a_left: str = Field(default="A", max_length=1)  # which judge is shown on the left
 
 
+class PlanStratumCount(SQLModel, table=True):
+    """Progress counters of one stratum of a plan, kept by task creation, decide, undo and
+    import in the same transaction (so no screen ever counts a plan's task list)."""
+
+    __tablename__ = "plan_stratum_count"
+    __table_args__ = (UniqueConstraint("plan_id", "stratum", name="uq_plan_stratum_count"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    plan_id: int = Field(foreign_key="sample_plan.id")
+    stratum: str = Field(default="", max_length=400)
+    tasks: int = 0  # items
+    needed: int = 0  # decisions the items need: sum of required
+    done: int = 0  # items with all the decisions they need
+    filled: int = 0  # decisions made towards that: sum of min(decided, required)
+
+
+class PlanAnnotatorCount(SQLModel, table=True):
+    """Current (not withdrawn) decisions of one annotator in one stratum of a plan, and the
+    seconds they took; kept like :class:`PlanStratumCount`. ``user_id`` 0 = an outside
+    annotator named by ``annotator`` (0, not NULL, so the unique key holds)."""
+
+    __tablename__ = "plan_annotator_count"
+    __table_args__ = (UniqueConstraint("plan_id", "user_id", "annotator", "stratum", name="uq_plan_annotator_count"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    plan_id: int = Field(foreign_key="sample_plan.id")
+    user_id: int = 0
+    annotator: str = Field(default="", max_length=100)
+    stratum: str = Field(default="", max_length=400)
+    decided: int = 0
+    seconds: float = 0.0
+
+
 class Adjudication(SQLModel, table=True):
     """An append-only human decision; a correction supersedes an earlier row."""
 

@@ -191,7 +191,7 @@ def progress_table() -> None:
     c = st.columns(3)
     c[0].metric("My decisions", f"{pr.decided:,}")
     c[1].metric("Items / hour", "–" if pr.items_per_hour != pr.items_per_hour else f"{pr.items_per_hour:.0f}")
-    c[2].metric("Median seconds / item", "–" if pr.median_seconds != pr.median_seconds else f"{pr.median_seconds:.0f}")
+    c[2].metric("Seconds / item (mean)", "–" if pr.mean_seconds != pr.mean_seconds else f"{pr.mean_seconds:.0f}")
     if len(pr.strata):
         table = pr.strata.assign(progress=pr.strata["done"] / pr.strata["tasks"])
         st.dataframe(table, hide_index=True, column_config={

@@ -226,6 +226,7 @@ class AdjudicationRecord(_Record):
     instruction: Key
     position: int = Field(ge=1, le=50)
     choice: Literal["A", "B", "neither"]
+    # the person who decided: an existing annotator account, else kept as text (never an account)
     annotator: Str100 = "import"
     note: str = ""
     seconds: float = Field(default=0.0, ge=0, allow_inf_nan=False)

@@ -148,7 +148,7 @@ def adjudication_rows(conn: Connection, *, judge_a_id: Optional[int] = None, jud
         where.append("((p.judge_a_id = :a AND p.judge_b_id = :b) OR (p.judge_a_id = :b AND p.judge_b_id = :a))")
         params.update(a=judge_a_id, b=judge_b_id)
     sql = (
-        "SELECT d.id, d.task_id, d.user_id, u.username, d.choice, d.label, d.note, d.seconds, d.supersedes_id, "
+        "SELECT d.id, d.task_id, d.user_id, COALESCE(u.username, d.annotator), d.choice, d.label, d.note, d.seconds, d.supersedes_id, "
         "d.created_at, t.plan_id, t.response_id, t.constraint_id, t.kind, p.judge_a_id, p.judge_b_id "
         "FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
         "JOIN sample_plan p ON p.id = t.plan_id LEFT JOIN app_user u ON u.id = d.user_id"
@@ -174,11 +174,22 @@ def insert_plan(conn: Connection, *, name: str, judge_a_id: int, judge_b_id: int
 
 
 def insert_tasks(conn: Connection, *, rows: list[dict]) -> None:
-    """Insert tasks; on PostgreSQL refresh the planner statistics so the queue's claim query
-    uses its index at once (a fresh bulk load otherwise gets sequential scans + sorts)."""
+    """Insert tasks and add them to their plans' progress counters; on PostgreSQL refresh the
+    planner statistics so the queue's claim query uses its index at once (a fresh bulk load
+    otherwise gets sequential scans + sorts)."""
     from db.repo.data import bulk_insert
 
     bulk_insert(conn, "adjudication_task", rows)
+    deltas: dict[int, dict[str, list[int]]] = {}
+    for r in rows:
+        required, decided = int(r.get("required", 1)), int(r.get("decided", 0))
+        d = deltas.setdefault(int(r["plan_id"]), {}).setdefault(r.get("stratum", ""), [0, 0, 0, 0])
+        d[0] += 1
+        d[1] += required
+        d[2] += r.get("status", "open") == "done"
+        d[3] += min(decided, required)
+    for plan_id, by_stratum in deltas.items():
+        add_stratum_counts(conn, plan_id=plan_id, deltas=by_stratum)
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("ANALYZE adjudication_task")
 
@@ -188,15 +199,15 @@ def plan_names(conn: Connection) -> list[str]:
 
 
 def plans(conn: Connection) -> pd.DataFrame:
-    """Every plan with its judges and task counts."""
+    """Every plan with its judges and task counts (from the progress counters)."""
     res = conn.execute(text(
         "SELECT p.id, p.name, ja.name AS judge_a, jb.name AS judge_b, p.active, p.created_at, "
-        "COUNT(t.id) AS tasks, SUM(CASE WHEN t.status = 'done' THEN 1 ELSE 0 END) AS done "
+        "COALESCE(c.tasks, 0) AS tasks, COALESCE(c.done, 0) AS done "
         "FROM sample_plan p JOIN judge ja ON ja.id = p.judge_a_id JOIN judge jb ON jb.id = p.judge_b_id "
-        "LEFT JOIN adjudication_task t ON t.plan_id = p.id "
-        "GROUP BY p.id, p.name, ja.name, jb.name, p.active, p.created_at ORDER BY p.id"))
+        "LEFT JOIN (SELECT plan_id, SUM(tasks) AS tasks, SUM(done) AS done FROM plan_stratum_count "
+        "GROUP BY plan_id) c ON c.plan_id = p.id ORDER BY p.id"))
     df = pd.DataFrame(res.all(), columns=list(res.keys()))
-    df["done"] = df["done"].fillna(0).astype(int)
+    df[["tasks", "done"]] = df[["tasks", "done"]].astype(int)
     return df
 
 
@@ -339,18 +350,23 @@ def judgment_rows(conn: Connection, *, ids: list[int]) -> dict[int, dict]:
 _CURRENT = "NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id)"
 
 
+# Distinct annotators among rows ``d``: accounts by id, outside annotators (no account) by name.
+_DISTINCT_ANNOTATORS = "COUNT(DISTINCT d.user_id) + COUNT(DISTINCT CASE WHEN d.user_id IS NULL THEN d.annotator END)"
+
+
 def decision_state(conn: Connection, *, task_id: int, user_id: int) -> tuple[Optional[dict], int]:
     """The user's current (not superseded) row on a task, retractions included (``id``,
-    ``choice``; None when none), and the number of distinct users with a current,
-    non-retracted decision on it — one query. Run it after :func:`lock_task` (on PostgreSQL
-    a statement's snapshot is taken when it starts, so it must start once the lock is held)."""
+    ``choice``, ``seconds``; None when none), and the number of distinct annotators with a
+    current, non-retracted decision on it — one query. Run it after :func:`lock_task` (on
+    PostgreSQL a statement's snapshot is taken when it starts, so it must start once the lock
+    is held)."""
     mine = ("(SELECT d.{col} FROM adjudication d WHERE d.task_id = :t AND d.user_id = :u "
             f"AND {_CURRENT} ORDER BY d.id DESC LIMIT 1)")
     r = conn.execute(text(
-        f"SELECT {mine.format(col='id')}, {mine.format(col='choice')}, "
-        "(SELECT COUNT(DISTINCT d.user_id) FROM adjudication d WHERE d.task_id = :t AND d.choice <> 'retracted' "
+        f"SELECT {mine.format(col='id')}, {mine.format(col='choice')}, {mine.format(col='seconds')}, "
+        f"(SELECT {_DISTINCT_ANNOTATORS} FROM adjudication d WHERE d.task_id = :t AND d.choice <> 'retracted' "
         f"AND {_CURRENT})"), {"t": task_id, "u": user_id}).one()
-    return (None if r[0] is None else {"id": int(r[0]), "choice": r[1]}), int(r[2])
+    return (None if r[0] is None else {"id": int(r[0]), "choice": r[1], "seconds": float(r[2])}), int(r[3])
 
 
 def insert_adjudication(conn: Connection, *, task_id: int, user_id: Optional[int], choice: str, label: Optional[int],
@@ -367,9 +383,9 @@ def insert_adjudication(conn: Connection, *, task_id: int, user_id: Optional[int
 
 
 def count_decided(conn: Connection, *, task_id: int) -> int:
-    """Distinct users with a current, non-retracted decision on the task."""
+    """Distinct annotators with a current, non-retracted decision on the task."""
     return int(conn.execute(text(
-        "SELECT COUNT(DISTINCT d.user_id) FROM adjudication d WHERE d.task_id = :t AND d.choice <> 'retracted' "
+        f"SELECT {_DISTINCT_ANNOTATORS} FROM adjudication d WHERE d.task_id = :t AND d.choice <> 'retracted' "
         f"AND {_CURRENT}"), {"t": task_id}).scalar_one())
 
 
@@ -391,7 +407,7 @@ def max_order_key(conn: Connection, *, plan_id: int) -> float:
 
 def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = None) -> Optional[dict]:
     """The user's most recent current, non-retracted decision (optionally within a plan)."""
-    sql = ("SELECT d.id, d.task_id, d.note FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
+    sql = ("SELECT d.id, d.task_id, d.note, d.seconds FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
            "WHERE d.user_id = :u AND d.choice <> 'retracted' "
            "AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id)")
     params: dict = {"u": user_id}
@@ -452,29 +468,114 @@ def item_content(conn: Connection, *, task_id: int) -> Optional[dict]:
     return _item_rows(conn.execute(text(sql).columns(lease_until=DateTime()), {"t": task_id}).all())
 
 
-def user_decisions(conn: Connection, *, plan_id: int, user_id: int) -> pd.DataFrame:
-    """The user's current, non-retracted decisions in a plan (seconds, created_at, stratum)."""
-    res = conn.execute(text(
-        "SELECT d.id, d.seconds, d.created_at, t.stratum FROM adjudication d "
-        "JOIN adjudication_task t ON t.id = d.task_id WHERE t.plan_id = :p AND d.user_id = :u "
-        "AND d.choice <> 'retracted' "
-        "AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id) "
-        "ORDER BY d.id"), {"p": plan_id, "u": user_id})
-    return pd.DataFrame(res.all(), columns=list(res.keys()))
+# ----------------------------------------------------------------------------- progress counters
+# Kept in the transaction of every change (task creation, decide, undo, import): reading a
+# plan's progress costs a few rows per stratum, whatever the plan's size.
 
 
-def plan_counts(conn: Connection, *, plan_id: int) -> tuple[int, int, int, int]:
-    """``tasks, done, needed, filled`` of a plan (needed = sum of required; filled = sum of
-    min(decided, required))."""
+def add_stratum_counts(conn: Connection, *, plan_id: int, deltas: dict[str, "list[int] | tuple[int, ...]"]) -> None:
+    """Add ``{stratum: (tasks, needed, done, filled)}`` to a plan's stratum counters."""
+    rows = [{"p": plan_id, "s": s, "t": int(d[0]), "n": int(d[1]), "d": int(d[2]), "f": int(d[3])}
+            for s, d in sorted(deltas.items()) if any(d)]
+    if rows:
+        conn.execute(text(
+            "INSERT INTO plan_stratum_count (plan_id, stratum, tasks, needed, done, filled) "
+            "VALUES (:p, :s, :t, :n, :d, :f) ON CONFLICT (plan_id, stratum) DO UPDATE SET "
+            "tasks = plan_stratum_count.tasks + excluded.tasks, needed = plan_stratum_count.needed + excluded.needed, "
+            "done = plan_stratum_count.done + excluded.done, filled = plan_stratum_count.filled + excluded.filled"),
+            rows)
+
+
+def add_annotator_counts(conn: Connection, *, plan_id: int,
+                         deltas: dict[tuple[int, str, str], "list[float] | tuple[float, float]"]) -> None:
+    """Add ``{(user_id or 0, outside name or '', stratum): (decisions, seconds)}`` to a plan's
+    annotator counters."""
+    rows = [{"p": plan_id, "u": int(u), "a": a, "s": s, "d": int(d[0]), "sec": float(d[1])}
+            for (u, a, s), d in sorted(deltas.items()) if d[0] or d[1]]
+    if rows:
+        conn.execute(text(
+            "INSERT INTO plan_annotator_count (plan_id, user_id, annotator, stratum, decided, seconds) "
+            "VALUES (:p, :u, :a, :s, :d, :sec) ON CONFLICT (plan_id, user_id, annotator, stratum) DO UPDATE SET "
+            "decided = plan_annotator_count.decided + excluded.decided, "
+            "seconds = plan_annotator_count.seconds + excluded.seconds"), rows)
+
+
+def count_change(conn: Connection, *, task: dict, before: int, after: int, status_before: str, status_after: str,
+                 annotator: tuple[int, str], decisions: int, seconds: float) -> None:
+    """Apply one task's change to the counters: its distinct deciders went ``before`` → ``after``
+    and its status ``status_before`` → ``status_after``; ``annotator`` (user id or 0, outside
+    name or '') gained ``decisions`` (±1) taking ``seconds``."""
+    req = int(task["required"])
+    done = int(status_after == "done") - int(status_before == "done")
+    filled = min(after, req) - min(before, req)
+    add_stratum_counts(conn, plan_id=task["plan_id"], deltas={task["stratum"]: (0, 0, done, filled)})
+    add_annotator_counts(conn, plan_id=task["plan_id"],
+                         deltas={(annotator[0], annotator[1], task["stratum"]): (decisions, seconds)})
+
+
+def plan_progress(conn: Connection, *, plan_id: int, user_id: int) -> tuple[int, int, int, int, int]:
+    """``tasks, done, needed, filled`` of a plan and the user's current decisions in it (one query)."""
     r = conn.execute(text(
-        "SELECT COUNT(*), SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END), SUM(required), "
-        "SUM(CASE WHEN decided < required THEN decided ELSE required END) FROM adjudication_task WHERE plan_id = :p"),
-        {"p": plan_id}).one()
+        "SELECT SUM(tasks), SUM(done), SUM(needed), SUM(filled), "
+        "(SELECT SUM(decided) FROM plan_annotator_count WHERE plan_id = :p AND user_id = :u AND annotator = '') "
+        "FROM plan_stratum_count WHERE plan_id = :p"), {"p": plan_id, "u": user_id}).one()
     return tuple(int(v or 0) for v in r)
 
 
-def user_decision_count(conn: Connection, *, plan_id: int, user_id: int) -> int:
-    """The user's current, non-retracted decisions in a plan."""
+def stratum_counts(conn: Connection, *, plan_id: int, user_id: int) -> pd.DataFrame:
+    """Per stratum of a plan: ``stratum, tasks, done, mine, seconds`` (the user's decisions and
+    their seconds)."""
+    res = conn.execute(text(
+        "SELECT c.stratum, c.tasks, c.done, COALESCE(a.decided, 0) AS mine, COALESCE(a.seconds, 0) AS seconds "
+        "FROM plan_stratum_count c LEFT JOIN plan_annotator_count a ON a.plan_id = c.plan_id "
+        "AND a.stratum = c.stratum AND a.user_id = :u AND a.annotator = '' WHERE c.plan_id = :p ORDER BY c.stratum"),
+        {"p": plan_id, "u": user_id})
+    return pd.DataFrame(res.all(), columns=list(res.keys()))
+
+
+def counter_mismatches(conn: Connection) -> int:
+    """Stratum and annotator counters that differ from a recount of tasks and decisions (doctor)."""
+    recount_strata = (
+        "SELECT plan_id, stratum, COUNT(*) AS tasks, SUM(required) AS needed, "
+        "SUM(CASE WHEN status = 'done' THEN 1 ELSE 0 END) AS done, "
+        "SUM(CASE WHEN decided < required THEN decided ELSE required END) AS filled "
+        "FROM adjudication_task GROUP BY plan_id, stratum")
+    recount_annotators = (
+        "SELECT t.plan_id, COALESCE(d.user_id, 0) AS user_id, "
+        "CASE WHEN d.user_id IS NULL THEN d.annotator ELSE '' END AS annotator, t.stratum, COUNT(*) AS decided "
+        "FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
+        f"WHERE d.choice <> 'retracted' AND {_CURRENT} "
+        "GROUP BY t.plan_id, COALESCE(d.user_id, 0), CASE WHEN d.user_id IS NULL THEN d.annotator ELSE '' END, t.stratum")
+    stored_strata = "SELECT plan_id, stratum, tasks, needed, done, filled FROM plan_stratum_count"
+    stored_annotators = ("SELECT plan_id, user_id, annotator, stratum, decided FROM plan_annotator_count "
+                         "WHERE decided <> 0")
+    bad = 0
+    for x, y in ((recount_strata, stored_strata), (stored_strata, recount_strata),
+                 (recount_annotators, stored_annotators), (stored_annotators, recount_annotators)):
+        bad += int(conn.execute(text(f"SELECT COUNT(*) FROM ({x} EXCEPT {y}) z")).scalar_one())
+    return bad
+
+
+def task_counter_mismatches(conn: Connection) -> int:
+    """Tasks whose ``decided`` differs from the distinct annotators of their current decisions,
+    or whose status disagrees with it (doctor)."""
     return int(conn.execute(text(
-        "SELECT COUNT(*) FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id WHERE t.plan_id = :p "
-        f"AND d.user_id = :u AND d.choice <> 'retracted' AND {_CURRENT}"), {"p": plan_id, "u": user_id}).scalar_one())
+        "SELECT COUNT(*) FROM adjudication_task t WHERE t.decided <> "
+        f"(SELECT {_DISTINCT_ANNOTATORS} FROM adjudication d WHERE d.task_id = t.id AND d.choice <> 'retracted' "
+        f"AND {_CURRENT}) OR (t.status = 'done') <> (t.decided >= t.required)")).scalar_one())
+
+
+def undecided_tasks(conn: Connection, *, plan_name: Optional[str] = None) -> list[dict]:
+    """The tasks still short of decisions, of one plan (by name) or of every active plan, in
+    queue order: ``plan, kind, required`` (distinct annotators still needed = required −
+    decided), ``judge_a, judge_b, model, instruction, position``."""
+    where = "t.status <> 'done' AND " + ("p.name = :n" if plan_name is not None else "p.active = :a")
+    res = conn.execute(text(
+        "SELECT p.name AS plan, t.kind, t.required - t.decided AS required, ja.name AS judge_a, jb.name AS judge_b, "
+        "m.name AS model, i.key AS instruction, c.position FROM adjudication_task t "
+        "JOIN sample_plan p ON p.id = t.plan_id JOIN judge ja ON ja.id = p.judge_a_id "
+        "JOIN judge jb ON jb.id = p.judge_b_id JOIN response r ON r.id = t.response_id "
+        "JOIN eval_model m ON m.id = r.model_id JOIN constraint_item c ON c.id = t.constraint_id "
+        f"JOIN instruction i ON i.id = c.instruction_id WHERE {where} ORDER BY p.id, t.order_key, t.id"),
+        {"n": plan_name, "a": True})
+    return [dict(r._mapping) for r in res]

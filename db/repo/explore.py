@@ -60,7 +60,7 @@ def example(conn: Connection, *, model: str, question: str) -> dict | None:
         "WHERE g.response_id IN :r ORDER BY g.id").bindparams(bindparam("r", expanding=True)), {"r": rids})
     judgments = judgments.drop_duplicates(["iid", "judge"], keep="last").reset_index(drop=True)
     adjudications = _frame(conn, text(
-        f"SELECT t.response_id * {IID_SHIFT} + t.constraint_id AS iid, a.choice, a.label, u.username AS annotator, "
+        f"SELECT t.response_id * {IID_SHIFT} + t.constraint_id AS iid, a.choice, a.label, COALESCE(u.username, a.annotator) AS annotator, "
         "a.note, a.created_at FROM adjudication a JOIN adjudication_task t ON t.id = a.task_id "
         "JOIN constraint_item c ON c.id = t.constraint_id LEFT JOIN app_user u ON u.id = a.user_id "
         "WHERE t.response_id IN :r AND a.choice <> 'retracted' AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) "

@@ -1,7 +1,8 @@
-"""CLI commands of the adjudication area: ``plan`` and ``plan-size`` (SPEC §8)."""
+"""CLI commands of the adjudication area: ``plan``, ``plan-size`` and ``tasks`` (SPEC §8)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -59,3 +60,24 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"plan {out.name!r} (id {out.plan_id}): {out.tasks} tasks")
         for model, d in models.items():
             typer.echo(f"  {model}: {d['planned']} of {d['disagreements']} disagreements in {d['strata']} strata")
+
+    @app.command("tasks")
+    def tasks_cmd(db: Optional[str] = DbOption,
+                  plan: Optional[str] = typer.Option(None, "--plan", help="Plan name (default: every active plan)."),
+                  out: Path = typer.Option(..., "--out", help="JSON Lines file to write."),
+                  json_out: bool = typer.Option(False, "--json")):
+        """Write the plan's undecided tasks as JSON Lines for an outside annotation team
+        ({plan, kind, required, judge_a, judge_b, model, instruction, position}; required = distinct
+        annotators still needed). Their decisions come back through `import DIR` (adjudications.jsonl)."""
+        from reform_core.services.adjudication import write_tasks
+        from reform_core.services.users import cli_principal
+
+        engine = open_engine(db)
+        try:
+            n = write_tasks(engine, cli_principal(engine), out, plan=plan)
+        except (ValueError, OSError) as exc:
+            fail(str(exc))
+        if json_out:
+            print_json({"tasks": n, "out": str(out)})
+        else:
+            typer.echo(f"{n} task line(s) written to {out}")

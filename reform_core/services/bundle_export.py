@@ -36,7 +36,10 @@ _QUERIES = {
     ),
     "adjudications.jsonl": (
         "SELECT ja.name AS judge_a, jb.name AS judge_b, m.name AS model, i.key AS instruction, "
-        "c.position, a.choice, u.username AS annotator, a.note, a.seconds, p.name AS plan "
+        "c.position, a.choice, "
+        # outside annotators by their name; the built-in leads under a name an import accepts
+        "CASE WHEN a.user_id IS NULL THEN a.annotator WHEN u.username IN ('local', 'cli') "
+        "THEN u.username || ' (built-in lead)' ELSE u.username END AS annotator, a.note, a.seconds, p.name AS plan "
         "FROM adjudication a JOIN adjudication_task t ON t.id = a.task_id "
         "JOIN sample_plan p ON p.id = t.plan_id JOIN judge ja ON ja.id = p.judge_a_id "
         "JOIN judge jb ON jb.id = p.judge_b_id JOIN response r ON r.id = t.response_id "

@@ -81,7 +81,7 @@ def _records(engine: Engine) -> dict[str, pd.DataFrame]:
         return {
             "adjudications": frame(
                 "SELECT a.id, p.name AS plan, m.name AS model, i.key AS instruction, c.position, t.stratum, "
-                "a.choice, a.label, u.username AS annotator, a.note, a.seconds, a.supersedes_id, a.created_at "
+                "a.choice, a.label, COALESCE(u.username, a.annotator) AS annotator, a.note, a.seconds, a.supersedes_id, a.created_at "
                 "FROM adjudication a JOIN adjudication_task t ON t.id = a.task_id JOIN sample_plan p ON p.id = t.plan_id "
                 "JOIN response r ON r.id = t.response_id JOIN eval_model m ON m.id = r.model_id "
                 "JOIN constraint_item c ON c.id = t.constraint_id JOIN instruction i ON i.id = c.instruction_id "

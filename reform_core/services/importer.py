@@ -18,11 +18,9 @@ import pandas as pd
 from pydantic import ValidationError
 from sqlalchemy.engine import Connection, Engine
 
-from db.models import utcnow
 from db.repo import data as repo
 from db.repo.keys import key_frame
 from reform_core import records as R
-from reform_core.frames import stratum_key
 
 MAX_REPORTED = 200
 Progress = Optional[Callable[[str], None]]
@@ -514,66 +512,11 @@ class _Writer:
         return self.counts
 
     def _adjudications(self, adj, jid, rid, cid, inst_q) -> int:
-        """Decisions made elsewhere: a done task under a plan per judge pair, one row per decision."""
-        from sqlalchemy import text as sql
+        """Decisions made elsewhere: see :mod:`reform_core.services.adjudication_import`."""
+        from reform_core.services.adjudication_import import write_adjudications
 
-        conn = self.conn
-        users = key_frame(conn, "user")
-        known = set(users["annotator"])
-        new_users = sorted(set(adj["annotator"]) - known)
-        repo.bulk_insert(conn, "app_user", [{"username": u, "display_name": u, "role": "annotator", "password_hash": "", "active": True, "created_at": utcnow()} for u in new_users])
-        uid = dict(zip(*key_frame(conn, "user")[["annotator", "id"]].T.values))
-        plans = key_frame(conn, "plan")
-        for (plan, ja, jb), _ in adj.groupby(["plan", "judge_a", "judge_b"]):
-            row = plans[plans["plan"] == plan]
-            if row.empty:
-                repo.bulk_insert(conn, "sample_plan", [{"name": plan, "judge_a_id": int(jid[ja]), "judge_b_id": int(jid[jb]), "params": {"source": "import"}, "active": True, "created_at": utcnow()}])
-                plans = key_frame(conn, "plan")
-            elif (int(row["judge_a_id"].iloc[0]), int(row["judge_b_id"].iloc[0])) != (int(jid[ja]), int(jid[jb])):
-                for _, r in adj[(adj["plan"] == plan)].iterrows():
-                    self.err("adjudications", r, "plan", f"plan {plan!r} exists with another judge pair")
-                return 0
-        pid = dict(zip(plans["plan"], plans["id"]))
-        written = 0
-        for _, r in adj.iterrows():
-            q = inst_q[r["instruction"]]
-            resp_id = int(rid[(r["model"], q, r["instruction"])])
-            con_id = int(cid[(r["instruction"], r["position"])])
-            plan_id = int(pid[r["plan"]])
-            task = conn.execute(sql("SELECT id FROM adjudication_task WHERE plan_id=:p AND response_id=:r AND constraint_id=:c"), {"p": plan_id, "r": resp_id, "c": con_id}).scalar()
-            if task is None:
-                stratum = self._stratum(r["model"], jid[r["judge_a"]], resp_id, con_id)
-                repo.bulk_insert(conn, "adjudication_task", [{"plan_id": plan_id, "response_id": resp_id, "constraint_id": con_id, "stratum": stratum, "kind": "disagreement", "required": 1, "decided": 0, "status": "done", "order_key": 0.0, "a_left": "A"}])
-                task = conn.execute(sql("SELECT id FROM adjudication_task WHERE plan_id=:p AND response_id=:r AND constraint_id=:c"), {"p": plan_id, "r": resp_id, "c": con_id}).scalar()
-            user_id = int(uid[r["annotator"]])
-            same = conn.execute(sql("SELECT COUNT(*) FROM adjudication WHERE task_id=:t AND user_id=:u AND choice=:ch AND note=:n"), {"t": task, "u": user_id, "ch": r["choice"], "n": r["note"]}).scalar()
-            if same:
-                continue
-            label = self._chosen_label(r["choice"], jid[r["judge_a"]], jid[r["judge_b"]], resp_id, con_id)
-            if r["choice"] != "neither" and label is None:
-                self.err("adjudications", r, "choice", f"judge {r['judge_' + r['choice'].lower()]!r} has no label for this instance")
-                continue
-            prev = conn.execute(sql("SELECT a.id FROM adjudication a WHERE a.task_id=:t AND a.user_id=:u AND NOT EXISTS (SELECT 1 FROM adjudication b WHERE b.supersedes_id=a.id)"), {"t": task, "u": user_id}).scalar()
-            repo.bulk_insert(conn, "adjudication", [{"task_id": int(task), "user_id": user_id, "choice": r["choice"], "label": label, "note": r["note"], "seconds": float(r["seconds"]), "supersedes_id": prev, "created_at": utcnow()}])
-            conn.execute(sql("UPDATE adjudication_task SET decided = (SELECT COUNT(DISTINCT user_id) FROM adjudication WHERE task_id=:t), status='done' WHERE id=:t"), {"t": task})
-            written += 1
-        return written
-
-    def _stratum(self, model, ja, resp_id, con_id) -> str:
-        """The SPEC §4 stratum of an imported decision (model × direction × category × mode)."""
-        from sqlalchemy import text as sql
-
-        la = self._chosen_label("A", ja, None, resp_id, con_id)
-        cat, mode = self.conn.execute(sql("SELECT category, mode FROM constraint_item WHERE id=:c"), {"c": con_id}).one()
-        return stratum_key(model, "A1B0" if la == 1 else "A0B1", cat, mode)
-
-    def _chosen_label(self, choice, ja, jb, resp_id, con_id):
-        from sqlalchemy import text as sql
-
-        if choice == "neither":
-            return None
-        judge = ja if choice == "A" else jb
-        return self.conn.execute(sql("SELECT label FROM judgment WHERE judge_id=:j AND response_id=:r AND constraint_id=:c AND status='ok' ORDER BY id DESC"), {"j": int(judge), "r": resp_id, "c": con_id}).scalar()
+        return write_adjudications(self.conn, adj, jid=jid, rid=rid, cid=cid, inst_q=inst_q,
+                                   err=lambda row, fld, msg: self.err("adjudications", row, fld, msg))
 
 
 def ensure_catalog(conn: Connection, name: str = "reformbench") -> int:

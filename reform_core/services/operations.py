@@ -18,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine, make_url
 
 from db.engine import current_revision, head_revision, is_sqlite, normalize_url
+from db.repo import adjudication as adj_repo
 
 
 class OperationFailed(Exception):
@@ -147,6 +148,12 @@ def doctor(engine: Engine) -> dict:
         bad = int(conn.execute(text(
             "SELECT COUNT(*) FROM adjudication_task t WHERE t.status = 'done' AND t.decided < t.required")).scalar_one())
         checks.append({"check": "task counters", "ok": bad == 0, "detail": f"{bad} done task(s) with fewer decisions than required"})
+        bad = adj_repo.task_counter_mismatches(conn)
+        checks.append({"check": "task decision counts", "ok": bad == 0,
+                       "detail": f"{bad} task(s) whose decided count or status disagrees with their decisions"})
+        bad = adj_repo.counter_mismatches(conn)
+        checks.append({"check": "progress counters", "ok": bad == 0,
+                       "detail": f"{bad} plan progress counter row(s) differ from a recount"})
         if conn.dialect.name == "sqlite":
             res = conn.execute(text("PRAGMA integrity_check")).scalar_one()
             checks.append({"check": "sqlite integrity", "ok": res == "ok", "detail": res})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from reform_core.config import get_settings
@@ -18,15 +20,23 @@ def _reset_caches() -> None:
     dispose_engines()
 
 
+@contextlib.contextmanager
+def app_database(url: str, *, load_demo: bool):
+    """The app (local mode) pointed at ``url`` for the duration (settings and caches reset)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REFORM_DATABASE_URL", url)
+    mp.setenv("REFORM_LOAD_DEMO", "true" if load_demo else "false")
+    mp.setenv("REFORM_AUTH_MODE", "local")
+    _reset_caches()
+    try:
+        yield url
+    finally:
+        _reset_caches()
+        mp.undo()
+
+
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
     """A SQLite project with the demo loaded, used by every page of a test module."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('app') / 'app.db'}"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REFORM_DATABASE_URL", url)
-    mp.setenv("REFORM_LOAD_DEMO", "true")
-    mp.setenv("REFORM_AUTH_MODE", "local")
-    _reset_caches()
-    yield url
-    _reset_caches()
-    mp.undo()
+    with app_database(f"sqlite:///{tmp_path_factory.mktemp('app') / 'app.db'}", load_demo=True) as url:
+        yield url

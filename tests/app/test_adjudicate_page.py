@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
@@ -65,3 +66,73 @@ def test_a_click_acts_on_the_item_on_screen_only(demo_db):
     with get_engine(demo_db).connect() as conn:
         assert conn.execute(text("SELECT COUNT(*) FROM adjudication")).scalar_one() == before
     assert [w.value for w in at.warning if "lease expired" in w.value] == [at.warning[0].value]
+
+
+@pytest.fixture(scope="module")
+def sim_db(tmp_path_factory):
+    """A simulated project (no demo) with one small plan; the test adds a big one."""
+    from tests.app.conftest import app_database
+
+    from reform_core.services import adjudication as S
+    from reform_core.services.data import simulate_into
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import local_principal
+
+    with app_database(f"sqlite:///{tmp_path_factory.mktemp('adj') / 'adj.db'}", load_demo=False) as url:
+        eng = get_engine(url)
+        simulate_into(eng, seed=3, scale="small")
+        small = S.create_plan(eng, local_principal(eng), judge_a="judge_a", judge_b="judge_b", margin=0.3,
+                              name="small")
+        yield url, small
+
+
+class _VmSteps:
+    """SQLite virtual-machine instructions run on the app's engine (deterministic, unlike time):
+    a query that reads a plan's whole task list costs instructions in proportion to it."""
+
+    def __init__(self, engine):
+        from sqlalchemy import event
+
+        self.calls = 0
+        event.listen(engine, "checkout", lambda dbapi, *_: dbapi.set_progress_handler(self._tick, 100))
+
+    def _tick(self) -> int:
+        self.calls += 1
+        return 0
+
+
+def test_a_decision_costs_the_same_in_a_plan_of_any_size(sim_db):
+    """Issue 16: the page read the plan's whole task list on every rerun (``my_progress`` and the
+    plan list counted tasks): 415 ms at 51k tasks. Now a decision's rerun reads counters, so its
+    database work does not grow with the plan, nor with other plans."""
+    from reform_core.services import adjudication as S
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import local_principal
+
+    url, small = sim_db
+    eng = get_engine(url)
+    steps = _VmSteps(eng)
+
+    def decision_cost(plan_id: int) -> int:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.switch_page("pages/adjudicate.py").run()
+        at.selectbox(key="adj_plan").set_value(plan_id).run()
+        assert not at.exception, at.exception
+        with eng.connect() as conn:
+            before = conn.execute(text("SELECT COUNT(*) FROM adjudication")).scalar_one()
+        costs = []
+        for _ in range(3):
+            steps.calls = 0
+            _button(at, "Judge B is better supported").click().run()
+            assert not at.exception, at.exception
+            costs.append(steps.calls)
+        with eng.connect() as conn:
+            assert conn.execute(text("SELECT COUNT(*) FROM adjudication")).scalar_one() == before + 3
+        return sorted(costs)[1]
+
+    base = decision_cost(small.plan_id)
+    big = S.create_plan(eng, local_principal(eng), judge_a="judge_a", judge_b="judge_b", margin=0.001, audit=900,
+                        name="big")
+    assert big.tasks > 20 * small.tasks
+    assert decision_cost(small.plan_id) < 1.5 * base  # other plans' size does not matter
+    assert decision_cost(big.plan_id) < 1.5 * base  # nor this plan's

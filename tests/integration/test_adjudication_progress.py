@@ -1,0 +1,139 @@
+"""Progress counters (issue 16): per plan and stratum, and per plan, annotator and stratum,
+kept by task creation, decide, undo and import in the same transaction; backfilled by the
+migration; checked by ``doctor``; equal to an independent recount from the raw tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from sqlalchemy import text
+
+from db.repo import adjudication as repo
+from db.repo.adjudication import ensure_user, write_tx
+from reform_core.services import adjudication as S
+from reform_core.services.auth import Principal
+from reform_core.services.data import simulate_into
+from reform_core.services.operations import doctor
+from reform_core.services.uow import get_engine
+
+
+def _recount(eng, plan_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Stratum and per-annotator counts straight from the task and decision rows, in pandas."""
+    with eng.connect() as conn:
+        tasks = pd.DataFrame(conn.execute(text(
+            "SELECT id, stratum, required, status FROM adjudication_task WHERE plan_id = :p"), {"p": plan_id}).all(),
+            columns=["id", "stratum", "required", "status"])
+        adj = pd.DataFrame(conn.execute(text(
+            "SELECT id, task_id, user_id, annotator, choice, supersedes_id, seconds FROM adjudication")).all(),
+            columns=["id", "task_id", "user_id", "annotator", "choice", "supersedes_id", "seconds"])
+    cur = adj[~adj["id"].isin(adj["supersedes_id"].dropna().astype(int)) & (adj["choice"] != "retracted")]
+    cur = cur[cur["task_id"].isin(tasks["id"])].copy()
+    cur["who"] = [f"u{int(u)}" if u == u and u is not None else f"x{a}" for u, a in zip(cur["user_id"], cur["annotator"])]
+    decided = cur.groupby("task_id")["who"].nunique().reindex(tasks["id"]).fillna(0).astype(int).to_numpy()
+    tasks = tasks.assign(decided=decided, filled=[min(d, r) for d, r in zip(decided, tasks["required"])])
+    strata = tasks.groupby("stratum").agg(tasks=("id", "size"), needed=("required", "sum"),
+                                          done=("status", lambda s: int((s == "done").sum())), filled=("filled", "sum"))
+    assert ((tasks["status"] == "done") == (tasks["decided"] >= tasks["required"])).all()
+    cur = cur.merge(tasks[["id", "stratum"]], left_on="task_id", right_on="id")
+    per = cur.groupby(["who", "stratum"]).agg(decided=("task_id", "size"), seconds=("seconds", "sum"))
+    return strata.sort_index(), per.sort_index()
+
+
+def _stored(eng, plan_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    with eng.connect() as conn:
+        strata = pd.DataFrame(conn.execute(text(
+            "SELECT stratum, tasks, needed, done, filled FROM plan_stratum_count WHERE plan_id = :p"),
+            {"p": plan_id}).all(), columns=["stratum", "tasks", "needed", "done", "filled"]).set_index("stratum")
+        per = pd.DataFrame(conn.execute(text(
+            "SELECT user_id, annotator, stratum, decided, seconds FROM plan_annotator_count WHERE plan_id = :p "
+            "AND decided <> 0"), {"p": plan_id}).all(), columns=["user_id", "annotator", "stratum", "decided", "seconds"])
+    per["who"] = [f"u{u}" if u else f"x{a}" for u, a in zip(per["user_id"], per["annotator"])]
+    return strata.sort_index(), per.set_index(["who", "stratum"])[["decided", "seconds"]].sort_index()
+
+
+def assert_counters_match(eng, plan_id: int) -> None:
+    want_s, want_a = _recount(eng, plan_id)
+    got_s, got_a = _stored(eng, plan_id)
+    assert got_s.astype(int).to_dict("index") == want_s.astype(int).to_dict("index")
+    assert got_a["decided"].astype(int).to_dict() == want_a["decided"].astype(int).to_dict()
+    assert got_a["seconds"].astype(float).to_dict() == pytest.approx(want_a["seconds"].astype(float).to_dict())
+    report = doctor(eng)
+    assert report["ok"], [c for c in report["checks"] if not c["ok"]]
+
+
+@pytest.fixture
+def project(any_db_url):
+    eng = get_engine(any_db_url)
+    simulate_into(eng, seed=3, scale="small")
+    with write_tx(eng) as conn:
+        users = {name: Principal(ensure_user(conn, username=name, role=role), name, role)
+                 for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"),
+                                    ("ann3", "annotator"))}
+    return eng, users
+
+
+def test_counters_follow_claim_decide_skip_undo(project):
+    """Every queue action keeps the counters equal to a recount (and doctor says ok)."""
+    eng, u = project
+    plan = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, audit=12,
+                         overlap_fraction=0.5).plan_id
+    assert_counters_match(eng, plan)
+    seconds = iter(range(1, 10_000))
+    for k in range(30):
+        who = u[f"ann{1 + k % 3}"]
+        item = S.claim_next(eng, who, plan)
+        if k % 7 == 3:
+            S.skip(eng, who, item.task_id)
+            continue
+        choice = ("A", "B", "neither")[k % 3]
+        S.decide(eng, who, item.task_id, choice, note="both miss it" if choice == "neither" else "",
+                 seconds=next(seconds), shown=item.shown)
+        if k % 5 == 4:
+            S.undo_last(eng, who, plan)
+            if k % 10 == 9:  # decide the item again after the undo
+                again = S.claim_next(eng, who, plan)
+                S.decide(eng, who, again.task_id, "A", seconds=next(seconds), shown=again.shown)
+    assert_counters_match(eng, plan)
+    pr = S.plan_progress(eng, u["ann1"], plan)
+    want_s, want_a = _recount(eng, plan)
+    assert (pr.tasks, pr.done, pr.needed, pr.filled) == tuple(int(want_s[c].sum()) for c in
+                                                              ("tasks", "done", "needed", "filled"))
+    assert pr.mine == int(want_a.loc[f"u{u['ann1'].user_id}", "decided"].sum())
+    mine = S.my_progress(eng, u["ann2"], plan)
+    assert mine.decided == int(want_a.loc[f"u{u['ann2'].user_id}", "decided"].sum())
+    assert mine.mean_seconds == pytest.approx(want_a.loc[f"u{u['ann2'].user_id}", "seconds"].sum() / mine.decided)
+    assert mine.strata["tasks"].sum() == pr.tasks and mine.strata["mine"].sum() == mine.decided
+    assert S.list_plans(eng, u["ann1"]).set_index("id").loc[plan, ["tasks", "done"]].tolist() == [pr.tasks, pr.done]
+
+
+def test_migration_backfills_the_counters(project):
+    """Plans stored before the counters existed get them from the upgrade."""
+    from db.engine import upgrade
+    from alembic import command
+    from db.engine import alembic_config
+
+    eng, u = project
+    plan = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=2, overlap_fraction=0.3).plan_id
+    for k in range(12):
+        who = u[f"ann{1 + k % 2}"]
+        item = S.claim_next(eng, who, plan)
+        S.decide(eng, who, item.task_id, "AB"[k % 2], seconds=k + 1)
+    S.undo_last(eng, u["ann1"], plan)
+    before = _stored(eng, plan)
+    command.downgrade(alembic_config(eng), "0003_queue_decisions")  # drops the counter tables
+    upgrade(eng)
+    after = _stored(eng, plan)
+    pd.testing.assert_frame_equal(after[0], before[0])
+    pd.testing.assert_frame_equal(after[1], before[1])
+    assert_counters_match(eng, plan)
+
+
+def test_doctor_notices_a_counter_that_drifted(project):
+    eng, u = project
+    plan = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=2).plan_id
+    with eng.begin() as conn:
+        conn.execute(text("UPDATE plan_stratum_count SET done = done + 1 WHERE plan_id = :p "
+                          "AND id = (SELECT MIN(id) FROM plan_stratum_count)"), {"p": plan})
+        assert repo.counter_mismatches(conn) == 2  # the stored row lacks a recount twin, and vice versa
+    bad = [c["check"] for c in doctor(eng)["checks"] if not c["ok"]]
+    assert bad == ["progress counters"]
