@@ -37,7 +37,7 @@ if plans.empty:
     st.info("No sample plan yet: a lead creates one on the Sampling page.")
     st.stop()
 names = dict(zip(plans["id"], plans["name"]))
-plan_id = st.selectbox("Sample plan", list(names), format_func=lambda i: f"{names[i]}", key="adj_plan")
+plan_id = st.selectbox("Sample plan", list(names), format_func=lambda i: str(names[i]), key="adj_plan")
 
 
 # ----------------------------------------------------------------------------- actions (callbacks)
@@ -91,10 +91,14 @@ def _undo(task_id) -> None:
 
 
 def _scroll_to_top(task_id: int) -> None:
-    """A new item starts at the top of the page (Streamlit keeps the scroll position)."""
-    st.html(f"<script>/* item {task_id} */ for (const el of [document.querySelector('[data-testid=\"stMain\"]'), "
-            "document.scrollingElement]) { if (el) el.scrollTo({top: 0}); }</script>",
-            unsafe_allow_javascript=True)
+    """A new item starts at the top of the page (Streamlit keeps the scroll position). The
+    script is a constant (no data in it) and runs in a zero-height component frame of the same
+    origin, so every ``st.html`` on the page stays inert."""
+    from streamlit.components.v1 import html as component_html
+
+    component_html(f"<script>/* item {task_id} */ for (const el of [window.parent.document.querySelector("
+                   "'[data-testid=\"stMain\"]'), window.parent.document.scrollingElement]) "
+                   "{ if (el) el.scrollTo({top: 0}); }</script>", height=0)
 
 
 def _news() -> None:
