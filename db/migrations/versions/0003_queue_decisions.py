@@ -1,7 +1,7 @@
 """queue decisions: the judgments shown and outside annotators' names on adjudication rows
 
 Revision ID: 0003_queue_decisions
-Revises: 0002
+Revises: 0003_studies
 """
 from alembic import op
 import sqlalchemy as sa
@@ -9,7 +9,7 @@ import sqlmodel
 
 
 revision = '0003_queue_decisions'
-down_revision = '0002'
+down_revision = '0003_studies'
 branch_labels = None
 depends_on = None
 
