@@ -29,7 +29,8 @@ for note in res.notes:
     st.info(note)
 
 st.subheader("Inter-annotator agreement")
-st.caption(f"Fleiss' κ for the yes/no answer; ICC(2,1) and ICC(2,k) (two-way random, absolute agreement) for "
+st.caption(f"Fleiss' κ for the yes/no answer (annotators who answered every item) and Krippendorff's α "
+           f"(nominal; every annotator's answers, missing ones allowed); ICC(2,1) and ICC(2,k) (two-way random, absolute agreement) for "
            f"each rating; 95 % percentile intervals from {res.n_boot:,} bootstrap replicates that resample items "
            f"and keep all annotators (seed {res.seed}). Seed 002 Table 25.")
 num = st.column_config.NumberColumn(format="%.3f")

@@ -4,6 +4,7 @@ All functions take a *long* frame (one row per rating) with named column roles a
 pure; randomness comes only from a passed ``numpy.random.Generator``.
 
 Sources: Fleiss (1971) "Measuring nominal scale agreement among many raters"; Cohen (1960);
+Krippendorff (2011) "Computing Krippendorff's Alpha-Reliability" for α with missing data;
 Shrout & Fleiss (1979) "Intraclass correlations: uses in assessing rater reliability" and
 McGraw & Wong (1996) for the ICC family and its F-based intervals; SPEC §5 and seed 002
 App. Q (Tables 24, 25) for the human wording validation (yes-rates, item bootstrap with
@@ -234,9 +235,35 @@ def fleiss_kappa_ci(df: pd.DataFrame, *, item: str = "item", rater: str = "rater
 # --------------------------------------------------------------------------- Cohen κ
 
 
+def _ordered_categories(values: np.ndarray, categories, *, fn: str, column: str, why: str) -> list:
+    """The category order for an ordinal statistic.
+
+    ``categories`` given: every observed value must be one of them; the list is the order
+    (first = lowest). Not given: numeric values are ordered numerically; anything else (strings,
+    mixed types) is refused, because an alphabetical order ("high" < "low" < "medium") is
+    almost never the intended one.
+    """
+    present = pd.unique(pd.Series(values, dtype=object))
+    if categories is not None:
+        order = list(categories)
+        if len(set(order)) != len(order):
+            raise ValueError(f"{fn}: categories has duplicate entries: {order}")
+        unknown = [v for v in present if v not in set(order)]
+        if unknown:
+            raise ValueError(f"{fn}: column {column!r} holds value(s) {unknown[:5]} not in categories={order}")
+        return order
+    numeric = [v for v in present if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))]
+    if len(numeric) != len(present):
+        raise ValueError(
+            f"{fn}: {why} needs the order of the labels in column {column!r}, which are not numbers "
+            f"(e.g. {[v for v in present if v not in numeric][:3]}); pass categories=[lowest, …, highest]"
+        )
+    return sorted(numeric)
+
+
 def cohen_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
                 raters: tuple[str, str] | None = None, weights: str | None = None,
-                missing: str = "raise") -> float:
+                categories: list | None = None, missing: str = "raise") -> float:
     """Cohen's κ between two raters (Cohen 1960), via ``sklearn.metrics.cohen_kappa_score``.
 
     Parameters
@@ -246,7 +273,13 @@ def cohen_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", l
     raters : (str, str), optional
         The two raters to compare; required when the frame holds more than two.
     weights : {None, "linear", "quadratic"}
-        Passed to scikit-learn (weighted κ for ordinal labels).
+        Passed to scikit-learn (weighted κ for ordinal labels, Cohen 1968): the disagreement
+        weight of categories i and j is ``|i − j|`` or ``(i − j)²`` in their *position* in
+        the category order, so the order matters.
+    categories : list, optional
+        The ordered categories (lowest first). Weighted κ uses this order; numeric labels
+        default to numeric order; string labels without ``categories`` are refused (no silent
+        alphabetical order). Unweighted κ ignores the order but still checks membership.
     missing : {"raise", "drop"}
         Items not labelled by both raters raise, or are dropped.
 
@@ -269,9 +302,168 @@ def cohen_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", l
     sub = df[df[rater].isin(raters)]
     wide = _wide(sub, item, rater, label, fn=fn, missing=missing)
     a, b = wide[raters[0]].to_numpy(), wide[raters[1]].to_numpy()
+    if weights not in (None, "linear", "quadratic"):
+        raise ValueError(f"{fn}: weights must be None, 'linear' or 'quadratic', got {weights!r}")
+    order = None
+    if weights is not None or categories is not None:
+        order = _ordered_categories(np.r_[a, b], categories, fn=fn, column=label, why=f"weighted κ ({weights})")
     if len(set(a) | set(b)) < 2:
         raise UndefinedStatisticError(f"{fn}: both raters give every item the same label; κ is undefined")
-    return float(cohen_kappa_score(a, b, weights=weights))
+    return float(cohen_kappa_score(a, b, weights=weights, labels=order))
+
+
+# --------------------------------------------------------------------------- Krippendorff α
+
+ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
+
+
+def _alpha_counts(df: pd.DataFrame, item: str, rater: str, label: str, level: str, categories,
+                  fn: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pairable units × values count table ``n_uc`` and the (ordered) values.
+
+    Missing labels are left out (α is defined for incomplete data); units with fewer than two
+    values are not pairable and drop out (Krippendorff 2011, §C).
+    """
+    if level not in ALPHA_LEVELS:
+        raise ValueError(f"{fn}: level must be one of {ALPHA_LEVELS}, got {level!r}")
+    _require_columns(df, [item, rater, label], fn)
+    d = df[[item, rater, label]]
+    d = d[d[label].notna()]
+    dup = d.duplicated([item, rater], keep=False)
+    if dup.any():
+        ex = d.loc[dup, [item, rater]].drop_duplicates().head(3).to_dict("records")
+        raise ValueError(f"{fn}: ({item}, {rater}) pairs rated more than once, e.g. {ex}")
+    values = d[label].to_numpy()
+    if level == "nominal":
+        order = list(categories) if categories is not None else list(pd.unique(pd.Series(values, dtype=object)))
+        if categories is not None:
+            _ordered_categories(values, categories, fn=fn, column=label, why="α")
+    elif level == "ordinal":
+        order = _ordered_categories(values, categories, fn=fn, column=label, why="ordinal α")
+    else:
+        if categories is not None:
+            raise ValueError(f"{fn}: categories applies to nominal/ordinal α only; {level} α uses the numbers")
+        try:
+            numeric = pd.to_numeric(pd.Series(values))
+        except (TypeError, ValueError):
+            raise ValueError(f"{fn}: {level} α needs numeric values in column {label!r}") from None
+        if pd.api.types.is_bool_dtype(d[label]) or numeric.isna().any():
+            raise ValueError(f"{fn}: {level} α needs numeric values in column {label!r}")
+        values = numeric.to_numpy(dtype=float)
+        if level == "ratio" and (values < 0).any():
+            raise ValueError(f"{fn}: ratio α needs non-negative values in column {label!r}")
+        order = sorted(set(values.tolist()))
+    codes = pd.Index(order).get_indexer(values) if len(values) else np.zeros(0, dtype=np.int64)
+    units = pd.factorize(d[item], sort=True)[0] if len(d) else np.zeros(0, dtype=np.int64)  # row order free
+    counts = np.zeros((units.max() + 1 if len(units) else 0, len(order)))
+    np.add.at(counts, (units, codes), 1.0)
+    counts = counts[counts.sum(axis=1) >= 2]
+    if len(counts) == 0:
+        raise ValueError(f"{fn}: no {item} has two or more ratings; α needs pairable values")
+    return counts, np.asarray(order, dtype=object)
+
+
+def _alpha_delta(level: str, order: np.ndarray, n_c: np.ndarray) -> np.ndarray:
+    """Squared difference δ²_ck (Krippendorff 2011, §§C–F); ``n_c`` (…, V) marginal totals.
+
+    nominal: 1 if c ≠ k; ordinal: (Σ_{g=c}^{k} n_g − (n_c + n_k)/2)² over the category order;
+    interval: (c − k)²; ratio: ((c − k)/(c + k))².
+    """
+    v = len(order)
+    if level == "nominal":
+        return 1.0 - np.eye(v)
+    if level == "ordinal":
+        cum = np.cumsum(n_c, axis=-1)
+        lo = np.minimum.outer(np.arange(v), np.arange(v))
+        hi = np.maximum.outer(np.arange(v), np.arange(v))
+        between = cum[..., hi] - cum[..., lo] + n_c[..., lo]  # Σ_{g=lo}^{hi} n_g
+        return (between - (n_c[..., :, None] + n_c[..., None, :]) / 2) ** 2
+    x = order.astype(float)
+    diff = np.subtract.outer(x, x)
+    if level == "interval":
+        return diff**2
+    total = np.add.outer(x, x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (diff / np.where(total > 0, total, 1.0)) ** 2, 0.0)
+
+
+def _alpha_weighted(counts: np.ndarray, order: np.ndarray, level: str, weights: np.ndarray) -> np.ndarray:
+    """α of unit-resampled tables, vectorised (NaN where the expected disagreement is 0).
+
+    Coincidences ``o_ck = Σ_u w_u (n_uc n_uk − [c = k] n_uc) / (m_u − 1)``, ``n_c = Σ_k o_ck``,
+    ``α = 1 − (n − 1) Σ o_ck δ²_ck / Σ n_c n_k δ²_ck`` (Krippendorff 2011, eq. for α with
+    the coincidence matrix).
+    """
+    m = counts.sum(axis=1)
+    per_unit = (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(counts.shape[1])) / (m - 1)[:, None, None]
+    o = np.tensordot(weights, per_unit, axes=(1, 0))  # (B, V, V)
+    n_c = o.sum(axis=2)
+    n = n_c.sum(axis=1)
+    delta = _alpha_delta(level, order, n_c)
+    if delta.ndim == 2:
+        delta = np.broadcast_to(delta, o.shape)
+    observed = (o * delta).sum(axis=(1, 2))
+    expected = (n_c[:, :, None] * n_c[:, None, :] * delta).sum(axis=(1, 2))
+    out = np.full(len(weights), np.nan)
+    ok = expected > 1e-12 * np.maximum(n, 1) ** 2 * np.maximum(delta.max(axis=(1, 2)), 1e-300)
+    out[ok] = 1 - (n[ok] - 1) * observed[ok] / expected[ok]
+    return out
+
+
+def krippendorff_alpha(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
+                       level: str = "nominal", categories: list | None = None) -> float:
+    """Krippendorff's α for any number of raters, with missing ratings (Krippendorff 2011).
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long frame, one row per (item, rater); a missing ``label`` (NaN/None) or an absent row
+        is a missing rating. Items with fewer than two ratings are not pairable and ignored.
+    level : {"nominal", "ordinal", "interval", "ratio"}
+        Metric of the difference function δ² (see :func:`_alpha_delta`).
+    categories : list, optional
+        Ordered categories for ``ordinal`` (lowest first; required for non-numeric labels —
+        no silent alphabetical order) or the category set for ``nominal``.
+
+    Returns
+    -------
+    float
+        ``α = 1 − D_o / D_e``. Reference: Krippendorff (2011) "Computing Krippendorff's
+        Alpha-Reliability", 4 observers × 12 units with missing values: nominal 0.743,
+        ordinal 0.815, interval 0.849, ratio 0.797.
+
+    Raises
+    ------
+    UndefinedStatisticError
+        If every pairable value is the same (no expected disagreement).
+    """
+    fn = "krippendorff_alpha"
+    counts, order = _alpha_counts(df, item, rater, label, level, categories, fn)
+    value = _alpha_weighted(counts, order, level, np.ones((1, len(counts))))[0]
+    if not np.isfinite(value):
+        raise UndefinedStatisticError(f"{fn}: every pairable value of column {label!r} is the same; α is undefined")
+    return float(value)
+
+
+def krippendorff_alpha_ci(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
+                          level: str = "nominal", categories: list | None = None, n_boot: int = 2000,
+                          ci_level: float = 0.95, rng: np.random.Generator | None = None) -> Estimate:
+    """Krippendorff's α with an item-bootstrap percentile interval.
+
+    Like :func:`fleiss_kappa_ci` (seed 002 App. Q): each replicate resamples the pairable
+    items with replacement, keeping all ratings of each drawn item, and recomputes α
+    (vectorised; ordinal δ² uses the replicate's own marginals). ``ci_level`` is the
+    confidence level (``level`` names the metric).
+    """
+    fn = "krippendorff_alpha_ci"
+    rng = _require_rng(rng, fn)
+    n_boot = _check_n_boot(n_boot, fn)
+    ci_level = _check_level(ci_level, fn)
+    value = krippendorff_alpha(df, item=item, rater=rater, label=label, level=level, categories=categories)
+    counts, order = _alpha_counts(df, item, rater, label, level, categories, fn)
+    reps = _alpha_weighted(counts, order, level, item_bootstrap_weights(len(counts), n_boot, rng))
+    lo, hi = percentile_interval(reps, level=ci_level, what="Krippendorff's α")
+    return Estimate(value, lo, hi)
 
 
 # --------------------------------------------------------------------------- ICC
@@ -286,6 +478,9 @@ def _mean_squares(y: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
     """
     n = weights.sum(axis=1)
     k = y.shape[1]
+    # Centre first: mean squares are shift-invariant, and uncentred sums of squares lose every
+    # digit to cancellation when the ratings carry a large common offset (e.g. 1e8).
+    y = y - y.mean()
     row_mean = y.mean(axis=1)
     grand = (weights @ row_mean) / n
     ss_rows = k * (weights @ row_mean**2 - n * grand**2)
@@ -293,6 +488,10 @@ def _mean_squares(y: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
     ss_cols = n * ((col_mean**2).sum(axis=1) - k * grand**2)
     ss_tot = weights @ (y**2).sum(axis=1) - n * k * grand**2
     ss_err = ss_tot - ss_rows - ss_cols
+    # Round-off leaves ~1e-16 relative residue where a sum of squares is exactly 0 (perfect
+    # agreement, pure rater offsets): snap those to 0 so that the zero cases are recognised.
+    tiny = 1e-12 * np.maximum(ss_tot, 1e-300)
+    ss_rows, ss_cols, ss_err = (np.where(np.abs(x) <= tiny, 0.0, x) for x in (ss_rows, ss_cols, ss_err))
     return {
         "bms": ss_rows / (n - 1),
         "jms": ss_cols / (k - 1),
@@ -328,6 +527,9 @@ def _icc_f_interval(kind: str, ms: dict, level: float) -> tuple[float, float]:
     n, k = float(ms["n"][0]), ms["k"]
     a = 1 - level
     df1 = n - 1
+    denominator = wms if kind in ("1,1", "1,k") else ems
+    if denominator == 0.0:
+        return _icc_interval_without_error(kind, bms, jms, n, k, a)
     if kind in ("1,1", "1,k"):
         f_obs, df2 = bms / wms, n * (k - 1)
     else:
@@ -348,6 +550,30 @@ def _icc_f_interval(kind: str, ms: dict, level: float) -> tuple[float, float]:
     f_l = stats.f.ppf(1 - a / 2, v, df1)
     lo = n * (bms - f_u * ems) / (f_u * (k * jms + (k * n - k - n) * ems) + n * bms)
     hi = n * (f_l * bms - ems) / (k * jms + (k * n - k - n) * ems + n * f_l * bms)
+    if kind == "2,k":
+        lo, hi = lo * k / (1 + lo * (k - 1)), hi * k / (1 + hi * (k - 1))
+    return float(lo), float(hi)
+
+
+def _icc_interval_without_error(kind: str, bms: float, jms: float, n: float, k: int, a: float) -> tuple[float, float]:
+    """F interval when the error mean square of the F test is 0 (F = ∞).
+
+    * Kinds 1 and 3: WMS = 0 (one-way) or EMS = 0 (consistency) means every rater agrees
+      exactly up to the model's allowed offsets, the ICC is exactly 1, and the F bounds
+      ``(F/F_crit − 1)/(F/F_crit + k − 1)`` and ``1 − F_crit/F`` tend to 1: the interval is
+      ``[1, 1]``.
+    * Kind 2 (absolute agreement) with EMS = 0 but rater offsets (JMS > 0): the ICC is below 1
+      and the McGraw & Wong (1996, case 2A) bounds have finite limits as EMS → 0: the
+      Satterthwaite df tends to ``(n − 1)(k − 1)/(n − 1) = k − 1`` and
+      ``lo = n·BMS / (F_u·k·JMS + n·BMS)``, ``hi = n·F_l·BMS / (k·JMS + n·F_l·BMS)``.
+    """
+    if kind[0] in "13":
+        return 1.0, 1.0
+    v = k - 1.0
+    f_u = stats.f.ppf(1 - a / 2, n - 1, v)
+    f_l = stats.f.ppf(1 - a / 2, v, n - 1)
+    lo = n * bms / (f_u * k * jms + n * bms)
+    hi = n * f_l * bms / (k * jms + n * f_l * bms)
     if kind == "2,k":
         lo, hi = lo * k / (1 + lo * (k - 1)), hi * k / (1 + hi * (k - 1))
     return float(lo), float(hi)
@@ -381,6 +607,11 @@ def icc(df: pd.DataFrame, *, target: str = "target", rater: str = "rater", ratin
     ICCResult
         ``(value, ci_low, ci_high)``. Reference (Shrout & Fleiss 1979 data): ICC(1,1) =
         0.1657, ICC(2,1) = 0.2898, ICC(3,1) = 0.7148, ICC(2,k) = 0.6201.
+
+    Sums of squares are computed on centred ratings (a common offset does not change the
+    result). When the F test's error mean square is 0 — perfect agreement, or raters that
+    differ by constant offsets only — the ICC is still defined and the F interval is its limit
+    (``[1, 1]`` for kinds 1 and 3; see :func:`_icc_interval_without_error` for kind 2).
 
     Raises
     ------

@@ -125,10 +125,13 @@ def allocate(stratum_sizes: pd.Series, n: int) -> pd.Series:
     """Allocate a sample of ``n`` across strata (SPEC §4 "Allocation"; seed 000 App. A.3.1).
 
     Each stratum first gets ``⌊n' · N_h / N⌋`` with ``n' = min(n, N)`` (proportional
-    allocation), raised to 1 for every non-empty stratum; the remaining units go one at a
-    time to the stratum with the lowest sampling fraction ``n_h / N_h`` that still has room,
-    ties broken by stratum key. No stratum gets more than its size. The total is ``n'``
-    unless the every-stratum minimum forces more.
+    allocation), raised to 1 for every non-empty stratum. If these minimums overshoot
+    ``n'``, units are taken back one at a time from the stratum with the highest sampling
+    fraction ``n_h / N_h`` that still holds more than one; the remaining units go one at a
+    time to the stratum with the lowest sampling fraction that still has room. Ties are
+    broken by stratum key. No stratum gets more than its size, every non-empty stratum gets
+    at least one, and the total is exactly ``n'`` whenever ``n'`` is at least the number of
+    non-empty strata (otherwise the every-stratum minimum forces that number).
 
     Parameters
     ----------
@@ -159,6 +162,12 @@ def allocate(stratum_sizes: pd.Series, n: int) -> pd.Series:
     alloc = np.where(sizes > 0, np.maximum(alloc, 1), 0)
     keys = np.array([str(k) for k in stratum_sizes.index], dtype=object)
     key_rank = np.argsort(np.argsort(keys, kind="stable"), kind="stable")
+    target = max(target, int((sizes > 0).sum()))
+    while alloc.sum() > target:  # the every-stratum minimum overshot: give back from the fullest
+        spare = alloc > 1
+        fraction = np.where(spare, alloc / np.maximum(sizes, 1), -np.inf)
+        best = np.lexsort((key_rank, -fraction))[0]
+        alloc[best] -= 1
     while alloc.sum() < target:
         room = alloc < sizes
         fraction = np.where(room, alloc / np.maximum(sizes, 1), np.inf)

@@ -402,7 +402,8 @@ class StudyResults:
         return {
             "study": self.study["name"], "items": self.items, "annotators": self.annotators,
             "complete_annotators": self.complete, "n_boot": self.n_boot, "seed": self.seed,
-            "kappa": est(kappa), "icc": icc, "yes_rates": yes, "recognition": rec, "notes": self.notes,
+            "kappa": est(kappa), "alpha": est(ag[ag["statistic"] == ALPHA_STATISTIC].iloc[0]), "icc": icc,
+            "yes_rates": yes, "recognition": rec, "notes": self.notes,
         }
 
 
@@ -449,6 +450,29 @@ def agreement_table(df: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) ->
     return pd.DataFrame(rows)
 
 
+ALPHA_STATISTIC = "Krippendorff's alpha"
+
+
+def _with_alpha(agreement: pd.DataFrame, answered: pd.DataFrame, *, n_boot: int, seed: int) -> pd.DataFrame:
+    """Insert Krippendorff's α (nominal) of the yes/no answer right after Fleiss' κ.
+
+    Unlike κ, α allows missing ratings, so it uses every annotator's current answers, not only
+    those of annotators who answered every item (Krippendorff 2011); same item bootstrap.
+    """
+    d = answered[["item", "rater", ANSWER]].assign(**{ANSWER: answered[ANSWER].astype(int)})
+    if d["rater"].nunique() < 2:
+        row = {"measure": ANSWER, "statistic": ALPHA_STATISTIC, "value": np.nan, "ci_low": np.nan,
+               "ci_high": np.nan, "note": "α needs answers from at least 2 annotators on some item"}
+    else:
+        row = _estimate_row(
+            ANSWER, ALPHA_STATISTIC,
+            lambda: A.krippendorff_alpha(d, item="item", rater="rater", label=ANSWER, level="nominal"),
+            lambda: A.krippendorff_alpha_ci(d, item="item", rater="rater", label=ANSWER, level="nominal",
+                                            n_boot=n_boot, rng=np.random.default_rng(seed)))
+    at = int(np.flatnonzero(agreement["measure"].to_numpy() == ANSWER)[-1]) + 1
+    return pd.concat([agreement.iloc[:at], pd.DataFrame([row]), agreement.iloc[at:]], ignore_index=True)
+
+
 def _undefined_table(reason: str) -> pd.DataFrame:
     rows = [(ANSWER, "Fleiss' kappa")] + [(r, f"ICC({k})") for r in RATINGS for k in ICC_KINDS]
     return pd.DataFrame([{"measure": m, "statistic": s, "value": np.nan, "ci_low": np.nan, "ci_high": np.nan,
@@ -482,6 +506,7 @@ def study_results(engine: Engine, principal: Principal, *, study: str | None = N
     else:
         agreement = agreement_table(full[full["rater"].isin(complete)], n_boot=n_boot, seed=seed)
     answered = ratings[ratings[ANSWER].notna()]
+    agreement = _with_alpha(agreement, answered, n_boot=n_boot, seed=seed)
     yes = None
     if len(answered):
         yes = A.yes_rates(answered.assign(**{ANSWER: answered[ANSWER].astype(bool)}), by="form", rater="rater",

@@ -126,6 +126,8 @@ def test_three_annotators_complete_a_study_and_results_match_the_library(app_env
             e = A.icc(df.assign(**{r: df[r].astype(float)}), target="item", rating=r, kind=kind, bootstrap=2000,
                       rng=np.random.default_rng(0))
             assert tuple(shown.loc[(r, f"ICC({kind})"), ["value", "ci_low", "ci_high"]]) == pytest.approx(tuple(e))
+    alpha = A.krippendorff_alpha_ci(df, label=w.ANSWER, level="nominal", n_boot=2000, rng=np.random.default_rng(0))
+    assert tuple(shown.loc[(w.ANSWER, w.ALPHA_STATISTIC), ["value", "ci_low", "ci_high"]]) == pytest.approx(tuple(alpha))
     assert shown["ci_low"].notna().all()
     yes = next(d.value for d in at.dataframe if "ann0" in d.value.columns)
     forms = dict(zip(items["item_id"], items["form"]))
