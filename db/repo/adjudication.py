@@ -407,7 +407,7 @@ def max_order_key(conn: Connection, *, plan_id: int) -> float:
 
 def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = None) -> Optional[dict]:
     """The user's most recent current, non-retracted decision (optionally within a plan)."""
-    sql = ("SELECT d.id, d.task_id, d.note, d.seconds FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
+    sql = ("SELECT d.id, d.task_id FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
            "WHERE d.user_id = :u AND d.choice <> 'retracted' "
            "AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id)")
     params: dict = {"u": user_id}

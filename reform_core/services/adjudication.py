@@ -508,7 +508,6 @@ class Undone:
 
     task_id: int
     choice: str
-    note: str
 
 
 def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = None,
@@ -548,7 +547,7 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
             repo.update_task(conn, task_id=t["id"], decided=decided, status="claimed", claimed_by=user.user_id,
                              lease_until=now + timedelta(seconds=lease_seconds))
         shown = mine["choice"] if mine["choice"] == "neither" else _plan_side(mine["choice"], t["a_left"])
-        return Undone(task_id=int(t["id"]), choice=shown, note=last.get("note") or "")
+        return Undone(task_id=int(t["id"]), choice=shown)
 
 
 @dataclass(frozen=True)
