@@ -327,15 +327,16 @@ def lock_task(conn: Connection, *, task_id: int) -> Optional[dict]:
 def newest_judgments(conn: Connection, *, judge_ids: list[int], response_id: int,
                      constraint_id: int) -> dict[int, tuple[int, Optional[int]]]:
     """``{judge_id: (judgment id, label)}``: each judge's newest judgment of one instance
-    (judges without one are missing)."""
-    out = {}
-    for j in judge_ids:
-        r = conn.execute(text("SELECT id, label FROM judgment WHERE judge_id = :j AND response_id = :r "
-                              "AND constraint_id = :c ORDER BY id DESC LIMIT 1"),
-                         {"j": j, "r": response_id, "c": constraint_id}).first()
-        if r is not None:
-            out[j] = (int(r[0]), None if r[1] is None else int(r[1]))
-    return out
+    (judges without one are missing) — one query."""
+    cols, params = [], {"r": response_id, "c": constraint_id}
+    for k, j in enumerate(judge_ids):
+        params[f"j{k}"] = j
+        for col in ("id", "label"):
+            cols.append(f"(SELECT {col} FROM judgment WHERE judge_id = :j{k} AND response_id = :r "
+                        "AND constraint_id = :c ORDER BY id DESC LIMIT 1)")
+    r = conn.execute(text("SELECT " + ", ".join(cols)), params).one()
+    return {j: (int(r[2 * k]), None if r[2 * k + 1] is None else int(r[2 * k + 1]))
+            for k, j in enumerate(judge_ids) if r[2 * k] is not None}
 
 
 def judgment_rows(conn: Connection, *, ids: list[int]) -> dict[int, dict]:
