@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.session import require_page
-from reform_core.services import wording
+from reform_core.services import wise, wording
 
 # The original WISE exact-count panel (seed 002 Table 1), a starting point for a new study.
 DEFAULT_FORMS = pd.DataFrame({
@@ -36,7 +36,11 @@ def _study_settings(prefix: str) -> dict:
                              key=f"{prefix}_question")
     checker = c2.selectbox("Checker of matching generations", wording.CHECKERS, key=f"{prefix}_checker")
     reference = c3.text_input("Reference form", wording.DEFAULT_REFERENCE, key=f"{prefix}_reference")
-    return {"question": question, "checker": checker, "reference": reference}
+    linked = st.selectbox("Linked WISE study (optional): results compare the answers with its generations; its "
+                          "forms must include the study's forms", ["—", *wise.list_studies(eng, principal)["name"]],
+                          key=f"{prefix}_wise_study")
+    return {"question": question, "checker": checker, "reference": reference,
+            "wise_study": None if linked == "—" else linked}
 
 
 new, upload, gens, existing = st.tabs(["New study", "Import items", "WISE generations", "Studies"])
@@ -76,11 +80,14 @@ with gens:
                "checker). The target names the checker: N (exact words), L-H (word range), keyword:WORD "
                "(keyword once) or keys:K1,K2 (JSON keys). Re-importing the same rows changes nothing.")
     f = st.file_uploader("Generations file", type=["csv", "jsonl"], key="wording_gen_file")
+    into = st.text_input("Into WISE study (optional; created if new)", key="wording_gen_study")
     if st.button("Import generations", type="primary", key="wording_gen_import", disabled=f is None):
         try:
-            out = wording.import_generations(eng, principal, data=f.getvalue(), filename=f.name)
+            out = wording.import_generations(eng, principal, data=f.getvalue(), filename=f.name, study=into)
             st.success(f"{out['rows']} rows: {out['written']} written, {out['existing']} already stored.")
         except wording.ImportFailed as exc:
+            _problems(exc)
+        except ValueError as exc:
             _problems(exc)
 
 with existing:

@@ -4,6 +4,7 @@ import altair as alt
 import streamlit as st
 
 from pages.components import state
+from pages.components.studies import wise_section
 from pages.components.session import require_page
 from reform_core.services import wording
 
@@ -13,7 +14,8 @@ st.title("Wording results")
 
 studies = wording.list_studies(eng, principal)
 if studies.empty:
-    st.info("No wording study yet.")
+    st.info("No human wording-validation study yet.")
+    wise_section(principal)
     st.stop()
 names = dict(zip(studies["id"], studies["name"]))
 c1, c2 = st.columns([3, 1])
@@ -82,3 +84,5 @@ with st.expander("Current ratings"):
     st.dataframe(res.ratings, hide_index=True)
     st.download_button("Download ratings (CSV)", res.ratings.to_csv(index=False), file_name=f"{res.study['name']}_ratings.csv",
                        mime="text/csv")
+
+wise_section(principal, linked=res.study["params"].get("wise_study"))

@@ -26,6 +26,7 @@ PAGES: list[PageSpec] = [
     PageSpec("pages/wording_design.py", "Wording studies", ":material/edit_note:", "Wording", "manage_wording"),
     PageSpec("pages/wording_rate.py", "Rate wordings", ":material/rate_review:", "Wording", "rate_wording"),
     PageSpec("pages/wording_results.py", "Wording results", ":material/analytics:", "Wording", "view_scores"),
+    PageSpec("pages/mosaic_results.py", "MOSAIC results", ":material/checklist:", "Studies", "view_scores"),
     PageSpec("pages/export.py", "Export", ":material/download:", "Admin", "export"),
     PageSpec("pages/users.py", "Users", ":material/group:", "Admin", "manage_users"),
 ]

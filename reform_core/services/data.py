@@ -48,9 +48,11 @@ def project_meta(engine: Engine) -> dict[str, str]:
 def load_demo(engine: Engine, *, progress: Progress = None) -> dict:
     """Import the bundled demo project (idempotent) and return SPEC §8 ``demo`` counts."""
     from reform_core.demo import bundle_dir
+    from reform_core.services.study_demo import load_demo_studies
 
     import_bundle(engine, bundle_dir(), progress=progress)
     _demo_queue(engine)
+    load_demo_studies(engine)
     with engine.begin() as conn:
         repo.set_meta(conn, {DEMO_FLAG: "1"})
         c = repo.status_counts(conn)

@@ -43,6 +43,7 @@ DEFAULT_REFERENCE = "POS"
 SCHEME_OF_CHECKER = {"wise:exact_words": "provider-model-item", "wise:json_keys": "provider-model-item",
                      "wise:keyword_once": "item", "wise:word_range": "model-item"}
 MANIFEST_FILES = ("forms.csv", "items.jsonl")
+SCHEMES = W.SCHEMES
 MANAGE, VIEW = "manage_wording", "view_scores"
 Progress = Optional[Callable[[int, int], None]]
 

@@ -57,6 +57,30 @@ def _bundle(root: Path) -> Path:
     return root
 
 
+HOSTILE_MODEL = "<img src=x onerror=alert('xss-model')>"
+
+
+def _hostile_studies(eng, lead) -> None:
+    """A MOSAIC and a WISE study whose names, models, forms, prompts and outputs are hostile."""
+    from reform_core.services import mosaic, wording
+
+    checks = [{"position": 1, "constraint": "<b>boc</b>", "category": PAYLOADS[0], "text": PAYLOADS[2],
+               "verifier": "mosaic:boc_token", "params": {}, "rubric": ""},
+              {"position": 2, "constraint": "[x](javascript:alert(1))", "category": "c", "text": PAYLOADS[4],
+               "verifier": "mosaic:eoc_token", "params": {}, "rubric": ""}]
+    prompt = {"id": "<script>p1</script>", "task": PAYLOADS[1], "product": PAYLOADS[3], "system": HOSTILE,
+              "user": HOSTILE, "checks": checks}
+    mosaic.import_prompts(eng, lead, study=PAYLOADS[5], data=(json.dumps(prompt) + "\n").encode(), filename="p.jsonl")
+    out = {"prompt": prompt["id"], "model": HOSTILE_MODEL, "output": RESPONSES["resp-1"]}
+    mosaic.import_outputs(eng, lead, study=PAYLOADS[5], data=(json.dumps(out) + "\n").encode(), filename="o.jsonl")
+    mosaic.run_checks(eng, lead, study=PAYLOADS[5])
+    gens = [{"item": f"<i>{i}</i>", "model": m, "provider": PAYLOADS[0], "form": f, "target": "3", "repetition": 0,
+             "output": RESPONSES["resp-2"] if (i + len(m)) % 2 else "one two three"}
+            for i in range(3) for m in (HOSTILE_MODEL, "m2") for f in ("POS", PAYLOADS[2])]
+    wording.import_generations(eng, lead, data="".join(json.dumps(g) + "\n" for g in gens).encode(),
+                               filename="g.jsonl", study=PAYLOADS[4])
+
+
 @pytest.fixture(scope="module")
 def hostile_db(tmp_path_factory):
     import streamlit as st
@@ -72,6 +96,7 @@ def hostile_db(tmp_path_factory):
     from reform_core.services.users import local_principal
 
     adjudication.create_plan(eng, local_principal(eng), judge_a="ja", judge_b="jb", seed=1)
+    _hostile_studies(eng, local_principal(eng))
     mp = pytest.MonkeyPatch()
     mp.setenv("REFORM_DATABASE_URL", url)
     mp.setenv("REFORM_LOAD_DEMO", "false")
@@ -190,3 +215,21 @@ def test_no_untrusted_markdown_link_or_image_is_interpreted(hostile_db):
             if e.type == "markdown":
                 for p in (PAYLOADS[2], PAYLOADS[4]):
                     assert p not in e.value, f"{spec.path}: untrusted Markdown interpreted: {e.value[:120]!r}"
+
+
+def test_study_pages_show_hostile_studies_inert_and_outputs_verbatim(hostile_db):
+    """MOSAIC results (drill-down to the output and its failing checks) and the WISE section of
+    Wording results render hostile study, model, constraint and form names and outputs inertly
+    (issue 18)."""
+    at = _render("pages/mosaic_results.py")
+    _assert_inert(at, "mosaic_results")
+    assert RESPONSES["resp-1"] in [c.value for c in at.code], "the output is not shown verbatim in a code element"
+    checks = next(d.value for d in at.dataframe if "evidence" in d.value.columns)
+    assert list(checks["constraint"]) == ["<b>boc</b>", "[x](javascript:alert(1))"]
+    at = _render("pages/wording_results.py")
+    _assert_inert(at, "wording_results")
+    forms = next(d.value for d in at.dataframe if "Holm p" in d.value.columns)
+    assert set(forms["form"]) == {"POS", PAYLOADS[2]}
+    for e in _elements(at):
+        if e.type == "markdown":
+            assert "xss-model" not in e.value and PAYLOADS[2] not in e.value, e.value[:200]

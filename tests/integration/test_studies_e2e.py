@@ -19,7 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from reform_core.cli import app
-from reform_core.services.uow import dispose_engines
+from reform_core.services import mosaic
+from reform_core.services.uow import dispose_engines, get_engine
+from reform_core.services.users import cli_principal
 from tests.integration.fake_servers import FakeServer, _find_ids, _prompt_text
 
 TASKS = ["Name the largest planet.", "Say what a cell is.", "Describe rain.", "Explain tides.",
@@ -191,6 +193,10 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
                for c in chat)
     gem = [c for c in tidy.calls if ":generateContent" in c["path"]]
     assert len(gem) == 42 and all("systemInstruction" in c["body"] for c in gem)
+    eng = get_engine(db)
+    meta = mosaic.output_detail(eng, cli_principal(eng), study="launch", prompt="mosaic-00001", model="alpha")["meta"]
+    assert meta["settings"] == {"temperature": 0.3, "max_tokens": 300} and meta["provider"] == "openai"
+    assert meta["source"] == "collected" and meta["finish_reason"] == "stop" and "sk-test" not in json.dumps(meta)
 
     out = cli("mosaic-check", "--db", db, "--study", "launch", "--json")
     assert out["checked"] > 0 and out["judged"] == 0 and out["unchecked"] > 0 and out["errors"] == 0
