@@ -220,17 +220,28 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _intervals(reps: np.ndarray, level: float, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval per column (``agreement.percentile_interval``; NaN where undefined)."""
+def _estimate(num: np.ndarray, den: np.ndarray, *, w: np.ndarray | None = None, reps: np.ndarray | None = None,
+              level: float, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Point ``Σ num / Σ den`` per column and the percentile interval of its replicates.
+
+    Replicates are ``w @ num / w @ den`` for bootstrap weights ``w`` (float32 products of
+    integers, converted before dividing), or given as ``reps``; a replicate with an empty
+    denominator is undefined, and a column undefined in too many replicates gets NaN bounds
+    (``agreement.percentile_interval``)."""
     from reform_core.agreement import percentile_interval
 
-    lo, hi = np.full(reps.shape[1], np.nan), np.full(reps.shape[1], np.nan)
-    for j in range(reps.shape[1]):
-        try:
-            lo[j], hi[j] = percentile_interval(reps[:, j], level=level, what=what)
-        except ValueError:
-            pass
-    return lo, hi
+    point = _ratio(num.sum(axis=0), den.sum(axis=0))
+    lo, hi = np.full(num.shape[1], np.nan), np.full(num.shape[1], np.nan)
+    if w is not None:
+        reps = _ratio((w @ num.astype(np.float32)).astype(float), (w @ den.astype(np.float32)).astype(float))
+    if reps is not None:
+        reps = reps.reshape(len(reps), -1)
+        for j in range(reps.shape[1]):
+            try:
+                lo[j], hi[j] = percentile_interval(reps[:, j], level=level, what=what)
+            except ValueError:
+                pass
+    return point, lo, hi
 
 
 def study_metrics(
@@ -283,47 +294,42 @@ def study_metrics(
         raise ValueError(f"level: must lie in (0, 1), got {level!r}")
     prompts = pd.Index(sorted(frame[prompt].unique()))
     weights = None
-    if n_boot:
+    if n_boot and len(prompts):
         from reform_core.agreement import item_bootstrap_weights
 
-        weights = item_bootstrap_weights(len(prompts), int(n_boot), rng).astype(float)
+        # counts times 0/1 sums stay integers far below 2**24: exact in float32, at half the cost
+        weights = item_bootstrap_weights(len(prompts), int(n_boot), rng).astype(np.float32)
     out: dict[str, list[dict]] = {"pa": [], "scc": [], "poscc": [], "pcc": []}
     for key, part in _groups(frame, by):
         tag = dict(zip(by, key))
         y = part.pivot(index=prompt, columns=constraint, values="_y")
         p = part.pivot(index=prompt, columns=position, values="_y").reindex(index=y.index)
-        rows = prompts.get_indexer(y.index)
-        w = np.vstack([np.ones(len(rows)), weights[:, rows]]) if weights is not None else np.ones((1, len(rows)))
+        w = weights[:, prompts.get_indexer(y.index)] if weights is not None else None
         present = y.notna().to_numpy(float)
         followed = y.fillna(0).to_numpy(float)
         n_checked = present.sum(axis=1)
-        pa_r = followed.sum(axis=1) / n_checked
-        all_r = (followed.sum(axis=1) == n_checked).astype(float)
-        stats_ = {"pa": _ratio(w @ pa_r, w.sum(axis=1)), "all_followed": _ratio(w @ all_r, w.sum(axis=1))}
-        row = {**tag, "n": len(rows), "pa": stats_["pa"][0], "all_followed": stats_["all_followed"][0]}
-        for name, values in stats_.items():
-            lo, hi = _intervals(values[1:, None], level, name) if weights is not None else ([np.nan], [np.nan])
-            row[f"{name}_low"], row[f"{name}_high"] = lo[0], hi[0]
+        row = {**tag, "n": len(y)}
+        for name, values in (("pa", followed.sum(axis=1) / n_checked),
+                             ("all_followed", (followed.sum(axis=1) == n_checked).astype(float))):
+            reps = None if w is None else (w.astype(float) @ values) / w.sum(axis=1, dtype=float)
+            est, lo, hi = _estimate(values[:, None], np.ones((len(y), 1)), reps=reps, level=level, what=name)
+            row[name], row[f"{name}_low"], row[f"{name}_high"] = est[0], lo[0], hi[0]
         out["pa"].append(row)
         for what, table, label in (("scc", y, constraint), ("poscc", p, position)):
             pres = table.notna().to_numpy(float)
-            est = _ratio(w @ table.fillna(0).to_numpy(float), w @ pres)
-            lo, hi = _intervals(est[1:], level, what) if weights is not None else (
-                np.full(est.shape[1], np.nan), np.full(est.shape[1], np.nan))
+            est, lo, hi = _estimate(table.fillna(0).to_numpy(float), pres, w=w, level=level, what=what)
             for j, c in enumerate(table.columns):
-                out[what].append({**tag, label: c, "n": int(pres[:, j].sum()), what: est[0, j],
+                out[what].append({**tag, label: c, "n": int(pres[:, j].sum()), what: est[j],
                                   "ci_low": lo[j], "ci_high": hi[j]})
         pairs = [(i, j) for i, j in combinations(range(y.shape[1]), 2) if (present[:, i] * present[:, j]).any()]
         if pairs:
             a, b = np.array(pairs).T
             both = present[:, a] * present[:, b]
-            est = _ratio(w @ (followed[:, a] * followed[:, b]), w @ both)
-            lo, hi = _intervals(est[1:], level, "pcc") if weights is not None else (
-                np.full(len(pairs), np.nan), np.full(len(pairs), np.nan))
+            est, lo, hi = _estimate(followed[:, a] * followed[:, b], both, w=w, level=level, what="pcc")
             names = list(y.columns)
             for k, (i, j) in enumerate(pairs):
                 out["pcc"].append({**tag, "constraint_i": names[i], "constraint_j": names[j],
-                                   "n": int(both[:, k].sum()), "pcc": est[0, k], "ci_low": lo[k], "ci_high": hi[k]})
+                                   "n": int(both[:, k].sum()), "pcc": est[k], "ci_low": lo[k], "ci_high": hi[k]})
     columns = {
         "pa": ["n", "pa", "all_followed", "pa_low", "pa_high", "all_followed_low", "all_followed_high"],
         "scc": [constraint, "n", "scc", "ci_low", "ci_high"],
