@@ -130,3 +130,28 @@ def test_wise_manifest_errors_are_located(engine, tmp_path):
         wise.collect(engine, lead, manifest=tmp_path, study="w", model="m", provider="openai", api_key="k")
     with pytest.raises(ValueError, match="no WISE study 'w'"):
         wise.score(engine, lead, study="w")
+
+
+def test_wise_generations_keyed_by_study_on_any_db(engine):
+    """The same generation keys live in two studies side by side (natural key includes the
+    study); each study scores its own rows; re-imports are idempotent; a file with other forms
+    than the study's is refused before anything is written."""
+    from reform_core.services import wording
+
+    lead = cli_principal(engine)
+    rows = [{"item": f"t{i}", "model": m, "provider": "p", "form": f, "target": "3", "repetition": 0,
+             "output": "a b c" if (i + len(m) + len(f)) % 3 else "a b"}
+            for i in range(4) for m in ("m1", "m22") for f in ("POS", "NEG")]
+    data = _jsonl(rows)
+    for study in ("one", "two"):
+        assert wording.import_generations(engine, lead, data=data, filename="g.jsonl", study=study)["written"] == 16
+    assert wording.import_generations(engine, lead, data=data, filename="g.jsonl", study="one")["existing"] == 16
+    assert wise.score(engine, lead, study="one", n_boot=20)["forms"] == wise.score(engine, lead, study="two",
+                                                                                     n_boot=20)["forms"]
+    other = _jsonl([dict(rows[0], form="AVOID9")])
+    before = _counts(engine)
+    with pytest.raises(ValueError, match="WISE study 'one' has forms"):
+        wording.import_generations(engine, lead, data=other, filename="g2.jsonl", study="one")
+    assert _counts(engine) == before
+    out = wise.outputs(engine, lead, study="two")
+    assert len(out) == 16 and set(out["study"]) == {"two"} and out["compliant"].dtype == bool
