@@ -328,6 +328,15 @@ def _complete_cells(out: pd.DataFrame, forms: list[str], notes: list[str]) -> pd
     return out[keep]
 
 
+def _common_items(out: pd.DataFrame, notes: list[str], what: str) -> pd.DataFrame:
+    """The rows of the items every model answered (a joint item bootstrap needs them); count the rest."""
+    per_item = out.groupby("item")["model"].nunique()
+    common = per_item.index[per_item == out["model"].nunique()]
+    if len(common) < len(per_item):
+        notes.append(f"{what}: {len(per_item) - len(common)} item(s) not answered by every model are left out")
+    return out[out["item"].isin(common)]
+
+
 def results(engine: Engine, principal: Principal, *, study: str, reference: Optional[str] = None,
             scheme: Optional[str] = None, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> WiseResults:
     """The WISE metrics of one study with the paper's bootstrap intervals (module doc)."""
@@ -361,10 +370,11 @@ def results(engine: Engine, principal: Principal, *, study: str, reference: Opti
     if out.empty:
         raise ValueError(f"study: no (model, item) of {study!r} has outputs under every form yet")
     comp = W.model_compliance(out)[forms]
-    con = W.contrast_intervals(out, reference=reference, scheme=scheme, n_boot=n_boot, level=level,
+    boot = _common_items(out, notes, "item bootstrap") if scheme == "item" else out
+    con = W.contrast_intervals(boot, reference=reference, scheme=scheme, n_boot=n_boot, level=level,
                                rng=np.random.default_rng(seed))
     # the same draws again (same seed): intervals of compliance, C_mean, C_worst and G_wording
-    reps = W.bootstrap_pooled(out, scheme=scheme, n_boot=n_boot, rng=np.random.default_rng(seed))[forms]
+    reps = W.bootstrap_pooled(boot, scheme=scheme, n_boot=n_boot, rng=np.random.default_rng(seed))[forms]
     table = W.wording_contrasts(comp, reference=reference)
     for name, series in (("compliance", reps), ("delta", reps.sub(reps[reference], axis=0))):
         for f in forms:
@@ -378,7 +388,8 @@ def results(engine: Engine, principal: Principal, *, study: str, reference: Opti
         rank = W.ranking_stability(comp, reference=reference)
         table.loc[rank.index, list(W.RANKING_COLUMNS)] = rank.to_numpy()
         try:
-            ri = W.ranking_stability_intervals(out, reference=reference, n_boot=n_boot, level=level,
+            ri = W.ranking_stability_intervals(_common_items(out, notes, "ranking intervals"), reference=reference,
+                                               n_boot=n_boot, level=level,
                                                rng=np.random.default_rng(seed))
             table.loc[ri.index, list(ri.columns)] = ri.to_numpy()
         except ValueError as exc:

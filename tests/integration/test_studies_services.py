@@ -155,3 +155,20 @@ def test_wise_generations_keyed_by_study_on_any_db(engine):
     assert _counts(engine) == before
     out = wise.outputs(engine, lead, study="two")
     assert len(out) == 16 and set(out["study"]) == {"two"} and out["compliant"].dtype == bool
+
+
+def test_joint_item_bootstrap_leaves_out_items_not_every_model_answered(engine):
+    """The keyword panel's item bootstrap and the ranking intervals resample items jointly
+    across models: an item one model lacks is left out of them and counted, not a crash."""
+    from reform_core.services import wording
+
+    lead = cli_principal(engine)
+    rows = [{"item": f"t{i}", "model": m, "provider": "p", "form": f, "target": "keyword:harbor", "repetition": 0,
+             "output": "the harbor" if (i * len(m) + len(f)) % 3 else "no"}
+            for i in range(6) for m in ("m1", "m22", "m333") for f in ("POS", "NEG") if not (m == "m1" and i == 5)]
+    wording.import_generations(engine, lead, data=_jsonl(rows), filename="k.jsonl", study="kw")
+    out = wise.score(engine, lead, study="kw", n_boot=50)
+    assert out["scheme"] == "item"  # the paper's scheme for the keyword panel
+    assert "item bootstrap: 1 item(s) not answered by every model are left out" in out["notes"]
+    assert "ranking intervals: 1 item(s) not answered by every model are left out" in out["notes"]
+    assert out["forms"]["NEG"]["delta_interval"] is not None and out["forms"]["NEG"]["tau_b_interval"] is not None
