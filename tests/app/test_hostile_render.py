@@ -58,6 +58,7 @@ def _bundle(root: Path) -> Path:
 
 
 HOSTILE_MODEL = "<img src=x onerror=alert('xss-model')>"
+HOSTILE_HTML_MODEL = '<b onmouseover="alert(1)">m2</b>'  # well-formed HTML, live if ever rendered as HTML
 
 
 def _hostile_studies(eng, lead) -> None:
@@ -76,7 +77,7 @@ def _hostile_studies(eng, lead) -> None:
     mosaic.run_checks(eng, lead, study=PAYLOADS[5])
     gens = [{"item": f"<i>{i}</i>", "model": m, "provider": PAYLOADS[0], "form": f, "target": "3", "repetition": 0,
              "output": RESPONSES["resp-2"] if (i + len(m)) % 2 else "one two three"}
-            for i in range(3) for m in (HOSTILE_MODEL, "m2") for f in ("POS", PAYLOADS[2])]
+            for i in range(3) for m in (HOSTILE_MODEL, HOSTILE_HTML_MODEL) for f in ("POS", PAYLOADS[2])]
     wording.import_generations(eng, lead, data="".join(json.dumps(g) + "\n" for g in gens).encode(),
                                filename="g.jsonl", study=PAYLOADS[4])
 
