@@ -50,11 +50,17 @@ def _judge_labels(instances: pd.DataFrame, judge_a: str, judge_b: str) -> tuple[
 
 
 def _adjudication_map(adjudications: pd.DataFrame, iid: str) -> pd.Series:
+    """``a`` per instance: 0/1, or a share in [0, 1] when several annotators decided it
+    (the mean of their labels, e.g. ½ for a split double adjudication)."""
     _require(adjudications, [iid, "a"], "adjudications")
     if adjudications[iid].duplicated().any():
         dup = adjudications.loc[adjudications[iid].duplicated(), iid].iloc[0]
         raise ValueError(f"adjudications hold more than one current decision for {iid}={dup!r}")
-    return pd.Series(_binary(adjudications["a"], "a", False), index=adjudications[iid].to_numpy())
+    a = pd.to_numeric(adjudications["a"], errors="coerce").to_numpy(dtype=float)
+    bad = np.isnan(a) | (a < 0) | (a > 1)
+    if bad.any():
+        raise ValueError(f"column 'a' must hold labels in [0, 1]; found {adjudications['a'].to_numpy()[bad][0]!r}")
+    return pd.Series(a, index=adjudications[iid].to_numpy())
 
 
 def _strata_frame(instances: pd.DataFrame, g: np.ndarray, m: np.ndarray, strata: Sequence[str]) -> pd.DataFrame:

@@ -15,7 +15,10 @@ judges' labels and the hidden true pass labels — shaped after seed 000 (ReForm
   model × question × target effects − opposition penalty)), so baseline-opposed targets
   are harder (§4.3) and correction persists across variants;
 * two judges with error rates that differ by judge, by direction (false pass / false
-  fail) and by model, scaled so that overall agreement is ≈ 87.67 % (App. A.3.1).
+  fail) and by model, scaled so that overall agreement is ≈ 87.67 % (App. A.3.1);
+  optionally both judges wrong together on a share ``both_wrong`` of instances;
+* ``correlated=False`` drops the instruction and model × question × target effects, so
+  truths are independent across a question's variants (the stratified rule's assumption).
 
 Everything is vectorised with numpy; the paper scale (150,000 judged pairs per judge)
 builds in a few seconds.
@@ -96,6 +99,8 @@ class SimConfig:
     prompted_model: Optional[str] = None  # default: the weakest model
     prompted_bonus: float = 0.4
     human_error: float = 0.0  # oracle flip probability
+    both_wrong: float = 0.0  # share of instances on which both judges give the wrong label together
+    correlated: bool = True  # False: no instruction or model × question × target effects (independent truths)
 
     def validate(self) -> None:
         for name in ("n_questions", "n_instructions", "n_models"):
@@ -117,6 +122,8 @@ class SimConfig:
                 raise ValueError(f"{name} must be two rates in [0, 0.5), got {rates!r}")
         if not 0 <= self.human_error < 0.5:
             raise ValueError(f"human_error must lie in [0, 0.5), got {self.human_error!r}")
+        if not 0 <= self.both_wrong < 0.5:
+            raise ValueError(f"both_wrong must lie in [0, 0.5), got {self.both_wrong!r}")
         if self.abilities is not None and len(self.abilities) != self.n_models:
             raise ValueError(f"abilities needs {self.n_models} values, got {len(self.abilities)}")
         if self.target_concentration <= 0:
@@ -482,8 +489,9 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     # latent pass propensities (shared across conditions) and truth
     _, group = np.unique(slot_q * (2 * n_feat) + feat * 2 + forbid, return_inverse=True)
     target_effect = rng.normal(0, 0.6, 2 * n_feat)[feat * 2 + forbid]
-    instr_effect = rng.normal(0, 0.4, ni)[slot_i]
-    persist = rng.normal(0, cfg.persistence, (nm, group.max() + 1))
+    within = 1.0 if cfg.correlated else 0.0  # the effects that make a question's truths correlated
+    instr_effect = within * rng.normal(0, 0.4, ni)[slot_i]
+    persist = within * rng.normal(0, cfg.persistence, (nm, group.max() + 1))
     inst_m = np.concatenate([b[0] for b in blocks])
     inst_s = np.concatenate([b[1] for b in blocks])
     inst_cond = np.concatenate([np.full(len(b[0]), b[2], dtype=object) for b in blocks])
@@ -501,11 +509,15 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     main = inst_cond == CONDITION_MAIN
     ea, eb = base[0][main], base[1][main]
     cap = 0.49 / max(base[0].max(), base[1].max())
-    gap = lambda s: np.mean(s * ea + s * eb - 2 * s * s * ea * eb) - (1 - cfg.agreement)  # noqa: E731
+    # both judges wrong together on a share ``both_wrong`` of instances (an agreement), independent errors elsewhere
+    gap = lambda s: (1 - cfg.both_wrong) * np.mean(s * ea + s * eb - 2 * s * s * ea * eb) - (1 - cfg.agreement)  # noqa: E731
     if gap(cap) < 0:
         raise ValueError(f"agreement {cfg.agreement} is out of reach of the judge error rates")
     scale_err = brentq(gap, 0.0, cap)
     labels = [np.where(rng.random(len(truth)) < e * scale_err, 1 - truth, truth).astype(np.int8) for e in base]
+    if cfg.both_wrong > 0:
+        together = rng.random(len(truth)) < cfg.both_wrong
+        labels = [np.where(together, 1 - truth, lab).astype(np.int8) for lab in labels]
 
     # instances and the long frames derived from them
     n_rows = len(instructions)

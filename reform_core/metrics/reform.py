@@ -137,6 +137,57 @@ class UnitIndex:
         spread = self.unit_cover - _reduce(np.add, uv, self.unit_uv_starts)
         return allpass, joint, spread
 
+    def gradients(self, pv: np.ndarray) -> dict[str, np.ndarray]:
+        """Partial derivatives of the score numerators with respect to each row's pass value.
+
+        ``allpass``: ∂/∂p_r Σ_i ∏_j p[i,j] = ∏ of the other rows of r's instruction;
+        ``joint{K}``: ∂/∂p_r Σ_{units of size K} Ĵ = Σ over the units holding r of the product
+        of their other member rows. Every score is multilinear in the rows (a row occurs at
+        most once in an instruction or a unit), so these are exact first derivatives; a zero
+        among the other members is handled without division.
+
+        Returns
+        -------
+        dict
+            ``allpass, joint1, joint2, joint3`` → arrays of ``len(pv)``.
+        """
+        n = len(pv)
+        out = {"allpass": _leave_one_out(pv, self.inst_rows, self.inst_starts, n)}
+        if len(self.unit_k):
+            unit_mem_starts = self.uv_starts[self.unit_uv_starts]
+            mem_unit = np.repeat(np.arange(len(self.unit_k)), np.diff(np.r_[unit_mem_starts, len(self.mem_rows)]))
+            mem_k = self.unit_k[mem_unit]
+        for k in KS:
+            if not len(self.unit_k):
+                out[f"joint{k}"] = np.zeros(n)
+                continue
+            sel = np.flatnonzero(mem_k == k)
+            rows = self.mem_rows[sel]
+            starts = _starts(mem_unit[sel])
+            out[f"joint{k}"] = _leave_one_out(pv, rows, starts, n)
+        return out
+
+
+def _leave_one_out(pv: np.ndarray, rows: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
+    """Σ over groups holding row r of the product of the group's other rows, per row.
+
+    Groups are the runs ``rows[starts[g]:starts[g+1]]``. Zeros are counted instead of
+    divided by: a member's leave-one-out product is ``prod_nonzero / p_r`` when the group
+    has no zero, ``prod_nonzero`` for the single zero member of a group with one zero, else 0.
+    """
+    if len(rows) == 0:
+        return np.zeros(n)
+    vals = pv[rows]
+    zero = vals == 0
+    prod_nz = _reduce(np.multiply, np.where(zero, 1.0, vals), starts)
+    n_zero = _reduce(np.add, zero.astype(np.int64), starts)
+    size = np.diff(np.r_[starts, len(rows)])
+    g_prod, g_zero = np.repeat(prod_nz, size), np.repeat(n_zero, size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loo = np.where(zero, np.where(g_zero == 1, g_prod, 0.0),
+                       np.where(g_zero == 0, g_prod / np.where(zero, 1.0, vals), 0.0))
+    return np.bincount(rows, loo, minlength=n)
+
 
 def _codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     codes, names = pd.factorize(series.astype(str), sort=True)

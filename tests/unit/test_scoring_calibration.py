@@ -66,7 +66,9 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="more than one"):
         calibrate_stratified(frame(), pd.DataFrame({"iid": [2, 2], "a": [1.0, 0.0]}))
     with pytest.raises(ValueError, match="'a'"):
-        calibrate_stratified(frame(), pd.DataFrame({"iid": [2], "a": [0.7]}))
+        calibrate_stratified(frame(), pd.DataFrame({"iid": [2], "a": [1.7]}))
+    with pytest.raises(ValueError, match="'a'"):
+        calibrate_stratified(frame(), pd.DataFrame({"iid": [2], "a": [np.nan]}))
     with pytest.raises(ValueError, match="label_a"):
         calibrate_stratified(frame().assign(label_a=2.0), ADJ)
     with pytest.raises(ValueError, match="label_x"):

@@ -1,0 +1,596 @@
+"""The default estimator: question-cluster difference estimator with cross-fitted predictions.
+
+Target: the scores of *this fixed benchmark* computed from the unknown true labels ``y``
+(TCPR, R^(1..3), EMCR, constraint-level pass rate; SPEC §3). Each is a sum over
+instructions or eligible units of products of ``y`` over distinct instances, divided by a
+count that does not depend on the labels; every such product lies inside one
+(model, question) **cluster**. So a numerator is ``Σ_c φ_c(y)``.
+
+Design (:mod:`reform_core.estimators.design`): clusters with a disagreement are Poisson
+sampled with probability ``π_m``, all their disagreements adjudicated; agreements are
+audited independently with probability ``π_a``; human decisions are debiased with the
+fitted adjudicator-error model (:mod:`reform_core.estimators.adjudicator_error`), giving
+``ỹ_u`` with ``E[ỹ_u | y_u] = y_u``.
+
+Estimator. Clusters are split into K folds by a hash fixed before sampling. For a cluster
+``c`` of fold ``k``, predictions are fitted on the *other* folds only: ``p̂_u`` for a
+disagreement (stratum pass rate, shrunk to the model × direction rate) and ``q̂_u`` for an
+agreement (agreed label corrected by the stratum's audited both-wrong rate). Then
+
+* agreements: ``Ŷ_u = q̂_u + (A_u / π_a)(ỹ_u − q̂_u)`` (``A_u`` = audited);
+* ``x`` = ``p̂`` on disagreements, ``Ŷ`` on agreements; ``z`` = ``x`` with the observed
+  ``ỹ`` on the disagreements of sampled clusters;
+* ``T_c = φ_c(x) + (Z_c / π_m) (φ_c(z) − φ_c(x))`` and ``θ̂ = Σ_c T_c / D``.
+
+**Unbiasedness.** Given the fold split, the predictions used for cluster c depend only on
+other clusters' indicators and decisions, which are independent of c's own cluster
+indicator ``Z_c``, audit indicators and decision errors (Poisson sampling, independent
+errors). Within c, ``φ_c`` is multilinear in distinct instances, so conditionally on the
+other folds ``E[φ_c(z) | Z_c = 1] = φ_c(y)`` and ``E[T_c] = E[φ_c(x)] + E[φ_c(y) − φ_c(x)]
+= φ_c(y)`` — exactly, for any correlation between a question's variants and any
+prediction quality; the audit term makes ``E[Ŷ_u] = y_u`` for agreements, so both judges
+being wrong together is corrected too. With fallible adjudicators the rates are
+estimated, which leaves a bias of the order of their sampling variance (second order).
+(Cross-fitting: Zrnic & Candès 2024, *PNAS* 121:e2322083121; prediction-powered /
+difference estimation: Angelopoulos et al. 2023, *Science* 382:669; Särndal, Swensson &
+Wretman 1992, §6.3.)
+
+**Measurement variance** (the score of this fixed benchmark) is estimated by
+linearisation, one term per source:
+
+* cluster sample: ``Σ_{c∈S} [(1−π)/π² C_c² + N_c/π]`` with ``C_c`` the cluster's
+  rectifier ``φ_c(z) − φ_c(x)`` in metric units and ``N_c`` its decision-noise variance
+  (Poisson-sampling variance estimator, Särndal et al. eq. 3.5.?; the ``N_c`` term adds
+  the second-stage variance that ``C_c²`` does not carry on average);
+* agreement audit: ``Σ_{u audited} [(1−π_a)/π_a² (G_u (ỹ_u − q̂_u))² + G_u² v_u/π_a]`` with
+  ``G_u`` the metric's derivative with respect to ``y_u`` (exact, the metrics are
+  multilinear: :meth:`UnitIndex.gradients`);
+* adjudicator-error rates: the variance of ``Σ_u G'_u ỹ*_u`` over bootstrap refits of the
+  error model on resampled decided items.
+
+The interval is ``θ̂ ± t_{0.975, df} √V`` with ``df`` = observed clusters − 1 (a t quantile
+for small samples). The cross-fitted residuals never vanish for a stratum whose reviewed
+rate is 0 % or 100 %: its prediction is a smoothed rate strictly inside (0, 1) fitted on
+other folds, so such strata still contribute variance.
+
+**Population variance** adds question resampling: a cluster bootstrap over questions of
+the per-cluster totals ``T_c`` (question weights shared by all models), which carries both
+the between-question variation and the design noise inside ``T_c``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from reform_core.estimators import adjudicator_error as ae
+from reform_core.estimators.design import (DEFAULT_FOLDS, agreement_stratum, audited_rows, cluster_key,
+                                          cluster_probability, fold_of, sampled_clusters)
+from reform_core.frames import INSTANCE_KEY, require_columns
+from reform_core.metrics.reform import KS, UnitIndex, build_index
+
+NUMERATORS = ("rows", "allpass", "joint1", "joint2", "joint3")
+DENOMINATORS = {"rows": "n_rows", "allpass": "n_inst", "joint1": "units1", "joint2": "units2", "joint3": "units3"}
+METRICS = ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level")
+SHRINK = 2.0  # pseudo-decisions pulling a stratum rate to its model × direction rate
+AUDIT_PRIOR = (0.01, 1.0)  # prior both-wrong rate and pseudo-decisions of the audit predictor
+AUDIT_SHRINK = 20.0  # pseudo-decisions pulling a context bin's both-wrong rate to its stratum's
+ERROR_BOOT = 100  # bootstrap refits of the adjudicator-error model
+
+
+@dataclass
+class ClusterEstimate:
+    """Result of :func:`estimate`.
+
+    ``table``: one row per model with each metric (%), its measurement standard error
+    ``se_<metric>`` and interval ``<metric>_lo / _hi``; ``components``: variance by source
+    per model and metric (cluster, audit, adjudicator_error; %²); ``totals`` /
+    ``denominators``: per numerator, arrays (n_models, n_questions) of ``T_c`` and counts
+    for the population bootstrap; ``both_wrong``: per model the audited both-wrong rate
+    with its interval; ``error_model``: the fitted adjudicator error; ``progress``: per
+    model planned and observed clusters and audits; ``notes``: what was assumed or left out.
+    """
+
+    models: np.ndarray
+    questions: np.ndarray
+    tasks_of_question: np.ndarray
+    table: pd.DataFrame
+    components: pd.DataFrame
+    totals: dict
+    denominators: dict
+    error_variance: dict
+    both_wrong: pd.DataFrame
+    error_model: ae.ErrorModel
+    progress: pd.DataFrame
+    df: np.ndarray
+    notes: list = field(default_factory=list)
+    smooth: np.ndarray | None = None  # point estimate of each scored row's truth (for plug-in tables)
+    index: UnitIndex | None = None
+
+
+def _coefficients(den: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """Per metric: weight of each numerator (per model), so metric = Σ_num w·numerator (in %)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = {k: np.where(v > 0, 100.0 / np.where(v > 0, v, 1.0), np.nan) for k, v in den.items()}
+    zero = np.zeros_like(inv["allpass"])
+    out = {"tcpr": {"allpass": inv["allpass"]}, "constraint_level": {"rows": inv["rows"]}}
+    for k in KS:
+        out[f"r{k}"] = {f"joint{k}": inv[f"joint{k}"]}
+    out["emcr"] = {f"joint{k}": inv[f"joint{k}"] / 3 for k in KS}
+    for m in out:
+        for num in NUMERATORS:
+            out[m].setdefault(num, zero)
+    return out
+
+
+def _cluster_sums(index: UnitIndex, pv: np.ndarray, row_cluster: np.ndarray, n_clusters: int) -> dict[str, np.ndarray]:
+    allpass, joint, _ = index.evaluate(pv)
+    nq = len(index.questions)
+    inst_c = index.inst_model * nq + index.inst_question
+    unit_c = index.unit_model * nq + index.unit_question
+    out = {"rows": np.bincount(row_cluster, pv, minlength=n_clusters),
+           "allpass": np.bincount(inst_c, allpass, minlength=n_clusters)}
+    for k in KS:
+        sel = index.unit_k == k
+        out[f"joint{k}"] = np.bincount(unit_c[sel], joint[sel], minlength=n_clusters)
+    return out
+
+
+def _cluster_counts(index: UnitIndex, row_cluster: np.ndarray, n_clusters: int) -> dict[str, np.ndarray]:
+    nq = len(index.questions)
+    out = {"n_rows": np.bincount(row_cluster, minlength=n_clusters).astype(float),
+           "n_inst": np.bincount(index.inst_model * nq + index.inst_question, minlength=n_clusters).astype(float)}
+    unit_c = index.unit_model * nq + index.unit_question
+    for k in KS:
+        out[f"units{k}"] = np.bincount(unit_c[index.unit_k == k], minlength=n_clusters).astype(float)
+    return out
+
+
+def _metric_gradient(grads: dict[str, np.ndarray], coef: dict[str, np.ndarray], row_model: np.ndarray) -> np.ndarray:
+    g = np.zeros(len(row_model))
+    for num in NUMERATORS:
+        w = coef[num][row_model]
+        g += np.nan_to_num(w) * grads[num]
+    return g
+
+
+def _smoothed_rate(values: np.ndarray, keys: np.ndarray, parent: np.ndarray, parent_rate: pd.Series,
+                   strength: float) -> pd.Series:
+    """(Σ values + strength · parent rate) / (n + strength) per key."""
+    df = pd.DataFrame({"k": keys, "v": values, "p": parent})
+    g = df.groupby("k").agg(s=("v", "sum"), n=("v", "size"), p=("p", "first"))
+    prior = g["p"].map(parent_rate).to_numpy(dtype=float)
+    return pd.Series((g["s"].to_numpy() + strength * prior) / (g["n"].to_numpy() + strength), index=g.index)
+
+
+def target_context(rows: pd.DataFrame, pv: np.ndarray) -> np.ndarray:
+    """Context bin of each row: how the judges label the *other* variants of its target.
+
+    A target (model, question, feature, mode) recurs across a question's variants and a
+    model's passes on it are correlated (SPEC §3), so the judges' labels on the other
+    variants predict a row's truth. Bin 0: the target occurs once; 1: the other variants'
+    mean judge label is below ½; 2: at least ½.
+    """
+    key = pd.Series(cluster_key(rows["model"], rows["question"])) + "\x1f" + rows["feature"].astype(str).to_numpy() \
+        + "\x1f" + rows["mode"].astype(str).to_numpy()
+    codes = pd.factorize(key)[0]
+    tot = np.bincount(codes, pv)[codes]
+    cnt = np.bincount(codes)[codes]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        others = (tot - pv) / (cnt - 1)
+    return np.where(cnt <= 1, 0, np.where(others < 0.5, 1, 2))
+
+
+def _disagreement_predictions(fold: np.ndarray, folds: int, *, dis: np.ndarray, obs_dis: np.ndarray,
+                              y: np.ndarray, d_stratum: np.ndarray, d_parent: np.ndarray) -> np.ndarray:
+    """Cross-fitted ``p̂`` of every disagreement: for a cluster of fold k, its stratum's
+    mean debiased decision over the observed clusters of the other folds, shrunk to the
+    model × direction rate (Jeffreys-smoothed), clipped into (0, 1)."""
+    p_hat = np.full(len(fold), np.nan)
+    for k in range(folds):
+        t = (fold != k) & obs_dis
+        vals = np.clip(y[t], 0.0, 1.0)
+        par = pd.DataFrame({"p": d_parent[t], "v": vals}).groupby("p")["v"].agg(["sum", "size"])
+        par_rate = (par["sum"] + 0.5) / (par["size"] + 1.0)
+        rate = _smoothed_rate(vals, d_stratum[t], d_parent[t], par_rate, SHRINK)
+        sel = (fold == k) & dis
+        pr = pd.Series(d_stratum[sel]).map(rate).fillna(pd.Series(d_parent[sel]).map(par_rate)).fillna(0.5)
+        p_hat[sel] = np.clip(pr.to_numpy(dtype=float), 1e-3, 1 - 1e-3)
+    return p_hat
+
+
+def _hajek_rate(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, *, prior: pd.Series, default: float,
+                strength: float = 1.0) -> pd.Series:
+    """Weighted mean of ``values`` per key, shrunk with ``strength`` pseudo-rows towards
+    ``prior[key]`` (or ``default``): ``(Σ w v + s·w̄·prior) / (Σ w + s·w̄)``."""
+    if len(keys) == 0:
+        return pd.Series(dtype=float)
+    df = pd.DataFrame({"k": keys, "wv": weights * values, "w": weights})
+    agg = df.groupby("k").agg(wv=("wv", "sum"), w=("w", "sum"), c=("w", "size"))
+    mean_w = agg["w"] / agg["c"]
+    p0 = agg.index.to_series().map(prior).fillna(default) if len(prior) else pd.Series(default, index=agg.index)
+    return (agg["wv"] + strength * mean_w * p0) / (agg["w"] + strength * mean_w)
+
+
+def _wrong_rates(keys: np.ndarray, wrong: np.ndarray, weight: np.ndarray, noise: np.ndarray) -> pd.DataFrame:
+    """Both-wrong rate per audit stratum with its variance.
+
+    ``rate`` = Hájek mean of the audited agreements' debiased "wrong" indicators
+    (``1 − ỹ`` on an agreed pass, ``ỹ`` on an agreed fail; weights 1/π, equal within a
+    stratum by design); ``var`` = its linearised
+    variance plus the decisions' noise, at least the Bernoulli variance of the
+    Jeffreys-smoothed rate ``(k + ½)/(n + 1)`` over ``n`` (k = audited agreements that the
+    majority of their decisions judged wrong): a stratum audited with no error found still
+    reports the uncertainty that ``n`` clean audits leave, never zero.
+    """
+    df = pd.DataFrame({"s": keys, "w": wrong, "wt": weight, "v": noise})
+    rows = []
+    for s_, d in df.groupby("s", sort=True):
+        n = len(d)
+        wt = d["wt"].to_numpy() / d["wt"].sum()
+        r = float(np.sum(wt * d["w"].to_numpy()))
+        v_design = float(np.sum(wt ** 2 * (d["w"].to_numpy() - r) ** 2)) * n / max(n - 1, 1)
+        k = int((d["w"].to_numpy() > 0.5).sum())
+        jeff = (k + 0.5) / (n + 1.0)
+        var = max(v_design, jeff * (1 - jeff) / n) + float(np.sum(wt ** 2 * d["v"].to_numpy()))
+        rows.append({"stratum": s_, "rate": r, "var": var, "n": n, "k": k})
+    return pd.DataFrame(rows, columns=["stratum", "rate", "var", "n", "k"]).set_index("stratum")
+
+
+def _question_task(index: UnitIndex) -> np.ndarray:
+    task = np.zeros(len(index.questions), dtype=np.int64)
+    task[index.inst_question] = index.inst_task
+    return task
+
+
+def _error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, prior: pd.Series, reps: int,
+                     rng: np.random.Generator) -> pd.DataFrame:
+    """Item estimates of every decided item under error models refitted on items
+    resampled with replacement (with all their decisions); (n_items, reps)."""
+    item_code, items = pd.factorize(dec[INSTANCE_KEY])
+    ann_code, anns = pd.factorize(dec["annotator"].astype(str))
+    g_item = pd.Series(dec["group"].astype(str).to_numpy()).groupby(item_code).first()
+    g_code, groups = pd.factorize(g_item.to_numpy())
+    h = dec["h"].to_numpy(dtype=float)
+    order = np.argsort(item_code, kind="stable")
+    starts = np.searchsorted(item_code[order], np.arange(len(items)))
+    sizes = np.bincount(item_code, minlength=len(items))
+    base_a, base_b = model.rates(anns)
+    out = np.empty((len(items), reps))
+    for b in range(reps):
+        pick = rng.integers(0, len(items), len(items))
+        n_rows = sizes[pick]
+        within = np.arange(n_rows.sum()) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)
+        rows = order[np.repeat(starts[pick], n_rows) + within]
+        new_item = np.repeat(np.arange(len(pick)), n_rows)
+        a, bb, pooled, _ = ae.fit_arrays(h[rows], new_item, ann_code[rows], g_code[pick], len(anns), len(groups))
+        seen = np.bincount(ann_code[rows], minlength=len(anns)) > 0  # absent annotators keep the full-data rates
+        refit = ae.ErrorModel(pd.Series(np.where(seen, a, base_a), index=anns), pd.Series(np.where(seen, bb, base_b), index=anns),
+                              pooled, model.prevalence, True, model.n_decisions, model.n_double)
+        try:
+            out[:, b] = ae.item_estimates(dec, refit, prior)["y_tilde"].reindex(items).to_numpy()
+        except (ValueError, FloatingPointError):
+            out[:, b] = np.nan
+    return pd.DataFrame(out, index=pd.Index(items, name=INSTANCE_KEY))
+
+
+def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFrame, params: dict, *,
+             judge_a: str = "label_a", judge_b: str = "label_b", condition: str | None = "main",
+             error_model: ae.ErrorModel | None = None, error_boot: int = ERROR_BOOT,
+             rng: np.random.Generator | None = None, index: UnitIndex | None = None,
+             level: float = 0.95) -> ClusterEstimate:
+    """Estimate the fixed benchmark's scores and their measurement variance (module docstring).
+
+    Parameters
+    ----------
+    instances : DataFrame
+        INSTANCES frame (frames.py) with the two judges' label columns; instructions with a
+        missing label must already be excluded (the caller's missing-data rule).
+    tasks : DataFrame
+        The plan's tasks (``iid`` at least; :func:`reform_core.estimators.design.draw`).
+    decisions : DataFrame
+        Every human decision on those tasks: ``iid, annotator, h`` (h = the truth the
+        annotator reported, 0/1).
+    params : dict
+        The design (:func:`reform_core.estimators.design.design_params`).
+    error_model : ErrorModel, optional
+        Adjudicator error rates; default: fitted on ``decisions`` when some item was
+        decided twice, else infallible adjudicators (with a note).
+    error_boot : int
+        Bootstrap refits of the error model for its variance term (0: none).
+    rng : numpy.random.Generator, optional
+        For the error-model bootstrap.
+    level : float
+        Level of the measurement intervals.
+
+    Returns
+    -------
+    ClusterEstimate
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    require_columns(tasks, [INSTANCE_KEY], "tasks")
+    require_columns(decisions, [INSTANCE_KEY, "annotator", "h"], "decisions")
+    notes: list[str] = []
+    index = index if index is not None else build_index(instances, condition=condition)
+    rows = instances.iloc[index.row_pos]
+    n = len(rows)
+    g = pd.to_numeric(rows[judge_a], errors="coerce").to_numpy(dtype=float)
+    m = pd.to_numeric(rows[judge_b], errors="coerce").to_numpy(dtype=float)
+    if np.isnan(g).any() or np.isnan(m).any():
+        raise ValueError("every scored row needs both judges' labels (exclude unlabelled instructions first)")
+    dis, agree = g != m, g == m
+    nm, nq = len(index.models), len(index.questions)
+    row_model = pd.Index(index.models).get_indexer(rows["model"].astype(str).to_numpy())
+    row_q = pd.Index(index.questions).get_indexer(rows["question"].astype(str).to_numpy())
+    row_cluster = row_model * nq + row_q
+    n_clusters = nm * nq
+    c_model = np.arange(n_clusters) // nq
+    iid = rows[INSTANCE_KEY].to_numpy(dtype=np.int64)
+
+    # --- the design as realised so far (hashed draws: recomputed from the plan's parameters)
+    has_dis = np.bincount(row_cluster[dis], minlength=n_clusters) > 0
+    c_exists = np.bincount(row_cluster, minlength=n_clusters) > 0
+    c_models = index.models[c_model]
+    c_questions = index.questions[np.arange(n_clusters) % nq]
+    pi_c = np.where(c_exists, cluster_probability(params, c_models, has_dis), 0.0)
+    sampled_c = c_exists & sampled_clusters(params, c_models, c_questions, has_dis)
+    pi_a = float(params.get("audit_pi", 0.0))
+    audit_sel = agree & sampled_c[row_cluster] & audited_rows(params, iid)
+    need = (dis & sampled_c[row_cluster]) | audit_sel
+    planned = pd.Index(iid).isin(pd.Index(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)))
+    if (need & ~planned).any():
+        notes.append(f"{int((need & ~planned).sum())} instance(s) of sampled questions have no task (judgments changed "
+                     "after the plan was made?); those questions count as not yet adjudicated")
+    decided = pd.Index(iid).isin(pd.Index(decisions[INSTANCE_KEY].to_numpy(dtype=np.int64)).unique())
+    missing = np.bincount(row_cluster[need & ~decided], minlength=n_clusters) > 0
+    has_task = np.bincount(row_cluster[need], minlength=n_clusters) > 0
+    observed_c = sampled_c & ~missing
+    # interim: a random subset of the clusters with tasks is complete (queue in random cluster order)
+    done_share = np.ones(n_clusters)
+    for mi in range(nm):
+        for kind_ in (True, False):
+            grp = (c_model == mi) & (has_dis == kind_) & sampled_c & has_task
+            if grp.any():
+                done_share[grp] = (observed_c & grp).sum() / grp.sum()
+    pi_eff = pi_c * done_share
+    inv_pi = np.where(observed_c & (pi_eff > 0), 1.0 / np.where(pi_eff > 0, pi_eff, 1.0), 0.0)
+    obs_row = observed_c[row_cluster]
+    obs_dis = dis & obs_row
+    audited = audit_sel & obs_row
+    a_stratum = np.where(agree, agreement_stratum(rows["model"].to_numpy(), g), "")
+    n_sampled = np.bincount(c_model, sampled_c, minlength=nm).astype(int)
+    n_observed = np.bincount(c_model, observed_c, minlength=nm).astype(int)
+    for mi, mm in enumerate(index.models):
+        mine = row_model == mi
+        if pi_a <= 0 or not (audited & mine).any():
+            notes.append(f"{mm}: no audited agreement decided yet — both-judges-wrong errors are not corrected")
+        if not (observed_c & has_dis & (c_model == mi)).any() and (dis & mine).any():
+            notes.append(f"{mm}: no fully adjudicated question yet — its disagreements are predicted, not measured")
+
+    # --- decisions → error model → classical debiased labels (used to fit the predictions)
+    dec = decisions[decisions[INSTANCE_KEY].isin(iid[obs_dis | audited])].copy()
+    pos = pd.Index(iid).get_indexer(dec[INSTANCE_KEY].to_numpy(dtype=np.int64))
+    dec["group"] = np.where(dis[pos], np.where(g[pos] == 1, "A1B0", "A0B1"), np.where(g[pos] == 1, "agree1", "agree0"))
+    if error_model is None:
+        error_model = ae.fit(dec) if len(dec) else ae.perfect()
+        if not error_model.identified:
+            error_model = ae.perfect(dec["annotator"].astype(str).unique())
+            if len(dec):
+                notes.append("no item was decided twice: adjudicator error cannot be estimated and is assumed zero")
+    y0 = (pd.Series(iid).map(ae.debiased(dec, error_model)["y_tilde"]).to_numpy(dtype=float) if len(dec)
+          else np.full(n, np.nan))
+
+    # --- cross-fitted predictions: p̂ for disagreements, q̂ for agreements
+    folds = int(params.get("folds", DEFAULT_FOLDS))
+    fold = fold_of(rows["model"].to_numpy(), rows["question"].to_numpy(), seed=int(params.get("seed", 0)), folds=folds)
+    direction = np.where(g == 1, "A1B0", "A0B1")
+    ctx = target_context(rows, (g + m) / 2).astype(str)
+    d_parent = (rows["model"].astype(str) + "|" + direction + "|c" + ctx).to_numpy(dtype=object)
+    d_stratum = (pd.Series(d_parent) + "|" + rows["category"].astype(str).to_numpy() + "|"
+                 + rows["mode"].astype(str).to_numpy()).to_numpy(dtype=object)
+    p_hat = _disagreement_predictions(fold, folds, dis=dis, obs_dis=obs_dis, y=y0, d_stratum=d_stratum,
+                                      d_parent=d_parent)
+    w_row = inv_pi[row_cluster]  # 1/π_c of the audited rows' clusters (Hájek weights of the audit)
+    a_ctx = (pd.Series(a_stratum) + "|c" + ctx).to_numpy(dtype=object)
+    q_hat = np.full(n, np.nan)
+    for k in range(folds):
+        t = audited & (fold != k)
+        wrong = np.where(g[t] == 1, 1 - y0[t], y0[t])  # linear in ỹ, so unbiased
+        base = AUDIT_PRIOR[0] if pi_a > 0 else 0.0
+        r_s = _hajek_rate(a_stratum[t], wrong, w_row[t], prior=pd.Series(dtype=float), default=base)
+        r_c = _hajek_rate(a_ctx[t], wrong, w_row[t], prior=pd.Series(a_stratum[t], index=a_ctx[t]).groupby(level=0).first().map(r_s),
+                          default=base, strength=AUDIT_SHRINK)
+        sel = agree & (fold == k)
+        rs = pd.Series(a_ctx[sel]).map(r_c).fillna(pd.Series(a_stratum[sel]).map(r_s)).fillna(base)
+        rs = rs.clip(0.0, 0.5).to_numpy(dtype=float)
+        q_hat[sel] = g[sel] * (1 - rs) + (1 - g[sel]) * rs
+
+    # --- each decided item's minimum-variance unbiased estimate, its prediction as prior
+    prior = pd.Series(np.where(dis, p_hat, q_hat), index=iid)
+    items = ae.item_estimates(dec, error_model, prior) if len(dec) else pd.DataFrame(columns=["y_tilde", "var"])
+    y = np.nan_to_num(pd.Series(iid).map(items["y_tilde"]).to_numpy(dtype=float))
+    v = pd.Series(iid).map(items["var"]).fillna(0.0).to_numpy(dtype=float)
+
+    # --- the estimator: T_c = φ_c(x) + (Z_c/π_c)(φ_c(z) − φ_c(x))
+    x = np.where(dis, p_hat, q_hat)
+    a_corr = np.where(audited, q_hat + (y - q_hat) / max(pi_a, 1e-12), q_hat)
+    z = np.where(obs_dis, y, np.where(agree & obs_row, a_corr, x))
+    smooth = np.where(obs_dis | audited, y, x)
+    s_x = _cluster_sums(index, x, row_cluster, n_clusters)
+    s_z = _cluster_sums(index, z, row_cluster, n_clusters)
+    s_zd = _cluster_sums(index, np.where(obs_dis, y, x), row_cluster, n_clusters)  # audits left out
+    counts = _cluster_counts(index, row_cluster, n_clusters)
+    totals = {num: s_x[num] + inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
+    den_m = {num: counts[DENOMINATORS[num]].reshape(nm, nq).sum(axis=1) for num in NUMERATORS}
+    coef = _coefficients(den_m)
+
+    # --- measurement variance (two-stage, linearised), by source
+    gz = index.gradients(z)
+    gz["rows"] = np.ones(n)
+    err_draws = (_error_bootstrap(dec, error_model, prior, error_boot, rng)
+                 if error_model.identified and error_boot and len(dec) else None)
+    second = np.where(audited, 1.0 / max(pi_a, 1e-12), 1.0)  # ∂z_u/∂ỹ_u inside the cluster
+    # each audited agreement's debiased "wrong" value (1 − ỹ on an agreed pass, ỹ on a fail), for the floor's rate
+    wrong_u = np.where(audited, np.where(g == 1, 1 - y, y), 0.0)
+    table = {"model": index.models}
+    comp_rows = []
+    df_m = np.maximum(n_observed - 1, 1)
+    tq = stats.t.ppf(0.5 + level / 2, df_m)
+    for metric in METRICS:
+        w = coef[metric]
+        undefined = np.logical_or.reduce([np.isnan(w[num]) for num in NUMERATORS])
+        point = sum(np.nan_to_num(w[num]) * totals[num].reshape(nm, nq).sum(axis=1) for num in NUMERATORS)
+        contrib = sum(np.nan_to_num(w[num])[c_model] * (s_z[num] - s_x[num]) for num in NUMERATORS)
+        gm = _metric_gradient(gz, w, row_model)
+        # second stage inside an observed cluster: audit sampling and decision noise
+        v_aud = np.where(audited, (1 - pi_a) * (gm * (y - q_hat) / max(pi_a, 1e-12)) ** 2, 0.0)
+        v_dec = np.where(obs_dis | audited, gm ** 2 * v * second, 0.0)  # G² v, over π_A for an audited row
+        v2_c = np.bincount(row_cluster, v_aud + v_dec, minlength=n_clusters)
+        v_first = np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib ** 2, 0.0)
+        v_cluster = np.bincount(c_model, v_first + np.where(observed_c, v2_c * inv_pi, 0.0), minlength=nm)
+        # the same without the audit's residuals, plus a rate-based floor for them (see _audit_floor)
+        contrib_d = sum(np.nan_to_num(w[num])[c_model] * (s_zd[num] - s_x[num]) for num in NUMERATORS)
+        v_dec_d = np.bincount(row_cluster, np.where(obs_dis, v_dec, 0.0), minlength=n_clusters)
+        v_d = np.bincount(c_model, np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib_d ** 2 + v_dec_d * inv_pi, 0.0),
+                          minlength=nm)
+        floor = _audit_floor(gm, audited, a_stratum, wrong_u, pi_a, pi_eff[row_cluster], row_model, nm)
+        v_audit = np.maximum(v_cluster - v_d, floor)
+        v_cluster = v_d + v_audit
+        v_err = np.zeros(nm)
+        if err_draws is not None:
+            eff = np.where(obs_dis | audited, gm * second * inv_pi[row_cluster], 0.0)
+            delta = np.nan_to_num(err_draws.reindex(iid).to_numpy() - y[:, None])
+            per_model = np.stack([np.bincount(row_model, eff * delta[:, b], minlength=nm) for b in range(delta.shape[1])])
+            v_err = per_model.var(axis=0, ddof=1)
+        se = np.sqrt(v_cluster + v_err)
+        point = np.where(undefined, np.nan, point)
+        table[metric] = point
+        table[f"se_{metric}"] = np.where(undefined, np.nan, se)
+        table[f"{metric}_lo"] = point - tq * se
+        table[f"{metric}_hi"] = point + tq * se
+        for mi, mm in enumerate(index.models):
+            comp_rows.append({"model": mm, "metric": metric, "sampling": v_cluster[mi] - v_audit[mi],
+                              "audit": v_audit[mi], "adjudicator_error": v_err[mi]})
+    comps = pd.DataFrame(comp_rows)
+    err_var = {metric: comps.loc[comps["metric"] == metric, "adjudicator_error"].to_numpy() for metric in METRICS}
+    progress = pd.DataFrame({
+        "model": index.models, "clusters": np.bincount(c_model, c_exists, minlength=nm).astype(int),
+        "clusters_sampled": n_sampled, "clusters_observed": n_observed,
+        "disagreements": np.bincount(row_model, dis, minlength=nm).astype(int),
+        "disagreements_decided": np.bincount(row_model, obs_dis, minlength=nm).astype(int),
+        "audits_planned": np.bincount(row_model, audit_sel, minlength=nm).astype(int),
+        "audits_decided": np.bincount(row_model, audited, minlength=nm).astype(int)})
+    rates = _wrong_rates(a_stratum[audited], np.where(g[audited] == 1, 1 - y[audited], y[audited]),
+                         w_row[audited], v[audited])
+    both_wrong = _both_wrong(index.models, row_model, agree, a_stratum, rates, level)
+    return ClusterEstimate(models=index.models, questions=index.questions,
+                           tasks_of_question=np.asarray(index.tasks)[_question_task(index)],
+                           table=pd.DataFrame(table), components=comps,
+                           totals={num: totals[num].reshape(nm, nq) for num in NUMERATORS},
+                           denominators={num: counts[DENOMINATORS[num]].reshape(nm, nq) for num in NUMERATORS},
+                           error_variance=err_var, both_wrong=both_wrong, error_model=error_model, progress=progress,
+                           df=df_m, notes=notes, smooth=smooth, index=index)
+
+def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> np.ndarray:
+    """Rate-based floor for the variance that the audit's corrections add.
+
+    Both-judges-wrong errors are rare, so the design-based variance of the audit terms
+    rests on the few errors found and is zero whenever the audit finds none, although
+    the truth may hold a few errors more. Per audit stratum s (model × agreed label) the
+    floor assumes errors fall independently at the Jeffreys-smoothed rate
+    ``r̃_s = (k + ½)/(n + 1)`` — k = the audit's debiased count of wrong agreements among
+    its n audited ones; ``Beta(k + ½, n − k + ½)`` is the Jeffreys posterior, so a stratum
+    whose audit found 0 % wrong never reports zero variance — and sums the two-stage
+    variance this would give:
+    ``r̃(1 − r̃) Σ_{u audited} (G_u²/π_A) [(1 − π_A)/(π_A π_c) + (1 − π_c)/π_c²]``, the
+    audited rows standing (weight 1/π_A) for every agreement of their sampled cluster.
+    """
+    out = np.zeros(nm)
+    if pi_a <= 0 or not audited.any():
+        return out
+    pc = np.clip(pi_c, 1e-12, 1.0)
+    term = grad ** 2 / pi_a * ((1 - pi_a) / (pi_a * pc) + (1 - pc) / pc ** 2)
+    for s_ in np.unique(a_stratum[audited]):
+        sel = audited & (a_stratum == s_)
+        n, k = float(sel.sum()), max(float(wrong[sel].sum()), 0.0)
+        r = min((k + 0.5) / (n + 1.0), 0.5)
+        out[row_model[np.flatnonzero(sel)[0]]] += r * (1 - r) * float(term[sel].sum())
+    return out
+
+
+def _both_wrong(models, row_model, agree, a_stratum, rates: pd.DataFrame, level: float) -> pd.DataFrame:
+    """Per model: share of its agreements on which both judges are wrong (audit strata
+    pooled with weights = stratum sizes), with a normal interval clipped at 0."""
+    z = stats.norm.ppf(0.5 + level / 2)
+    rows = []
+    for mi, mm in enumerate(models):
+        mine = agree & (row_model == mi)
+        sizes = pd.Series(a_stratum[mine]).value_counts()
+        got = rates.reindex(sizes.index)
+        ok = got["n"].notna().to_numpy()
+        if not ok.any():
+            rows.append({"model": mm, "agreements": int(mine.sum()), "audited": 0, "both_wrong": np.nan,
+                         "lo": np.nan, "hi": np.nan})
+            continue
+        w = (sizes[ok] / sizes[ok].sum()).to_numpy()
+        est = float((w * got["rate"].to_numpy()[ok]).sum())
+        se = float(np.sqrt((w ** 2 * got["var"].to_numpy()[ok]).sum()))
+        rows.append({"model": mm, "agreements": int(mine.sum()), "audited": int(got["n"].to_numpy()[ok].sum()),
+                     "both_wrong": 100 * est, "lo": 100 * max(est - z * se, 0.0), "hi": 100 * (est + z * se)})
+    return pd.DataFrame(rows)
+
+def population_intervals(est: ClusterEstimate, *, n_boot: int = 2000, level: float = 0.95,
+                         rng: np.random.Generator | None = None) -> pd.DataFrame:
+    """Intervals that add question resampling to the measurement uncertainty.
+
+    Cluster bootstrap over questions (multinomial weights shared by all models) of the
+    per-cluster totals ``T_c`` of :func:`estimate`, each replicate a ratio of weighted sums
+    (``Σ_q w_q T_{m,q} / Σ_q w_q D_{m,q}``), plus a normal draw with the adjudicator-error
+    variance; percentile intervals (Efron & Tibshirani 1993, §13.3).
+
+    Returns
+    -------
+    DataFrame
+        ``model, metric, lo, hi, n_valid``.
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    nq = len(est.questions)
+    wts = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=n_boot).astype(float)
+    num = {k: wts @ v.T for k, v in est.totals.items()}  # (B, n_models)
+    den = {k: wts @ v.T for k, v in est.denominators.items()}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = {k: np.where(den[k] > 0, 100 * num[k] / den[k], np.nan) for k in num}
+    reps = {"tcpr": r["allpass"], "constraint_level": r["rows"], "r1": r["joint1"], "r2": r["joint2"], "r3": r["joint3"]}
+    reps["emcr"] = (r["joint1"] + r["joint2"] + r["joint3"]) / 3
+    alpha = 100 * (1 - level) / 2
+    out = []
+    for metric, rep in reps.items():
+        ev = est.error_variance.get(metric)
+        if ev is not None:
+            rep = rep + rng.normal(0, 1, rep.shape) * np.sqrt(np.maximum(ev, 0))[None, :]
+        for mi, mm in enumerate(est.models):
+            col = rep[:, mi]
+            ok = ~np.isnan(col)
+            lo, hi = (np.percentile(col[ok], [alpha, 100 - alpha]) if ok.any() else (np.nan, np.nan))
+            out.append({"model": mm, "metric": metric, "lo": lo, "hi": hi, "n_valid": int(ok.sum())})
+    return pd.DataFrame(out)
+
+
+def scores_frame(est: ClusterEstimate, population: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The estimate as a long frame ``model, metric, estimate, measurement_lo,
+    measurement_hi, population_lo, population_hi`` (the shape every estimator returns)."""
+    rows = []
+    pop = population.set_index(["model", "metric"]) if population is not None else None
+    t = est.table.set_index("model")
+    for metric in METRICS:
+        for mm in est.models:
+            r = {"model": mm, "metric": metric, "estimate": t.loc[mm, metric],
+                 "measurement_lo": t.loc[mm, f"{metric}_lo"], "measurement_hi": t.loc[mm, f"{metric}_hi"],
+                 "population_lo": np.nan, "population_hi": np.nan}
+            if pop is not None and (mm, metric) in pop.index:
+                r["population_lo"], r["population_hi"] = pop.loc[(mm, metric), "lo"], pop.loc[(mm, metric), "hi"]
+            rows.append(r)
+    return pd.DataFrame(rows)
