@@ -27,6 +27,7 @@ builds in a few seconds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import string
 from dataclasses import dataclass, field
@@ -279,8 +280,10 @@ def _fallback_features(rng: np.random.Generator) -> pd.DataFrame:
     })
 
 
-def _load_features(rng: np.random.Generator) -> pd.DataFrame:
-    """The ReFormBench catalog when ``reform_core.catalog.load_catalog`` works, else synthetic."""
+@functools.lru_cache(maxsize=1)
+def _catalog_features() -> Optional[pd.DataFrame]:
+    """The ReFormBench catalog as :func:`catalog_features` rows, or None if it does not load
+    (read once per process: parsing the YAML costs about a second)."""
     try:
         from reform_core.catalog import load_catalog  # written by another area
 
@@ -295,7 +298,13 @@ def _load_features(rng: np.random.Generator) -> pd.DataFrame:
             return features
     except Exception:  # noqa: BLE001 - any catalog problem means: use the synthetic one
         pass
-    return _fallback_features(rng)
+    return None
+
+
+def _load_features(rng: np.random.Generator) -> pd.DataFrame:
+    """The ReFormBench catalog when ``reform_core.catalog.load_catalog`` works, else synthetic."""
+    features = _catalog_features()
+    return features.copy() if features is not None else _fallback_features(rng)
 
 
 # --------------------------------------------------------------------------- structure

@@ -40,8 +40,8 @@ from reform_core.frames import require_columns
 
 PRIOR_STRENGTH = 4.0  # pseudo-decisions behind each annotator's rates (shrinkage to pooled)
 POOLED_PRIOR = (0.95, 2.0)  # prior mean accuracy and pseudo-decisions of the pooled rates
-MAX_ITER = 500
-TOL = 1e-7
+MAX_ITER = 2000
+TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,8 @@ def perfect(annotators=()) -> ErrorModel:
 
 
 def fit(decisions: pd.DataFrame, *, item: str = "iid", annotator: str = "annotator", label: str = "h",
-        group: str = "group", per_annotator: bool = True) -> ErrorModel:
+        group: str = "group", per_annotator: bool = True, prior_strength: float = PRIOR_STRENGTH,
+        pooled_prior_strength: float = POOLED_PRIOR[1]) -> ErrorModel:
     """Fit the two-class latent-class model by EM (module docstring).
 
     Parameters
@@ -98,6 +99,9 @@ def fit(decisions: pd.DataFrame, *, item: str = "iid", annotator: str = "annotat
         annotator reported) and ``group`` (prevalence group of the item).
     per_annotator : bool
         Fit a rate pair per annotator (shrunk towards the pooled pair); False: one pair.
+    prior_strength, pooled_prior_strength : float
+        Pseudo-decisions of the smoothing priors (module docstring); both 0 gives the
+        maximum-likelihood Dawid–Skene fit (and unsmoothed prevalences).
 
     Returns
     -------
@@ -122,33 +126,41 @@ def fit(decisions: pd.DataFrame, *, item: str = "iid", annotator: str = "annotat
     identified = bool(doubled.any())
 
     a, b, (a0, b0), rho = fit_arrays(h, item_code, ann_code, g_code, len(anns), len(groups),
-                                     per_annotator=per_annotator)
+                                     per_annotator=per_annotator, prior_strength=prior_strength,
+                                     pooled_prior_strength=pooled_prior_strength)
     return ErrorModel(pd.Series(a, index=anns), pd.Series(b, index=anns), (a0, b0),
                       pd.Series(rho, index=groups), identified, n_dec, n_dbl)
 
 
 def fit_arrays(h: np.ndarray, item_code: np.ndarray, ann_code: np.ndarray, item_group: np.ndarray, n_ann: int,
-               n_groups: int, *, per_annotator: bool = True):
+               n_groups: int, *, per_annotator: bool = True, start: tuple | None = None,
+               prior_strength: float = PRIOR_STRENGTH, pooled_prior_strength: float = POOLED_PRIOR[1]):
     """:func:`fit` on integer codes: decisions ``h`` of items ``item_code`` (0..n_items−1) by
-    annotators ``ann_code``; ``item_group`` = group code of each item. Returns
+    annotators ``ann_code``; ``item_group`` = group code of each item; ``start`` = optional
+    (alpha, beta, pooled) to start EM from (a nearby fit, e.g. in a bootstrap). Returns
     ``(alpha, beta, (pooled_alpha, pooled_beta), rho)``."""
     n_items = len(item_group)
+    p_start = (np.array([start[2][0]]), np.array([start[2][1]])) if start is not None else None
     pooled = _em(h, item_code, np.zeros(len(h), dtype=np.int64), item_group, n_items, n_groups, 1,
-                 prior=(np.array([POOLED_PRIOR[0]]), np.array([POOLED_PRIOR[0]]), POOLED_PRIOR[1]))
+                 prior=(np.array([POOLED_PRIOR[0]]), np.array([POOLED_PRIOR[0]]), pooled_prior_strength), start=p_start,
+                 smooth_prevalence=pooled_prior_strength > 0)
     a0, b0 = float(pooled[0][0]), float(pooled[1][0])
     if per_annotator and n_ann > 1:
         a, b, rho = _em(h, item_code, ann_code, item_group, n_items, n_groups, n_ann,
-                        prior=(np.full(n_ann, a0), np.full(n_ann, b0), PRIOR_STRENGTH))
+                        prior=(np.full(n_ann, a0), np.full(n_ann, b0), prior_strength),
+                        start=(start[0], start[1]) if start is not None else None,
+                        smooth_prevalence=prior_strength > 0)
     else:
         a, b, rho = np.full(n_ann, a0), np.full(n_ann, b0), pooled[2]
     return a, b, (a0, b0), rho
 
 
-def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior):
+def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, start=None, smooth_prevalence=True):
     """EM for (α_j, β_j, ρ_g); prior = (mean α per annotator, mean β, pseudo-count)."""
     mean_a, mean_b, strength = prior
-    a = np.clip(mean_a.astype(float), 0.55, 0.999)
-    b = np.clip(mean_b.astype(float), 0.55, 0.999)
+    a0, b0 = (mean_a, mean_b) if start is None else start
+    a = np.clip(np.asarray(a0, dtype=float), 0.55, 0.999)
+    b = np.clip(np.asarray(b0, dtype=float), 0.55, 0.999)
     item_group = np.asarray(g_code, dtype=np.int64)  # one group per item, in item-code order
     rho = np.full(n_groups, 0.5)
     prev = None
@@ -165,7 +177,8 @@ def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior):
             (np.bincount(ann_code, pd_, minlength=n_ann) + strength)
         b = (np.bincount(ann_code, (1 - pd_) * (1 - h), minlength=n_ann) + strength * mean_b) / \
             (np.bincount(ann_code, 1 - pd_, minlength=n_ann) + strength)
-        rho = (np.bincount(item_group, post, minlength=n_groups) + 0.5) / (np.bincount(item_group, minlength=n_groups) + 1.0)
+        half = 0.5 if smooth_prevalence else 0.0
+        rho = (np.bincount(item_group, post, minlength=n_groups) + half) / (np.bincount(item_group, minlength=n_groups) + 2 * half)
         a, b = np.clip(a, 1e-6, 1 - 1e-9), np.clip(b, 1e-6, 1 - 1e-9)
         state = np.r_[a, b, rho]
         if prev is not None and np.max(np.abs(state - prev)) < TOL:

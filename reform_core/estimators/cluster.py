@@ -67,8 +67,8 @@ import pandas as pd
 from scipy import stats
 
 from reform_core.estimators import adjudicator_error as ae
-from reform_core.estimators.design import (DEFAULT_FOLDS, agreement_stratum, audited_rows, cluster_key,
-                                          cluster_probability, fold_of, sampled_clusters)
+from reform_core.estimators.design import (DEFAULT_FOLDS, agreement_stratum, audit_probability, audited_rows,
+                                          cluster_key, cluster_probability, fold_of, sampled_clusters)
 from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.reform import KS, UnitIndex, build_index
 
@@ -266,7 +266,8 @@ def _error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, prior: pd.Series, 
         within = np.arange(n_rows.sum()) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)
         rows = order[np.repeat(starts[pick], n_rows) + within]
         new_item = np.repeat(np.arange(len(pick)), n_rows)
-        a, bb, pooled, _ = ae.fit_arrays(h[rows], new_item, ann_code[rows], g_code[pick], len(anns), len(groups))
+        a, bb, pooled, _ = ae.fit_arrays(h[rows], new_item, ann_code[rows], g_code[pick], len(anns), len(groups),
+                                         start=(base_a, base_b, model.pooled))
         seen = np.bincount(ann_code[rows], minlength=len(anns)) > 0  # absent annotators keep the full-data rates
         refit = ae.ErrorModel(pd.Series(np.where(seen, a, base_a), index=anns), pd.Series(np.where(seen, bb, base_b), index=anns),
                               pooled, model.prevalence, True, model.n_decisions, model.n_double)
@@ -281,7 +282,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
              judge_a: str = "label_a", judge_b: str = "label_b", condition: str | None = "main",
              error_model: ae.ErrorModel | None = None, error_boot: int = ERROR_BOOT,
              rng: np.random.Generator | None = None, index: UnitIndex | None = None,
-             level: float = 0.95) -> ClusterEstimate:
+             level: float = 0.95, realised: dict | None = None) -> ClusterEstimate:
     """Estimate the fixed benchmark's scores and their measurement variance (module docstring).
 
     Parameters
@@ -305,6 +306,10 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         For the error-model bootstrap.
     level : float
         Level of the measurement intervals.
+    realised : dict, optional
+        The realised draws instead of the plan's hashed ones: ``clusters`` — (model,
+        question) pairs in the first-stage sample — and ``audits`` — audited iids (used
+        to check the estimator against an exact enumeration of the design).
 
     Returns
     -------
@@ -336,9 +341,15 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     c_models = index.models[c_model]
     c_questions = index.questions[np.arange(n_clusters) % nq]
     pi_c = np.where(c_exists, cluster_probability(params, c_models, has_dis), 0.0)
-    sampled_c = c_exists & sampled_clusters(params, c_models, c_questions, has_dis)
-    pi_a = float(params.get("audit_pi", 0.0))
-    audit_sel = agree & sampled_c[row_cluster] & audited_rows(params, iid)
+    if realised is None:
+        sampled_c = c_exists & sampled_clusters(params, c_models, c_questions, has_dis)
+    else:
+        picked = set(map(tuple, realised.get("clusters", [])))
+        sampled_c = c_exists & np.array([(str(a), str(b)) in picked for a, b in zip(c_models, c_questions)], dtype=bool)
+    pi_a_row = audit_probability(params, rows["model"].to_numpy())
+    drawn = (audited_rows(params, iid, rows["model"].to_numpy()) if realised is None
+             else pd.Index(iid).isin(list(realised.get("audits", []))))
+    audit_sel = agree & sampled_c[row_cluster] & drawn
     need = (dis & sampled_c[row_cluster]) | audit_sel
     planned = pd.Index(iid).isin(pd.Index(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)))
     if (need & ~planned).any():
@@ -365,7 +376,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     n_observed = np.bincount(c_model, observed_c, minlength=nm).astype(int)
     for mi, mm in enumerate(index.models):
         mine = row_model == mi
-        if pi_a <= 0 or not (audited & mine).any():
+        if not (audited & mine).any():
             notes.append(f"{mm}: no audited agreement decided yet — both-judges-wrong errors are not corrected")
         if not (observed_c & has_dis & (c_model == mi)).any() and (dis & mine).any():
             notes.append(f"{mm}: no fully adjudicated question yet — its disagreements are predicted, not measured")
@@ -399,7 +410,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     for k in range(folds):
         t = audited & (fold != k)
         wrong = np.where(g[t] == 1, 1 - y0[t], y0[t])  # linear in ỹ, so unbiased
-        base = AUDIT_PRIOR[0] if pi_a > 0 else 0.0
+        base = AUDIT_PRIOR[0] if (pi_a_row > 0).any() else 0.0
         r_s = _hajek_rate(a_stratum[t], wrong, w_row[t], prior=pd.Series(dtype=float), default=base)
         r_c = _hajek_rate(a_ctx[t], wrong, w_row[t], prior=pd.Series(a_stratum[t], index=a_ctx[t]).groupby(level=0).first().map(r_s),
                           default=base, strength=AUDIT_SHRINK)
@@ -416,7 +427,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
 
     # --- the estimator: T_c = φ_c(x) + (Z_c/π_c)(φ_c(z) − φ_c(x))
     x = np.where(dis, p_hat, q_hat)
-    a_corr = np.where(audited, q_hat + (y - q_hat) / max(pi_a, 1e-12), q_hat)
+    pa = np.where(audited, np.maximum(pi_a_row, 1e-12), 1.0)
+    a_corr = np.where(audited, q_hat + (y - q_hat) / pa, q_hat)
     z = np.where(obs_dis, y, np.where(agree & obs_row, a_corr, x))
     smooth = np.where(obs_dis | audited, y, x)
     s_x = _cluster_sums(index, x, row_cluster, n_clusters)
@@ -432,7 +444,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     gz["rows"] = np.ones(n)
     err_draws = (_error_bootstrap(dec, error_model, prior, error_boot, rng)
                  if error_model.identified and error_boot and len(dec) else None)
-    second = np.where(audited, 1.0 / max(pi_a, 1e-12), 1.0)  # ∂z_u/∂ỹ_u inside the cluster
+    second = 1.0 / pa  # ∂z_u/∂ỹ_u inside the cluster (1 for a disagreement)
     # each audited agreement's debiased "wrong" value (1 − ỹ on an agreed pass, ỹ on a fail), for the floor's rate
     wrong_u = np.where(audited, np.where(g == 1, 1 - y, y), 0.0)
     table = {"model": index.models}
@@ -446,7 +458,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         contrib = sum(np.nan_to_num(w[num])[c_model] * (s_z[num] - s_x[num]) for num in NUMERATORS)
         gm = _metric_gradient(gz, w, row_model)
         # second stage inside an observed cluster: audit sampling and decision noise
-        v_aud = np.where(audited, (1 - pi_a) * (gm * (y - q_hat) / max(pi_a, 1e-12)) ** 2, 0.0)
+        v_aud = np.where(audited, (1 - pa) * (gm * (y - q_hat) / pa) ** 2, 0.0)
         v_dec = np.where(obs_dis | audited, gm ** 2 * v * second, 0.0)  # G² v, over π_A for an audited row
         v2_c = np.bincount(row_cluster, v_aud + v_dec, minlength=n_clusters)
         v_first = np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib ** 2, 0.0)
@@ -456,7 +468,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         v_dec_d = np.bincount(row_cluster, np.where(obs_dis, v_dec, 0.0), minlength=n_clusters)
         v_d = np.bincount(c_model, np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib_d ** 2 + v_dec_d * inv_pi, 0.0),
                           minlength=nm)
-        floor = _audit_floor(gm, audited, a_stratum, wrong_u, pi_a, pi_eff[row_cluster], row_model, nm)
+        floor = _audit_floor(gm, audited, a_stratum, wrong_u, pa, pi_eff[row_cluster], row_model, nm)
         v_audit = np.maximum(v_cluster - v_d, floor)
         v_cluster = v_d + v_audit
         v_err = np.zeros(nm)
@@ -508,17 +520,19 @@ def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> 
     ``r̃(1 − r̃) Σ_{u audited} (G_u²/π_A) [(1 − π_A)/(π_A π_c) + (1 − π_c)/π_c²]``, the
     audited rows standing (weight 1/π_A) for every agreement of their sampled cluster.
     """
-    out = np.zeros(nm)
-    if pi_a <= 0 or not audited.any():
-        return out
-    pc = np.clip(pi_c, 1e-12, 1.0)
-    term = grad ** 2 / pi_a * ((1 - pi_a) / (pi_a * pc) + (1 - pc) / pc ** 2)
-    for s_ in np.unique(a_stratum[audited]):
-        sel = audited & (a_stratum == s_)
-        n, k = float(sel.sum()), max(float(wrong[sel].sum()), 0.0)
-        r = min((k + 0.5) / (n + 1.0), 0.5)
-        out[row_model[np.flatnonzero(sel)[0]]] += r * (1 - r) * float(term[sel].sum())
-    return out
+    if not audited.any():
+        return np.zeros(nm)
+    pc = np.clip(pi_c[audited], 1e-12, 1.0)
+    pa = pi_a[audited]
+    term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc) + (1 - pc) / pc ** 2)
+    code, strata = pd.factorize(a_stratum[audited])
+    n = np.bincount(code).astype(float)
+    k = np.maximum(np.bincount(code, wrong[audited]), 0.0)
+    r = np.minimum((k + 0.5) / (n + 1.0), 0.5)
+    per_stratum = r * (1 - r) * np.bincount(code, term)
+    s_model = np.zeros(len(strata), dtype=np.int64)
+    s_model[code] = row_model[audited]
+    return np.bincount(s_model, per_stratum, minlength=nm)
 
 
 def _both_wrong(models, row_model, agree, a_stratum, rates: pd.DataFrame, level: float) -> pd.DataFrame:

@@ -41,6 +41,7 @@ wasted — lower ``double_fraction`` when the error estimate shows it).
 from __future__ import annotations
 
 import hashlib
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -63,15 +64,34 @@ def _labels(instances: pd.DataFrame, judge_a: str, judge_b: str) -> tuple[np.nda
     return g, m
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mix."""
+    with np.errstate(over="ignore"):
+        x = (x + _GOLDEN).astype(np.uint64)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
 def uniform(seed: int, keys) -> np.ndarray:
-    """A reproducible uniform number in [0, 1) per key: BLAKE2b of ``seed`` and the key."""
-    keys = [str(k) for k in keys]
-    out = np.empty(len(keys))
-    salt = str(int(seed)).encode()
-    for i, k in enumerate(keys):
-        h = hashlib.blake2b(k.encode(), digest_size=8, key=salt).digest()
-        out[i] = int.from_bytes(h, "big") / 2.0 ** 64
-    return out
+    """A reproducible uniform number in [0, 1) per key.
+
+    Integer keys are mixed directly; other keys go through BLAKE2b (8 bytes) first. The
+    key's 64-bit code is combined with the seed and passed twice through the SplitMix64
+    finaliser; the top 53 bits give the uniform.
+    """
+    keys = np.asarray(keys)
+    if keys.dtype.kind in "iu":
+        code = keys.astype(np.int64).view(np.uint64)
+    else:
+        code = np.fromiter((int.from_bytes(hashlib.blake2b(str(k).encode(), digest_size=8).digest(), "big")
+                            for k in keys.tolist()), dtype=np.uint64, count=len(keys))
+    with np.errstate(over="ignore"):
+        mixed = _splitmix64(_splitmix64(code ^ _splitmix64(np.full(len(code), int(seed) & (2**64 - 1), dtype=np.uint64))))
+    return (mixed >> np.uint64(11)).astype(np.float64) / 2.0 ** 53
 
 
 def cluster_key(model, question) -> np.ndarray:
@@ -91,7 +111,7 @@ def fold_of(model, question, *, seed: int, folds: int = DEFAULT_FOLDS) -> np.nda
     independent of which clusters were sampled."""
     keys = cluster_key(model, question)
     uniq, inv = np.unique(keys.astype(str), return_inverse=True)
-    return np.minimum((uniform(seed + 1, ["fold\x1f" + k for k in uniq]) * folds).astype(np.int64), folds - 1)[inv]
+    return np.minimum((uniform(seed + 1, uniq) * folds).astype(np.int64), folds - 1)[inv]
 
 
 def cluster_probability(params: dict, model, has_disagreement) -> np.ndarray:
@@ -110,9 +130,18 @@ def sampled_clusters(params: dict, model, question, has_disagreement) -> np.ndar
     return uniform(params["seed"], keys) < cluster_probability(params, model, has_disagreement)
 
 
-def audited_rows(params: dict, iid) -> np.ndarray:
-    """Whether each agreement row (by iid) of a sampled cluster is audited."""
-    return uniform(params["seed"], ["audit\x1f" + str(int(i)) for i in iid]) < float(params.get("audit_pi", 0.0))
+def audit_probability(params: dict, model) -> np.ndarray:
+    """π_A of each row's model (``audit_pi``: one number, or one per model)."""
+    pa = params.get("audit_pi", 0.0)
+    model = np.asarray(model, dtype=object)
+    if isinstance(pa, dict):
+        return np.array([float(pa.get(str(mm), 0.0)) for mm in model])
+    return np.full(len(model), float(pa))
+
+
+def audited_rows(params: dict, iid, model) -> np.ndarray:
+    """Whether each agreement row (by iid, of a sampled cluster) is audited."""
+    return uniform(int(params["seed"]) + 7, np.asarray(iid, dtype=np.int64)) < audit_probability(params, model)
 
 
 def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_a", judge_b: str = "label_b",
@@ -132,20 +161,23 @@ def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_
                          seed=seed, folds=folds, condition=condition)
 
 
-def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi: float, double_fraction: float, seed: int,
+def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fraction: float, seed: int,
                   folds: int = DEFAULT_FOLDS, condition: str = "main", **extra) -> dict:
     """The JSON-serialisable description of a design (stored with the plan)."""
     for name, probs in (("cluster_pi", cluster_pi), ("cluster_pi0", cluster_pi0)):
         bad = [k for k, v in probs.items() if not 0 <= float(v) <= 1]
         if bad:
             raise ValueError(f"{name}[{bad[0]!r}] must lie in [0, 1]")
-    for name, v in (("audit_pi", audit_pi), ("double_fraction", double_fraction)):
+    for v in (audit_pi.values() if isinstance(audit_pi, dict) else [audit_pi]):
         if not 0 <= float(v) <= 1:
-            raise ValueError(f"{name} must lie in [0, 1], got {v!r}")
+            raise ValueError(f"audit_pi must lie in [0, 1], got {v!r}")
+    if not 0 <= float(double_fraction) <= 1:
+        raise ValueError(f"double_fraction must lie in [0, 1], got {double_fraction!r}")
     return {"design": DESIGN_NAME, "version": DESIGN_VERSION, "condition": condition,
             "cluster_pi": {str(k): float(v) for k, v in cluster_pi.items()},
             "cluster_pi0": {str(k): float(v) for k, v in cluster_pi0.items()},
-            "audit_pi": float(audit_pi), "double_fraction": float(double_fraction),
+            "audit_pi": ({str(k): float(v) for k, v in audit_pi.items()} if isinstance(audit_pi, dict) else float(audit_pi)),
+            "double_fraction": float(double_fraction),
             "folds": int(folds), "seed": int(seed), **extra}
 
 
@@ -182,7 +214,7 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
     in_sample = c_sampled.reindex(key.astype(str)).to_numpy(dtype=bool)
     d_rows = np.flatnonzero(dis & in_sample)
     a_cand = np.flatnonzero(agree & in_sample)
-    a_rows = a_cand[audited_rows(params, inst[INSTANCE_KEY].to_numpy()[a_cand])]
+    a_rows = a_cand[audited_rows(params, inst[INSTANCE_KEY].to_numpy()[a_cand], model[a_cand])]
 
     direction = np.where(g[d_rows] == 1, sampling.DIRECTION_A1B0, sampling.DIRECTION_A0B1)
     d_strat = (pd.Series(model[d_rows]) + "|" + pd.Series(direction) + "|"
@@ -193,7 +225,7 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
         "model": model[rows], "question": question[rows],
         "kind": np.r_[np.full(len(d_rows), "disagreement", dtype=object), np.full(len(a_rows), "audit", dtype=object)],
         "stratum": np.r_[d_strat.to_numpy(dtype=object), agreement_stratum(model[a_rows], g[a_rows])],
-        "inclusion": np.r_[np.ones(len(d_rows)), np.full(len(a_rows), float(params.get("audit_pi", 0.0)))],
+        "inclusion": np.r_[np.ones(len(d_rows)), audit_probability(params, model[a_rows])],
     })
     seed = int(params["seed"])
     tasks["required"] = np.where(uniform(seed + 2, tasks["iid"]) < float(params.get("double_fraction", 0.0)), 2, 1)
@@ -203,3 +235,148 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
     tasks["queue_order"] = np.arange(len(tasks), dtype=np.int64)
     tasks["required"] = tasks["required"].astype(np.int64)
     return tasks[TASK_COLUMNS]
+
+
+# ----------------------------------------------------------------------------- budget planner
+
+PLANNER_DRAWS = 16
+ASSUMED_BOTH_WRONG = 0.01
+ASSUMED_HUMAN_ERROR = 0.05
+
+
+def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge_b: str, rates: Optional[pd.Series],
+                    both_wrong: float, human_error: float, decisions_per_item: float, condition: str | None,
+                    seed: int) -> pd.DataFrame:
+    """Per model, the three variance coefficients of the planner (see :func:`plan_for_half_width`)."""
+    from reform_core.metrics.reform import KS, build_index  # local: the planner is the only user here
+
+    index = build_index(instances, condition=condition)
+    rows = instances.iloc[index.row_pos]
+    g = pd.to_numeric(rows[judge_a], errors="coerce").to_numpy(dtype=float)
+    m = pd.to_numeric(rows[judge_b], errors="coerce").to_numpy(dtype=float)
+    dis, agree = g != m, g == m
+    nm, nq = len(index.models), len(index.questions)
+    row_model = pd.Index(index.models).get_indexer(rows["model"].astype(str).to_numpy())
+    row_cluster = row_model * nq + pd.Index(index.questions).get_indexer(rows["question"].astype(str).to_numpy())
+    n_inst = np.bincount(index.inst_model, minlength=nm).astype(float)
+    units = {k: np.bincount(index.unit_model[index.unit_k == k], minlength=nm).astype(float) for k in KS}
+    nq_c = index.inst_model * nq + index.inst_question
+    unit_c = index.unit_model * nq + index.unit_question
+
+    def metric_sum(pv: np.ndarray) -> np.ndarray:
+        """Per cluster, the metric's contribution (percentage points of its model's score)."""
+        allpass, joint, _ = index.evaluate(pv)
+        if metric == "tcpr":
+            return np.bincount(nq_c, 100 * allpass / np.maximum(n_inst[index.inst_model], 1), minlength=nm * nq)
+        out = np.zeros(nm * nq)
+        for k in KS:
+            sel = index.unit_k == k
+            w = np.where(units[k][index.unit_model[sel]] > 0, 100 / (3 * np.maximum(units[k][index.unit_model[sel]], 1)), 0)
+            out += np.bincount(unit_c[sel], joint[sel] * w, minlength=nm * nq)
+        return out
+
+    # disagreements: truths drawn independently at the working rates
+    rho = np.full(len(rows), 0.5)
+    if rates is not None and len(rates):
+        strat = (rows["model"].astype(str) + "|" + np.where(g == 1, "A1B0", "A0B1") + "|"
+                 + rows["category"].astype(str) + "|" + rows["mode"].astype(str)).to_numpy()
+        rho = np.clip(pd.Series(strat).map(rates).fillna(0.5).to_numpy(dtype=float), 0.02, 0.98)
+    base = np.where(dis, rho, g)
+    ref = metric_sum(base)
+    rng = np.random.default_rng(seed)
+    sq = np.zeros(nm * nq)
+    for _ in range(PLANNER_DRAWS):
+        y = np.where(dis, (rng.random(len(rows)) < rho).astype(float), g)
+        sq += (metric_sum(y) - ref) ** 2
+    a_cluster = np.bincount(np.arange(nm * nq) // nq, sq / PLANNER_DRAWS, minlength=nm)
+    # gradients of the metric at the working point, for the audit and noise terms
+    grads = index.gradients(base)
+    if metric == "tcpr":
+        gm = 100 * grads["allpass"] / np.maximum(n_inst[row_model], 1)
+    else:
+        gm = sum(np.where(units[k][row_model] > 0, 100 * grads[f"joint{k}"] / (3 * np.maximum(units[k][row_model], 1)), 0)
+                 for k in KS)
+    b_audit = np.bincount(row_model, np.where(agree, gm ** 2, 0.0), minlength=nm) * both_wrong * (1 - both_wrong)
+    e = human_error
+    v_item = e * (1 - e) / (1 - 2 * e) ** 2 / max(decisions_per_item, 1.0)
+    c_noise = np.bincount(row_model, np.where(dis, gm ** 2, 0.0), minlength=nm) * v_item
+    d_noise = np.bincount(row_model, np.where(agree, gm ** 2, 0.0), minlength=nm) * v_item
+    return pd.DataFrame({"model": index.models, "a_cluster": a_cluster, "b_audit": b_audit, "c_noise": c_noise,
+                         "d_noise": d_noise, "disagreements": np.bincount(row_model, dis, minlength=nm),
+                         "agreements": np.bincount(row_model, agree, minlength=nm)})
+
+
+def predicted_variance(parts: pd.Series, pi_c: float, pi_a: float) -> float:
+    """Planner's measurement variance (pp²) of one model's metric for probabilities π_c, π_A:
+    ``A (1−π_c)/π_c`` (cluster sampling of disagreements, truths independent at the working
+    rates) ``+ B [(1−π_A)/(π_A π_c) + (1−π_c)/π_c]`` (both-wrong errors at the assumed rate
+    among agreements) ``+ C/π_c + D/π_c`` (decision noise on disagreements / audited
+    agreements, D weighted by π_A·(1/π_A))."""
+    if pi_c <= 0:
+        return np.inf
+    v = parts["a_cluster"] * (1 - pi_c) / pi_c + parts["c_noise"] / pi_c
+    if pi_a > 0:
+        v += parts["b_audit"] * ((1 - pi_a) / (pi_a * pi_c) + (1 - pi_c) / pi_c) + parts["d_noise"] / pi_c
+    else:
+        v += np.inf if parts["b_audit"] > 0 else 0.0
+    return float(v)
+
+
+def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: str, seed: int,
+                        judge_a: str = "label_a", judge_b: str = "label_b", rates: Optional[pd.Series] = None,
+                        both_wrong: float = ASSUMED_BOTH_WRONG, human_error: float = ASSUMED_HUMAN_ERROR,
+                        double_fraction: float = DEFAULT_DOUBLE, folds: int = DEFAULT_FOLDS,
+                        condition: str = "main") -> tuple[dict, pd.DataFrame]:
+    """Size the default design for a wanted measurement half-width (percentage points).
+
+    Per model, the planner predicts the measurement variance of ``metric`` (``tcpr`` or
+    ``emcr``) as a function of the cluster probability ``π_c`` and the audit probability
+    ``π_A`` (:func:`predicted_variance`), from the judges' agreement structure: which
+    instances are disagreements, how the eligible units and instructions overlap them, and
+    working assumptions — disagreement truths independent at ``rates`` (stratum pass rates
+    from a pilot; 0.5, the most conservative, where unknown), both judges wrong on
+    ``both_wrong`` of the agreements, adjudicators erring at ``human_error`` with
+    ``1 + double_fraction`` decisions per item. It then picks, on a grid of ``π_A``, the
+    smallest ``π_c`` with ``1.96 √V ≤ half_width`` and keeps the pair of least expected
+    decisions. Correlated truths make the real variance larger or smaller than predicted;
+    the Scores page compares the measured half-width with the target as decisions come in.
+
+    Returns
+    -------
+    (params, table)
+        Design parameters (:func:`design_params`, with ``target`` recorded) and per model
+        ``model, cluster_pi, audit_pi, expected_decisions, predicted_half_width, reachable``.
+    """
+    if metric not in ("tcpr", "emcr"):
+        raise ValueError(f"metric must be 'tcpr' or 'emcr', got {metric!r}")
+    if not half_width > 0:
+        raise ValueError(f"half_width must be > 0 percentage points, got {half_width!r}")
+    k = 1.0 + float(double_fraction)
+    parts = _variance_parts(instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=both_wrong,
+                            human_error=human_error, decisions_per_item=k, condition=condition, seed=seed)
+    target_v = (half_width / 1.96) ** 2
+    rows, cluster_pi, audit_pi_m = [], {}, {}
+    for _, p in parts.iterrows():
+        best = None
+        for pa in (0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0):
+            if predicted_variance(p, 1.0, pa) > target_v:
+                continue
+            lo, hi = 1e-4, 1.0
+            for _ in range(50):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if predicted_variance(p, mid, pa) > target_v else (lo, mid)
+            cost = k * hi * (p["disagreements"] + pa * p["agreements"])
+            if best is None or cost < best[0]:
+                best = (cost, hi, pa)
+        reachable = best is not None
+        if best is None:  # even everything adjudicated and audited cannot reach it: plan the maximum
+            best = (k * (p["disagreements"] + p["agreements"]), 1.0, 1.0)
+        cost, pc, pa = best
+        cluster_pi[p["model"]] = pc
+        audit_pi_m[p["model"]] = pa
+        rows.append({"model": p["model"], "cluster_pi": pc, "audit_pi": pa, "expected_decisions": cost,
+                     "predicted_half_width": 1.96 * np.sqrt(predicted_variance(p, pc, pa)), "reachable": reachable})
+    table = pd.DataFrame(rows)
+    params = design_params(cluster_pi, dict(cluster_pi), audit_pi=audit_pi_m, double_fraction=double_fraction, seed=seed,
+                           folds=folds, condition=condition, target={"metric": metric, "half_width": float(half_width)})
+    return params, table

@@ -1,0 +1,236 @@
+"""The default estimator (question-cluster difference estimator), checked exactly.
+
+Unbiasedness is a statement about the design: averaged over every possible draw, the
+estimate equals the true score of the fixed benchmark. On a tiny project the draws can be
+enumerated, so these tests compute that average *exactly* (every pattern of sampled
+clusters and audited rows with its probability) and compare it with the true scores from
+the literal loop of :mod:`reform_core.metrics.loop_reference` — not with the estimator's
+own engine. The project has correlated truths (a target fails in every variant) and an
+agreement on which both judges are wrong.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reform_core.estimators import adjudicator_error as ae
+from reform_core.estimators import cluster, design
+from reform_core.metrics.loop_reference import loop_table2
+
+CATS = {"f1": "c1", "f2": "c2", "f3": "c3", "f4": "c3", "f5": "c1"}
+
+
+def tiny_project() -> pd.DataFrame:
+    """One model, four questions; rows: (question, instruction, feature, truth, label_a, label_b)."""
+    spec = [
+        # q1: a target (f1) that fails in both variants; judges split on both rows
+        ("q1", "i1", "f1", 0, 1, 0), ("q1", "i1", "f2", 1, 1, 1), ("q1", "i1", "f3", 1, 1, 1),
+        ("q1", "i2", "f1", 0, 0, 1), ("q1", "i2", "f2", 1, 1, 1), ("q1", "i2", "f4", 1, 1, 0),
+        # q2: both judges wrong on (i3, f2); one disagreement
+        ("q2", "i3", "f1", 1, 1, 1), ("q2", "i3", "f2", 0, 1, 1), ("q2", "i3", "f3", 1, 0, 1),
+        ("q2", "i4", "f1", 1, 1, 1), ("q2", "i4", "f2", 1, 1, 1), ("q2", "i4", "f4", 0, 0, 0),
+        # q3: a single instruction, judges agree everywhere (rightly)
+        ("q3", "i5", "f1", 1, 1, 1), ("q3", "i5", "f2", 1, 1, 1), ("q3", "i5", "f5", 0, 0, 0),
+        # q4: one disagreement, an agreed fail that is in truth a pass
+        ("q4", "i6", "f1", 1, 1, 1), ("q4", "i6", "f2", 1, 0, 0), ("q4", "i6", "f3", 1, 1, 1),
+        ("q4", "i7", "f1", 1, 1, 0), ("q4", "i7", "f2", 1, 1, 1), ("q4", "i7", "f4", 1, 1, 1),
+    ]
+    df = pd.DataFrame(spec, columns=["question", "instruction", "feature", "truth", "label_a", "label_b"])
+    df["iid"] = np.arange(1, len(df) + 1, dtype=np.int64)
+    df["model"] = "m"
+    df["condition"] = "main"
+    df["task_type"] = "t"
+    df["mode"] = "require"
+    df["category"] = df["feature"].map(CATS)
+    df["baseline_opposed"] = df["feature"] != "f5"
+    for c in ("truth", "label_a", "label_b"):
+        df[c] = df[c].astype(float)
+    return df
+
+
+def params(pi_c: float, pi_0: float, pi_a: float) -> dict:
+    return design.design_params({"m": pi_c}, {"m": pi_0}, audit_pi=pi_a, double_fraction=0.0, seed=11, folds=2)
+
+
+def perfect_decisions(inst: pd.DataFrame, iids) -> pd.DataFrame:
+    sel = inst[inst["iid"].isin(list(iids))]
+    return pd.DataFrame({"iid": sel["iid"].to_numpy(), "annotator": "ann", "h": sel["truth"].to_numpy()})
+
+
+def expected_estimate(inst: pd.DataFrame, prm: dict, metrics) -> dict:
+    """E[θ̂] over every realisation of the two-stage design, by enumeration."""
+    clusters = sorted(inst["question"].unique())
+    has_dis = inst.assign(d=inst["label_a"] != inst["label_b"]).groupby("question")["d"].any()
+    agree = inst[inst["label_a"] == inst["label_b"]]
+    total = {m: 0.0 for m in metrics}
+    for picked in itertools.product([False, True], repeat=len(clusters)):
+        p_c = np.prod([(prm["cluster_pi"]["m"] if has_dis[q] else prm["cluster_pi0"]["m"]) if z else
+                       1 - (prm["cluster_pi"]["m"] if has_dis[q] else prm["cluster_pi0"]["m"])
+                       for q, z in zip(clusters, picked)])
+        if p_c == 0:
+            continue
+        chosen = [q for q, z in zip(clusters, picked) if z]
+        cand = agree[agree["question"].isin(chosen)]["iid"].tolist()
+        for audits in itertools.product([False, True], repeat=len(cand)):
+            p_a = np.prod([prm["audit_pi"] if z else 1 - prm["audit_pi"] for z in audits])
+            if p_a == 0:
+                continue
+            audited = [i for i, z in zip(cand, audits) if z]
+            dis = inst[(inst["label_a"] != inst["label_b"]) & inst["question"].isin(chosen)]["iid"].tolist()
+            tasks = pd.DataFrame({"iid": dis + audited})
+            est = cluster.estimate(inst, tasks, perfect_decisions(inst, dis + audited), prm, error_boot=0,
+                                   error_model=ae.perfect(["ann"]),
+                                   realised={"clusters": [("m", q) for q in chosen], "audits": audited})
+            row = est.table.iloc[0]
+            for m in metrics:
+                total[m] += p_c * p_a * row[m]
+    return total
+
+
+METRICS = ["tcpr", "r1", "r2", "r3", "emcr", "constraint_level"]
+
+
+def truth_scores(inst: pd.DataFrame) -> dict:
+    t = loop_table2(inst, p="truth").iloc[0]
+    out = {m: t[m] for m in ("tcpr", "r1", "r2", "r3", "emcr")}
+    out["constraint_level"] = 100 * inst["truth"].mean()
+    return out
+
+
+def test_the_project_breaks_the_independence_assumption():
+    inst = tiny_project()
+    judge = loop_table2(inst, p="label_a").iloc[0]
+    truth = truth_scores(inst)
+    assert judge["emcr"] != pytest.approx(truth["emcr"])  # the judges alone are off
+
+
+@pytest.mark.parametrize("pi_c,pi_0", [(0.5, 0.5), (0.3, 0.8)])
+def test_cluster_stage_is_exactly_unbiased(pi_c, pi_0):
+    inst = tiny_project()
+    prm = params(pi_c, pi_0, 0.0)
+    got = expected_estimate(inst, prm, METRICS)
+    # without an audit the estimator targets the score with agreed labels taken as right
+    agreed_right = inst.assign(t=np.where(inst["label_a"] == inst["label_b"], inst["label_a"], inst["truth"]))
+    want = loop_table2(agreed_right, p="t").iloc[0]
+    for m in ("tcpr", "r1", "r2", "r3", "emcr"):
+        assert got[m] == pytest.approx(want[m], abs=1e-9), m
+
+
+def audit_project() -> pd.DataFrame:
+    """q2 of the tiny project (both judges wrong on one row) and a one-instruction question
+    with an agreed fail that is in truth a pass: 7 agreements, so 2^7 audit patterns."""
+    inst = tiny_project()
+    q2 = inst[inst["question"] == "q2"]
+    q5 = pd.DataFrame({"question": "q5", "instruction": "i8", "feature": ["f1", "f2", "f3"],
+                       "truth": [1.0, 1.0, 1.0], "label_a": [1.0, 0.0, 1.0], "label_b": [1.0, 0.0, 0.0]})
+    q5 = q5.assign(iid=[101, 102, 103], model="m", condition="main", task_type="t", mode="require",
+                   category=q5["feature"].map(CATS), baseline_opposed=True)
+    return pd.concat([q2, q5[q2.columns]], ignore_index=True)
+
+
+@pytest.mark.parametrize("pi_c", [1.0, 0.5])
+def test_two_stage_design_with_audit_is_exactly_unbiased_for_the_true_scores(pi_c):
+    inst = audit_project()
+    prm = params(pi_c, pi_c, 0.5)
+    got = expected_estimate(inst, prm, METRICS)
+    want = truth_scores(inst)
+    for m in METRICS:
+        if not np.isnan(want[m]):
+            assert got[m] == pytest.approx(want[m], abs=1e-9), m
+
+
+def test_everything_adjudicated_gives_the_exact_scores():
+    inst = tiny_project()
+    prm = params(1.0, 1.0, 1.0)
+    tasks = design.draw(inst, prm)
+    assert set(tasks["iid"]) == set(inst["iid"])  # every row is a task
+    est = cluster.estimate(inst, tasks, perfect_decisions(inst, inst["iid"]), prm, error_boot=0,
+                           error_model=ae.perfect(["ann"]))
+    want = truth_scores(inst)
+    row = est.table.iloc[0]
+    for m in METRICS:
+        assert row[m] == pytest.approx(want[m], abs=1e-9), m
+        assert row[f"se_{m}"] == pytest.approx(0.0, abs=1e-6), m  # nothing left to sample
+
+
+def test_item_estimates_are_exactly_unbiased_for_any_pattern_set():
+    # E[f | y] computed by enumerating every outcome pattern of 1, 2 and 3 decisions
+    rates = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97})
+    spec = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8})
+    model = ae.ErrorModel(rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
+                          pd.Series(dtype=int))
+    for anns in (["a"], ["a", "b"], ["a", "b", "c"]):
+        for prior in (0.1, 0.5, 0.93):
+            for y in (0, 1):
+                mean = 0.0
+                for pattern in itertools.product([0, 1], repeat=len(anns)):
+                    p = np.prod([(rates[a] if h else 1 - rates[a]) if y else (1 - spec[a] if h else spec[a])
+                                 for a, h in zip(anns, pattern)])
+                    d = pd.DataFrame({"iid": 1, "annotator": anns, "h": list(pattern)})
+                    f = ae.item_estimates(d, model, pd.Series({1: prior}))["y_tilde"].iloc[0]
+                    mean += p * f
+                assert mean == pytest.approx(y, abs=1e-9), (anns, prior, y)
+
+
+def test_em_matches_a_literal_dawid_skene_loop():
+    """With the smoothing priors switched off, fit() is maximum-likelihood Dawid–Skene;
+    a literal EM written from the model (per item, per annotator loops) must agree."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for item in range(300):
+        group = item % 2
+        y = int(rng.random() < (0.8 if group else 0.2))
+        for a in rng.choice(["x", "y", "z"], size=2, replace=False):
+            acc = {"x": 0.9, "y": 0.8, "z": 0.95}[a]
+            rows.append((item, a, y if rng.random() < acc else 1 - y, f"g{group}"))
+    d = pd.DataFrame(rows, columns=["iid", "annotator", "h", "group"])
+    fitted = ae.fit(d, prior_strength=0.0, pooled_prior_strength=0.0)
+    # literal EM
+    anns = sorted(d["annotator"].unique())
+    alpha = {a: 0.9 for a in anns}
+    beta = {a: 0.9 for a in anns}
+    rho = {"g0": 0.5, "g1": 0.5}
+    items: dict = {}
+    for i, a, h, grp in d.itertuples(index=False):
+        items.setdefault(i, (grp, []))[1].append((a, h))
+    for _ in range(3000):
+        post = {}
+        for i, (grp, votes) in items.items():
+            l1, l0 = rho[grp], 1 - rho[grp]
+            for a, h in votes:
+                l1 *= alpha[a] if h else 1 - alpha[a]
+                l0 *= (1 - beta[a]) if h else beta[a]
+            post[i] = l1 / (l1 + l0)
+        num_a = {a: 0.0 for a in anns}
+        den_a = {a: 0.0 for a in anns}
+        num_b = {a: 0.0 for a in anns}
+        den_b = {a: 0.0 for a in anns}
+        for i, (grp, votes) in items.items():
+            for a, h in votes:
+                num_a[a] += post[i] * h
+                den_a[a] += post[i]
+                num_b[a] += (1 - post[i]) * (1 - h)
+                den_b[a] += 1 - post[i]
+        alpha = {a: num_a[a] / den_a[a] for a in anns}
+        beta = {a: num_b[a] / den_b[a] for a in anns}
+        rho = {g_: float(np.mean([post[i] for i, (grp, _) in items.items() if grp == g_])) for g_ in rho}
+    for a in anns:
+        assert fitted.alpha[a] == pytest.approx(alpha[a], abs=2e-4)
+        assert fitted.beta[a] == pytest.approx(beta[a], abs=2e-4)
+
+
+def test_an_audit_that_finds_no_error_still_reports_variance():
+    inst = tiny_project()
+    inst["truth"] = np.where(inst["label_a"] == inst["label_b"], inst["label_a"], inst["truth"])  # no both-wrong
+    prm = params(1.0, 1.0, 0.5)
+    tasks = design.draw(inst, prm)
+    est = cluster.estimate(inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0,
+                           error_model=ae.perfect(["ann"]))
+    audit = est.components.set_index("metric").loc["tcpr", "audit"]
+    assert audit > 0  # the Jeffreys-rate floor: 0 errors found is not 0 errors left
+    bw = est.both_wrong.iloc[0]
+    assert bw["both_wrong"] == pytest.approx(0.0) and bw["hi"] > 0
