@@ -21,7 +21,7 @@ from bench.machine import cpu_model  # noqa: E402
 from reform_core import ifeval_eval  # noqa: E402
 from reform_core.verifiers import get, registered_ids  # noqa: E402
 
-DATA = Path(os.environ.get("REFORM_IFEVAL_DATA", "/work/shared/data/ifeval"))
+DATA = Path(os.environ.get("REFORM_IFEVAL_DATA", ROOT / "tests" / "data" / "ifeval"))
 RUNS = 5
 
 

@@ -59,7 +59,7 @@ with st.container(border=True):
     feature = pick(c[4], "Feature", "feature", options("feature"))
     mode = pick(c[5], "Mode", "mode", ["", "require", "forbid"])
     c = st.columns([1, 1, 1, 3])
-    opposed = pick(c[0], "Baseline", "opposed", ["", "opposed", "aligned"])
+    opposed = pick(c[0], "Baseline", "opposed", ["", "opposed", "aligned", "unknown"])
     agree = pick(c[1], "Judges", "agree", ["", "agree", "disagree"])
     adjudicated = pick(c[2], "Adjudicated", "adjudicated", ["", "yes", "no"])
     p_min, p_max = c[3].slider("Calibrated p", 0.0, 1.0, step=0.01, key="explore_p")

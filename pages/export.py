@@ -17,6 +17,12 @@ st.caption("Tables as CSV, Parquet and JSON; `instances.csv` with p_u and every 
            "rating records; `manifest.json` with versions, judges, sample plans, the calibration rule and a SHA-256 "
            "per file. Check an export with `python -m reform_core score-export DIR --json`.")
 
+pair = explore.pair(state.engine(), principal)
+if pair.pair:
+    st.caption(f"Scoring pair: {pair.describe()}.")
+else:
+    st.warning(f"Cannot export calibrated scores yet: {pair.message}")
+
 c1, c2 = st.columns(2)
 calibration = c1.selectbox("Calibration", CALIBRATIONS, key="export_calibration",
                            help="stratified: main results (SPEC §4); pooled: the auxiliary rule.")

@@ -19,10 +19,13 @@ if len(judges) < 2:
     st.info("A plan needs labels from two judges; this project has " + (", ".join(judges) or "none") + ".")
     st.stop()
 
+default = S.default_pair(engine) or (judges[0], judges[1])
+st.caption("Judges in creation order (as the CLI lists them); the default is the project's scoring pair "
+           "— a plan's decisions count only for its own pair.")
 with st.form("plan_params"):
     c = st.columns(2)
-    judge_a = c[0].selectbox("Judge A", judges, index=0)
-    judge_b = c[1].selectbox("Judge B", judges, index=1)
+    judge_a = c[0].selectbox("Judge A", judges, index=judges.index(default[0]))
+    judge_b = c[1].selectbox("Judge B", judges, index=judges.index(default[1]))
     c = st.columns(3)
     confidence = c[0].number_input("Confidence", 0.5, 0.999, 0.95, step=0.01, format="%.3f")
     p = c[1].number_input("Anticipated proportion p", 0.01, 0.99, 0.5, step=0.05)

@@ -1,5 +1,6 @@
 """Scores: Table 2 with 95 % intervals, the appendix tables, the task × model heatmap and
-failing units per cell (SPEC §3; seed 000 Figure 3, Tables 2, 3, A2, A3, A5–A8)."""
+failing units per cell (SPEC §3; seed 000 Figure 3, Tables 2, 3, A2, A3, A5–A8); IFEval's
+accuracies for IFEval projects. Every number that is missing says why (SPEC §4.2)."""
 
 from urllib.parse import urlencode
 
@@ -14,10 +15,19 @@ from reform_core.services.scoring import ScoringError
 principal = require_page("view_scores")
 st.title("Scores")
 
+engine = render.state.engine()
+pair = explore.pair(engine, principal)
+judges = explore.judges(engine, principal)
 CALIBRATED = {"Calibrated — stratified (main results)": ("stratified", None),
               "Calibrated — pooled (auxiliary)": ("pooled", None)}
-judges = explore.judges(render.state.engine(), principal)
-options = {**CALIBRATED, **{f"Raw — judge {j}": ("stratified", j) for j in judges}}
+options = {**(CALIBRATED if pair.pair else {}), **{f"Raw — judge {j}": ("stratified", j) for j in judges}}
+if pair.pair:
+    st.caption(f"Scoring pair: {pair.describe()}.")
+elif judges:
+    st.warning(f"No calibrated scores: {pair.message}.")
+if not options:
+    st.info(f"Nothing to score yet: {pair.message}")
+    st.stop()
 choice = st.radio("Labels", list(options), horizontal=True, key="scores_labels",
                   help="Calibrated: agreed labels, adjudications and stratum pass rates (SPEC §4). Raw: one judge's labels.")
 calibration, judge = options[choice]
@@ -28,28 +38,49 @@ except ScoringError as exc:
     st.info(f"Nothing to score yet: {exc}")
     st.stop()
 tables = result.tables
+emcr_applies = "emcr" in result.metrics
 
 if result.provisional:
     n = int(result.rates["provisional"].sum()) if result.rates is not None else 0
     st.warning(f"Provisional: {n} disagreement strata have no reviewed instance yet; they use the model's "
                "pooled estimate (0.5 before any adjudication). Adjudicate more to firm these scores up.")
+if result.other_pair_decisions:
+    st.info(f"{result.other_pair_decisions:,} adjudication decision(s) belong to plans over other judge pairs and "
+            "are not used by these scores (a plan's decisions count only for its own pair).")
+small = result.models[result.models["share_scored"] < render.SMALL_SHARE]
+for r in small.itertuples(index=False):
+    st.warning(f"Table 2 for {r.model} rests on {r.scored} of {r.answered} answered instructions "
+               f"({100 * r.share_scored:.0f} %): the others lack a label for some constraint.")
 
-st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)")
-ci = render.intervals(principal, calibration=calibration, judge=judge)
-st.dataframe(render.table2_display(tables["table2"], ci), hide_index=True)
+st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)" if emcr_applies else "Table 2 — TCPR (%)")
+try:
+    ci = render.intervals(principal, calibration=calibration, judge=judge)
+except ValueError as exc:
+    ci = None
+    st.warning(f"No intervals: {exc}")
+st.dataframe(render.table2_display(tables["table2"], ci, emcr=emcr_applies), hide_index=True)
 st.caption("95 % intervals: cluster bootstrap over questions (2,000 replicates, seed 0)"
            + ("; adjudications resampled within each stratum." if result.method == "stratified" else ".")
-           + " Counts: instructions (TCPR), eligible units (EMCR, R¹–R³).")
-notes = render.rank_notes(tables["ranks"])
+           + " Counts: instructions (TCPR)" + (", eligible units (EMCR, R¹–R³)." if emcr_applies else "."))
+notes = render.model_notes(result)
 if notes:
-    st.info("TCPR and EMCR order these models differently:\n\n" + "\n".join(f"- {n}" for n in notes))
+    st.info("What the numbers leave out, and why a number is missing:\n\n" + "\n".join(f"- {n}" for n in notes))
+if {"strict", "loose", "prompt_level"} & set(result.metrics):
+    st.subheader("IFEval accuracy (%)")
+    st.dataframe(render.ifeval_display(result), hide_index=True)
+    st.caption("Calibrated: from the scoring pair's labels and the adjudications (prompt level = TCPR, instruction "
+               "level = mean pass over constraints). Strict / loose: the catalog's verifiers as the rules judge "
+               "in that mode (IFEval's official rules).")
+rank = render.rank_notes(tables["ranks"]) if emcr_applies else []
+if rank:
+    st.info("TCPR and EMCR order these models differently:\n\n" + "\n".join(f"- {n}" for n in rank))
 
 st.subheader("Task × model (Figure 3)")
 task = tables["a6_a7"]
 cells = task[task["task_type"] != "overall"]
-model_order = tables["table2"].sort_values("emcr", ascending=False)["model"].tolist()
+model_order = tables["table2"].sort_values("emcr" if emcr_applies else "tcpr", ascending=False)["model"].tolist()
 task_order = sorted(cells["task_type"].unique())
-for metric in ("tcpr", "emcr"):
+for metric in ("tcpr", "emcr") if emcr_applies else ("tcpr",):
     sel = alt.selection_point(name="cell", fields=["model", "task_type"], on="click")
     event = st.altair_chart(render.heatmap(cells, metric, model_order=model_order, task_order=task_order, selection=sel),
                             on_select="rerun", key=f"scores_heat_{metric}")
@@ -59,39 +90,56 @@ for metric in ("tcpr", "emcr"):
         st.session_state["scores_cell_model"] = picked[0]["model"]
         st.session_state["scores_cell_task"] = picked[0]["task_type"]
 
-st.markdown("**Failing units of one cell** — click a cell above or pick it here.")
-c1, c2 = st.columns(2)
-cell_model = c1.selectbox("Model", model_order, key="scores_cell_model")
-cell_task = c2.selectbox("Task type", task_order, key="scores_cell_task")
-units = explore.failing_units(principal, result, model=cell_model, task_type=cell_task)
-if units.empty:
-    st.success(f"{cell_model} corrects every eligible unit of {cell_task} (Ĵ = 100 %).")
-else:
-    units["open"] = ["explore?" + urlencode({**explore.Filters(model=cell_model).to_params(), "model": cell_model,
-                                             "question": q}) for q in units["question"]]
-    st.dataframe(units, hide_index=True, column_config={
-        "j_hat": st.column_config.NumberColumn("Ĵ %", format="%.1f"),
-        "open": st.column_config.LinkColumn("explorer", display_text="open example"),
-    })
-st.page_link("pages/explore.py", label=f"Open {cell_model} × {cell_task} baseline-opposed targets in the explorer",
-             icon="🔎", query_params=explore.Filters(model=cell_model, task=cell_task, opposed="opposed").to_params())
+if emcr_applies:
+    st.markdown("**Failing units of one cell** — click a cell above or pick it here.")
+    c1, c2 = st.columns(2)
+    cell_model = c1.selectbox("Model", model_order, key="scores_cell_model")
+    cell_task = c2.selectbox("Task type", task_order, key="scores_cell_task")
+    cell = cells[(cells["model"] == cell_model) & (cells["task_type"] == cell_task)]
+    n_units = int(cell[["n1", "n2", "n3"]].to_numpy().sum()) if len(cell) else 0
+    try:
+        units = explore.failing_units(principal, result, model=cell_model, task_type=cell_task)
+    except ValueError as exc:
+        units = None
+        st.info(f"No units for {cell_model} × {cell_task}: {exc}.")
+    if units is not None and n_units == 0:
+        st.info(f"{cell_model} has no eligible unit in {cell_task}: no baseline-opposed target of these questions "
+                "recurs across variants (or their baseline annotation is missing), so there is nothing to correct "
+                "and no correction rate.")
+    elif units is not None and units.empty:
+        st.success(f"{cell_model} corrects every one of its {n_units} eligible units of {cell_task} (Ĵ = 100 %).")
+    elif units is not None:
+        units["open"] = ["explore?" + urlencode({**explore.Filters(model=cell_model).to_params(), "model": cell_model,
+                                                 "question": q}) for q in units["question"]]
+        st.dataframe(units, hide_index=True, column_config={
+            "j_hat": st.column_config.NumberColumn("Ĵ %", format="%.1f"),
+            "open": st.column_config.LinkColumn("explorer", display_text="open example"),
+        })
+    st.page_link("pages/explore.py", label=f"Open {cell_model} × {cell_task} baseline-opposed targets in the explorer",
+                 icon="🔎", query_params=explore.Filters(model=cell_model, task=cell_task, opposed="opposed").to_params())
 
 st.subheader("Appendix tables")
-extra = explore.condition_tables(principal, result)
-names = ["A8 eligible units", "A2 violation spread", "A3 judge agreement", "A5 tasks", "A6/A7 per task"]
+try:
+    extra = explore.condition_tables(principal, result)
+except ValueError as exc:  # an incomplete single-constraint or prompted pairing must not take the page down
+    extra = {}
+    st.warning(f"Table 3 / prompting comparison not available for these labels: {exc}")
+names = (["A8 eligible units", "A2 violation spread"] if emcr_applies else []) + ["A3 judge agreement", "A5 tasks",
+                                                                                 "A6/A7 per task"]
 names += ["Table 3 composition"] * ("composition" in extra) + ["Prompting comparison"] * ("prompting" in extra)
 tabs = dict(zip(names, st.tabs(names)))
-with tabs["A8 eligible units"]:
-    st.caption("Eligible units per K and mean coverage |I| (App. A.1).")
-    st.dataframe(tables["a8"], hide_index=True)
-with tabs["A2 violation spread"]:
-    st.caption("Ĉ^(K): expected violated variants per failed unit (App. A.2).")
-    st.dataframe(tables["a2"], hide_index=True)
+if emcr_applies:
+    with tabs["A8 eligible units"]:
+        st.caption("Eligible units per K and mean coverage |I| (App. A.1).")
+        st.dataframe(tables["a8"], hide_index=True)
+    with tabs["A2 violation spread"]:
+        st.caption("Ĉ^(K): expected violated variants per failed unit (App. A.2).")
+        st.dataframe(tables["a2"], hide_index=True)
 with tabs["A3 judge agreement"]:
     if "a3" in tables:
         st.dataframe(tables["a3"], hide_index=True)
     else:
-        st.info("Judge agreement needs two judges.")
+        st.info("Judge agreement needs the scoring pair.")
 with tabs["A5 tasks"]:
     st.dataframe(tables["a5"], hide_index=True)
 with tabs["A6/A7 per task"]:

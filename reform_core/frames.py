@@ -20,7 +20,8 @@ INSTANCES — one row per judged (response, constraint) pair, i.e. per
     feature           str    catalog feature key
     category          str    catalog category of the feature
     mode              str    "require" | "forbid"
-    baseline_opposed  bool   target opposes the model's baseline (SPEC §1)
+    baseline_opposed  bool   target opposes the model's baseline (SPEC §1); <NA> = unknown (no baseline
+                             annotation): left out of EMCR and counted (SPEC §4.2)
     label_<judge>     float  judge label 1.0 pass / 0.0 fail / NaN missing or error
     p                 float  calibrated pass probability (or a binary label) in [0, 1]
 

@@ -118,18 +118,18 @@ def judgment_labels(conn: Connection, *, judge_id: int) -> np.ndarray:
 def instance_keys(conn: Connection) -> dict[str, pd.DataFrame]:
     """The lookup tables the judgment rows are decorated with (one small query each)."""
     q = {
-        "responses": ("SELECT id, model_id FROM response", ["id", "model_id"]),
+        "responses": ("SELECT id, model_id, instruction_id FROM response", ["id", "model_id", "instruction_id"]),
         "models": ("SELECT id, name FROM eval_model", ["id", "name"]),
         "constraints": ("SELECT id, instruction_id, position, feature, category, mode FROM constraint_item",
                         ["id", "instruction_id", "position", "feature", "category", "mode"]),
         "instructions": ("SELECT id, key, question_id, condition, pair_group FROM instruction",
                          ["id", "key", "question_id", "condition", "pair_group"]),
         "questions": ("SELECT id, key, task_type, domain FROM question", ["id", "key", "task_type", "domain"]),
-        "baseline": ("SELECT r.model_id, r.question_id, f.feature FROM baseline_feature f "
-                     "JOIN response r ON r.id = f.response_id WHERE f.present = :t AND r.variant = ''",
-                     ["model_id", "question_id", "feature"]),
+        "baseline": ("SELECT r.model_id, r.question_id, f.feature, f.present FROM baseline_feature f "
+                     "JOIN response r ON r.id = f.response_id WHERE r.variant = ''",
+                     ["model_id", "question_id", "feature", "present"]),
     }
-    return {k: _frame(conn, sql, cols, {"t": True}) for k, (sql, cols) in q.items()}
+    return {k: _frame(conn, sql, cols, {}) for k, (sql, cols) in q.items()}
 
 
 ADJ_COLUMNS = ["id", "task_id", "user_id", "annotator", "choice", "label", "note", "seconds", "supersedes_id",

@@ -166,3 +166,10 @@ def set_meta(conn: Connection, values: dict[str, str]) -> None:
             conn.execute(t.update().where(t.c.key == k).values(value=str(v)))
         else:
             conn.execute(t.insert().values(key=k, value=str(v)))
+
+
+def project_catalogs(conn: Connection) -> list[str]:
+    """The catalogs whose features the project's constraints use (usually one)."""
+    return [r[0] for r in conn.execute(text(
+        "SELECT DISTINCT f.catalog FROM catalog_feature f WHERE EXISTS "
+        "(SELECT 1 FROM constraint_item c WHERE c.feature = f.key) ORDER BY f.catalog"))]

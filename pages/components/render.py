@@ -22,6 +22,7 @@ from markdown_it import MarkdownIt
 from pages.components import state
 from reform_core.services import explore
 from reform_core.services.auth import Principal, require, require_any
+from reform_core.services.scoring import SMALL_SHARE  # noqa: F401 - the Scores page's threshold
 
 # ----------------------------------------------------------------------------- untrusted text
 
@@ -115,13 +116,14 @@ def _ci(lo, hi) -> str:
     return "—" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.1f}, {hi:.1f}]"
 
 
-def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame]) -> pd.DataFrame:
-    """Table 2 with a 95 % interval and the denominator next to every rate (percent, 2 dp)."""
+def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True) -> pd.DataFrame:
+    """Table 2 with a 95 % interval and the denominator next to every rate (percent, 2 dp);
+    ``emcr=False`` (a catalog or project without EMCR) keeps TCPR only."""
     out = pd.DataFrame({"model": t2["model"]})
     lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
     dens = {"tcpr": ("instructions", t2["n_instructions"]), "emcr": ("units", t2["n1"] + t2["n2"] + t2["n3"]),
             "r1": ("n1", t2["n1"]), "r2": ("n2", t2["n2"]), "r3": ("n3", t2["n3"])}
-    for metric in ("tcpr", "emcr", "r1", "r2", "r3"):
+    for metric in ("tcpr", "emcr", "r1", "r2", "r3") if emcr else ("tcpr",):
         out[metric.upper()] = t2[metric].round(2)
         if lookup is not None:
             out[f"{metric.upper()} 95% CI"] = [
@@ -130,6 +132,30 @@ def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame]) -> pd.DataFrame
         name, values = dens[metric]
         out[name] = values.astype(int).to_numpy()
     return out
+
+
+def model_notes(result) -> list[str]:
+    """One line per model note of a scoring result (why a number is missing, what was left out)."""
+    return [f"**{md_escape(model)}**: {md_escape(note)}" for model, notes in result.notes.items() for note in notes]
+
+
+def md_escape(text: str) -> str:
+    """Text from data shown inertly inside Markdown (no emphasis, links or HTML from it)."""
+    return "".join("\\" + c if c in "\\`*_[]()<>#|~$" else c for c in str(text))
+
+
+def ifeval_display(result) -> pd.DataFrame:
+    """IFEval's accuracies per model (%): calibrated prompt / instruction level, and strict /
+    loose from the rules judges (empty where no such judge ran; the notes say why)."""
+    m = result.models
+    out = pd.DataFrame({"model": m["model"], "prompt level (calibrated)": result.tables["table2"].set_index("model")
+                        ["tcpr"].reindex(m["model"]).to_numpy(), "instruction level (calibrated)": m["constraint_level"]})
+    for mode in ("strict", "loose"):
+        if mode in result.metrics:
+            for key, label in (("prompt_level", "prompt"), ("instruction_level", "instruction")):
+                col = f"{mode}_{key}"
+                out[f"{label} level ({mode})"] = m[col] if col in m else float("nan")
+    return out.round(2)
 
 
 def rank_notes(ranks: pd.DataFrame) -> list[str]:

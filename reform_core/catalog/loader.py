@@ -1,7 +1,8 @@
 """Load and validate feature catalogs (SPEC §2).
 
 A catalog is data: a YAML or JSON file with ``name``, ``version``, ``categories`` (list of
-``{key, name}``) and ``features``. Each feature has
+``{key, name}``), ``features`` and optionally ``metrics``: the scores that apply to it
+(SPEC §4.2; ids of :data:`METRICS`, default :data:`DEFAULT_METRICS`). Each feature has
 
 ``key``               stable snake_case id (IFEval: the instruction id, e.g. ``punctuation:no_comma``)
 ``name``              display name
@@ -36,6 +37,15 @@ import yaml
 MODES = ("require", "forbid")
 PARAM_TYPES = {"int": int, "float": (int, float), "str": str, "list": list, "bool": bool}
 BUNDLED = ("reformbench", "ifeval")
+# Scores a catalog may declare (SPEC §3, §4.2):
+#   tcpr              all-constraints pass rate (= IFEval's prompt-level accuracy)
+#   constraint_level  mean pass over constraints (= IFEval's instruction-level accuracy)
+#   emcr, r1, r2, r3  baseline-opposed multi-constraint correction (needs baseline data)
+#   prompt_level, instruction_level   IFEval's names for tcpr / constraint_level
+#   strict, loose     IFEval's official accuracies from the catalog's verifiers in that mode
+METRICS = ("tcpr", "constraint_level", "emcr", "r1", "r2", "r3", "prompt_level", "instruction_level", "strict", "loose")
+DEFAULT_METRICS = ("tcpr", "constraint_level", "emcr", "r1", "r2", "r3")
+EMCR_METRICS = ("emcr", "r1", "r2", "r3")
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,7 @@ class Catalog:
     categories: tuple[Category, ...]
     features: tuple[Feature, ...]
     description: str = ""
+    metrics: tuple[str, ...] = DEFAULT_METRICS
 
     def __post_init__(self):
         object.__setattr__(self, "_by_key", {f.key: f for f in self.features})
@@ -244,12 +255,18 @@ def parse_catalog(data: Any, *, source: str = "<catalog>") -> Catalog:
     empty = [k for k in categories if k not in used]
     if empty:
         fail(f"categories without features: {empty}")
+    metrics = data.get("metrics", list(DEFAULT_METRICS))
+    if not isinstance(metrics, list) or not metrics or any(m not in METRICS for m in metrics):
+        fail(f"field 'metrics' must be a non-empty list of {list(METRICS)}, got {metrics!r}")
+    if set(EMCR_METRICS) & set(metrics) and not set(EMCR_METRICS) <= set(metrics):
+        fail(f"field 'metrics': EMCR and its components come together ({list(EMCR_METRICS)})")
     return Catalog(
         name=str(data["name"]),
         version=str(data["version"]),
         categories=tuple(categories.values()),
         features=tuple(features),
         description=str(data.get("description", "")),
+        metrics=tuple(dict.fromkeys(metrics)),
     )
 
 

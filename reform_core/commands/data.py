@@ -29,14 +29,22 @@ def register(app: typer.Typer) -> None:
 
     @app.command("status")
     def status_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
-        """Counts of questions, instructions, constraints, models, responses, judgments, disagreements, adjudications."""
+        """Counts of questions, instructions, constraints, models, responses, judgments, disagreements,
+        adjudications; the scoring pair and the sample plans."""
         from reform_core.services.data import status
 
         out = status(_engine(db))
         if json_out:
             print_json(out)
-        else:
-            for k, v in out.items():
+            return
+        for k, v in out.items():
+            if k == "pair":
+                typer.echo(f"{k:>14}: {', '.join(v) if v else 'not set (see `pair A B`)'}")
+            elif k == "plans":
+                for plan in v:
+                    typer.echo(f"{'plan':>14}: {plan['name']} ({plan['judge_a']} vs {plan['judge_b']}): "
+                               f"{plan['done']}/{plan['tasks']} tasks done")
+            else:
                 typer.echo(f"{k:>14}: {v}")
 
     @app.command("demo")

@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
         limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most N responses this run."),
         source: Optional[str] = typer.Option(None, "--source", help="replay: the judge whose labels to copy."),
         timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request."),
+        mode: str = typer.Option("strict", "--mode", help="rules: IFEval's strict or loose rules (strict | loose)."),
         as_json: bool = typer.Option(False, "--json",
                                      help="Print {calls, written, errors, labels, abstentions} as JSON."),
     ) -> None:
@@ -44,7 +45,7 @@ def register(app: typer.Typer) -> None:
             out = _run(lambda: svc.run_judge(
                 get_engine(db_url(db)), provider=provider, model=model, name=name, base_url=base_url,
                 concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, progress=progress, source=source,
-                timeout=timeout))
+                timeout=timeout, mode=mode))
         if as_json:
             print_json({k: out[k] for k in ("calls", "written", "errors", "labels", "abstentions")})
         else:

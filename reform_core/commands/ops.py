@@ -36,7 +36,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("doctor")
     def doctor_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
-        """Check schema version, orphan rows, lease state and integrity; exit 1 on a problem."""
+        """Check schema version, orphan rows, lease state and integrity (exit 1 on a problem); warn
+        about baseline coverage and unlabelled instances."""
         from reform_core.services.operations import doctor
         from reform_core.services.uow import get_engine
 
@@ -45,7 +46,7 @@ def register(app: typer.Typer) -> None:
             print_json(report)
         else:
             for c in report["checks"]:
-                typer.echo(f"{'ok ' if c['ok'] else 'BAD'}  {c['check']}: {c['detail']}")
+                typer.echo(f"{'BAD ' if not c['ok'] else 'WARN' if c.get('warn') else 'ok  '}  {c['check']}: {c['detail']}")
         if not report["ok"]:
             raise typer.Exit(1)
 

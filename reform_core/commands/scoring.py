@@ -1,4 +1,4 @@
-"""CLI commands of the scoring area: score, export."""
+"""CLI commands of the scoring area: pair, score, export, score-export."""
 
 from __future__ import annotations
 
@@ -19,14 +19,66 @@ def _pair(judges: Optional[str]):
     return parts[0], parts[1]
 
 
+def _pct(v) -> str:
+    return f"{v:8.2f}" if v is not None else "       —"
+
+
+def score_text(out: dict) -> str:
+    """The ``score`` JSON as a table; a missing number shows — and its reason below the table."""
+    cols = [("TCPR", "tcpr"), ("EMCR", "emcr"), ("R1", "r1"), ("R2", "r2"), ("R3", "r3"), ("constr.", "constraint_level")]
+    ifeval = [m for m in ("strict", "loose") if m in out.get("metrics", [])]
+    head = f"{'model':<24}" + "".join(f"{c:>8}" for c, _ in cols)
+    head += "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval) + "  units      scored/answered"
+    lines = [head]
+    for m, r in out["models"].items():
+        row = f"{m[:23]:<24}" + "".join(_pct(r[k]) for _, k in cols)
+        for mode in ifeval:
+            acc = r.get(mode) or {}
+            row += f"  {_pct(acc.get('prompt_level'))}  {_pct(acc.get('instruction_level'))}"
+        row += f"  {str(r['units']):<11}{r['instructions']['scored']}/{r['instructions']['answered']}"
+        lines.append(row)
+    for m, r in out["models"].items():
+        lines += [f"{m}: {n}" for n in r["notes"]]
+    if out.get("other_pair_decisions"):
+        lines.append(f"{out['other_pair_decisions']} decision(s) belong to plans of other judge pairs and are not used")
+    return "\n".join(lines)
+
+
 def register(app: typer.Typer) -> None:
+    @app.command("pair")
+    def pair_cmd(judge_a: Optional[str] = typer.Argument(None, help="Judge A of the scoring pair."),
+                 judge_b: Optional[str] = typer.Argument(None, help="Judge B of the scoring pair."),
+                 db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
+        """Set the project's scoring pair (used by score, export and every page); without
+        arguments, print it."""
+        from reform_core.services.scoring import ScoringError, project_pair, resolve_pair, set_pair
+        from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal
+
+        eng = get_engine(db_url(db))
+        if (judge_a is None) != (judge_b is None):
+            fail("pair: name two judges (A B), or none to print the current pair")
+        if judge_a is None:
+            pair = project_pair(eng)
+            if json_out:
+                print_json({"pair": list(pair) if pair else None})
+            else:
+                typer.echo(f"pair: {pair[0]} (A), {pair[1]} (B)" if pair else f"no pair set; {resolve_pair(eng).describe()}")
+            return
+        try:
+            pair = set_pair(eng, cli_principal(eng), judge_a, judge_b)
+        except ScoringError as exc:
+            fail(str(exc))
+        print_json({"pair": list(pair)}) if json_out else typer.echo(f"pair: {pair[0]} (A), {pair[1]} (B)")
+
     @app.command("score")
     def score_cmd(db: Optional[str] = DbOption,
                   judge: Optional[str] = typer.Option(None, "--judge", help="Score one judge's raw labels."),
                   calibration: str = typer.Option("stratified", "--calibration", help="stratified | pooled"),
-                  judges: Optional[str] = typer.Option(None, "--judges", help="Judge pair A,B for calibration (default: the first two)."),
+                  judges: Optional[str] = typer.Option(None, "--judges", help="Judge pair A,B for calibration "
+                                                       "(default: the project's pair, see `pair`)."),
                   json_out: bool = typer.Option(False, "--json")):
-        """TCPR, EMCR and R1–R3 per model (percentages)."""
+        """TCPR, EMCR, R1–R3 and the catalog's other scores per model (percentages)."""
         from reform_core.services.scoring import ScoringError, score, score_json
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal
@@ -39,16 +91,17 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json(out)
             return
+        for line in out["notes"]:
+            typer.echo(f"note: {line}")
         typer.echo(f"method: {out['method']}{' (provisional: some strata have no review yet)' if out['provisional'] else ''}")
-        typer.echo(f"{'model':<24}{'TCPR':>8}{'EMCR':>8}{'R1':>8}{'R2':>8}{'R3':>8}  units")
-        for m, r in out["models"].items():
-            f = lambda v: f"{v:8.2f}" if v is not None else "     n/a"  # noqa: E731
-            typer.echo(f"{m:<24}{f(r['tcpr'])}{f(r['emcr'])}{f(r['r1'])}{f(r['r2'])}{f(r['r3'])}  {r['units']}")
+        typer.echo(score_text(out))
 
     @app.command("export")
     def export_cmd(out: Path = typer.Option(..., "--out"), db: Optional[str] = DbOption,
                    calibration: str = typer.Option("stratified", "--calibration", help="stratified | pooled"),
                    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap intervals."),
+                   judges: Optional[str] = typer.Option(None, "--judges", help="Judge pair A,B "
+                                                        "(default: the project's pair, see `pair`)."),
                    json_out: bool = typer.Option(False, "--json")):
         """Write every export file (CSV, Parquet, JSON) and the manifest."""
         from reform_core.services.export import export
@@ -58,7 +111,8 @@ def register(app: typer.Typer) -> None:
 
         eng = get_engine(db_url(db))
         try:
-            manifest = export(eng, out, principal=cli_principal(eng), calibration=calibration, seed=seed)
+            manifest = export(eng, out, principal=cli_principal(eng), calibration=calibration, seed=seed,
+                              judges=_pair(judges))
         except ScoringError as exc:
             fail(str(exc))
         files = sorted(manifest["files"]) + ["manifest.json"]

@@ -1,23 +1,35 @@
-"""Rule judge: deterministic verifiers instead of an LLM (SPEC §4, verifiers registry).
+"""Rule judge: deterministic verifiers instead of an LLM (SPEC §4, §8; verifiers registry).
 
-For a constraint on feature ``f`` the verifier ``feature:<f>`` decides whether ``f`` is
-present in the response. ``forbid`` passes iff the feature is absent. ``require`` passes
-iff it is present — except that a present feature whose constraint carries concrete
-parameters (counts, names, positions) cannot be decided by presence alone, so the rule
-judge abstains there. Constraints with no registered verifier, or whose verifier raises,
-are also abstentions (``status="abstain"``, ``label=None``), never guesses.
+For a constraint on feature ``f`` of the project's catalog:
 
-For presence items (baseline annotation) the verdict's label is the presence itself.
+1. If the catalog names a **constraint verifier** for ``f`` (its ``verifier`` field, e.g.
+   ``ifeval:punctuation:no_comma``), that verifier checks the instantiated constraint with
+   the constraint's parameters and decides pass/fail directly; verifiers that know IFEval's
+   ``strict`` / ``loose`` rules run in the judge's mode.
+2. Otherwise the **presence detector** ``feature:<f>`` decides whether ``f`` is present in
+   the response: ``forbid`` passes iff the feature is absent; ``require`` passes iff it is
+   present — except that a present feature whose constraint carries concrete parameters
+   (counts, names, positions) cannot be decided by presence alone, so the rule judge
+   abstains there.
+
+Constraints with no verifier at all, or whose verifier raises, are abstentions
+(``status="abstain"``, ``label=None``), never guesses. For presence items (baseline
+annotation) the verdict's label is the presence itself.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Callable, Optional
 
 from reform_core.judges.base import TASK_PRESENCE, ConstraintSpec, JudgeItem, JudgeResult, Verdict
 from reform_core.verifiers import base as verifiers
 
-RULES_VERSION = "rules-v1"
+RULES_VERSION = "rules-v2"
+MODES = ("strict", "loose")
+DEFAULT_MODEL = "verifiers"
 
 
 def feature_verifier(feature: str) -> Optional[Callable]:
@@ -28,8 +40,46 @@ def feature_verifier(feature: str) -> Optional[Callable]:
         return None
 
 
-def decide(text: str, c: ConstraintSpec, *, task: str) -> Verdict:
-    """The rule verdict on one constraint (or presence question)."""
+def catalog_verifiers(catalogs: Iterable[str]) -> dict[str, str]:
+    """``{feature key: verifier id}`` of every feature of ``catalogs`` that names a registered
+    constraint verifier. A catalog that cannot be loaded by name (a custom file that is not
+    at hand) contributes none: its features fall back to the presence detectors."""
+    from reform_core.catalog import load_catalog
+
+    out: dict[str, str] = {}
+    for name in catalogs:
+        try:
+            cat = load_catalog(name)
+        except ValueError:
+            continue
+        out.update({f.key: f.verifier for f in cat.features if f.verifier and f.verifier in verifiers.registered_ids()})
+    return out
+
+
+@lru_cache(maxsize=None)
+def _takes_mode(fn: Callable) -> bool:
+    try:
+        return "mode" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _constraint_verdict(vid: str, text: str, c: ConstraintSpec, mode: str) -> Verdict:
+    fn = verifiers.get(vid)
+    try:
+        result = fn(text, mode=mode, **c.params) if _takes_mode(fn) else fn(text, **c.params)
+    except Exception as exc:  # noqa: BLE001 - a verifier bug or bad parameters must not become a label
+        return Verdict(c.id, None, f"verifier {vid} failed: {type(exc).__name__}: {exc}", "abstain")
+    evidence = result.evidence or ("followed" if result.passed else "not followed")
+    return Verdict(c.id, int(bool(result.passed)), f"{evidence} [{vid}, {mode}]" if _takes_mode(fn) else evidence)
+
+
+def decide(text: str, c: ConstraintSpec, *, task: str, mode: str = "strict",
+           constraint_verifiers: Optional[Mapping[str, str]] = None) -> Verdict:
+    """The rule verdict on one constraint (or presence question); see the module docstring."""
+    vid = (constraint_verifiers or {}).get(c.feature)
+    if vid is not None and task != TASK_PRESENCE:
+        return _constraint_verdict(vid, text, c, mode)
     fn = feature_verifier(c.feature)
     if fn is None:
         return Verdict(c.id, None, f"no rule verifier for feature {c.feature!r}", "abstain")
@@ -50,12 +100,28 @@ def decide(text: str, c: ConstraintSpec, *, task: str) -> Verdict:
     return Verdict(c.id, int(present), evidence)
 
 
-class RuleJudge:
-    provider = "rules"
-    prompt_version = RULES_VERSION
+def rules_model(mode: str = "strict", model: str = "") -> str:
+    """The judge model name of a rules judge in ``mode`` (the default judge name): loose
+    judges carry ``-loose`` so one judge never mixes strict and loose verdicts."""
+    base = model or DEFAULT_MODEL
+    return base if mode == "strict" or base.endswith("-loose") else f"{base}-loose"
 
-    def __init__(self, model: str = "verifiers"):
-        self.model = model
+
+class RuleJudge:
+    """The rules judge. ``mode``: IFEval's strict or loose rules (verifiers without modes
+    ignore it); ``catalogs``: the project's catalogs, whose constraint verifiers it runs."""
+
+    provider = "rules"
+
+    def __init__(self, model: str = "", *, mode: str = "strict", catalogs: Iterable[str] = ()):
+        if mode not in MODES:
+            raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
+        self.mode = mode
+        self.model = rules_model(mode, model)
+        self.prompt_version = f"{RULES_VERSION}-{mode}"
+        self.constraint_verifiers = catalog_verifiers(catalogs)
 
     async def judge(self, item: JudgeItem) -> JudgeResult:
-        return JudgeResult(item, [decide(item.response, c, task=item.task) for c in item.constraints])
+        return JudgeResult(item, [decide(item.response, c, task=item.task, mode=self.mode,
+                                         constraint_verifiers=self.constraint_verifiers)
+                                  for c in item.constraints])

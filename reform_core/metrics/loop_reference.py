@@ -35,7 +35,8 @@ def loop_table2(instances: pd.DataFrame, *, p: str = "p", condition: str | None 
         for _, qdf in mdf.groupby("question", sort=True):
             occ = defaultdict(list)  # target -> [(variant, p), ...]
             for r in qdf.itertuples(index=False):
-                if bool(getattr(r, "baseline_opposed")):
+                opposed = getattr(r, "baseline_opposed")
+                if opposed is not None and not pd.isna(opposed) and bool(opposed):  # unknown: not a target
                     occ[(r.feature, r.mode)].append((r.instruction, float(getattr(r, p))))
             targets = sorted(occ)
             for k in (1, 2, 3):

@@ -49,6 +49,7 @@ def mark_baseline_opposed(
     instances: pd.DataFrame,
     baseline: pd.DataFrame,
     *,
+    annotated: pd.DataFrame | None = None,
     model: str = "model",
     question: str = "question",
     feature: str = "feature",
@@ -61,17 +62,25 @@ def mark_baseline_opposed(
     target (feature, mode) is opposed iff it forbids a feature in ``P[m,q]`` or requires
     one outside it.
 
+    Missing data is not "feature absent" (SPEC §4.2): when ``annotated`` is given, rows
+    whose (model, question) is not in it get ``<NA>`` (opposition unknown) and are left
+    out of EMCR by :func:`build_index`.
+
     Parameters
     ----------
     instances : DataFrame
         INSTANCES frame with ``model, question, feature, mode``.
     baseline : DataFrame
         BASELINE frame, one row per (model, question, feature) present.
+    annotated : DataFrame, optional
+        ``model, question`` pairs that have a baseline annotation (default: every pair is
+        taken as annotated, the paper's setting).
 
     Returns
     -------
     DataFrame
-        A copy of ``instances`` with the boolean column ``out``.
+        A copy of ``instances`` with the column ``out`` (pandas ``boolean``, ``<NA>`` where
+        unknown).
     """
     _require(instances, [model, question, feature, mode], "instances")
     _require(baseline, [model, question, feature], "baseline")
@@ -82,8 +91,54 @@ def mark_baseline_opposed(
     keys = pd.MultiIndex.from_frame(instances[[model, question, feature]].astype(str))
     present = keys.isin(present_keys)
     result = instances.copy()
-    result[out] = np.where(instances[mode].to_numpy() == "forbid", present, ~present)
+    opposed = pd.array(np.where(instances[mode].to_numpy() == "forbid", present, ~present), dtype="boolean")
+    if annotated is not None:
+        _require(annotated, [model, question], "annotated")
+        known = pd.MultiIndex.from_frame(instances[[model, question]].astype(str)).isin(
+            pd.MultiIndex.from_frame(annotated[[model, question]].astype(str)))
+        opposed[~known] = pd.NA
+    result[out] = opposed
     return result
+
+
+def opposition(values) -> tuple[np.ndarray, np.ndarray]:
+    """``(known, opposed)`` boolean arrays of a three-state ``baseline_opposed`` column.
+
+    True / False / 1 / 0 are known; ``<NA>`` / NaN / None mean unknown (no baseline
+    annotation). ValueError on any other value.
+    """
+    s = pd.Series(values, copy=False)
+    if s.dtype == bool:
+        return np.ones(len(s), dtype=bool), s.to_numpy()
+    if isinstance(s.dtype, pd.BooleanDtype):
+        return s.notna().to_numpy(), s.fillna(False).to_numpy(dtype=bool)
+    known = s.notna().to_numpy()
+    vals = s[known].to_numpy(dtype=object)
+    if not np.isin(vals, (True, False, 0, 1)).all():
+        raise ValueError("column 'baseline_opposed' must be boolean (True / False, or empty when unknown)")
+    opposed = np.zeros(len(s), dtype=bool)
+    opposed[known] = vals.astype(bool)
+    return known, opposed
+
+
+def unknown_baseline_targets(instances: pd.DataFrame, *, condition: str | None = CONDITION_MAIN,
+                             model: str = "model", question: str = "question", feature: str = "feature",
+                             mode: str = "mode", opposed: str = "baseline_opposed",
+                             condition_col: str = "condition") -> pd.Series:
+    """Per model, the targets (question, feature, mode) whose baseline opposition is unknown
+    (no baseline annotation): they are left out of EMCR and counted here (SPEC §4.2).
+
+    Returns
+    -------
+    Series
+        Count per model (every model of the scored rows, 0 where none).
+    """
+    _require(instances, [model, question, feature, mode, opposed], "instances")
+    df = instances if condition is None else instances[instances[condition_col] == condition]
+    known, _ = opposition(df[opposed])
+    models = pd.Index(sorted(df[model].astype(str).unique()), name=model)
+    unknown = df.loc[~known, [model, question, feature, mode]].astype(str).drop_duplicates()
+    return unknown.groupby(model).size().reindex(models, fill_value=0).astype(int).rename("no_baseline_targets")
 
 
 @dataclass(frozen=True)
@@ -253,7 +308,8 @@ def build_index(
     """Determine instructions and eligible units once (seed 000 eq. 2; SPEC §3).
 
     Target t = (feature, mode) of question q; V(q,t) = variants (instructions) of q that
-    contain t; T_q = baseline-opposed targets of q for the model. Eligible units at K are
+    contain t; T_q = baseline-opposed targets of q for the model (targets whose opposition
+    is unknown, ``<NA>``, are not in T_q: see :func:`unknown_baseline_targets`). Eligible units at K are
     sets S ⊆ T_q, |S| = K, with ``∩ V(q,t) ≠ ∅`` and ``|∪ V(q,t)| ≥ 2``. Given a
     non-empty intersection, the union has ≥ 2 variants iff some member recurs.
 
@@ -279,13 +335,10 @@ def build_index(
     else:
         row_pos = np.arange(len(instances))
     df = instances[need].iloc[row_pos]
-    if df.isna().any().any():
-        col = df.columns[df.isna().any()][0]
-        raise ValueError(f"column {col!r} has missing values in the scored rows")
-    opp = df[opposed].to_numpy()
-    if not np.isin(opp, (True, False, 0, 1)).all():
-        raise ValueError(f"column {opposed!r} must be boolean")
-    opp = opp.astype(bool)
+    nan = df.drop(columns=[opposed]).isna().any()
+    if nan.any():
+        raise ValueError(f"column {nan.index[nan][0]!r} has missing values in the scored rows")
+    _, opp = opposition(df[opposed])  # unknown opposition (no baseline annotation): not a target
 
     m_c, models = _codes(df[model])
     q_c, questions = _codes(df[question])

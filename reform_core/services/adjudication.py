@@ -203,8 +203,19 @@ def list_plans(engine: Engine, principal: Principal) -> pd.DataFrame:
 
 
 def judges(engine: Engine) -> list[str]:
-    with engine.connect() as conn:
-        return repo.judge_names(conn)
+    """Judges with labels, in creation order (the CLI's order; a judge with only error rows
+    cannot be planned on)."""
+    from reform_core.services.scoring import scoreable_judges
+
+    return scoreable_judges(engine)
+
+
+def default_pair(engine: Engine) -> Optional[tuple[str, str]]:
+    """The project's scoring pair, or the only two judges with labels (the plan a lead most
+    likely wants), else None."""
+    from reform_core.services.scoring import resolve_pair
+
+    return resolve_pair(engine).pair
 
 
 def write_tasks(engine: Engine, principal: Principal, out, plan: Optional[str] = None) -> int:
@@ -662,7 +673,9 @@ class LiveScores:
         self._with_a = np.bincount(codes[rev], (self._adj[rev] == self._g[rev]).astype(float), minlength=len(names))
         self._model_strata = {mdl: np.flatnonzero(self._s_model == mdl) for mdl in np.unique(self._s_model)}
 
-        scored = ~np.isnan(self.p)
+        # an instruction with a constraint nobody labelled is left out whole (as in scoring.score)
+        missing = pd.Series(np.isnan(self.p)).groupby([instances["model"].to_numpy(), instances["instruction"].to_numpy()])
+        scored = ~missing.transform("any").to_numpy()
         if condition is not None:
             scored &= instances["condition"].to_numpy() == condition
         self._index = {}

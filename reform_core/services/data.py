@@ -35,9 +35,19 @@ def init_project(engine: Engine, *, catalog: str = "reformbench") -> dict:
 
 
 def status(engine: Engine) -> dict:
-    """Counts of SPEC §8 ``status``."""
+    """SPEC §8 ``status``: the counts, the scoring ``pair`` (or None) and every sample plan
+    with its judges and progress (``plans``: ``name, judge_a, judge_b, tasks, done``)."""
+    from db.repo import adjudication as adj_repo
+    from reform_core.services.scoring import project_pair
+
     with engine.connect() as conn:
-        return repo.status_counts(conn)
+        out = repo.status_counts(conn)
+        plans = adj_repo.plans(conn)
+    pair = project_pair(engine)
+    out["pair"] = list(pair) if pair else None
+    out["plans"] = [{"name": str(r.name), "judge_a": str(r.judge_a), "judge_b": str(r.judge_b),
+                     "tasks": int(r.tasks), "done": int(r.done)} for r in plans.itertuples(index=False)]
+    return out
 
 
 def project_meta(engine: Engine) -> dict[str, str]:
@@ -50,16 +60,22 @@ def load_demo(engine: Engine, *, progress: Progress = None) -> dict:
     from reform_core.demo import bundle_dir
     from reform_core.services.study_demo import load_demo_studies
 
+    from reform_core.services.scoring import PAIR_META
+
     import_bundle(engine, bundle_dir(), progress=progress)
     _demo_queue(engine)
     load_demo_studies(engine)
     with engine.begin() as conn:
-        repo.set_meta(conn, {DEMO_FLAG: "1"})
+        meta = {DEMO_FLAG: "1"}
+        if PAIR_META not in repo.get_meta(conn):  # the demo lead's choice; `pair A B` changes it
+            meta[PAIR_META] = json.dumps(list(DEMO_PAIR))
+        repo.set_meta(conn, meta)
         c = repo.status_counts(conn)
     return {k: c[k] for k in ("questions", "instructions", "responses", "judgments")}
 
 
 DEMO_PLAN = "demo queue"
+DEMO_PAIR = ("gpt-judge", "gemini-judge")
 
 
 def _demo_queue(engine: Engine) -> None:
@@ -70,7 +86,7 @@ def _demo_queue(engine: Engine) -> None:
 
     lead = local_principal(engine)
     if DEMO_PLAN not in set(adjudication.list_plans(engine, lead)["name"]):
-        adjudication.create_plan(engine, lead, judge_a="gpt-judge", judge_b="gemini-judge", seed=0, name=DEMO_PLAN)
+        adjudication.create_plan(engine, lead, judge_a=DEMO_PAIR[0], judge_b=DEMO_PAIR[1], seed=0, name=DEMO_PLAN)
 
 
 def ensure_demo(engine: Engine) -> bool:
@@ -163,7 +179,27 @@ def _json_objects(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
     return out
 
 
-def _ifeval_problems(d: dict, modes: dict[str, str]) -> list[tuple[str, str]]:
+def _kwargs_problems(feature, kw: dict) -> list[str]:
+    """Problems of one instruction's kwargs against its catalog params (names, required, types)."""
+    from reform_core.catalog.loader import PARAM_TYPES
+    from reform_core.verifiers import ifeval as ifeval_verifiers
+
+    given = {k: v for k, v in kw.items() if v is not None}
+    try:
+        ifeval_verifiers.clean_kwargs(feature.key, given)
+    except ValueError as exc:
+        return [str(exc)]
+    out = []
+    for p in feature.params:
+        v = given.get(p.name)
+        if v is not None and (not isinstance(v, PARAM_TYPES[p.type]) or isinstance(v, bool)):
+            out.append(f"{feature.key}: {p.name} must be of type {p.type}, got {type(v).__name__}")
+        elif p.choices and v is not None and v not in p.choices:
+            out.append(f"{feature.key}: {p.name} must be one of {list(p.choices)}, got {v!r}")
+    return out
+
+
+def _ifeval_problems(d: dict, cat) -> list[tuple[str, str]]:
     """``(field, message)`` for each problem of one IFEval input record."""
     missing = [(f, "field required") for f in ("key", "prompt", "instruction_id_list", "kwargs") if f not in d]
     if missing:
@@ -180,7 +216,9 @@ def _ifeval_problems(d: dict, modes: dict[str, str]) -> list[tuple[str, str]]:
         return out + [("kwargs", "must be a list of objects")]
     if len(kwargs) != len(ids):
         out.append(("kwargs", f"{len(kwargs)} entries for {len(ids)} instruction ids"))
-    out += [("instruction_id_list", f"unknown IFEval instruction id {i!r}") for i in ids if i not in modes]
+    out += [("instruction_id_list", f"unknown IFEval instruction id {i!r}") for i in ids if i not in cat]
+    if not out:
+        out += [("kwargs", msg) for i, kw in zip(ids, kwargs) for msg in _kwargs_problems(cat[i], kw)]
     return out
 
 
@@ -194,7 +232,9 @@ def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str
     """Import IFEval-format data: prompts with instruction ids/kwargs and per-model responses.
 
     Each prompt becomes a question and one main instruction whose constraints are its
-    instruction ids (catalog ``ifeval``). Responses join on exact prompt text; prompts
+    instruction ids (catalog ``ifeval``), each with its text and acceptance criteria rendered
+    from the catalog template with the prompt's kwargs (judges and annotators read "Answer
+    with at least 300 words.", never a bare id). Responses join on exact prompt text; prompts
     without a response are reported by key in ``missing_responses`` and response lines
     whose prompt matches no input prompt in ``unmatched_responses`` (neither is an error).
     Problems are reported against the given files, ``file:line: field: message``.
@@ -202,13 +242,12 @@ def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str
     from reform_core.catalog import load_catalog
 
     cat = load_catalog("ifeval")
-    modes = {f.key: f.modes[0] for f in cat.features}
     errors: list[str] = []
     input_path = Path(input_path)
     src = input_path.name
     prompts = []
     for lineno, d in _json_objects(input_path, errors):
-        problems = _ifeval_problems(d, modes)
+        problems = _ifeval_problems(d, cat)
         errors += [one_line(f"{src}:{lineno}: {fld}: {msg}") for fld, msg in problems]
         if not problems:
             prompts.append((lineno, d))
@@ -245,8 +284,11 @@ def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str
     for n, d in prompts:
         for pos, (iid, kw) in enumerate(zip(d["instruction_id_list"], d["kwargs"]), start=1):
             kw = {k: v for k, v in kw.items() if v is not None}
-            cons.append({"instruction": f"ifeval-{d['key']}", "position": pos, "feature": iid, "mode": modes[iid],
-                         "text": iid, "params": kw, "_line": n, "_file": src})
+            feat = cat[iid]
+            mode = feat.modes[0]
+            cons.append({"instruction": f"ifeval-{d['key']}", "position": pos, "feature": iid, "mode": mode,
+                         "text": feat.render(mode, **kw), "acceptance": feat.render_acceptance(mode, **kw),
+                         "params": kw, "_line": n, "_file": src})
     frames = {"questions": questions, "instructions": instructions, "constraints": pd.DataFrame(cons),
               "responses": pd.DataFrame(resp_rows)}
     bundle = frames_bundle(frames, source=str(input_path), catalog="ifeval")

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 from db.repo import explore as repo
 from reform_core.metrics.composition import composition_table, prompting_comparison
-from reform_core.metrics.reform import build_index
+from reform_core.metrics.reform import build_index, opposition
 from reform_core.services import scoring
 from reform_core.services.auth import Principal, require, require_any
 
@@ -28,10 +28,11 @@ _CATEGORICAL = ["model", "question", "instruction", "condition", "task_type", "d
                 "source"]
 
 
-def data_version(engine: Engine) -> tuple[int, ...]:
-    """A cheap stamp of the scored tables (row counts and max ids), for cache keys."""
+def data_version(engine: Engine) -> tuple:
+    """A cheap stamp of the scored state for cache keys: row counts and max ids of the scored
+    tables, and the project's scoring pair."""
     with engine.connect() as conn:
-        return repo.data_version(conn)
+        return (*repo.data_version(conn), str(scoring.project_pair(engine)))
 
 
 # ----------------------------------------------------------------------------- scores
@@ -48,8 +49,15 @@ def scores(engine: Engine, principal: Optional[Principal], *, calibration: str =
 
 
 def judges(engine: Engine, principal: Optional[Principal]) -> list[str]:
+    """Judges with labels, in creation order (a judge with only error rows has no scores)."""
     require_any(principal, ("view_scores", "explore"))
-    return scoring.judge_names(engine)
+    return scoring.scoreable_judges(engine)
+
+
+def pair(engine: Engine, principal: Optional[Principal]) -> scoring.PairChoice:
+    """The scoring pair the calibrated scores use, and how it was chosen."""
+    require_any(principal, ("view_scores", "explore"))
+    return scoring.resolve_pair(engine)
 
 
 def score_intervals(principal: Optional[Principal], result: scoring.ScoreResult, *, n_boot: int = 2000,
@@ -124,13 +132,13 @@ class Filters:
     feature: str = ""
     category: str = ""
     mode: str = ""
-    opposed: str = ""  # "" | "opposed" | "aligned"
+    opposed: str = ""  # "" | "opposed" | "aligned" | "unknown" (no baseline annotation)
     agree: str = ""  # "" | "agree" | "disagree"
     adjudicated: str = ""  # "" | "yes" | "no"
     p_min: float = 0.0
     p_max: float = 1.0
 
-    CHOICES = {"opposed": ("", "opposed", "aligned"), "agree": ("", "agree", "disagree"),
+    CHOICES = {"opposed": ("", "opposed", "aligned", "unknown"), "agree": ("", "agree", "disagree"),
                "adjudicated": ("", "yes", "no"), "mode": ("", "require", "forbid")}
 
     def __post_init__(self):
@@ -196,7 +204,8 @@ def filter_instances(principal: Optional[Principal], frame: pd.DataFrame, filter
         if value:
             mask &= (frame[col] == value).to_numpy()
     if filters.opposed:
-        mask &= frame["baseline_opposed"].to_numpy(dtype=bool) == (filters.opposed == "opposed")
+        known, opposed = opposition(frame["baseline_opposed"])
+        mask &= ~known if filters.opposed == "unknown" else known & (opposed == (filters.opposed == "opposed"))
     if filters.agree:
         mask &= frame["agree"].to_numpy(dtype=float) == (1.0 if filters.agree == "agree" else 0.0)
     if filters.adjudicated:

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 import reform_core
 from reform_core.services.auth import Principal, require
-from reform_core.services.scoring import ScoreResult, intervals, score
+from reform_core.services.scoring import ScoreResult, intervals, json_number, score, score_json
 from reform_core.services.study_export import export_studies_only, has_scores, has_studies, write_study_tables
 
 INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "task_type", "position", "feature",
@@ -99,14 +99,18 @@ def _records(engine: Engine) -> dict[str, pd.DataFrame]:
 
 
 def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibration: str = "stratified",
-           n_boot: int = 2000, seed: int = 0) -> dict:
-    """Write every export file and the manifest into ``out_dir``; return the manifest."""
+           n_boot: int = 2000, seed: int = 0, judges: tuple[str, str] | None = None) -> dict:
+    """Write every export file and the manifest into ``out_dir``; return the manifest.
+
+    Scores come from the project's scoring pair (``judges`` overrides it); the manifest
+    records the pair, the applicable metrics and, per model, what was left out and why."""
     require(principal, "export")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if not has_scores(engine) and has_studies(engine):  # a project of MOSAIC / WISE studies only
         return export_studies_only(engine, out, principal=principal, n_boot=n_boot, seed=seed)
-    result = score(engine, principal, calibration=calibration)
+    result = score(engine, principal, calibration=calibration, judges=judges)
+    scored = score_json(result)
     files: list[str] = []
     inst = instances_frame(result)
     inst.to_csv(out / "instances.csv", index=False)
@@ -130,16 +134,22 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     studies = write_study_tables(engine, principal, out, files, write=_write_table, n_boot=n_boot, seed=seed)
     plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
               "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
-    judges = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
-              for r in rec["judges"].to_dict("records")]
+    judge_rows = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
+                  for r in rec["judges"].to_dict("records")]
     manifest = {
         "app": "ReForm",
         "app_version": reform_core.__version__,
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dataset_sha256": dataset_hash(engine),
+        "judges": judge_rows,
+        "judge_pair": list(result.pair) if result.pair else [],
+        "judge_pair_source": result.pair_source,
         "catalogs": rec["catalogs"].to_dict("records"),
-        "judges": judges,
-        "judge_pair": [result.frames.judge_a, result.frames.judge_b] if result.frames else [],
+        "metrics": result.metrics,
+        "models": {m: {"instructions": r["instructions"], "excluded": r["excluded"], "notes": r["notes"]}
+                   for m, r in scored["models"].items()},
+        "notes": scored["notes"],
+        "other_pair_decisions": result.other_pair_decisions,
         "sample_plans": plans,
         "calibration": {"rule": result.method, "provisional": result.provisional,
                         "description": {
@@ -166,9 +176,8 @@ def recompute(export_dir: str | Path) -> dict:
     inst = pd.read_csv(path, dtype={"model": str, "question": str, "instruction": str, "task_type": str})
     inst = inst[inst["condition"] == "main"].copy()
     inst["iid"] = range(len(inst))
-    inst["baseline_opposed"] = inst["baseline_opposed"].astype(bool)
+    inst["baseline_opposed"] = inst["baseline_opposed"].astype("boolean")  # empty cell = unknown, never True
     t2 = table2(inst)
-    return {"models": {str(r["model"]): {"tcpr": round(float(r["tcpr"]), 6), "emcr": round(float(r["emcr"]), 6),
-                                         "r1": round(float(r["r1"]), 6), "r2": round(float(r["r2"]), 6),
-                                         "r3": round(float(r["r3"]), 6), "units": [int(r["n1"]), int(r["n2"]), int(r["n3"])]}
+    return {"models": {str(r["model"]): {**{k: json_number(r[k]) for k in ("tcpr", "emcr", "r1", "r2", "r3")},
+                                         "units": [int(r["n1"]), int(r["n2"]), int(r["n3"])]}
                        for _, r in t2.iterrows()}}

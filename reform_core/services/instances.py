@@ -9,7 +9,9 @@ instances) under 1.5 s.
 
 * ``iid`` = ``response_id · 2³² + constraint_id`` (stable, see :func:`instance_id`).
 * ``baseline_opposed`` (SPEC §1): a constraint is opposed iff it forbids a feature present
-  in the model's baseline response to the question, or requires one absent from it.
+  in the model's baseline response to the question, or requires one absent from it;
+  ``<NA>`` (pandas ``boolean``) where the (model, question) has no baseline annotation —
+  unknown is never "absent" (SPEC §4.2; see :func:`_in_baseline`).
 * Label columns are ``label_<judge name>`` (:func:`label_column`); the frame's
   ``attrs["judge_a"]`` / ``attrs["judge_b"]`` hold the two column names.
 * A judge with several judgments of the same pair (prompt versions) counts with its newest.
@@ -59,18 +61,39 @@ def _judge_ids(conn, names) -> list[int]:
 
 
 def _in_baseline(model_id: np.ndarray, question_id: np.ndarray, feature_code: np.ndarray, features: pd.Index,
-                 base: pd.DataFrame) -> np.ndarray:
-    """Whether each (model, question, feature) is present in the model's baseline response.
+                 base: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``(present, known)`` of each (model, question, feature) in the model's baseline response.
 
-    ``feature_code`` indexes ``features``; baseline features outside ``features`` never match.
+    ``feature_code`` indexes ``features``; baseline rows outside ``features`` never match.
+    ``base`` holds every baseline annotation row (``model_id, question_id, feature,
+    present``). Known: the (model, question) has a baseline annotation and either lists
+    only present features (the bundle's positive list: absent means absent) or has a row
+    for this feature (an explicit present/absent annotation, e.g. ``annotate-baseline``,
+    where a feature it did not decide stays unknown).
     """
     n_f = len(features) + 1
     n_q = int(max(question_id.max(initial=0), base["question_id"].max() if len(base) else 0)) + 1
+    b_mq = base["model_id"].to_numpy(np.int64) * n_q + base["question_id"].to_numpy(np.int64)
+    b_present = base["present"].to_numpy(dtype=bool) if len(base) else np.zeros(0, dtype=bool)
     bcode = features.get_indexer(base["feature"].to_numpy(dtype=object))
     keep = bcode >= 0
-    bkey = (base["model_id"].to_numpy(np.int64)[keep] * n_q + base["question_id"].to_numpy(np.int64)[keep]) * n_f + bcode[keep]
-    key = (model_id * n_q + question_id) * n_f + feature_code
-    return np.isin(key, bkey)
+    bkey = b_mq[keep] * n_f + bcode[keep]
+    mq = model_id * n_q + question_id
+    key = mq * n_f + feature_code
+    present = np.isin(key, bkey[b_present[keep]])
+    explicit = np.isin(mq, b_mq[~b_present])
+    known = np.isin(mq, b_mq) & (~explicit | np.isin(key, bkey))
+    return present, known
+
+
+def _all_pairs(keys: dict[str, pd.DataFrame]) -> np.ndarray:
+    """Instance ids of every constrained response × every constraint of its instruction."""
+    resp = keys["responses"]
+    resp = resp[resp["instruction_id"].notna()]
+    pairs = pd.DataFrame({"r": resp["id"].to_numpy(np.int64), "i": resp["instruction_id"].to_numpy(np.int64)}).merge(
+        pd.DataFrame({"c": keys["constraints"]["id"].to_numpy(np.int64),
+                      "i": keys["constraints"]["instruction_id"].to_numpy(np.int64)}), on="i")
+    return instance_id(pairs["r"].to_numpy(), pairs["c"].to_numpy())
 
 
 def _lookup(keys: pd.DataFrame, ids: np.ndarray, what: str) -> np.ndarray:
@@ -122,8 +145,9 @@ def load_judged(engine: Engine, judges) -> pd.DataFrame:
     -------
     DataFrame
         :data:`INSTANCE_COLUMNS`, one label column per judge, ``response_id`` and
-        ``constraint_id``; one row per (response, constraint) judged by at least one of the
-        judges, sorted by ``iid``.
+        ``constraint_id``; one row per (constrained response, constraint of its instruction)
+        — judged or not: a pair no judge labelled has NaN labels, so scoring can leave its
+        instruction out and count it instead of never seeing it — sorted by ``iid``.
     """
     judges = list(dict.fromkeys(judges))
     if not judges:
@@ -131,7 +155,7 @@ def load_judged(engine: Engine, judges) -> pd.DataFrame:
     with engine.connect() as conn:
         labels = [_newest_labels(repo.judgment_labels(conn, judge_id=j)) for j in _judge_ids(conn, judges)]
         keys = repo.instance_keys(conn)
-    iid = np.unique(np.concatenate([ids for ids, _ in labels])).astype(np.int64)
+    iid = np.unique(np.concatenate([ids for ids, _ in labels] + [_all_pairs(keys)])).astype(np.int64)
     lab = []
     for ids, values in labels:
         x = np.full(len(iid), np.nan)
@@ -154,7 +178,9 @@ def load_judged(engine: Engine, judges) -> pd.DataFrame:
     qpos = _lookup(qs, question_id, "question")
     mpos = _lookup(keys["models"], model_id, "model")
     fcode, features = pd.factorize(con["feature"].to_numpy(dtype=object))
-    present = _in_baseline(model_id, question_id, fcode[cpos], pd.Index(features), keys["baseline"])
+    present, known = _in_baseline(model_id, question_id, fcode[cpos], pd.Index(features), keys["baseline"])
+    opposed = pd.array(np.where(mode == "forbid", present, ~present), dtype="boolean")
+    opposed[~known] = pd.NA
     out = pd.DataFrame({
         "iid": iid,
         "model": _strings(keys["models"], "name", mpos),
@@ -168,7 +194,7 @@ def load_judged(engine: Engine, judges) -> pd.DataFrame:
         "feature": _strings(con, "feature", cpos),
         "category": _strings(con, "category", cpos),
         "mode": _strings(con, "mode", cpos),
-        "baseline_opposed": np.where(mode == "forbid", present, ~present),
+        "baseline_opposed": opposed,
         **{label_column(name): x for name, x in zip(judges, lab)},
         "response_id": response_id,
         "constraint_id": constraint_id,

@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from db.repo import data as data_repo
 from db.repo import judging as repo
 from reform_core.config import get_settings, redact, secret_values
 from reform_core.judges import LLM_PROVIDERS, PROVIDERS, make_llm_judge
@@ -169,6 +170,7 @@ def run_judge(
     timeout: float = 120.0,
     retry: Optional[RetryPolicy] = None,
     commit_every: int = 32,
+    mode: str = "strict",
 ) -> dict:
     """Judge every pending (response, constraint) pair; return
     ``{"calls", "written", "errors", "labels", "abstentions", ...}`` (calls = responses
@@ -176,13 +178,16 @@ def run_judge(
     abstention or an error; plus requests, tokens, cost_usd, cancelled, ``all_failed`` and
     ``first_error``; see :func:`_summary`).
 
-    provider: ``openai`` | ``gemini`` (needs ``model`` and a key) | ``rules`` (feature
-    verifiers) | ``replay`` (copies the labels of judge ``source``). ``limit`` caps the
+    provider: ``openai`` | ``gemini`` (needs ``model`` and a key) | ``rules`` (every
+    verifier of the project's catalog, in ``mode`` strict or loose; see
+    :mod:`reform_core.judges.rule_judge`) | ``replay`` (copies the labels of judge ``source``). ``limit`` caps the
     number of responses judged in this run. ``cancel``: an object with ``is_set()``.
     """
     _check(provider, concurrency, limit)
     if provider in LLM_PROVIDERS and not model:
         raise ValueError(f"model: required for provider {provider!r}")
+    if provider != "rules" and mode != "strict":
+        raise ValueError(f"mode: only the rules judge has strict / loose modes (provider {provider!r})")
     if provider == "replay" and not source:
         raise ValueError("source: the judge whose labels to replay is required for provider 'replay'")
     key = ""
@@ -190,13 +195,16 @@ def run_judge(
         judge, key = _make_llm(provider, model=model, base_url=base_url, rpm=rpm, tpm=tpm, timeout=timeout,
                                retry=retry, api_key=api_key)
     elif provider == "rules":
-        judge = RuleJudge(model or "verifiers")
+        with engine.connect() as conn:
+            catalogs = data_repo.project_catalogs(conn)
+        judge = RuleJudge(model, mode=mode, catalogs=catalogs)
     else:
         with unit_of_work(engine) as s:
             judge = ReplayJudge(repo.judgment_labels(s, judge_name=source), source=source)
     name = name or (judge.model if provider != "replay" else f"replay:{source}")
     secrets = _secrets(key)
-    config = {"base_url": redact(base_url or "", secrets), "concurrency": concurrency, "rpm": rpm, "tpm": tpm}
+    config = {"base_url": redact(base_url or "", secrets), "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
+              **({"mode": judge.mode} if provider == "rules" else {})}
     with unit_of_work(engine) as s:
         judge_id = repo.ensure_judge(s, name=name, provider=provider, model=judge.model,
                                      prompt_version=judge.prompt_version, config=config)

@@ -122,8 +122,45 @@ _ORPHAN_CHECKS = {
 }
 
 
+def _data_checks(engine: Engine, conn) -> list[dict]:
+    """Missing data the scores leave out (SPEC §4.2): baseline coverage and instances no judge
+    of the scoring pair labelled. Warnings (``warn``), not faults: the database is sound, but
+    the scores say what they leave out."""
+    from db.repo import data as data_repo
+    from db.repo import scoring as score_repo
+    from reform_core.catalog import load_catalog
+    from reform_core.services.scoring import project_pair
+
+    out = []
+    catalogs = data_repo.project_catalogs(conn)
+    emcr = []
+    for name in catalogs:
+        try:
+            if "emcr" in load_catalog(name).metrics:
+                emcr.append(name)
+        except ValueError:
+            emcr.append(name)
+    cov = score_repo.baseline_coverage(conn)
+    missing = cov["pairs"] - cov["annotated"]
+    if not emcr and catalogs:
+        detail = f"not needed: catalog {', '.join(catalogs)} declares no EMCR ({cov['annotated']} of {cov['pairs']} annotated)"
+    else:
+        detail = (f"{cov['annotated']} of {cov['pairs']} (model, question) pairs have a baseline annotation"
+                  + (f"; the targets of the other {missing} are left out of EMCR (opposition unknown)" if missing else ""))
+    out.append({"check": "baseline coverage", "ok": True, "warn": bool(emcr or not catalogs) and missing > 0,
+                "detail": detail})
+    pair = project_pair(engine)
+    n = score_repo.unlabelled_instances(conn, judges=list(pair) if pair else None)
+    who = f"the scoring pair ({pair[0]}, {pair[1]})" if pair else "any judge"
+    out.append({"check": "unlabelled instances", "ok": True, "warn": n["instances"] > 0,
+                "detail": f"{n['instances']} (response, constraint) pair(s) in {n['responses']} response(s) have no label "
+                          f"from {who}" + ("; their instructions are left out of every score" if n["instances"] else "")})
+    return out
+
+
 def doctor(engine: Engine) -> dict:
-    """Health checks: schema version, orphan rows, lease state, integrity. ``ok`` is False on any problem."""
+    """Health checks: schema version, orphan rows, lease state, integrity (``ok`` is False on any
+    problem), and warnings (``warn``) about data the scores leave out."""
     checks: list[dict] = []
     cur, head = current_revision(engine), head_revision(engine)
     checks.append({"check": "schema version", "ok": cur == head, "detail": f"database {cur}, code {head}"})
@@ -154,6 +191,7 @@ def doctor(engine: Engine) -> dict:
         bad = adj_repo.counter_mismatches(conn)
         checks.append({"check": "progress counters", "ok": bad == 0,
                        "detail": f"{bad} plan progress counter row(s) differ from a recount"})
+        checks += _data_checks(engine, conn)
         if conn.dialect.name == "sqlite":
             res = conn.execute(text("PRAGMA integrity_check")).scalar_one()
             checks.append({"check": "sqlite integrity", "ok": res == "ok", "detail": res})

@@ -1,13 +1,28 @@
-"""Scoring use case: load frames from the database, calibrate, compute every table.
+"""Scoring use case: the project's scoring pair, the frames, calibration, every table.
 
-``load_project`` reads the INSTANCES frame (frames.py, via ``services/instances.py``) with
-every judge's labels, the baseline features and the current adjudications; ``score``
-calibrates (stratified or pooled) or takes one judge's raw labels, then runs the pure
-engine (``reform_core.metrics``).
+``score`` is the one place that produces the scored state of a project (the CLI ``score``
+and ``export``, every page): it resolves the **judge pair** (:func:`resolve_pair`: an
+explicit ``judges`` override, else the pair stored in the project with ``pair A B`` or on
+the Judges page, else the only two judges that have labels — never a guess among more),
+loads the INSTANCES frame (``services/instances.py``) with every labelled judge's labels,
+the baseline features and the pair's current decisions, calibrates (stratified or pooled)
+or takes one judge's raw labels, then runs the pure engine (``reform_core.metrics``).
+
+Missing data is left out and counted, never a pass (SPEC §4.2):
+
+* an instruction with a constraint that has no usable label under the method (neither judge
+  of the pair labelled it; for a raw judge, that judge did not) is left out of every score
+  of that method — counted per model as ``excluded["unlabelled_instructions"]``;
+* a target whose (model, question) has no baseline annotation has unknown opposition and is
+  left out of EMCR — counted as ``excluded["no_baseline_targets"]``;
+* a metric with no eligible data, or one the project's catalog does not declare (IFEval has
+  no EMCR; a project without baseline data never claims EMCR), is ``None`` with a note that
+  says why.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -15,29 +30,26 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from db.repo import data as data_repo
 from db.repo import scoring as judge_repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
-from reform_core.metrics.reform import build_index, reform_tables
+from reform_core.metrics.reform import KS, build_index, reform_tables, unknown_baseline_targets
 from reform_core.services.auth import Principal, require
 from reform_core.services.instances import label_column, load_adjudications, load_judged
 
 CALIBRATIONS = ("stratified", "pooled")
+PAIR_META = "scoring_pair"
+SET_PAIR_ACTION = "set_pair"  # lead only
+EMCR_METRICS = ("emcr", "r1", "r2", "r3")
+SMALL_SHARE = 0.5  # Table 2 from fewer than this share of a model's instructions gets a warning
+PAIR_HOWTO = "choose it with `python -m reform_core pair A B` or on the Judges page (or pass --judges A,B)"
 
 
 class ScoringError(ValueError):
-    """The request cannot be scored (unknown judge, no labels, …)."""
+    """The request cannot be scored (unknown judge, no labels, no pair chosen, …)."""
 
 
-@dataclass
-class ProjectFrames:
-    """Everything the scoring engine needs, loaded once."""
-
-    instances: pd.DataFrame  # INSTANCES with label_a / label_b (and label_<judge> for every judge)
-    baseline: pd.DataFrame
-    adjudications: pd.DataFrame  # iid, a, choice (relative to judge_a), annotator
-    judge_a: str
-    judge_b: str
-    judges: list[str] = field(default_factory=list)
+# ============================================================================= the judge pair
 
 
 def judge_names(engine: Engine) -> list[str]:
@@ -46,49 +58,179 @@ def judge_names(engine: Engine) -> list[str]:
         return judge_repo.judge_names_in_order(conn)
 
 
-def load_project(engine: Engine, *, judges: Optional[tuple[str, str]] = None) -> ProjectFrames:
-    """Instances with every judge's labels (``label_<name>``; the calibration pair also as
-    ``label_a`` / ``label_b``), the baseline features and the pair's current decisions.
+def _judge_state(engine: Engine) -> pd.DataFrame:
+    with engine.connect() as conn:
+        return judge_repo.judge_label_state(conn)
 
-    ``judges``: the calibration pair; default the first two judges of the project.
+
+def scoreable_judges(engine: Engine) -> list[str]:
+    """Judges with at least one label, in creation order (the order of the CLI and every
+    page). A judge whose judgments are all errors or abstentions is never scoreable."""
+    state = _judge_state(engine)
+    return state.loc[state["has_labels"], "name"].tolist()
+
+
+def project_pair(engine: Engine) -> Optional[tuple[str, str]]:
+    """The scoring pair stored in the project (``pair A B``), or None."""
+    with engine.connect() as conn:
+        raw = data_repo.get_meta(conn).get(PAIR_META, "")
+    try:
+        pair = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return (str(pair[0]), str(pair[1])) if isinstance(pair, list) and len(pair) == 2 else None
+
+
+def _check_pair(state: pd.DataFrame, pair: tuple[str, str], what: str) -> tuple[str, str]:
+    names = state["name"].tolist()
+    for n in pair:
+        if n not in names:
+            raise ScoringError(f"unknown judge {n!r} (known: {', '.join(names) or 'none'})")
+    if pair[0] == pair[1]:
+        raise ScoringError("the two judges of a pair must differ")
+    for n in pair:
+        if not bool(state.loc[state["name"] == n, "has_labels"].iloc[0]):
+            raise ScoringError(f"{what}: judge {n!r} has no labels (its judgments are all errors or abstentions); "
+                               "it cannot be scored")
+    return pair[0], pair[1]
+
+
+def set_pair(engine: Engine, principal: Principal, judge_a: str, judge_b: str) -> tuple[str, str]:
+    """Store the project's scoring pair (lead only); both judges must exist and have labels."""
+    require(principal, SET_PAIR_ACTION)
+    pair = _check_pair(_judge_state(engine), (judge_a, judge_b), "pair")
+    with engine.begin() as conn:
+        data_repo.set_meta(conn, {PAIR_META: json.dumps(list(pair))})
+    return pair
+
+
+@dataclass(frozen=True)
+class PairChoice:
+    """Which two judges calibrate, and why.
+
+    ``pair`` None when none can be chosen (``message`` says why and how to choose);
+    ``source``: ``"--judges"``, ``"project"`` (stored with ``pair``), ``"only two judges"``,
+    ``"single judge"`` (one labelled judge: raw scores only) or ``"none"``.
     """
-    names = judge_names(engine)
-    if not names:
-        raise ScoringError("the project has no judged constrained responses to score")
-    if judges is None:
-        pair = (names[0], names[1]) if len(names) >= 2 else (names[0], names[0])
-    else:
-        for n in judges:
-            if n not in names:
-                raise ScoringError(f"unknown judge {n!r} (known: {', '.join(names)})")
-        if judges[0] == judges[1]:
-            raise ScoringError("the two judges of a pair must differ")
-        pair = judges
-    inst = load_judged(engine, names)
-    inst["label_a"] = inst[label_column(pair[0])]
-    inst["label_b"] = inst[label_column(pair[1])]
+
+    pair: Optional[tuple[str, str]]
+    source: str
+    scoreable: tuple[str, ...]
+    message: str = ""
+
+    def describe(self) -> str:
+        if self.pair is None:
+            return self.message
+        how = {"--judges": "given with --judges", "project": "the project's pair",
+               "only two judges": "the only two judges with labels; set it with `pair A B`"}[self.source]
+        return f"{self.pair[0]} (A) and {self.pair[1]} (B) — {how}"
+
+
+def resolve_pair(engine: Engine, judges: Optional[tuple[str, str]] = None) -> PairChoice:
+    """The calibration pair: ``judges`` if given, else the project's pair, else the only two
+    judges with labels. With more than two and none chosen there is no pair (never a guess)."""
+    state = _judge_state(engine)
+    scoreable = tuple(state.loc[state["has_labels"], "name"])
+    if judges is not None:
+        return PairChoice(_check_pair(state, tuple(judges), "--judges"), "--judges", scoreable)
+    stored = project_pair(engine)
+    if stored is not None:
+        return PairChoice(_check_pair(state, stored, "the project's pair"), "project", scoreable)
+    if len(scoreable) == 2:
+        return PairChoice((scoreable[0], scoreable[1]), "only two judges", scoreable)
+    if len(scoreable) == 1:
+        return PairChoice(None, "single judge", scoreable,
+                          f"only one judge has labels ({scoreable[0]}): calibration needs two")
+    unlabelled = [n for n in state["name"] if n not in scoreable]
+    if not scoreable:
+        extra = f" (judges without labels: {', '.join(unlabelled)})" if unlabelled else ""
+        return PairChoice(None, "none", scoreable, f"the project has no judged constrained responses to score{extra}")
+    return PairChoice(None, "none", scoreable,
+                      f"no scoring pair chosen and {len(scoreable)} judges have labels ({', '.join(scoreable)}): "
+                      + PAIR_HOWTO)
+
+
+# ============================================================================= frames
+
+
+@dataclass
+class ProjectFrames:
+    """Everything the scoring engine needs, loaded once."""
+
+    instances: pd.DataFrame  # INSTANCES with label_<judge> for every labelled judge (label_a / label_b: the pair)
+    baseline: pd.DataFrame
+    adjudications: pd.DataFrame  # iid, a, choice (relative to judge_a), annotator
+    judge_a: Optional[str]
+    judge_b: Optional[str]
+    judges: list[str] = field(default_factory=list)
+    pair: Optional[PairChoice] = None
+
+
+def _empty_adjudications() -> pd.DataFrame:
+    return pd.DataFrame({"iid": pd.Series(dtype="int64"), "a": pd.Series(dtype=float),
+                         "choice": pd.Series(dtype=object), "annotator": pd.Series(dtype=object)})
+
+
+def load_project(engine: Engine, *, judges: Optional[tuple[str, str]] = None, need_pair: bool = True) -> ProjectFrames:
+    """Instances with every labelled judge's labels (``label_<name>``; the calibration pair
+    also as ``label_a`` / ``label_b``), the baseline features and the pair's current decisions.
+
+    ``judges``: the calibration pair (default: :func:`resolve_pair`). ``need_pair=False``
+    (raw-judge scoring) loads the frames even when no pair can be chosen.
+    """
+    choice = resolve_pair(engine, judges)
+    if not choice.scoreable:
+        raise ScoringError(choice.message)
+    if choice.pair is None and need_pair:
+        raise ScoringError(choice.message)
+    inst = load_judged(engine, list(choice.scoreable))
     with engine.connect() as conn:
         base = judge_repo.baseline_present(conn)
-    if pair[0] != pair[1]:
-        adj = load_adjudications(engine, pair[0], pair[1])[["iid", "a", "choice", "annotator"]]
-    else:
-        adj = pd.DataFrame({"iid": pd.Series(dtype="int64"), "a": pd.Series(dtype=float),
-                            "choice": pd.Series(dtype=object), "annotator": pd.Series(dtype=object)})
-    return ProjectFrames(inst, base, adj, pair[0], pair[1], names)
+    adj = _empty_adjudications()
+    ja = jb = None
+    if choice.pair is not None:
+        ja, jb = choice.pair
+        inst["label_a"] = inst[label_column(ja)]
+        inst["label_b"] = inst[label_column(jb)]
+        adj = load_adjudications(engine, ja, jb)[["iid", "a", "choice", "annotator"]]
+    return ProjectFrames(inst, base, adj, ja, jb, list(choice.scoreable), choice)
+
+
+# ============================================================================= scoring
 
 
 @dataclass
 class ScoreResult:
     tables: dict[str, pd.DataFrame]
-    instances: pd.DataFrame  # with p (and source / provisional when calibrated)
+    instances: pd.DataFrame  # the scored rows, with p (and source / provisional when calibrated)
     method: str  # "stratified" | "pooled" | "judge:<name>"
     provisional: bool
     rates: Optional[pd.DataFrame] = None
     frames: Optional[ProjectFrames] = None
+    pair: Optional[tuple[str, str]] = None
+    pair_source: str = ""
+    catalogs: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)  # the scores that apply to this project
+    models: pd.DataFrame = field(default_factory=pd.DataFrame)  # per model: coverage, exclusions, extra metrics
+    notes: dict[str, list[str]] = field(default_factory=dict)  # per model: why a number is missing or partial
+    messages: list[str] = field(default_factory=list)  # project-level notes (how the pair was chosen, …)
+    other_pair_decisions: int = 0  # current decisions of plans over other judge pairs (not used here)
+
+
+def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.Series]:
+    """Drop every instruction (model × instruction) with a constraint whose ``p`` is missing:
+    a product over the remaining constraints would score a different, easier instruction.
+    Returns the kept rows and the dropped main-condition instructions per model."""
+    missing = inst[p].isna().groupby([inst["model"], inst["instruction"]]).transform("any").to_numpy()
+    dropped = inst[missing & (inst["condition"] == "main").to_numpy()]
+    per_model = dropped.groupby("model")["instruction"].nunique()
+    return inst[~missing], per_model
 
 
 def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified") -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
     """INSTANCES with ``p`` by the chosen calibration rule, and π̂_h (stratified only)."""
+    if frames.judge_a is None:
+        raise ScoringError(frames.pair.message if frames.pair else "no scoring pair")
     inst, adj = frames.instances, frames.adjudications
     if calibration == "stratified":
         rates = stratum_rates(inst, adj[["iid", "a"]])
@@ -103,52 +245,212 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
     raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
 
 
+def _project_facts(engine: Engine) -> dict:
+    from reform_core.catalog import load_catalog
+    from reform_core.catalog.loader import DEFAULT_METRICS
+
+    with engine.connect() as conn:
+        catalogs = data_repo.project_catalogs(conn)
+        answered = judge_repo.answered_instructions(conn)
+        coverage = judge_repo.baseline_coverage(conn)
+        decisions = judge_repo.decisions_by_pair(conn)
+    metrics: list[str] = []
+    for name in catalogs or ["reformbench"]:
+        try:
+            declared = load_catalog(name).metrics
+        except ValueError:  # a custom catalog file that is not at hand: the generic scores
+            declared = DEFAULT_METRICS
+        metrics += [m for m in declared if m not in metrics]
+    return {"catalogs": catalogs, "metrics": metrics, "answered": answered.set_index("model")["instructions"],
+            "baseline_annotated": coverage["annotated"], "decisions": decisions}
+
+
+def _other_pair_decisions(decisions: pd.DataFrame, pair: Optional[tuple[str, str]]) -> int:
+    if decisions.empty:
+        return 0
+    mine = pd.Series([pair is not None and {a, b} == set(pair) for a, b in zip(decisions["judge_a"], decisions["judge_b"])],
+                     dtype=bool, index=decisions.index)
+    return int(decisions.loc[~mine, "decisions"].sum())
+
+
+def _rules_judges(engine: Engine, scoreable: list[str]) -> dict[str, str]:
+    """``{mode: judge}`` of the labelled rules judges that ran in IFEval's strict / loose mode
+    (the first of each, in creation order)."""
+    state = _judge_state(engine)
+    out: dict[str, str] = {}
+    for r in state.itertuples(index=False):
+        mode = (r.config or {}).get("mode") if r.provider == "rules" else None
+        if mode in ("strict", "loose") and r.name in scoreable and mode not in out:
+            out[mode] = r.name
+    return out
+
+
+def _verifier_accuracy(main: pd.DataFrame, judge: str) -> tuple[dict, int]:
+    """IFEval's prompt- and instruction-level accuracy (%) of one rules judge's labels over the
+    scored instructions it labelled completely; and the number it could not."""
+    lab = main[label_column(judge)]
+    complete = ~lab.isna().groupby([main["model"], main["instruction"]]).transform("any")
+    d = main[complete.to_numpy()]
+    prompts = d.groupby(["model", "instruction"])[label_column(judge)].min().groupby("model")
+    out = {}
+    for model, g in prompts:
+        rows = d[d["model"] == model]
+        out[model] = {"prompt_level": 100 * float(g.mean()), "instruction_level": 100 * float(rows[label_column(judge)].mean()),
+                      "judge": judge, "prompts": int(len(g))}
+    missing = int(main[~complete.to_numpy()].groupby(["model", "instruction"]).ngroups)
+    return out, missing
+
+
+def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlabelled: pd.Series,
+                 metrics: list[str], has_baseline: bool, verifier: dict[str, tuple[dict, int]],
+                 catalogs: list[str], method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Per model: instructions answered / scored, exclusions, constraint level, notes."""
+    main = result_inst[result_inst["condition"] == "main"]
+    models = sorted(set(t2["model"].astype(str)) | set(facts["answered"].index.astype(str)) | set(unlabelled.index))
+    unknown = unknown_baseline_targets(main) if len(main) else pd.Series(dtype=int)
+    level = (100 * main.groupby("model")["p"].mean()) if len(main) else pd.Series(dtype=float)
+    t2i = t2.set_index("model")
+    rows, notes = [], {}
+    for m in models:
+        n_scored = int(t2i.loc[m, "n_instructions"]) if m in t2i.index else 0
+        n_answered = int(facts["answered"].get(m, 0))
+        n_unlab = int(unlabelled.get(m, 0))
+        n_unknown = int(unknown.get(m, 0))
+        note: list[str] = []
+        if n_scored == 0:
+            note.append("no instruction of this model has a label for every constraint: nothing to score")
+        if n_unlab:
+            who = f"judge {method[6:]} did not label" if method.startswith("judge:") else "neither judge of the pair labelled"
+            note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
+        elif n_answered > n_scored:
+            note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
+        if "emcr" not in facts["metrics"]:
+            note.append(f"emcr, r1, r2, r3: do not apply to catalog {', '.join(catalogs) or '?'} "
+                        "(it declares no baseline-opposed scores)")
+        elif not has_baseline:
+            note.append("emcr, r1, r2, r3: the project has no baseline annotations, so no target is known to be "
+                        "baseline-opposed; EMCR is not claimed")
+        elif n_scored:
+            known_targets = main[(main["model"] == m) & main["baseline_opposed"].notna()]
+            if known_targets.empty:
+                note.append("emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
+                            "known to be baseline-opposed")
+            else:
+                empty = [k for k in KS if int(t2i.loc[m, f"n{k}"]) == 0]
+                for k in empty:
+                    note.append(f"r{k}: no eligible units at K={k}")
+                if empty:
+                    note.append(f"emcr: needs eligible units at every K (none at K={', '.join(map(str, empty))})")
+            if n_unknown:
+                note.append(f"{n_unknown} target(s) whose question has no baseline annotation for this model are left "
+                            "out of EMCR (opposition unknown)")
+        for mode in ("strict", "loose"):
+            if mode in metrics and mode not in verifier:
+                note.append(f"{mode}: no rules judge ran in {mode} mode "
+                            f"(`python -m reform_core judge --provider rules --mode {mode}`)")
+            elif mode in metrics and verifier[mode][1]:
+                note.append(f"{mode}: {verifier[mode][1]} scored instruction(s) without a {mode} verifier label are "
+                            "left out of it")
+        rows.append({"model": m, "answered": n_answered, "scored": n_scored,
+                     "share_scored": (n_scored / n_answered) if n_answered else float("nan"),
+                     "unlabelled_instructions": n_unlab, "no_baseline_targets": n_unknown,
+                     "constraint_level": float(level.get(m, np.nan))})
+        notes[m] = note
+    return pd.DataFrame(rows), notes
+
+
 def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, calibration: str = "stratified",
           judges: Optional[tuple[str, str]] = None, frames: Optional[ProjectFrames] = None) -> ScoreResult:
-    """Every table of SPEC §3 from one judge's raw labels or calibrated probabilities."""
+    """Every table of SPEC §3 from one judge's raw labels or calibrated probabilities, with
+    the pair, exclusions, applicable metrics and notes (module docstring)."""
     require(principal, "view_scores")
-    frames = frames or load_project(engine, judges=judges)
+    frames = frames or load_project(engine, judges=judges, need_pair=judge is None)
     if frames.instances.empty:
         raise ScoringError("the project has no judged constrained responses to score")
+    messages = []
+    choice = frames.pair
+    if judge is None and frames.judge_a is None and choice is not None and choice.source == "single judge":
+        judge = choice.scoreable[0]
+        messages.append(f"{choice.message}; scored from judge {judge}'s raw labels")
     if judge is not None:
-        col = f"label_{judge}"
+        col = label_column(judge)
         if col not in frames.instances:
-            raise ScoringError(f"unknown judge {judge!r} (known: {', '.join(frames.judges) or 'none'})")
+            known = judge_names(engine)
+            if judge in known:
+                raise ScoringError(f"judge {judge!r} has no labels (its judgments are all errors or abstentions)")
+            raise ScoringError(f"unknown judge {judge!r} (known: {', '.join(known) or 'none'})")
         inst = frames.instances.copy()
         inst["p"] = inst[col]
-        missing = inst["p"].isna().groupby([inst["model"], inst["instruction"]]).transform("any")
-        inst = inst[~missing]
-        if inst.empty:
-            raise ScoringError(f"judge {judge!r} has no complete instruction to score")
         method, provisional, rates = f"judge:{judge}", False, None
     else:
         inst, rates = calibrated_instances(frames, calibration)
-        inst = inst[inst["p"].notna()]
-        method, provisional = calibration, bool(inst.get("provisional", pd.Series(False)).any())
+        method = calibration
+    inst, unlabelled = drop_unlabelled(inst)
+    if inst.empty:
+        raise ScoringError(f"no instruction has a label for every constraint ({method})")
+    if judge is None:
+        provisional = bool(inst.get("provisional", pd.Series(False)).any())
     main = inst["condition"] == "main"
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
+    facts = _project_facts(engine)
+    has_baseline = facts["baseline_annotated"] > 0
+    metrics = [m for m in facts["metrics"] if has_baseline or m not in EMCR_METRICS]
     index = build_index(inst[main])
     tables = reform_tables(inst[main], baseline=frames.baseline, adjudications=frames.adjudications,
                            choice="choice", index=index)
-    return ScoreResult(tables=tables, instances=inst, method=method, provisional=provisional, rates=rates, frames=frames)
+    if "emcr" not in metrics:
+        tables["table2"][list(EMCR_METRICS)] = np.nan
+    rules = _rules_judges(engine, frames.judges) if {"strict", "loose"} & set(metrics) else {}
+    verifier = {mode: _verifier_accuracy(inst[main], j) for mode, j in rules.items()}
+    models, notes = _model_facts(inst, tables["table2"], facts, unlabelled, metrics, has_baseline, verifier,
+                                 facts["catalogs"], method)
+    for mode, (acc, _) in verifier.items():
+        for key in ("prompt_level", "instruction_level"):
+            models[f"{mode}_{key}"] = models["model"].map({m: a[key] for m, a in acc.items()})
+        models[f"{mode}_judge"] = rules[mode]
+    if frames.judge_a is not None and choice is not None:
+        messages.insert(0, f"scoring pair: {choice.describe()}")
+    return ScoreResult(tables=tables, instances=inst, method=method, provisional=provisional, rates=rates, frames=frames,
+                       pair=(frames.judge_a, frames.judge_b) if frames.judge_a else None,
+                       pair_source=choice.source if choice and frames.judge_a else "",
+                       catalogs=facts["catalogs"], metrics=metrics, models=models, notes=notes, messages=messages,
+                       other_pair_decisions=_other_pair_decisions(facts["decisions"], frames.judge_a and
+                                                                  (frames.judge_a, frames.judge_b)))
 
 
 def score_json(result: ScoreResult) -> dict:
-    """The SPEC §8 ``score --json`` shape (percentages)."""
-    t2 = result.tables["table2"]
+    """The SPEC §8 ``score --json`` shape (percentages; ``None`` plus a note where a metric does
+    not apply or has no eligible data)."""
+    t2 = result.tables["table2"].set_index("model")
     models = {}
-    for _, r in t2.iterrows():
-        models[str(r["model"])] = {
-            "tcpr": _num(r["tcpr"]), "emcr": _num(r["emcr"]),
-            "r1": _num(r["r1"]), "r2": _num(r["r2"]), "r3": _num(r["r3"]),
-            "units": [int(r["n1"]), int(r["n2"]), int(r["n3"])],
-        }
-    return {"models": models, "method": result.method, "provisional": result.provisional}
+    for r in result.models.itertuples(index=False):
+        m = str(r.model)
+        row = t2.loc[m] if m in t2.index else None
+        out = {k: json_number(row[k]) if row is not None else None for k in ("tcpr", "emcr", "r1", "r2", "r3")}
+        out["units"] = [int(row[f"n{k}"]) if row is not None else 0 for k in KS]
+        out["constraint_level"] = json_number(r.constraint_level)
+        if "prompt_level" in result.metrics:
+            out["prompt_level"], out["instruction_level"] = out["tcpr"], out["constraint_level"]
+        for mode in ("strict", "loose"):
+            if mode in result.metrics:
+                pl = getattr(r, f"{mode}_prompt_level", None)
+                out[mode] = None if pl is None or pd.isna(pl) else {
+                    "prompt_level": json_number(pl), "instruction_level": json_number(getattr(r, f"{mode}_instruction_level")),
+                    "judge": getattr(r, f"{mode}_judge")}
+        out["instructions"] = {"answered": int(r.answered), "scored": int(r.scored)}
+        out["excluded"] = {"no_baseline_targets": int(r.no_baseline_targets),
+                           "unlabelled_instructions": int(r.unlabelled_instructions)}
+        out["notes"] = list(result.notes.get(m, []))
+        models[m] = out
+    return {"models": models, "method": result.method, "provisional": result.provisional,
+            "pair": list(result.pair) if result.pair else None, "pair_source": result.pair_source or None,
+            "catalogs": result.catalogs, "metrics": result.metrics, "notes": result.messages,
+            "other_pair_decisions": result.other_pair_decisions}
 
 
-def _num(v) -> Optional[float]:
-    return None if v is None or (isinstance(v, float) and np.isnan(v)) else round(float(v), 6)
+def json_number(v) -> Optional[float]:
+    return None if v is None or pd.isna(v) else round(float(v), 6)
 
 
 def intervals(result: ScoreResult, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:

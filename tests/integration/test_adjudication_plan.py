@@ -76,8 +76,8 @@ def test_tiny_bundle_baseline_opposition_and_imported_adjudication(tmp_path, any
     # m1's baseline for q1 has bullet_list: "forbid bullet_list" opposes it, "require headings" too
     assert inst.loc[("m1", "q1-v1", 2), "baseline_opposed"]
     assert inst.loc[("m1", "q1-v1", 1), "baseline_opposed"]
-    # m2 has no baseline feature for q1: forbidding a bullet list is aligned
-    assert not inst.loc[("m2", "q1-v1", 2), "baseline_opposed"]
+    # m2 has no baseline annotation for q1: opposition is unknown, never "absent" (issue 14)
+    assert pd.isna(inst.loc[("m2", "q1-v1", 2), "baseline_opposed"])
     # m2's q2 baseline has numbered_enumeration: requiring it is aligned
     assert not inst.loc[("m2", "q2-v1", 1), "baseline_opposed"]
     assert inst.loc[("m1", "q1-v1", 2), "label_jb"] == 0 and inst.loc[("m1", "q1-v1", 2), "label_ja"] == 1

@@ -17,7 +17,7 @@ from reform_core.services.importer import ImportFailed, import_bundle
 from reform_core.services.uow import get_engine
 
 REPO = Path(__file__).resolve().parents[2]
-IFEVAL = REPO.parent / "shared" / "data" / "ifeval"
+IFEVAL = REPO / "tests" / "data" / "ifeval"  # vendored copy (Apache-2.0, see its README)
 
 
 def _w(path: Path, rows: list[dict]) -> None:
@@ -227,7 +227,9 @@ def test_cli_status_and_import_json(tmp_path):
                        capture_output=True, text=True, cwd=REPO)
     st = json.loads(r.stdout)
     assert set(st) == {"questions", "instructions", "constraints", "models", "responses", "judgments",
-                       "disagreements", "adjudications"}
+                       "disagreements", "adjudications", "pair", "plans"}
+    assert st["pair"] is None  # not set; ja, jb are the only judges, so scoring may use them
+    assert st["plans"] == [{"name": "imported", "judge_a": "ja", "judge_b": "jb", "tasks": 1, "done": 1}]
     lines = (b / "questions.jsonl").read_text().splitlines()
     (b / "questions.jsonl").write_text(lines[0] + "\n{oops\n")
     r = subprocess.run([sys.executable, "-m", "reform_core", "import", str(b), "--db", db],

@@ -31,7 +31,7 @@ from reform_core.services.uow import dispose_engines, get_engine
 ROOT = Path(__file__).resolve().parents[2]
 KILL_AT = "… responses"  # progress line printed just before the responses are written
 EMPTY = {"questions": 0, "instructions": 0, "constraints": 0, "models": 0, "responses": 0, "judgments": 0,
-         "disagreements": 0, "adjudications": 0}
+         "disagreements": 0, "adjudications": 0, "pair": None, "plans": []}
 
 
 @pytest.fixture(scope="module")

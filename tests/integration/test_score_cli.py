@@ -36,7 +36,8 @@ def test_score_json_shape(demo_url):
     out = json.loads(r.stdout)
     assert set(out["models"]) == {"helix-pro", "quill-2", "pixel-mini"}
     for m in out["models"].values():
-        assert set(m) == {"tcpr", "emcr", "r1", "r2", "r3", "units"}
+        assert {"tcpr", "emcr", "r1", "r2", "r3", "units", "constraint_level", "excluded", "notes"} <= set(m)
+        assert m["excluded"] == {"no_baseline_targets": 0, "unlabelled_instructions": 0}
         assert all(0 <= m[k] <= 100 for k in ("tcpr", "emcr", "r1", "r2") if m[k] is not None)
         assert len(m["units"]) == 3 and all(isinstance(u, int) for u in m["units"])
         r_mean = sum(m[k] for k in ("r1", "r2", "r3")) / 3

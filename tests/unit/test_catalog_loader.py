@@ -84,10 +84,9 @@ def test_to_frame_columns(rb):
     assert df.loc[df.key == "bullet_list", "category_name"].item() == "Lists"
 
 
-IFEVAL_INPUT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ifeval" / "input_data.jsonl"
+IFEVAL_INPUT = Path(__file__).resolve().parents[1] / "data" / "ifeval" / "input_data.jsonl"  # vendored copy
 
 
-@pytest.mark.skipif(not IFEVAL_INPUT.is_file(), reason="IFEval input data not present")
 def test_ifeval_catalog_matches_the_input_data():
     cat = load_catalog("ifeval")
     ids, kwargs = set(), {}
@@ -101,10 +100,14 @@ def test_ifeval_catalog_matches_the_input_data():
     for f in cat:
         assert f.category == f.key.split(":")[0]
         assert {p.name for p in f.params} == kwargs[f.key], f.key
-    assert cat["punctuation:no_comma"].modes == ("forbid",)
-    assert cat["keywords:forbidden_words"].render("forbid", forbidden_words=["a", "b"]).endswith("a, b in the response.")
-    with pytest.raises(ValueError, match="no 'require' mode"):
-        cat["punctuation:no_comma"].render("require")
+    # every IFEval instruction is a requirement: "require: refrain from any commas", never the
+    # double negative "forbid: no comma" (issue 14)
+    assert {f.modes for f in cat} == {("require",)}
+    assert cat["keywords:forbidden_words"].render("require", forbidden_words=["a", "b"]).endswith("a, b in the response.")
+    with pytest.raises(ValueError, match="no 'forbid' mode"):
+        cat["punctuation:no_comma"].render("forbid")
+    assert set(cat.metrics) == {"tcpr", "constraint_level", "prompt_level", "instruction_level", "strict", "loose"}
+    assert "emcr" not in cat.metrics and "emcr" in load_catalog("reformbench").metrics
 
 
 def _write(tmp_path, data, suffix=".yaml"):
