@@ -13,7 +13,7 @@ import pandas as pd
 
 from reform_core.frames import CONDITION_MAIN
 from reform_core.frames import require_columns as _require
-from reform_core.metrics.reform import KS, build_index, group_sums, rates_from_sums
+from reform_core.metrics.reform import KS, build_index, group_sums, opposition, rates_from_sums
 
 
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
@@ -87,13 +87,13 @@ def composition_table(
     merged = merged[merged["_merge"] == "both"].copy()
     merged["ps"] = _probabilities(merged, f"{p}_s")
     merged["pj"] = _probabilities(merged, f"{p}_j")
-    merged["opp"] = merged[opposed].astype(bool)
+    merged["known"], merged["opp"] = opposition(merged[opposed])  # unknown (no baseline annotation): neither group
 
     rows = []
     for m, d in merged.groupby(model, sort=True):
         prods = d.groupby("_key")[["ps", "pj"]].prod()
         sep_all, joint_all = 100 * prods["ps"].mean(), 100 * prods["pj"].mean()
-        opp, ali = d[d["opp"]], d[~d["opp"]]
+        opp, ali = d[d["opp"]], d[d["known"] & ~d["opp"]]
         vals = {
             "all_pass": (sep_all, joint_all, len(prods)),
             "opposed": (100 * opp["ps"].mean(), 100 * opp["pj"].mean(), len(opp)),

@@ -68,3 +68,24 @@ def test_other_pairs_decisions_and_an_unset_pair(demo_with_rules):
     # the demo's 22 decisions were made on the (gpt-judge, gemini-judge) plan
     assert any("22 adjudication decision(s) belong to plans over other judge pairs" in i for i in _texts(at, "info"))
     set_pair(eng, lead, "gpt-judge", "gemini-judge")
+
+
+def test_judges_page_sets_the_pair_and_sampling_follows_it(demo_with_rules):
+    """The pair is set on the Judges page (lead) and the Sampling page proposes it, listing the
+    judges in the CLI's order (creation order, not alphabetical as before)."""
+    from reform_core.services.scoring import project_pair
+
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/judges.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="pair_a").options == ["gpt-judge", "gemini-judge", "verifiers"]
+    at.selectbox(key="pair_a").set_value("verifiers")
+    at.selectbox(key="pair_b").set_value("gemini-judge")
+    at.button[[b.label for b in at.button].index("Set scoring pair")].click().run()
+    assert not at.exception, at.exception
+    assert project_pair(get_engine(demo_with_rules)) == ("verifiers", "gemini-judge")
+    at.switch_page("pages/sampling.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox[0].options == ["gpt-judge", "gemini-judge", "verifiers"]
+    assert (at.selectbox[0].value, at.selectbox[1].value) == ("verifiers", "gemini-judge")
+    set_pair(get_engine(demo_with_rules), Principal(0, "local", "lead"), "gpt-judge", "gemini-judge")

@@ -35,6 +35,17 @@ def test_composition_table_by_hand():
     assert t.loc["gap", "delta_pp"] == pytest.approx(50 / 3 + 10)
 
 
+def test_composition_leaves_unknown_opposition_out_of_both_groups():
+    """Issue 14: a target without baseline annotation is neither opposed nor aligned."""
+    df = composition_frame()
+    df["baseline_opposed"] = df["baseline_opposed"].astype("boolean")
+    df.loc[(df["pair_group"] == "g1") & (df["position"] == 3), "baseline_opposed"] = pd.NA
+    t = composition_table(df).set_index("measure")
+    assert t.loc["all_pass", "n"] == 2  # the all-pass product does not need the baseline
+    assert t.loc["opposed", "n"] == 3 and t.loc["aligned", "n"] == 2  # g1 position 3 in neither
+    assert t.loc["aligned", "separate"] == pytest.approx(100) and t.loc["aligned", "joint"] == pytest.approx(75)
+
+
 def test_composition_rejects_incomplete_pairs():
     df = composition_frame()
     df = df[~((df["condition"] == "single") & (df["instruction"] == "g2-s3"))]

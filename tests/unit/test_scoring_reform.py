@@ -104,6 +104,39 @@ def test_mark_baseline_opposed():
         reform.mark_baseline_opposed(inst.assign(mode="must"), base)
 
 
+def test_unknown_opposition_is_left_out_of_emcr_and_counted():
+    """Issue 14: a question without baseline annotation has unknown (<NA>) opposition — not
+    "absent". Its targets are not in T_q (no unit), its instructions still count for TCPR, and
+    the targets are counted. Before, a missing baseline made every require target opposed."""
+    rows = worked_example()
+    # question q2 (not annotated): three variants sharing two targets, all passing
+    rows += _rows("m", "q2", {"w1": [("bullets", "forbid", None, 1.0), ("headings", "require", None, 1.0)],
+                              "w2": [("bullets", "forbid", None, 1.0), ("headings", "require", None, 1.0)],
+                              "w3": [("bullets", "forbid", None, 1.0), ("table", "require", None, 1.0)]}, start=100)
+    df = pd.DataFrame(rows)
+    df["baseline_opposed"] = df["baseline_opposed"].astype("boolean")
+    t = reform.table2(df).iloc[0]
+    assert (t["n1"], t["n2"], t["n3"]) == (2, 3, 1)  # the worked example's units only
+    assert round(t["emcr"], 2) == 27.78 and t["n_instructions"] == 6
+    assert t["tcpr"] == pytest.approx(100 * 5 / 6)
+    assert reform.unknown_baseline_targets(df).to_dict() == {"m": 3}  # bullets:forbid, headings:require, table:require
+    ref = loop_table2(df).iloc[0]  # the literal loop skips unknown targets too
+    assert ref["emcr"] == pytest.approx(t["emcr"])
+    # the same data as an export's CSV column (empty = unknown) scores the same
+    as_csv = df.assign(baseline_opposed=df["baseline_opposed"].astype(object).where(df["baseline_opposed"].notna(), np.nan))
+    assert reform.table2(as_csv).iloc[0]["emcr"] == pytest.approx(t["emcr"])
+    with pytest.raises(ValueError, match="baseline_opposed"):
+        reform.table2(df.assign(baseline_opposed="yes"))
+
+
+def test_mark_baseline_opposed_with_annotated_pairs():
+    inst = pd.DataFrame({"model": ["m", "m", "m2"], "question": ["q", "q", "q"], "feature": ["a", "b", "a"],
+                         "mode": ["require", "require", "require"]})
+    base = pd.DataFrame({"model": ["m"], "question": ["q"], "feature": ["a"]})
+    out = reform.mark_baseline_opposed(inst, base, annotated=pd.DataFrame({"model": ["m"], "question": ["q"]}))
+    assert out["baseline_opposed"].tolist()[:2] == [False, True] and pd.isna(out["baseline_opposed"].iloc[2])
+
+
 # Published Table 2 (seed 000 §4.2): TCPR and EMCR order two model pairs differently.
 TABLE2 = pd.DataFrame({
     "model": ["Kimi K3", "GPT-5.6 Sol", "Gemini 3.5 Flash", "Qwen3.6-35B-A3B", "GLM-5.2", "DeepSeek-V4-Pro",

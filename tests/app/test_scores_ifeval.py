@@ -1,0 +1,55 @@
+"""Scores page on an IFEval project (issue 14, point 3): IFEval's accuracies, strict and loose,
+no EMCR claimed, no traceback. Data: the vendored IFEval copy (Apache-2.0, see its README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from reform_core.services.auth import Principal
+from reform_core.services.data import import_ifeval
+from reform_core.services.judging import run_judge
+from reform_core.services.scoring import score, score_json, set_pair
+from reform_core.services.uow import get_engine
+from tests.app.conftest import _reset_caches
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+DATA = Path(__file__).resolve().parents[1] / "data" / "ifeval"
+
+
+@pytest.fixture(scope="module")
+def ifeval_app_db(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('ifeval_app') / 'app.db'}"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REFORM_DATABASE_URL", url)
+    mp.setenv("REFORM_LOAD_DEMO", "false")
+    mp.setenv("REFORM_AUTH_MODE", "local")
+    _reset_caches()
+    eng = get_engine(url)
+    import_ifeval(eng, input_path=DATA / "input_data.jsonl",
+                  responses={"gpt4": DATA / "input_response_data_gpt4_20231107_145030.jsonl"})
+    for mode in ("strict", "loose"):
+        run_judge(eng, provider="rules", mode=mode, name=mode)
+    set_pair(eng, Principal(0, "lead", "lead"), "strict", "loose")
+    yield url
+    _reset_caches()
+    mp.undo()
+
+
+def test_ifeval_accuracies_on_the_scores_page(ifeval_app_db):
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/scores.py").run()
+    assert not at.exception, at.exception
+    assert any(s.value == "IFEval accuracy (%)" for s in at.subheader)
+    assert not any("EMCR" in s.value for s in at.subheader)  # IFEval has no baseline: EMCR never claimed
+    table = next(d.value for d in at.dataframe if "prompt level (strict)" in d.value.columns).set_index("model")
+    expected = score_json(score(get_engine(ifeval_app_db), Principal(0, "lead", "lead")))["models"]["gpt4"]
+    for mode in ("strict", "loose"):
+        assert table.loc["gpt4", f"prompt level ({mode})"] == pytest.approx(expected[mode]["prompt_level"], abs=0.006)
+        assert table.loc["gpt4", f"instruction level ({mode})"] == pytest.approx(expected[mode]["instruction_level"],
+                                                                                 abs=0.006)
+    assert table.loc["gpt4", "prompt level (calibrated)"] == pytest.approx(expected["prompt_level"], abs=0.006)
+    assert len(at.get("vega_lite_chart")) == 1  # the TCPR heatmap only
+    assert any("do not apply to catalog ifeval" in i.value for i in at.info)
