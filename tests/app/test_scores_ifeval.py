@@ -13,7 +13,7 @@ from reform_core.services.data import import_ifeval
 from reform_core.services.judging import run_judge
 from reform_core.services.scoring import score, score_json, set_pair
 from reform_core.services.uow import get_engine
-from tests.app.conftest import _reset_caches
+from tests.app.conftest import app_database
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 DATA = Path(__file__).resolve().parents[1] / "data" / "ifeval"
@@ -21,21 +21,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "ifeval"
 
 @pytest.fixture(scope="module")
 def ifeval_app_db(tmp_path_factory):
-    url = f"sqlite:///{tmp_path_factory.mktemp('ifeval_app') / 'app.db'}"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REFORM_DATABASE_URL", url)
-    mp.setenv("REFORM_LOAD_DEMO", "false")
-    mp.setenv("REFORM_AUTH_MODE", "local")
-    _reset_caches()
-    eng = get_engine(url)
-    import_ifeval(eng, input_path=DATA / "input_data.jsonl",
-                  responses={"gpt4": DATA / "input_response_data_gpt4_20231107_145030.jsonl"})
-    for mode in ("strict", "loose"):
-        run_judge(eng, provider="rules", mode=mode, name=mode)
-    set_pair(eng, Principal(0, "lead", "lead"), "strict", "loose")
-    yield url
-    _reset_caches()
-    mp.undo()
+    with app_database(f"sqlite:///{tmp_path_factory.mktemp('ifeval_app') / 'app.db'}", load_demo=False) as url:
+        eng = get_engine(url)
+        import_ifeval(eng, input_path=DATA / "input_data.jsonl",
+                      responses={"gpt4": DATA / "input_response_data_gpt4_20231107_145030.jsonl"})
+        for mode in ("strict", "loose"):
+            run_judge(eng, provider="rules", mode=mode, name=mode)
+        set_pair(eng, Principal(0, "lead", "lead"), "strict", "loose")
+        yield url
 
 
 def test_ifeval_accuracies_on_the_scores_page(ifeval_app_db):
