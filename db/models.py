@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -407,3 +407,32 @@ ALL_TABLES = [m.__table__ for m in (  # type: ignore[attr-defined]
     WordingStudy, WordingForm, WordingItem, WordingRating, WiseGeneration, WiseStudy,
     MosaicStudy, MosaicPrompt, MosaicConstraint, MosaicOutput, MosaicCheck,
 )]
+
+
+class Job(SQLModel, table=True):
+    """Long work with its progress in the database (DESIGN "Long work is a job"), and the
+    run lock of that work: at most one *running* job per ``lock_key`` (a partial unique
+    index), so a second run of the same judge is refused instead of calling the provider
+    twice. ``params`` never holds a secret. A running job whose ``heartbeat_at`` is older
+    than the stale limit belongs to a process that died; the next claim takes it over."""
+
+    __tablename__ = "job"
+    __table_args__ = (
+        Index("uq_job_running_lock", "lock_key", unique=True,
+              sqlite_where=text("status = 'running'"), postgresql_where=text("status = 'running'")),
+    )
+    id: Optional[int] = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=50, index=True)  # e.g. judge
+    lock_key: str = Field(max_length=300)  # e.g. judge:<name>
+    params: dict = _json()
+    status: str = Field(default="running", max_length=20, index=True)  # running | done | failed | cancelled
+    done: int = 0
+    total: Optional[int] = None
+    result: dict = _json()  # live counters while running, the final summary after
+    error: str = _text()
+    owner: str = Field(default="", max_length=300)  # host:pid of the process doing the work
+    created_by: str = Field(default="", max_length=100)
+    cancel_requested: bool = False
+    started_at: datetime = Field(default_factory=utcnow)
+    heartbeat_at: datetime = Field(default_factory=utcnow)
+    finished_at: Optional[datetime] = None

@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     load_demo: bool = True  # load the demo project into an empty database on app start
     auth_mode: str = "local"  # "local" single-user demo mode, "password" or "oidc"
     lease_seconds: int = 600  # adjudication claim lease
+    job_heartbeat_seconds: float = 5.0  # a running background job records its progress this often
+    job_stale_seconds: float = 60.0  # a running job without a heartbeat this long belongs to a dead process
     openai_api_key: Optional[SecretStr] = Field(default=None, validation_alias="OPENAI_API_KEY")
     google_api_key: Optional[SecretStr] = Field(default=None, validation_alias="GOOGLE_API_KEY")
 

@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
             out = _run(lambda: svc.run_judge(
                 get_engine(db_url(db)), provider=provider, model=model, name=name, base_url=base_url,
                 concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, progress=progress, source=source,
-                timeout=timeout, mode=mode))
+                timeout=timeout, mode=mode, created_by="cli"))
         if as_json:
             print_json({k: out[k] for k in ("calls", "written", "errors", "labels", "abstentions")})
         else:

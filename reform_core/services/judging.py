@@ -38,8 +38,10 @@ from reform_core.judges.cache import MemoryCache
 from reform_core.judges.ratelimit import RateLimits
 from reform_core.judges.replay import ReplayJudge
 from reform_core.judges.retry import RetryPolicy
-from reform_core.judges.rule_judge import RuleJudge, feature_verifier
+from reform_core.judges.rule_judge import MODES as RULE_MODES
+from reform_core.judges.rule_judge import RuleJudge, feature_verifier, rules_model
 from reform_core.judges.runner import RunStats, run_items
+from reform_core.services import jobs
 from reform_core.services.uow import unit_of_work
 
 Progress = Callable[[int, int], None]
@@ -152,6 +154,151 @@ async def _aclose(judge) -> None:
 # --- online judging ------------------------------------------------------------------
 
 
+def judge_lock_key(name: str) -> str:
+    """The run lock shared by online runs and batch submit/poll of judge ``name``."""
+    return f"judge:{name}"
+
+
+@dataclass(frozen=True)
+class JudgeRun:
+    """What a judge run does, validated; no secret (stored as the job's params)."""
+
+    provider: str
+    model: str
+    name: str
+    base_url: Optional[str] = None  # CLI only; the app names an endpoint instead
+    endpoint: Optional[str] = None  # a configured endpoint's name (see reform_core.config)
+    concurrency: int = 16
+    rpm: Optional[int] = None
+    tpm: Optional[int] = None
+    limit: Optional[int] = None
+    source: Optional[str] = None
+    timeout: float = 120.0
+    mode: Optional[str] = None  # rules only: strict | loose
+
+    @property
+    def lock_key(self) -> str:
+        return judge_lock_key(self.name)
+
+    def params(self, secrets: list[str]) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if v is not None}
+        if self.base_url:
+            out["base_url"] = redact(self.base_url, secrets)
+        return out
+
+
+class _AnyFlag:
+    """Set when any of the given flags (objects with ``is_set()``) is set."""
+
+    def __init__(self, *flags):
+        self.flags = [f for f in flags if f is not None]
+
+    def is_set(self) -> bool:
+        return any(f.is_set() for f in self.flags)
+
+
+def _progress_to(job: jobs.JobHandle, progress: Optional[Progress]) -> Progress:
+    """A progress callback recording on the job and forwarding to ``progress``."""
+
+    def on_progress(done: int, total: int) -> None:
+        job.progress(done, total)
+        if progress is not None:
+            progress(done, total)
+
+    return on_progress
+
+
+def _judge_run(engine: Engine, *, provider: str, model: str, name: Optional[str], base_url: Optional[str],
+               endpoint: Optional[str], concurrency: int, rpm, tpm, limit: Optional[int], source: Optional[str],
+               timeout: float, mode: str = "strict") -> JudgeRun:
+    """Validate a run before anything is claimed or called."""
+    _check(provider, concurrency, limit)
+    if provider in LLM_PROVIDERS and not model:
+        raise ValueError(f"model: required for provider {provider!r}")
+    if provider != "rules" and mode != "strict":
+        raise ValueError(f"mode: only the rules judge has strict / loose modes (provider {provider!r})")
+    if provider == "rules" and mode not in RULE_MODES:
+        raise ValueError(f"mode: expected one of {RULE_MODES}, got {mode!r}")
+    if provider == "replay" and not source:
+        raise ValueError("source: the judge whose labels to replay is required for provider 'replay'")
+    judge_model = {"rules": rules_model(mode, model), "replay": source}.get(provider, model)
+    name = name or (judge_model if provider != "replay" else f"replay:{source}")
+    with unit_of_work(engine) as s:
+        existing = repo.get_judge(s, name=name)
+    if existing is not None and (existing["provider"], existing["model"]) != (provider, judge_model):
+        raise ValueError(f"judge {name!r} exists with provider={existing['provider']!r}, "
+                         f"model={existing['model']!r}; got provider={provider!r}, model={judge_model!r} "
+                         "(choose another --name)")
+    return JudgeRun(provider, judge_model, name, base_url or None, endpoint, concurrency, rpm, tpm, limit, source,
+                    timeout, mode if provider == "rules" else None)
+
+
+def _provider_key(run: JudgeRun, api_key: Optional[str], key_env: Optional[str] = None) -> str:
+    """The run's API key ('' for rules/replay); a clear error when an LLM run has none."""
+    if run.provider not in LLM_PROVIDERS:
+        return ""
+    env = key_env or KEY_ENV[run.provider]
+    key = api_key if api_key is not None else (os.environ.get(key_env, "") if key_env else api_key_for(run.provider))
+    if not key:
+        raise ValueError(f"{env}: no API key for provider {run.provider!r} (set it in the environment)")
+    return key
+
+
+def _judge_pending(engine: Engine, run: JudgeRun, key: str, job: jobs.JobHandle, *,
+                   progress: Optional[Progress] = None, cancel: Any = None, retry: Optional[RetryPolicy] = None,
+                   commit_every: int = 32) -> dict:
+    """The work of a judge run, holding its job (the run lock): judge what is pending."""
+    if run.provider in LLM_PROVIDERS:
+        judge, _ = _make_llm(run.provider, model=run.model, base_url=run.base_url, rpm=run.rpm, tpm=run.tpm,
+                             timeout=run.timeout, retry=retry, api_key=key)
+    elif run.provider == "rules":
+        with engine.connect() as conn:
+            catalogs = data_repo.project_catalogs(conn)
+        judge = RuleJudge(run.model, mode=run.mode, catalogs=catalogs)
+    else:
+        with unit_of_work(engine) as s:
+            judge = ReplayJudge(repo.judgment_labels(s, judge_name=run.source), source=run.source)
+    secrets = _secrets(key)
+    config = {"base_url": redact(run.base_url or "", secrets), "concurrency": run.concurrency, "rpm": run.rpm,
+              "tpm": run.tpm}
+    if run.endpoint:
+        config["endpoint"] = run.endpoint
+    if run.mode:
+        config["mode"] = run.mode
+    with unit_of_work(engine) as s:
+        judge_id = repo.ensure_judge(s, name=run.name, provider=run.provider, model=judge.model,
+                                     prompt_version=judge.prompt_version, config=config)
+        cfg = repo.get_judge(s, name=run.name)["config"]
+        df = repo.pending_pairs(s, judge_id=judge_id, prompt_version=judge.prompt_version)
+    items = [i for i in items_from_pairs(df) if batch_mod.item_key(i) not in _open_batch_keys(cfg)]
+    if run.limit is not None:
+        items = items[:run.limit]
+    job.progress(0, len(items))
+    written = 0
+
+    def on_results(results: list[JudgeResult]) -> None:
+        nonlocal written
+        rows = [r for res in results for r in _judgment_rows(res, judge_id=judge_id,
+                                                              prompt_version=judge.prompt_version, secrets=secrets)]
+        with unit_of_work(engine) as s2:
+            written += repo.upsert_judgments(s2, rows=rows)
+        statuses = [r["status"] for r in rows]
+        job.count(labels=statuses.count("ok"), abstentions=statuses.count("abstain"), errors=statuses.count("error"))
+
+    async def go() -> RunStats:
+        try:
+            return await run_items(judge, items, on_results=on_results, concurrency=run.concurrency,
+                                   progress=_progress_to(job, progress), cancel=_AnyFlag(cancel, job.cancel),
+                                   commit_every=commit_every)
+        finally:
+            await _aclose(judge)
+
+    out = _summary(asyncio.run(go()), written, secrets)
+    if out["all_failed"]:
+        job.fail(f"all {out['calls']} calls failed; first error: {out['first_error']}")
+    return out
+
+
 def run_judge(
     engine: Engine,
     *,
@@ -171,66 +318,30 @@ def run_judge(
     retry: Optional[RetryPolicy] = None,
     commit_every: int = 32,
     mode: str = "strict",
+    created_by: str = "",
 ) -> dict:
-    """Judge every pending (response, constraint) pair; return
-    ``{"calls", "written", "errors", "labels", "abstentions", ...}`` (calls = responses
-    judged, one prompt each; written = judgment rows written, each one a label, an
-    abstention or an error; plus requests, tokens, cost_usd, cancelled, ``all_failed`` and
-    ``first_error``; see :func:`_summary`).
+    """Judge every pending (response, constraint) pair, in this thread, as a job holding
+    the judge's run lock (a second run of the same judge name raises
+    :class:`~reform_core.services.jobs.JobBusy`; a run whose process died is taken over).
+    Return ``{"calls", "written", "errors", "labels", "abstentions", ...}`` (calls =
+    responses judged, one prompt each; written = judgment rows written, each one a label,
+    an abstention or an error; plus requests, tokens, cost_usd, cancelled, ``all_failed``
+    and ``first_error``; see :func:`_summary`).
 
     provider: ``openai`` | ``gemini`` (needs ``model`` and a key) | ``rules`` (every
     verifier of the project's catalog, in ``mode`` strict or loose; see
     :mod:`reform_core.judges.rule_judge`) | ``replay`` (copies the labels of judge ``source``). ``limit`` caps the
-    number of responses judged in this run. ``cancel``: an object with ``is_set()``.
+    number of responses judged in this run. ``cancel``: an object with ``is_set()``; the
+    job can also be cancelled from anywhere (:func:`reform_core.services.jobs.cancel`).
     """
-    _check(provider, concurrency, limit)
-    if provider in LLM_PROVIDERS and not model:
-        raise ValueError(f"model: required for provider {provider!r}")
-    if provider != "rules" and mode != "strict":
-        raise ValueError(f"mode: only the rules judge has strict / loose modes (provider {provider!r})")
-    if provider == "replay" and not source:
-        raise ValueError("source: the judge whose labels to replay is required for provider 'replay'")
-    key = ""
-    if provider in LLM_PROVIDERS:
-        judge, key = _make_llm(provider, model=model, base_url=base_url, rpm=rpm, tpm=tpm, timeout=timeout,
-                               retry=retry, api_key=api_key)
-    elif provider == "rules":
-        with engine.connect() as conn:
-            catalogs = data_repo.project_catalogs(conn)
-        judge = RuleJudge(model, mode=mode, catalogs=catalogs)
-    else:
-        with unit_of_work(engine) as s:
-            judge = ReplayJudge(repo.judgment_labels(s, judge_name=source), source=source)
-    name = name or (judge.model if provider != "replay" else f"replay:{source}")
-    secrets = _secrets(key)
-    config = {"base_url": redact(base_url or "", secrets), "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
-              **({"mode": judge.mode} if provider == "rules" else {})}
-    with unit_of_work(engine) as s:
-        judge_id = repo.ensure_judge(s, name=name, provider=provider, model=judge.model,
-                                     prompt_version=judge.prompt_version, config=config)
-        cfg = repo.get_judge(s, name=name)["config"]
-        df = repo.pending_pairs(s, judge_id=judge_id, prompt_version=judge.prompt_version)
-    items = [i for i in items_from_pairs(df) if batch_mod.item_key(i) not in _open_batch_keys(cfg)]
-    if limit is not None:
-        items = items[:limit]
-    written = 0
-
-    def on_results(results: list[JudgeResult]) -> None:
-        nonlocal written
-        rows = [r for res in results for r in _judgment_rows(res, judge_id=judge_id,
-                                                              prompt_version=judge.prompt_version, secrets=secrets)]
-        with unit_of_work(engine) as s2:
-            written += repo.upsert_judgments(s2, rows=rows)
-
-    async def go() -> RunStats:
-        try:
-            return await run_items(judge, items, on_results=on_results, concurrency=concurrency,
-                                   progress=progress, cancel=cancel, commit_every=commit_every)
-        finally:
-            await _aclose(judge)
-
-    stats = asyncio.run(go())
-    return _summary(stats, written, secrets)
+    run = _judge_run(engine, provider=provider, model=model, name=name, base_url=base_url, endpoint=None,
+                     concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, source=source, timeout=timeout,
+                     mode=mode)
+    key = _provider_key(run, api_key)
+    return jobs.run(engine, kind="judge", lock_key=run.lock_key, params=run.params(_secrets(key)),
+                    created_by=created_by,
+                    fn=lambda job: _judge_pending(engine, run, key, job, progress=progress, cancel=cancel,
+                                                  retry=retry, commit_every=commit_every))
 
 
 def pending_count(engine: Engine, *, name: str, prompt_version: str = prompt_mod.PROMPT_VERSION) -> dict:
@@ -286,16 +397,24 @@ async def _close_client(client) -> None:
 
 def submit_batch(engine: Engine, *, provider: str, model: str, name: Optional[str] = None,
                  base_url: Optional[str] = None, limit: Optional[int] = None, api_key: Optional[str] = None,
-                 timeout: float = 300.0) -> dict:
+                 timeout: float = 300.0, created_by: str = "") -> dict:
     """Write the pending items (not already in an open batch) as one provider batch and
     submit it; the batch id is kept in the judge's config. Returns ``{"batch_id", "items"}``
-    (``batch_id`` None when nothing is pending)."""
+    (``batch_id`` None when nothing is pending). Holds the judge's run lock."""
     if provider not in LLM_PROVIDERS:
         raise ValueError(f"provider: batch mode needs one of {LLM_PROVIDERS}, got {provider!r}")
     _check(provider, 1, limit)
     if not model:
         raise ValueError("model: required for batch mode")
     name = name or model
+    params = {"action": "submit", "provider": provider, "model": model, "name": name, "limit": limit}
+    return jobs.run(engine, kind="judge-batch", lock_key=judge_lock_key(name), params=params, created_by=created_by,
+                    fn=lambda job: _submit_batch(engine, provider=provider, model=model, name=name, base_url=base_url,
+                                                 limit=limit, api_key=api_key, timeout=timeout))
+
+
+def _submit_batch(engine: Engine, *, provider: str, model: str, name: str, base_url: Optional[str],
+                  limit: Optional[int], api_key: Optional[str], timeout: float) -> dict:
     mod, client, key = _batch_client(provider, base_url, api_key, timeout)
     secrets = _secrets(key)
     with unit_of_work(engine) as s:
@@ -330,11 +449,12 @@ def submit_batch(engine: Engine, *, provider: str, model: str, name: Optional[st
 
 
 def poll_batches(engine: Engine, *, name: str, base_url: Optional[str] = None, api_key: Optional[str] = None,
-                 ingest: bool = False, timeout: float = 300.0) -> dict:
+                 ingest: bool = False, timeout: float = 300.0, created_by: str = "") -> dict:
     """Poll every open batch of judge ``name``; with ``ingest`` write the results of the
     finished ones (idempotent: ok judgments are never overwritten, an ingested batch is
     not read again). Returns ``{"batches": [{"id", "state", "done"}], "written", "errors",
-    "missing", "unknown"}`` — ``missing`` items (no result line) stay pending."""
+    "missing", "unknown"}`` — ``missing`` items (no result line) stay pending. Holds the
+    judge's run lock."""
     with unit_of_work(engine) as s:
         j = repo.get_judge(s, name=name)
     if j is None:
@@ -342,6 +462,17 @@ def poll_batches(engine: Engine, *, name: str, base_url: Optional[str] = None, a
     provider, model = j["provider"], j["model"]
     if provider not in LLM_PROVIDERS:
         raise ValueError(f"judge {name!r} has provider {provider!r}; batch mode needs one of {LLM_PROVIDERS}")
+    params = {"action": "ingest" if ingest else "poll", "name": name}
+    return jobs.run(engine, kind="judge-batch", lock_key=judge_lock_key(name), params=params, created_by=created_by,
+                    fn=lambda job: _poll_batches(engine, name=name, base_url=base_url, api_key=api_key,
+                                                 ingest=ingest, timeout=timeout))
+
+
+def _poll_batches(engine: Engine, *, name: str, base_url: Optional[str], api_key: Optional[str], ingest: bool,
+                  timeout: float) -> dict:
+    with unit_of_work(engine) as s:
+        j = repo.get_judge(s, name=name)  # read again under the lock
+    provider, model = j["provider"], j["model"]
     mod, client, key = _batch_client(provider, base_url, api_key, timeout)
     secrets = _secrets(key)
     open_batches = [b for b in j["config"].get("batches", []) if not b.get("ingested")]
@@ -401,15 +532,30 @@ def annotate_baseline(
     api_key: Optional[str] = None,
     timeout: float = 120.0,
     retry: Optional[RetryPolicy] = None,
+    created_by: str = "",
 ) -> dict:
     """Label which catalog features are present in each baseline response: features with
     a rule detector (``feature:<key>`` verifier) by rule (source "rule"), the others by
     the LLM judge when ``provider`` is openai/gemini (source "llm"). Existing rows
     (e.g. imported) are kept. Returns ``{"responses", "written", "rule", "llm", "errors"}``.
+    One annotation run at a time (a job holding the lock ``annotate-baseline``).
     """
     if provider not in ("rules", *LLM_PROVIDERS):
         raise ValueError(f"provider: expected rules, openai or gemini, got {provider!r}")
     _check(provider, concurrency, limit)
+    kw = dict(provider=provider, model=model, base_url=base_url, concurrency=concurrency, rpm=rpm, tpm=tpm,
+              limit=limit, catalog=catalog, api_key=api_key, timeout=timeout, retry=retry)
+    params = {"provider": provider, "model": model, "limit": limit, "catalog": catalog}
+
+    return jobs.run(engine, kind="annotate-baseline", lock_key="annotate-baseline", params=params,
+                    created_by=created_by,
+                    fn=lambda job: _annotate_baseline(engine, progress=_progress_to(job, progress),
+                                                      cancel=_AnyFlag(cancel, job.cancel), **kw))
+
+
+def _annotate_baseline(engine: Engine, *, provider: str, model: str, base_url: Optional[str], concurrency: int,
+                       rpm, tpm, limit: Optional[int], catalog: Optional[str], progress: Progress, cancel: Any,
+                       api_key: Optional[str], timeout: float, retry: Optional[RetryPolicy]) -> dict:
     with unit_of_work(engine) as s:
         feats = repo.catalog_features(s, catalog=catalog or repo.project_catalog(s))
         base = repo.baseline_responses(s)

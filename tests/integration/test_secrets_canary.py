@@ -89,8 +89,10 @@ def test_canary_key_appears_nowhere(tmp_path, server):
 
     con = sqlite3.connect(work / "reform.db")
     stored_errors = [r[0] for r in con.execute("SELECT error FROM judgment WHERE status = 'error'")]
-    con.close()
     assert any("credentials" in e for e in stored_errors), "the echoing errors were not stored at all"
+    job_params = [json.loads(r[0]) for r in con.execute("SELECT params FROM job WHERE kind = 'judge'")]
+    assert len(job_params) == 2 and all(p["base_url"].startswith(server.url) for p in job_params)  # jobs recorded
+    con.close()
 
     blobs = {
         "database files": _all_bytes(work),
