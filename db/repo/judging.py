@@ -216,3 +216,9 @@ def judges_summary(session: Session) -> pd.DataFrame:
         df[c] = df[c].astype("int64")
     df["cost_usd"] = df["cost_usd"].astype(float)
     return df
+
+
+def judgment_version(session: Session) -> tuple[int, int, int]:
+    """``(judgment rows, max judgment id, judges)``: a cheap stamp of what was written."""
+    row = session.execute(select(func.count(Judgment.id), func.max(Judgment.id))).one()
+    return int(row[0]), int(row[1] or 0), int(session.execute(select(func.count(Judge.id))).scalar())

@@ -89,6 +89,16 @@ def show_markdown(text: Optional[str], *, heading_offset: int = 0) -> None:
     st.html(f'<div class="reform-md">{safe_markdown_html(text, heading_offset=heading_offset)}</div>')
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=&])")
+
+
+def plain(text) -> str:
+    """``text`` with every Markdown-active character backslash-escaped, for messages that
+    Streamlit renders as Markdown (st.error, st.caption, progress texts) but that contain
+    untrusted names: no link, image, emoji shortcode, colour directive or LaTeX survives."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
 def show_raw(text: Optional[str]) -> None:
     """The exact text with line numbers (what the judges saw)."""
     st.code(text or "", language=None, line_numbers=True, wrap_lines=True)
@@ -242,3 +252,19 @@ def overview(principal: Principal):
     scale the counts take ~0.5 s, too much for every rerun."""
     require(principal, "view_overview")
     return _overview(data_version(), principal)
+
+
+@st.cache_data(ttl=600, max_entries=4, show_spinner=False)
+def _judges_summary(version: tuple, _principal: Principal) -> pd.DataFrame:
+    from reform_core.services import judging
+
+    return judging.judges_summary(state.engine(), _principal)
+
+
+def judges_summary(principal: Principal) -> pd.DataFrame:
+    """The Judges page's per-judge counts, recomputed whenever a judgment or judge is added
+    or any job (a judge run) starts, records progress or ends — never stale until a reload."""
+    from reform_core.services import judging
+
+    require(principal, "run_judges")
+    return _judges_summary(judging.summary_version(state.engine()), principal)

@@ -25,7 +25,10 @@ def register(app: typer.Typer) -> None:
         provider: str = typer.Option(..., "--provider", help="openai | gemini | rules | replay"),
         model: str = typer.Option("", "--model", help="Provider model name (openai/gemini)."),
         name: Optional[str] = typer.Option(None, "--name", help="Judge name (default: the model)."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible / Gemini endpoint."),
+        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible / Gemini endpoint "
+                                               "(your key from the environment is sent there)."),
+        endpoint: Optional[str] = typer.Option(None, "--endpoint",
+                                               help="A configured endpoint's name (REFORM_JUDGE_ENDPOINTS)."),
         concurrency: int = typer.Option(16, "--concurrency", min=1),
         rpm: Optional[int] = typer.Option(None, "--rpm", min=1, help="Requests per minute."),
         tpm: Optional[int] = typer.Option(None, "--tpm", min=1, help="Tokens per minute."),
@@ -45,7 +48,7 @@ def register(app: typer.Typer) -> None:
             out = _run(lambda: svc.run_judge(
                 get_engine(db_url(db)), provider=provider, model=model, name=name, base_url=base_url,
                 concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, progress=progress, source=source,
-                timeout=timeout, mode=mode, created_by="cli"))
+                timeout=timeout, mode=mode, created_by="cli", endpoint=endpoint))
         if as_json:
             print_json({k: out[k] for k in ("calls", "written", "errors", "labels", "abstentions")})
         else:

@@ -23,8 +23,9 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import data as data_repo
+from db.repo import jobs as jobs_repo
 from db.repo import judging as repo
-from reform_core.config import get_settings, redact, secret_values
+from reform_core.config import get_settings, judge_endpoint, redact, secret_values
 from reform_core.judges import LLM_PROVIDERS, PROVIDERS, make_llm_judge
 from reform_core.judges import batch as batch_mod
 from reform_core.judges import prompt as prompt_mod
@@ -181,8 +182,11 @@ class JudgeRun:
         return judge_lock_key(self.name)
 
     def params(self, secrets: list[str]) -> dict:
+        """The job's params: an endpoint run records the endpoint's name, not its URL."""
         out = {k: v for k, v in self.__dict__.items() if v is not None}
-        if self.base_url:
+        if self.endpoint:
+            out.pop("base_url", None)
+        elif self.base_url:
             out["base_url"] = redact(self.base_url, secrets)
         return out
 
@@ -319,6 +323,7 @@ def run_judge(
     commit_every: int = 32,
     mode: str = "strict",
     created_by: str = "",
+    endpoint: Optional[str] = None,
 ) -> dict:
     """Judge every pending (response, constraint) pair, in this thread, as a job holding
     the judge's run lock (a second run of the same judge name raises
@@ -333,15 +338,103 @@ def run_judge(
     :mod:`reform_core.judges.rule_judge`) | ``replay`` (copies the labels of judge ``source``). ``limit`` caps the
     number of responses judged in this run. ``cancel``: an object with ``is_set()``; the
     job can also be cancelled from anywhere (:func:`reform_core.services.jobs.cancel`).
+    ``endpoint`` names a configured endpoint (``REFORM_JUDGE_ENDPOINTS``) instead of a
+    ``base_url``.
     """
-    run = _judge_run(engine, provider=provider, model=model, name=name, base_url=base_url, endpoint=None,
+    key_env = None
+    if endpoint:
+        if base_url:
+            raise ValueError("endpoint: give a configured endpoint name or a base URL, not both")
+        ep = judge_endpoint(endpoint, provider)
+        base_url, key_env = ep.base_url, ep.key_env
+    run = _judge_run(engine, provider=provider, model=model, name=name, base_url=base_url, endpoint=endpoint,
                      concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, source=source, timeout=timeout,
                      mode=mode)
-    key = _provider_key(run, api_key)
+    key = _provider_key(run, api_key, key_env)
     return jobs.run(engine, kind="judge", lock_key=run.lock_key, params=run.params(_secrets(key)),
                     created_by=created_by,
                     fn=lambda job: _judge_pending(engine, run, key, job, progress=progress, cancel=cancel,
                                                   retry=retry, commit_every=commit_every))
+
+
+# --- background runs (the Judges page) --------------------------------------------------
+
+OFFICIAL = "official API"  # the endpoint choice meaning: the provider's own API (or its SDK's *_BASE_URL)
+RESUMABLE = ("stale", "failed", "cancelled")
+
+
+def endpoint_choices(provider: str) -> list[str]:
+    """What the Judges page offers as endpoints for ``provider``: the provider's official
+    API and the endpoints a lead configured for it (never a typed URL)."""
+    if provider not in LLM_PROVIDERS:
+        return []
+    return [OFFICIAL, *sorted(n for n, e in get_settings().judge_endpoints.items() if e.provider == provider)]
+
+
+def start_judge_job(engine: Engine, principal, *, provider: str, model: str = "", name: Optional[str] = None,
+                    endpoint: Optional[str] = None, concurrency: int = 16, limit: Optional[int] = None,
+                    source: Optional[str] = None, mode: str = "strict") -> int:
+    """Start a judge run in the background (a job of this process) and return its id at
+    once; progress, cancel and the outcome live in the job table (:mod:`jobs`). Requests
+    go to the provider's official API or to a configured endpoint named ``endpoint`` —
+    there is deliberately no base-URL parameter. Raises ValueError (unknown endpoint,
+    missing key or model) or :class:`~reform_core.services.jobs.JobBusy` before anything runs."""
+    from reform_core.services.auth import require
+
+    require(principal, "run_judges")
+    ep = judge_endpoint(endpoint, provider) if endpoint and endpoint != OFFICIAL else None
+    run = _judge_run(engine, provider=provider, model=model, name=name, base_url=ep.base_url if ep else None,
+                     endpoint=endpoint if ep else None, concurrency=concurrency, rpm=None, tpm=None, limit=limit,
+                     source=source, timeout=120.0, mode=mode)
+    key = _provider_key(run, None, ep.key_env if ep else None)
+    return jobs.start(engine, kind="judge", lock_key=run.lock_key, params=run.params(_secrets(key)),
+                      created_by=principal.username, fn=lambda job: _judge_pending(engine, run, key, job))
+
+
+def resume_judge_job(engine: Engine, principal, job_id: int) -> int:
+    """Start a new background run with the parameters of judge job ``job_id`` (stale,
+    failed or cancelled); it judges only what is still pending."""
+    from reform_core.services.auth import require
+
+    require(principal, "run_judges")
+    job = jobs.get(engine, job_id)
+    if job is None or job.kind != "judge":
+        raise ValueError(f"job {job_id}: no such judge run")
+    if job.state not in RESUMABLE:
+        raise ValueError(f"job {job_id} is {job.state}; only a stale, failed or cancelled run can be resumed")
+    p = job.params
+    if p.get("base_url"):
+        raise ValueError(f"job {job_id} was started from the command line with --base-url; resume it there")
+    return start_judge_job(engine, principal, provider=p["provider"], model=p.get("model", ""), name=p["name"],
+                           endpoint=p.get("endpoint"), concurrency=int(p.get("concurrency", 16)),
+                           limit=p.get("limit"), source=p.get("source"), mode=p.get("mode") or "strict")
+
+
+def cancel_job(engine: Engine, principal, job_id: int) -> bool:
+    """Ask a running job to stop (calls in flight finish and are written)."""
+    from reform_core.services.auth import require
+
+    require(principal, "run_judges")
+    return jobs.cancel(engine, job_id)
+
+
+def recent_jobs(engine: Engine, principal, *, limit: int = 10) -> list[jobs.JobView]:
+    """The newest judging jobs (online runs, batch, baseline annotation), newest first."""
+    from reform_core.services.auth import require
+
+    require(principal, "run_judges")
+    return [v for v in jobs.recent(engine, limit=limit * 3) if v.kind in JOB_KINDS][:limit]
+
+
+JOB_KINDS = ("judge", "judge-batch", "annotate-baseline")
+
+
+def summary_version(engine: Engine) -> tuple:
+    """Changes whenever what :func:`judges_summary` shows may have changed: judgment and
+    judge rows added, and every job start, heartbeat and end (an error row overwritten by
+    a rerun keeps the row count and max id, but only a job does that)."""
+    with unit_of_work(engine) as s:
+        return (*repo.judgment_version(s), *jobs_repo.version(s))
 
 
 def pending_count(engine: Engine, *, name: str, prompt_version: str = prompt_mod.PROMPT_VERSION) -> dict:

@@ -14,7 +14,8 @@ A normal answer labels every constraint id found in the request's response schem
 whose message echoes the request's credentials, as a careless proxy would), ``"sleep:S"``
 (delay S seconds, then answer normally), ``"malformed"``, ``"wrong_ids"``, ``"nonbinary"``.
 Every generate call is recorded in ``calls`` (path, headers, body, ``marker`` = the first
-``RESP-<n>`` found in the prompt). Run as a script to serve from another process::
+``RESP-<n>`` found in the prompt); every request of any kind, routed or not, in
+``requests`` (method, path, headers). Run as a script to serve from another process::
 
     python tests/integration/fake_servers.py --port 0 --delay 0.5
 """
@@ -82,6 +83,7 @@ class FakeServer:
         self.batch_polls = batch_polls  # polls answered "running" before a batch completes
         self.script: deque = deque()
         self.calls: list[dict] = []
+        self.requests: list[dict] = []
         self.lock = threading.Lock()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
@@ -192,7 +194,12 @@ class FakeServer:
                 text = server._verdicts(body, fault)
                 self._send(200, server._gemini_body(text) if gemini else server._openai_body(model, text))
 
+            def _record(self):
+                with server.lock:
+                    server.requests.append({"method": self.command, "path": self.path, "headers": dict(self.headers)})
+
             def do_POST(self):
+                self._record()
                 raw = self._body()
                 path = self.path.split("?")[0]
                 if path == "/v1/chat/completions":
@@ -211,6 +218,7 @@ class FakeServer:
                 self._send(404, {"error": {"message": f"no route {path}"}})
 
             def do_GET(self):
+                self._record()
                 path = self.path.split("?")[0]
                 m = re.fullmatch(r"/v1/files/([^/]+)/content", path)
                 if m and m.group(1) in server.files:
