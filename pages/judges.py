@@ -34,7 +34,7 @@ def _resume(job_id: int) -> None:
     try:
         judging.resume_judge_job(eng, principal, job_id)
     except ValueError as exc:
-        st.error(render.plain(str(exc)))
+        st.error(render.md(str(exc)))
     else:
         st.rerun()
 
@@ -52,21 +52,21 @@ def live() -> None:
                "are failed calls (the next run retries them). A judge with errors only cannot be scored.")
     for v in views:
         if v.active:
-            st.progress(v.done / v.total if v.total else 0.0, text=render.plain(_job_line(v)))
+            st.progress(v.done / v.total if v.total else 0.0, text=render.md(_job_line(v)))
             if v.cancel_requested:
                 st.caption("Cancel requested: calls in flight finish and are written.")
             elif st.button("Cancel", key=f"cancel-{v.id}"):
                 judging.cancel_job(eng, principal, v.id)
                 st.rerun(scope="fragment")
         elif v.state == "stale" and v.kind == "judge":
-            st.warning(render.plain(f"Job {v.id} ({v.lock_key}) stopped without finishing: {v.stale_reason}. "
+            st.warning(render.md(f"Job {v.id} ({v.lock_key}) stopped without finishing: {v.stale_reason}. "
                                     "Resuming judges only what is still pending."))
             if st.button("Resume", key=f"resume-{v.id}"):
                 _resume(v.id)
     latest = next((v for v in views if v.kind == "judge" and v.state in ("done", "failed", "cancelled")), None)
     if latest is not None and "calls" in latest.result:
         show = st.error if latest.state == "failed" else st.success
-        show(render.plain(f"Job {latest.id} ({latest.lock_key}), {latest.state}: "
+        show(render.md(f"Job {latest.id} ({latest.lock_key}), {latest.state}: "
                           f"{judging.run_report(latest.result)}"))
     if latest is not None and latest.error:
         st.text(f"Error: {latest.error}")
@@ -124,7 +124,7 @@ if st.button("Start", type="primary"):
                                 name=name or None, endpoint=endpoint if endpoints else None,
                                 concurrency=int(concurrency), limit=int(limit) or None, source=source, mode=mode)
     except ValueError as exc:
-        st.error(render.plain(str(exc)))
+        st.error(render.md(str(exc)))
     else:
         st.rerun()
 

@@ -4,7 +4,7 @@ functions taking a ``Session``; they return plain dicts, never live ORM objects.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
+from typing import Optional, Sequence
 
 from sqlalchemy import func, select, update
 from sqlmodel import Session
@@ -39,11 +39,11 @@ def get(session: Session, *, job_id: int) -> Optional[dict]:
     return None if job is None else _row(job)
 
 
-def recent(session: Session, *, kind: Optional[str] = None, limit: int = 20) -> list[dict]:
-    """The newest jobs first."""
+def recent(session: Session, *, kinds: Optional[Sequence[str]] = None, limit: int = 20) -> list[dict]:
+    """The newest jobs first (of ``kinds`` only, when given)."""
     q = select(Job).order_by(Job.id.desc()).limit(limit)
-    if kind is not None:
-        q = q.where(Job.kind == kind)
+    if kinds is not None:
+        q = q.where(Job.kind.in_(list(kinds)))
     return [_row(j) for j in session.execute(q).scalars()]
 
 

@@ -89,16 +89,6 @@ def show_markdown(text: Optional[str], *, heading_offset: int = 0) -> None:
     st.html(f'<div class="reform-md">{safe_markdown_html(text, heading_offset=heading_offset)}</div>')
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=&])")
-
-
-def plain(text) -> str:
-    """``text`` with every Markdown-active character backslash-escaped, for messages that
-    Streamlit renders as Markdown (st.error, st.caption, progress texts) but that contain
-    untrusted names: no link, image, emoji shortcode, colour directive or LaTeX survives."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
-
-
 def show_raw(text: Optional[str]) -> None:
     """The exact text with line numbers (what the judges saw)."""
     st.code(text or "", language=None, line_numbers=True, wrap_lines=True)

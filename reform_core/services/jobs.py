@@ -282,10 +282,11 @@ def get(engine: Engine, job_id: int) -> Optional[JobView]:
     return None if job is None else _view(job)
 
 
-def recent(engine: Engine, *, kind: Optional[str] = None, limit: int = 20) -> list[JobView]:
-    """The newest jobs first (``kind`` filters)."""
+def recent(engine: Engine, *, kind: Optional[str] = None, kinds: Optional[tuple[str, ...]] = None,
+           limit: int = 20) -> list[JobView]:
+    """The newest jobs first (of ``kind`` or ``kinds`` only, when given)."""
     with unit_of_work(engine) as s:
-        rows = repo.recent(s, kind=kind, limit=limit)
+        rows = repo.recent(s, kinds=(kind,) if kind is not None else kinds, limit=limit)
     now = _now()
     return [_view(r, now) for r in rows]
 

@@ -23,7 +23,6 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import data as data_repo
-from db.repo import jobs as jobs_repo
 from db.repo import judging as repo
 from reform_core.config import get_settings, judge_endpoint, redact, secret_values
 from reform_core.judges import LLM_PROVIDERS, PROVIDERS, make_llm_judge
@@ -361,6 +360,7 @@ def run_judge(
 
 OFFICIAL = "official API"  # the endpoint choice meaning: the provider's own API (or its SDK's *_BASE_URL)
 RESUMABLE = ("stale", "failed", "cancelled")
+JOB_KINDS = ("judge", "judge-batch", "annotate-baseline")  # the jobs of this module
 
 
 def endpoint_choices(provider: str) -> list[str]:
@@ -423,10 +423,7 @@ def recent_jobs(engine: Engine, principal, *, limit: int = 10) -> list[jobs.JobV
     from reform_core.services.auth import require
 
     require(principal, "run_judges")
-    return [v for v in jobs.recent(engine, limit=limit * 3) if v.kind in JOB_KINDS][:limit]
-
-
-JOB_KINDS = ("judge", "judge-batch", "annotate-baseline")
+    return jobs.recent(engine, kinds=JOB_KINDS, limit=limit)
 
 
 def summary_version(engine: Engine) -> tuple:
@@ -434,7 +431,8 @@ def summary_version(engine: Engine) -> tuple:
     judge rows added, and every job start, heartbeat and end (an error row overwritten by
     a rerun keeps the row count and max id, but only a job does that)."""
     with unit_of_work(engine) as s:
-        return (*repo.judgment_version(s), *jobs_repo.version(s))
+        written = repo.judgment_version(s)
+    return (*written, *jobs.version(engine))
 
 
 def pending_count(engine: Engine, *, name: str, prompt_version: str = prompt_mod.PROMPT_VERSION) -> dict:

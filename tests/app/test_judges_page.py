@@ -107,7 +107,7 @@ def _wait(engine, name: str, timeout: float = 60) -> jobs.JobView:
 
 
 def _unescape(md: str) -> str:
-    """A message's text without the Markdown escapes the page adds (render.plain)."""
+    """A message's text without the Markdown escapes the page adds (render.md)."""
     return re.sub(r"\\(.)", r"\1", md)
 
 
