@@ -14,14 +14,7 @@ from reform_core.config import Settings, get_settings, judge_endpoint, secret_va
 from reform_core.services import judging as svc
 from reform_core.services.uow import get_engine
 
-from fake_servers import FakeServer, seed_project
-
-
-@pytest.fixture
-def server():
-    s = FakeServer().start()
-    yield s
-    s.stop()
+from fake_servers import seed_project
 
 
 @pytest.fixture

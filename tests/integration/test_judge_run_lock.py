@@ -29,13 +29,6 @@ ROOT = Path(__file__).resolve().parents[2]
 N = 12
 
 
-@pytest.fixture
-def server():
-    s = FakeServer().start()
-    yield s
-    s.stop()
-
-
 def _env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")}
     env.update(PYTHONPATH=str(ROOT), OPENAI_API_KEY="sk-test-lock", REFORM_JOB_HEARTBEAT_SECONDS="0.2", **extra)

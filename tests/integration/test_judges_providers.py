@@ -13,17 +13,10 @@ from reform_core.judges.retry import RetryPolicy
 from reform_core.services import judging as svc
 from reform_core.services.uow import get_engine
 
-from fake_servers import FakeServer, seed_project
+from fake_servers import seed_project
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
 MODELS = {"openai": "gpt-4o-mini", "gemini": "gemini-2.5-flash"}
-
-
-@pytest.fixture
-def server():
-    s = FakeServer().start()
-    yield s
-    s.stop()
 
 
 @pytest.fixture

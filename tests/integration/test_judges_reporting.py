@@ -15,14 +15,7 @@ from reform_core.services.uow import get_engine
 from reform_core.verifiers import base as verifiers
 from reform_core.verifiers.base import CheckResult
 
-from fake_servers import FakeServer, seed_project
-
-
-@pytest.fixture
-def server():
-    s = FakeServer().start()
-    yield s
-    s.stop()
+from fake_servers import seed_project
 
 
 @pytest.fixture

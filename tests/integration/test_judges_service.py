@@ -25,17 +25,10 @@ from reform_core.services import judging as svc
 from reform_core.services.uow import get_engine
 from reform_core.verifiers.base import CheckResult, register
 
-from fake_servers import FakeServer, seed_project
+from fake_servers import seed_project
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
-
-
-@pytest.fixture
-def server():
-    s = FakeServer().start()
-    yield s
-    s.stop()
 
 
 @pytest.fixture

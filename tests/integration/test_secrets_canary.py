@@ -19,19 +19,8 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
-
-from fake_servers import FakeServer
-
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 180
-
-
-@pytest.fixture
-def server():
-    s = FakeServer().start()
-    yield s
-    s.stop()
 
 
 def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
