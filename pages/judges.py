@@ -82,7 +82,7 @@ live()
 st.subheader("Scoring pair")
 pair = scoring.resolve_pair(eng)
 labelled = scoring.scoreable_judges(eng)
-st.caption(f"Scores, exports and every page calibrate with this pair: {pair.describe()}.")
+st.caption(render.md(f"Scores, exports and every page calibrate with this pair: {pair.describe()}."))
 if len(labelled) >= 2:
     current = pair.pair or (labelled[0], labelled[1])
     with st.form("scoring_pair"):
@@ -93,10 +93,10 @@ if len(labelled) >= 2:
             try:
                 scoring.set_pair(eng, principal, pair_a, pair_b)
             except ScoringError as exc:
-                st.error(str(exc))
+                st.error(render.md(str(exc)))
             else:
                 state.clear_data_caches()
-                st.success(f"Scoring pair set: {pair_a} (A), {pair_b} (B).")
+                st.success(render.md(f"Scoring pair set: {pair_a} (A), {pair_b} (B)."))
 
 st.subheader("Run a judge")
 c1, c2, c3 = st.columns(3)
