@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 import pandas as pd
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, bindparam, func, or_, select
 from sqlalchemy import text as sa_text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
@@ -197,21 +197,28 @@ def judges_summary(session: Session) -> pd.DataFrame:
     by status ``ok`` / ``abstain`` / ``error``; ``rows``, ``tokens`` and ``cost_usd`` sum
     every row the judge ever wrote (all prompt versions).
     """
-    res = session.connection().execute(sa_text(
-        "SELECT j.id, j.name, j.provider, j.model, j.prompt_version, COUNT(g.judge_id) AS rows, "
-        "COALESCE(SUM(CASE WHEN g.status = 'ok' THEN g.cur ELSE 0 END), 0) AS labels, "
-        "COALESCE(SUM(CASE WHEN g.status = 'abstain' THEN g.cur ELSE 0 END), 0) AS abstentions, "
-        "COALESCE(SUM(CASE WHEN g.status = 'error' THEN g.cur ELSE 0 END), 0) AS errors, "
-        "COALESCE(SUM(g.tokens), 0) AS tokens, COALESCE(SUM(g.cost_usd), 0) AS cost_usd "
-        "FROM judge j LEFT JOIN ("
-        "  SELECT g.judge_id, g.status, g.input_tokens + g.output_tokens AS tokens, g.cost_usd, "
-        # cur = 0 when a newer row of the same pair (another prompt version) supersedes g
-        "  CASE WHEN EXISTS (SELECT 1 FROM judgment n WHERE n.judge_id = g.judge_id "
-        "    AND n.response_id = g.response_id AND n.constraint_id = g.constraint_id AND n.id > g.id) "
-        "  THEN 0 ELSE 1 END AS cur FROM judgment g"
-        ") g ON g.judge_id = j.id "
+    conn = session.connection()
+    counts = ("COALESCE(SUM(CASE WHEN g.status = 'ok' THEN 1 ELSE 0 END), 0) AS labels, "
+              "COALESCE(SUM(CASE WHEN g.status = 'abstain' THEN 1 ELSE 0 END), 0) AS abstentions, "
+              "COALESCE(SUM(CASE WHEN g.status = 'error' THEN 1 ELSE 0 END), 0) AS errors")
+    res = conn.execute(sa_text(
+        "SELECT j.id, j.name, j.provider, j.model, j.prompt_version, COUNT(g.id) AS rows, "
+        + counts + ", COALESCE(SUM(g.input_tokens + g.output_tokens), 0) AS tokens, "
+        "COALESCE(SUM(g.cost_usd), 0) AS cost_usd, COUNT(DISTINCT g.prompt_version) AS versions "
+        "FROM judge j LEFT JOIN judgment g ON g.judge_id = j.id "
         "GROUP BY j.id, j.name, j.provider, j.model, j.prompt_version ORDER BY j.id"))
     df = pd.DataFrame(res.all(), columns=list(res.keys()))
+    several = [int(i) for i in df.loc[df["versions"] > 1, "id"]]
+    if several:  # a pair judged under several prompt versions counts with its newest row only
+        cur = conn.execute(sa_text(
+            "SELECT g.judge_id, " + counts + " FROM judgment g WHERE g.judge_id IN :ids "
+            "AND NOT EXISTS (SELECT 1 FROM judgment n WHERE n.judge_id = g.judge_id "
+            "AND n.response_id = g.response_id AND n.constraint_id = g.constraint_id AND n.id > g.id) "
+            "GROUP BY g.judge_id").bindparams(bindparam("ids", expanding=True)), {"ids": several})
+        newest = pd.DataFrame(cur.all(), columns=list(cur.keys())).set_index("judge_id")
+        for c in ("labels", "abstentions", "errors"):
+            df[c] = [newest.at[i, c] if i in newest.index else v for i, v in zip(df["id"], df[c])]
+    df = df.drop(columns="versions")
     for c in ("rows", "labels", "abstentions", "errors", "tokens"):
         df[c] = df[c].astype("int64")
     df["cost_usd"] = df["cost_usd"].astype(float)

@@ -435,14 +435,6 @@ def summary_version(engine: Engine) -> tuple:
     return (*written, *jobs.version(engine))
 
 
-def pending_count(engine: Engine, *, name: str, prompt_version: str = prompt_mod.PROMPT_VERSION) -> dict:
-    """``{"responses", "pairs"}`` still to judge by judge ``name`` (all, if it is new)."""
-    with unit_of_work(engine) as s:
-        j = repo.get_judge(s, name=name)
-        df = repo.pending_pairs(s, judge_id=j["id"] if j else None, prompt_version=prompt_version)
-    return {"responses": int(df["response_id"].nunique()), "pairs": int(len(df))}
-
-
 def prompt_for_display(engine: Optional[Engine] = None, *, response_id: Optional[int] = None) -> dict:
     """``{"version", "text"}``: the grading prompt, filled for ``response_id`` (or the first
     constrained response) when a database is given, else for a placeholder item."""

@@ -84,11 +84,11 @@ def test_report_separates_labels_abstentions_and_errors(db, feat1_rule):
     assert res.exit_code == 0 and res.stdout.startswith("4 calls: 4 labels, 8 abstentions, 0 errors (12 judgment rows")
 
 
-def test_judge_health_marks_a_judge_of_only_errors(db, server, feat1_rule):
+def test_judge_health_marks_a_judge_of_only_errors(any_db_url, server, feat1_rule):
     """Pins issue 14: a failed first run left a judge of 404 rows that became part of the
     default pair; ``judge_health`` says it is not scoreable. Counts use the newest row of
     each pair (as scoring does): an old ok row under another prompt version does not count."""
-    url, engine = db
+    engine = get_engine(any_db_url)
     seed_project(engine, responses=2)
     out = svc.run_judge(engine, provider="openai", model="m", name="broken", base_url=server.url, api_key="k")
     assert out["all_failed"] and "404" in out["first_error"] and out["labels"] == 0
