@@ -177,18 +177,7 @@ def register(app: typer.Typer) -> None:
             print_json(out)
             return
 
-        def fmt(x):
-            return "   n/a" if x is None else f"{x:6.2f}"
-
-        for name, m in out["models"].items():
-            lo, hi = m["intervals"]["pa"]
-            typer.echo(f"{name}: PA {fmt(m['pa'])} % [{fmt(lo)}, {fmt(hi)}]  ({m['outputs']} outputs, "
-                       f"{m['unchecked']} unchecked pairs)")
-            for c, v in m["scc"].items():
-                lo, hi = m["intervals"]["scc"][c]
-                typer.echo(f"  SCC {c:<24}{fmt(v)} % [{fmt(lo)}, {fmt(hi)}]")
-        for note in out["notes"]:
-            typer.echo(f"note: {note}")
+        _print_mosaic(out)
 
     @app.command("wise-collect")
     def wise_collect(
@@ -251,16 +240,74 @@ def register(app: typer.Typer) -> None:
             print_json(out)
             return
 
-        def fmt(x, w=6, d=1):
-            return " " * (w - 3) + "n/a" if x is None else f"{x:{w}.{d}f}"
+        _print_wise(out)
 
-        typer.echo(f"study {out['study']}: {len(out['models'])} models, reference {out['reference']}, "
-                   f"{out['scheme']} bootstrap ({out['n_boot']} replicates, seed {out['seed']})")
-        typer.echo(f"{'form':<12}{'compl %':>8}{'Δ pp':>8}{'95% CI':>18}{'Holm p':>8}{'τ_b':>7}{'rev':>6}")
-        for form, f in out["forms"].items():
-            lo, hi = f["delta_interval"] or [None, None]
-            typer.echo(f"{form:<12}{fmt(f['compliance'], 8)}{fmt(f['delta'], 8)}   [{fmt(lo)}, {fmt(hi)}]"
-                       f"{fmt(f['p_holm'], 8, 3)}{fmt(f['tau_b'], 7, 3)}{fmt(f['reversal_rate'], 6, 2)}")
-        typer.echo(f"C_mean {fmt(out['c_mean'])} %  C_worst {fmt(out['c_worst'])} %  G_wording {fmt(out['g_wording'])} pp")
-        for note in out["notes"]:
-            typer.echo(f"note: {note}")
+
+# ----------------------------------------------------------------------------- text reports
+
+
+def _num(x, width: int = 6, digits: int = 1) -> str:
+    return f"{'n/a':>{width}}" if x is None else f"{x:{width}.{digits}f}"
+
+
+def _ci(pair, digits: int = 1) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return "[n/a]"
+    return f"[{pair[0]:.{digits}f}, {pair[1]:.{digits}f}]"
+
+
+def _p(p, n_boot: int) -> str:
+    """A bootstrap p-value; 0 (no replicate on the other side of 0) is shown as < 1/B."""
+    if p is None:
+        return "n/a"
+    return f"<{1 / n_boot:.2g}" if p == 0 else f"{p:.3f}"
+
+
+def _print_mosaic(out: dict) -> None:
+    """Every number of ``mosaic-score --json`` as text: PA and all-followed, SCC, PosCC and PCC
+    (with Pearson r and p) per model, each with its interval."""
+    level = round(100 * out["level"])
+    typer.echo(f"study {out['study']}: {len(out['models'])} models; {level} % intervals: {out['interval']} "
+               f"({out['n_boot']} replicates, seed {out['seed']})")
+    for name, m in out["models"].items():
+        iv = m["intervals"]
+        typer.echo(f"{name}: PA {_num(m['pa'])} % {_ci(iv['pa'])}  all followed {_num(m['all_followed'])} % "
+                   f"{_ci(iv['all_followed'])}  ({m['outputs']} outputs, {m['checked']} checks, "
+                   f"{m['unchecked']} unchecked pairs)")
+        for c, v in m["scc"].items():
+            typer.echo(f"  SCC   {c:<28}{_num(v)} % {_ci(iv['scc'][c])}  n={m['n']['scc'][c]}")
+        for pos, v in m["poscc"].items():
+            typer.echo(f"  PosCC {'position ' + pos:<28}{_num(v)} % {_ci(iv['poscc'][pos])}  n={m['n']['poscc'][pos]}")
+        for p in m["pcc"]:
+            pair = f"{p['constraint_i']} & {p['constraint_j']}"
+            r = "n/a" if p["r"] is None else f"{p['r']:+.3f}"
+            pv = "n/a" if p["p_value"] is None else f"{p['p_value']:.3g}"
+            typer.echo(f"  PCC   {pair:<28}{_num(p['pcc'])} % {_ci(p['interval'])}  n={p['n']}  r={r}  p={pv}")
+    for note in out["notes"]:
+        typer.echo(f"note: {note}")
+
+
+def _print_wise(out: dict) -> None:
+    """Every number of ``wise-score --json`` as text: per form compliance and Δ with intervals,
+    raw and Holm p, the four ranking metrics with intervals; C_mean, C_worst, G_wording."""
+    n_boot, level = out["n_boot"], round(100 * out["level"])
+    typer.echo(f"study {out['study']}: {len(out['models'])} models, {out['outputs']} outputs, checker "
+               f"{out['checker']}, reference {out['reference']}; {level} % intervals: {out['scheme']} bootstrap "
+               f"({n_boot} replicates, seed {out['seed']}); ranking intervals: task bootstrap")
+    for form, f in out["forms"].items():
+        typer.echo(f"{form}: compliance {_num(f['compliance'])} % {_ci(f['compliance_interval'])}")
+        if form == out["reference"]:
+            continue
+        typer.echo(f"  Δ vs {out['reference']} {_num(f['delta'])} pp {_ci(f['delta_interval'])}  "
+                   f"p {_p(f['p_value'], n_boot)}  Holm p {_p(f['p_holm'], n_boot)}")
+        typer.echo(f"  tau_b {_num(f['tau_b'], 0, 3)} {_ci(f['tau_b_interval'], 3)}  "
+                   f"reversal_rate {_num(f['reversal_rate'], 0, 3)} {_ci(f['reversal_rate_interval'], 3)}  "
+                   f"top3_jaccard {_num(f['top3_jaccard'], 0, 3)} {_ci(f['top3_jaccard_interval'], 3)}  "
+                   f"max_rank_shift {_num(f['max_rank_shift'], 0, 1)} {_ci(f['max_rank_shift_interval'], 1)}")
+    typer.echo(f"C_mean {_num(out['c_mean'], 0)} % {_ci(out['c_mean_interval'])}  "
+               f"C_worst {_num(out['c_worst'], 0)} % {_ci(out['c_worst_interval'])} ({out['worst_form']})  "
+               f"G_wording {_num(out['g_wording'], 0)} pp {_ci(out['g_wording_interval'])}")
+    for model, row in out["model_compliance"].items():
+        typer.echo(f"  {model}: " + "  ".join(f"{k} {_num(v, 0)}" for k, v in row.items()))
+    for note in out["notes"]:
+        typer.echo(f"note: {note}")

@@ -16,6 +16,7 @@ from itertools import combinations
 
 import pandas as pd
 import pytest
+from scipy import stats
 from typer.testing import CliRunner
 
 from reform_core.cli import app
@@ -35,7 +36,8 @@ def _h(text: str) -> int:
 class StudyServer(FakeServer):
     """Answers MOSAIC prompts, App. D.4 judge prompts and WISE items as a chat model would.
 
-    ``style`` "tidy" writes a <BOC>…<EOC> dash list addressing {{FirstName}}; "plain" writes
+    ``style`` "tidy" writes a <BOC>…<EOC> list, for some prompts addressing {{FirstName}} and
+    for most with dashes; "plain" writes
     two plain sentences (which the judge scores 3/10, the tidy text 8/10). WISE: the answer
     has the requested N words, or N+1 for a hash-chosen third of the prompts (style- and
     wire-format-dependent, so models differ)."""
@@ -55,8 +57,11 @@ class StudyServer(FakeServer):
         if "writing assistant" in prompt:
             if gemini or self.style == "plain":
                 return "Plainly put, this product is useful. It works well for most people every day."
-            return ("<BOC>\n- Dear {{FirstName}}, meet a brilliant product that helps you capture the day.\n"
-                    "- It is secure and simple. It lasts all day because the battery is large.\n<EOC>")
+            # two hash-chosen variations (greeting, list marker) so outcomes vary across prompts
+            greet = "Dear {{FirstName}}, meet" if _h(prompt + "greet") % 2 else "Meet"
+            mark = "-" if _h(prompt + "mark") % 3 else "*"
+            return (f"<BOC>\n{mark} {greet} a brilliant product that helps you capture the day.\n"
+                    f"{mark} It is secure and simple. It lasts all day because the battery is large.\n<EOC>")
         n = int(re.search(r"(\d+)", prompt).group(1))
         extra = 0 if _h(prompt + self.style + str(gemini)) % 3 else 1
         return " ".join(["word"] * (n + extra))
@@ -107,13 +112,30 @@ def loop_mosaic(rows: pd.DataFrame) -> dict:
         for p in sorted({p for ps in at.values() for p in ps}):
             having = [ps[p] for ps in at.values() if len(ps) >= p]
             poscc[str(p)] = 100 * sum(having) / len(having)
-        pcc = {}
+        pcc, pearson = {}, {}
         for a, b in combinations(sorted(scc), 2):
-            both = [cs[a] * cs[b] for cs in followed.values() if a in cs and b in cs]
-            if both:
-                pcc[(a, b)] = 100 * sum(both) / len(both)
-        out[model] = {"pa": 100 * pa, "scc": scc, "poscc": poscc, "pcc": pcc}
+            pairs = [(cs[a], cs[b]) for cs in followed.values() if a in cs and b in cs]
+            if pairs:
+                pcc[(a, b)] = 100 * sum(x * y for x, y in pairs) / len(pairs)
+                pearson[(a, b)] = _pearson(pairs)
+        out[model] = {"pa": 100 * pa, "scc": scc, "poscc": poscc, "pcc": pcc, "pearson": pearson}
     return out
+
+
+def _pearson(pairs: list) -> tuple:
+    """(r, two-sided p) of paired 0/1 outcomes from the textbook formulas; (None, None) below
+    3 pairs or with a constant outcome. p from Student's t with n - 2 degrees of freedom."""
+    n = len(pairs)
+    mx, my = sum(x for x, _ in pairs) / n, sum(y for _, y in pairs) / n
+    sxy = sum((x - mx) * (y - my) for x, y in pairs)
+    sxx, syy = sum((x - mx) ** 2 for x, _ in pairs), sum((y - my) ** 2 for _, y in pairs)
+    if n < 3 or sxx == 0 or syy == 0:
+        return None, None
+    r = sxy / math.sqrt(sxx * syy)
+    if abs(r) >= 1 - 1e-12:
+        return r, 0.0
+    t = r * math.sqrt((n - 2) / (1 - r * r))
+    return r, 2 * stats.t.sf(abs(t), n - 2)
 
 
 def _avg_ranks(values: dict) -> dict:
@@ -232,8 +254,53 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
         assert m["poscc"] == pytest.approx(ref[model]["poscc"], abs=1e-5)
         assert {(p["constraint_i"], p["constraint_j"]): p["pcc"] for p in m["pcc"]} == pytest.approx(
             ref[model]["pcc"], abs=1e-5)
+        for p in m["pcc"]:
+            r, pv = ref[model]["pearson"][(p["constraint_i"], p["constraint_j"])]
+            assert (p["r"] is None) == (r is None), p
+            if r is not None:
+                assert p["r"] == pytest.approx(r, abs=1e-12) and p["p_value"] == pytest.approx(pv, rel=1e-9, abs=1e-12)
+    assert sum(p["r"] is not None for m in score["models"].values() for p in m["pcc"]) >= 3  # not vacuous
+    _assert_tables_in_every_format(d / "export", manifest, ["mosaic_checks", "mosaic_pa", "mosaic_scc",
+                                                            "mosaic_poscc", "mosaic_pcc"])
+    # the metric tables are what the manifest's recompute command prints (shares in the tables, % in the JSON)
+    assert manifest["studies"]["mosaic"]["recompute"] == "python -m reform_core mosaic-score --study NAME --json"
+    default = cli("mosaic-score", "--db", db, "--study", "launch", "--json")  # 2,000 replicates, seed 0, as export
     scc_table = pd.read_csv(d / "export" / "mosaic_scc.csv")
-    assert len(scc_table) == sum(len(m["scc"]) for m in score["models"].values())
+    assert len(scc_table) == sum(len(m["scc"]) for m in default["models"].values())
+    for r in scc_table.itertuples(index=False):
+        m = default["models"][r.model]
+        assert 100 * r.scc == pytest.approx(m["scc"][r.constraint], abs=1e-6)
+        assert [100 * r.ci_low, 100 * r.ci_high] == pytest.approx(m["intervals"]["scc"][r.constraint], abs=1e-6)
+    pa_table = pd.read_csv(d / "export" / "mosaic_pa.csv").set_index("model")
+    for model, m in default["models"].items():
+        assert 100 * pa_table.loc[model, "pa"] == pytest.approx(m["pa"], abs=1e-6)
+        assert pa_table.loc[model, "unchecked"] == m["unchecked"]
+
+    # the text report prints the same numbers as the JSON
+    text = cli("mosaic-score", "--db", db, "--study", "launch", "--n-boot", "300", "--seed", "5")
+    for model, m in score["models"].items():
+        lo, hi = m["intervals"]["pa"]
+        assert f"{model}: PA {m['pa']:6.1f} % [{lo:.1f}, {hi:.1f}]" in text
+        for c, v in m["scc"].items():
+            lo, hi = m["intervals"]["scc"][c]
+            assert re.search(rf"SCC +{c} +{v:.1f} % \[{lo:.1f}, {hi:.1f}\]  n={m['n']['scc'][c]}", text), c
+        for pos, v in m["poscc"].items():
+            assert re.search(rf"PosCC +position {pos} +{v:.1f} %", text), pos
+        for p in m["pcc"]:
+            r = "n/a" if p["r"] is None else f"{p['r']:+.3f}"
+            assert f"{p['constraint_i']} & {p['constraint_j']}" in text and f"n={p['n']}  r={r}" in text
+
+
+def _assert_tables_in_every_format(out, manifest: dict, stems: list[str]) -> None:
+    """Each table in CSV, Parquet and JSON with the same rows, each file hashed in the manifest."""
+    for stem in stems:
+        csv = pd.read_csv(out / f"{stem}.csv")
+        parquet = pd.read_parquet(out / f"{stem}.parquet")
+        records = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
+        assert len(csv) == len(parquet) == len(records) and list(csv.columns) == list(parquet.columns)
+        for ext in ("csv", "parquet", "json"):
+            name = f"{stem}.{ext}"
+            assert manifest["files"][name] == hashlib.sha256((out / name).read_bytes()).hexdigest(), name
 
 
 def test_mosaic_from_outputs_produced_elsewhere(env):
@@ -260,10 +327,24 @@ def test_mosaic_from_outputs_produced_elsewhere(env):
     assert "absent.jsonl" in msg and msg.count("\n") == 1
     assert "no MOSAIC study 'zzz'" in fails("mosaic-score", "--db", db, "--study", "zzz", "--json")
 
-    cli("mosaic-check", "--db", db, "--study", "ext")
+    out = cli("mosaic-check", "--db", db, "--study", "ext", "--json")
+    assert out["checked"] > 0 and out["unchecked"] > 0
+    # the judge constraints through the Gemini wire format (App. D.4 prompt, temperature 0)
+    srv = env["tidy"]
+    out = cli("mosaic-check", "--db", db, "--study", "ext", "--judge-provider", "gemini", "--judge-model",
+              "gemini-judge", "--judge-base-url", srv.url, "--json")
+    assert out["judged"] > 0 and out["unchecked"] == 0 and out["errors"] == 0
+    calls = [c for c in srv.calls if ":generateContent" in c["path"]]
+    assert len(calls) == out["judged"] and all("gemini-judge" in c["path"] for c in calls)
+    assert all(c["body"]["generationConfig"]["temperature"] == 0 and "expert writing coach" in
+               json.dumps(c["body"]["systemInstruction"]) for c in calls)
     score = cli("mosaic-score", "--db", db, "--study", "ext", "--n-boot", "100", "--json")
-    assert score["models"]["m2"]["pa"] == 0  # an empty answer fails every check
-    assert score["models"]["m1"]["scc"]["boc_token"] == 100
+    m1, m2 = score["models"]["m1"], score["models"]["m2"]
+    assert m1["scc"]["boc_token"] == 100 and m2["scc"]["boc_token"] == 0  # an empty answer fails the rule checks
+    judged = {c["constraint"] for line in prompts.read_text().splitlines() for c in json.loads(line)["checks"]
+              if c["verifier"] == "judge"}
+    assert judged and all(m1["scc"][c] == 100 for c in judged)  # the fake judge gives 8/10: followed (>= 0.5)
+    assert m1["unchecked"] == m2["unchecked"] == 0
 
 
 # --------------------------------------------------------------------------- WISE
@@ -310,8 +391,43 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
     for form, f in score["forms"].items():
         for key, value in ref["forms"][form].items():
             assert f[key] == pytest.approx(value, abs=1e-6), (form, key)
-    forms = pd.read_csv(d / "export" / "wise_forms.csv")
-    assert set(forms["form"]) == set(score["forms"]) and "p_holm" in forms.columns
+    manifest = json.loads((d / "export" / "manifest.json").read_text())
+    _assert_tables_in_every_format(d / "export", manifest, ["wise_outputs", "wise_forms", "wise_summary",
+                                                            "wise_model_compliance"])
+    # the metric tables are what the manifest's recompute command prints (2,000 replicates, seed 0)
+    assert manifest["studies"]["wise"]["recompute"] == "python -m reform_core wise-score --study NAME --json"
+    default = cli("wise-score", "--db", db, "--study", "panel", "--json")
+    forms = pd.read_csv(d / "export" / "wise_forms.csv").set_index("form")
+    assert set(forms.index) == set(default["forms"])
+    for form, f in default["forms"].items():
+        row = forms.loc[form]
+        assert 100 * row["compliance"] == pytest.approx(f["compliance"], abs=1e-6)
+        assert [100 * row["compliance_low"], 100 * row["compliance_high"]] == pytest.approx(
+            f["compliance_interval"], abs=1e-6)
+        if form != "POS":
+            assert row["p_holm"] == pytest.approx(f["p_holm"], abs=1e-9)
+            assert [row["tau_b_low"], row["tau_b_high"]] == pytest.approx(f["tau_b_interval"], abs=1e-9)
+    summary = pd.read_csv(d / "export" / "wise_summary.csv").iloc[0]
+    assert 100 * summary["g_wording"] == pytest.approx(default["g_wording"], abs=1e-6)
+    assert [100 * summary["c_worst_low"], 100 * summary["c_worst_high"]] == pytest.approx(
+        default["c_worst_interval"], abs=1e-6)
+
+    # the text report prints every number of the JSON
+    text = cli("wise-score", "--db", db, "--study", "panel", "--n-boot", "300")
+    for form, f in score["forms"].items():
+        lo, hi = f["compliance_interval"]
+        assert f"{form}: compliance {f['compliance']:6.1f} % [{lo:.1f}, {hi:.1f}]" in text
+        if form == "POS":
+            continue
+        lo, hi = f["delta_interval"]
+        p = lambda v: "<0.0033" if v == 0 else f"{v:.3f}"
+        assert f"{f['delta']:6.1f} pp [{lo:.1f}, {hi:.1f}]  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}" in text
+        for k, digits in (("tau_b", 3), ("reversal_rate", 3), ("top3_jaccard", 3), ("max_rank_shift", 1)):
+            lo, hi = f[f"{k}_interval"]
+            assert f"{k} {f[k]:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" in text, (form, k)
+    for k, unit in (("c_mean", "%"), ("c_worst", "%"), ("g_wording", "pp")):
+        lo, hi = score[f"{k}_interval"]
+        assert f"{k.replace('c_', 'C_').replace('g_', 'G_')} {score[k]:.1f} {unit} [{lo:.1f}, {hi:.1f}]" in text
 
 
 def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):
