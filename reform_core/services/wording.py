@@ -152,6 +152,21 @@ def _wise_forms(conn, wise_study: str) -> list[dict]:
     return list(ws["params"].get("forms", []))
 
 
+def _adopt_wise_settings(conn, params: dict) -> None:
+    """A study linked to a WISE study compares with its generations under that study's checker
+    and reference form: the defaults give way to them, a different explicit choice is an error."""
+    ws = repo.get_wise_study(conn, name=params["wise_study"])["params"]
+    checkers = sorted({f["checker"] for f in ws.get("forms", []) if f.get("checker")})
+    for key, mine, theirs, default in (("checker", params["checker"], checkers[0] if len(checkers) == 1 else None,
+                                        DEFAULT_CHECKER),
+                                       ("reference", params["reference"], ws.get("reference"), DEFAULT_REFERENCE)):
+        if theirs is None or mine == theirs:
+            continue
+        if mine != default:
+            raise ValueError(f"{key}: {mine!r} differs from WISE study {params['wise_study']!r}'s {theirs!r}")
+        params[key] = theirs
+
+
 def _insert_study(engine, name, question, params, forms: list[dict], items: list[dict]) -> dict:
     with engine.begin() as conn:
         if repo.get_study(conn, name=name) is not None:
@@ -162,6 +177,7 @@ def _insert_study(engine, name, question, params, forms: list[dict], items: list
             if stray:
                 raise ValueError(f"forms: {stray} are not forms of WISE study {params['wise_study']!r} "
                                  f"(its forms: {sorted(known)})")
+            _adopt_wise_settings(conn, params)
         sid = repo.insert_study(conn, name=name, question=question, params=params)
         ids = repo.insert_forms(conn, study_id=sid, forms=forms)
         repo.insert_items(conn, study_id=sid, items=[

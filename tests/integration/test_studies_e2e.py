@@ -19,7 +19,9 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
+from db.repo.wording import study_items
 from reform_core.cli import app
+from reform_core.services.wording import fill_template
 from reform_core.services import mosaic
 from reform_core.services.uow import dispose_engines, get_engine
 from reform_core.services.users import cli_principal
@@ -412,6 +414,20 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
     assert [100 * summary["c_worst_low"], 100 * summary["c_worst_high"]] == pytest.approx(
         default["c_worst_interval"], abs=1e-6)
 
+    # a human wording-validation study of the same forms (templates from the manifest), compared with them
+    out = cli("wording-create", "--db", db, "--name", "panel-human", "--wise-study", "panel", "--targets", "5,8",
+              "--json")
+    assert (out["forms"], out["items"]) == (6, 12)
+    templates = pd.read_csv(d / "wise" / "forms.csv").set_index("form")["template"]
+    with get_engine(db).connect() as conn:
+        items = study_items(conn, study_id=out["id"])
+    assert {(r.form, r.target): r.text for r in items.itertuples()} == {
+        (f, t): fill_template(templates[f], t) for f in templates.index for t in ("5", "8")}
+    res = cli("wording-results", "--db", db, "--study", "panel-human", "--n-boot", "20", "--json")
+    for form, f in score["forms"].items():
+        assert 100 * res["recognition"][form]["compliance"] == pytest.approx(f["compliance"], abs=1e-9)
+        assert 100 * res["recognition"][form]["delta"] == pytest.approx(f["delta"], abs=1e-9)
+
     # the text report prints every number of the JSON
     text = cli("wise-score", "--db", db, "--study", "panel", "--n-boot", "300")
     for form, f in score["forms"].items():
@@ -459,3 +475,25 @@ def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):
     msg = fails("wording-create", "--db", db, "--name", "h2", "--forms", str(forms), "--targets", "5",
                 "--wise-study", "nope")
     assert "no WISE study 'nope'" in msg
+
+    # a keyword study: the linked human study compares under the WISE study's checker
+    kw = d / "kw.jsonl"
+    kw.write_text("".join(json.dumps({"item": f"t{i}", "model": m, "provider": "p", "form": form,
+                                      "target": "keyword:apple", "repetition": 0,
+                                      "output": "an apple a day" if ok else "apple and apple"}) + "\n"
+                          for i in range(4) for m in ("m1", "m2") for form, ok in
+                          (("POS", True), ("NEG", i % 2 == 0 or m == "m1"))))
+    cli("wording-import-generations", str(kw), "--db", db, "--study", "kw")
+    kw_score = cli("wise-score", "--db", db, "--study", "kw", "--n-boot", "50", "--json")
+    assert kw_score["checker"] == "wise:keyword_once" and kw_score["forms"]["NEG"]["compliance"] == 75
+    kw_forms = d / "kw_forms.csv"
+    kw_forms.write_text("key,template\nPOS,Use the word {K} exactly once.\nNEG,Do not use the word {K} more "
+                        "than once or not at all.\n")
+    cli("wording-create", "--db", db, "--name", "kw-human", "--forms", str(kw_forms), "--targets", "apple",
+        "--question", "Does this require the word {target} exactly once?", "--wise-study", "kw")
+    res = cli("wording-results", "--db", db, "--study", "kw-human", "--n-boot", "50", "--json")
+    for form in ("POS", "NEG"):
+        assert 100 * res["recognition"][form]["compliance"] == pytest.approx(kw_score["forms"][form]["compliance"])
+    msg = fails("wording-create", "--db", db, "--name", "kw-2", "--forms", str(kw_forms), "--targets", "apple",
+                "--checker", "wise:word_range", "--wise-study", "kw")
+    assert "checker: 'wise:word_range' differs from WISE study 'kw'" in msg
