@@ -65,7 +65,8 @@ if pcc.empty:
 else:
     pcc["value"] = 100 * pcc["pcc"] if measure == "PCC %" else pcc["r"]
     both = pd.concat([pcc, pcc.rename(columns={"constraint_i": "constraint_j", "constraint_j": "constraint_i"})])
-    both = both.assign(pcc_pct=100 * both["pcc"])
+    both = both.assign(pcc_pct=100 * both["pcc"], pcc_ci=[studies.interval_text(lo, hi) for lo, hi in
+                                                           zip(both["ci_low"], both["ci_high"])])
     scale = alt.Scale(domain=[0, 100], scheme="viridis") if measure == "PCC %" else alt.Scale(domain=[-1, 1],
                                                                                                 scheme="redblue")
     st.altair_chart(
@@ -74,7 +75,7 @@ else:
             y=alt.Y("constraint_j:N", title=None),
             color=alt.Color("value:Q", title=measure, scale=scale),
             tooltip=["constraint_i", "constraint_j", "n", alt.Tooltip("pcc_pct:Q", title="PCC %", format=".1f"),
-                     alt.Tooltip("r:Q", format=".3f"), alt.Tooltip("p_value:Q", title="p", format=".3g")]),
+                     alt.Tooltip("pcc_ci:N", title="PCC 95% CI"), alt.Tooltip("r:Q", format=".3f"), alt.Tooltip("p_value:Q", title="p", format=".3g")]),
         width="stretch")
     strong = pcc[(pcc["r"].abs() > 0.2) & (pcc["p_value"] < 0.05)].sort_values("r")
     st.caption(f"{len(strong)} pair(s) with |r| > 0.2 and p < 0.05 (the paper's reporting rule).")

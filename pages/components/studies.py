@@ -86,8 +86,12 @@ def wise_forms_table(res: wise.WiseResults) -> pd.DataFrame:
     out["τ_b"] = f["tau_b"].to_numpy()
     out["τ_b 95% CI"] = [interval_text(lo, hi, 1, 3) for lo, hi in zip(f["tau_b_low"], f["tau_b_high"])]
     out["reversals %"] = [pct(v) for v in f["reversal_rate"]]
+    out["reversals 95% CI"] = [interval_text(lo, hi) for lo, hi in zip(f["reversal_rate_low"], f["reversal_rate_high"])]
     out["top-3 Jaccard"] = f["top3_jaccard"].to_numpy()
+    out["top-3 95% CI"] = [interval_text(lo, hi, 1, 2) for lo, hi in zip(f["top3_jaccard_low"], f["top3_jaccard_high"])]
     out["max rank shift"] = f["max_rank_shift"].to_numpy()
+    out["shift 95% CI"] = [interval_text(lo, hi, 1, 1) for lo, hi in zip(f["max_rank_shift_low"],
+                                                                        f["max_rank_shift_high"])]
     return out
 
 
@@ -127,7 +131,8 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
                  hide_index=True, key="wise_summary")
     st.caption(f"Pooled compliance weights every model equally. Intervals: {res.scheme} bootstrap, "
                f"{res.n_boot:,} replicates (seed {res.seed}); p-values from the same draws, Holm-adjusted over "
-               "this study's contrasts; ranking intervals resample tasks jointly across models (seed 002 §4, "
+               "this study's contrasts (p = 0 means no replicate crossed zero: p < "
+               f"{1 / res.n_boot:.2g}); ranking intervals resample tasks jointly across models (seed 002 §4, "
                "Tables 2, 5, 10, 11).")
     notes(res.notes)
     table = wise_forms_table(res)

@@ -16,6 +16,8 @@ project has no study, so an export always has the same file list.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Callable
 
@@ -100,7 +102,46 @@ def write_study_tables(engine: Engine, principal: Principal, out: Path, files: l
                               "Holm over the study's contrasts",
                  "recompute": "python -m reform_core wise-score --study NAME --json"},
         "replicates": n_boot, "seed": seed, "level": 0.95, "notes": notes,
+        "inputs_sha256": inputs_sha256(engine),
     }
+
+
+def _digest(frame: pd.DataFrame, columns: list[str], order: list[str]) -> str:
+    """sha256 of ``columns`` row by row, sorted by ``order`` in code-point order (the same on any database)."""
+    h = hashlib.sha256()
+    for row in frame.sort_values(order, kind="stable")[columns].itertuples(index=False):
+        h.update(json.dumps(list(row), sort_keys=True, default=str, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def inputs_sha256(engine: Engine) -> dict:
+    """Per study, a hash of what its numbers are computed from (``{"mosaic": {NAME: sha256},
+    "wise": {NAME: sha256}}``): MOSAIC prompts, constraint lists with their checkers and
+    parameters, outputs and check scores; WISE generations. The project's ``dataset_sha256``
+    covers the benchmark only; two exports with equal hashes here scored the same inputs."""
+    from db.repo import mosaic as mosaic_repo
+    from db.repo import wording as wording_repo
+
+    out: dict[str, dict[str, str]] = {"mosaic": {}, "wise": {}}
+    with engine.connect() as conn:
+        for sid, name in mosaic_repo.list_studies(conn)[["id", "name"]].itertuples(index=False):
+            sid = int(sid)
+            parts = [
+                _digest(mosaic_repo.prompts(conn, study_id=sid), ["key", "task", "product", "system_prompt",
+                                                                  "user_prompt"], ["key"]),
+                _digest(mosaic_repo.constraints(conn, study_id=sid), ["prompt", "position", "constraint", "category",
+                                                                      "text", "verifier", "params", "rubric"],
+                        ["prompt", "position"]),
+                _digest(mosaic_repo.outputs(conn, study_id=sid), ["prompt", "model", "output"], ["prompt", "model"]),
+                _digest(mosaic_repo.checks(conn, study_id=sid), ["model", "prompt", "position", "checker", "score"],
+                        ["model", "prompt", "position", "checker"]),
+            ]
+            out["mosaic"][str(name)] = hashlib.sha256("".join(parts).encode()).hexdigest()
+        for name in wording_repo.list_wise_studies(conn)["name"]:
+            out["wise"][str(name)] = _digest(wording_repo.generations(conn, study=name),
+                                             list(wording_repo.GENERATION_COLUMNS), list(wording_repo.GENERATION_KEY))
+    return out
 
 
 def has_scores(engine: Engine) -> bool:
@@ -121,7 +162,6 @@ def has_studies(engine: Engine) -> bool:
 def export_studies_only(engine: Engine, out: Path, *, principal: Principal, n_boot: int = 2000, seed: int = 0) -> dict:
     """The export of a project that holds MOSAIC / WISE studies but no judged benchmark:
     the study files and a manifest (no benchmark tables, which need judgments)."""
-    import json
     from datetime import datetime, timezone
 
     import reform_core

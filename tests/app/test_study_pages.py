@@ -66,6 +66,11 @@ def test_wording_results_shows_the_demo_wise_study(demo_db):
         if form != "POS":
             assert forms.loc[form, "Holm p"] == pytest.approx(f["p_holm"], abs=1e-8)
             assert forms.loc[form, "τ_b"] == pytest.approx(f["tau_b"], abs=1e-8)
+            for column, key, scale, digits in (("reversals 95% CI", "reversal_rate", 100, 1),
+                                               ("top-3 95% CI", "top3_jaccard", 1, 2),
+                                               ("shift 95% CI", "max_rank_shift", 1, 1)):
+                lo, hi = f[f"{key}_interval"]
+                assert forms.loc[form, column] == f"[{scale * lo:.{digits}f}, {scale * hi:.{digits}f}]", column
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["C_worst"] == f"{expected['c_worst']:.1f} %"
     assert metrics["G_wording"] == f"{expected['g_wording']:.1f} pp"

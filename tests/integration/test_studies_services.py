@@ -172,3 +172,35 @@ def test_joint_item_bootstrap_leaves_out_items_not_every_model_answered(engine):
     assert "item bootstrap: 1 item(s) not answered by every model are left out" in out["notes"]
     assert "ranking intervals: 1 item(s) not answered by every model are left out" in out["notes"]
     assert out["forms"]["NEG"]["delta_interval"] is not None and out["forms"]["NEG"]["tau_b_interval"] is not None
+
+
+def test_export_manifest_hashes_each_studys_inputs(engine, tmp_path):
+    """The manifest's studies.inputs_sha256 names each study's inputs: equal on a re-export,
+    changed by one more output or generation, and only for the study that changed."""
+    from reform_core.services.study_export import inputs_sha256
+
+    lead = cli_principal(engine)
+    rows = _prompts()
+    for name in ("a", "b"):
+        mosaic.import_prompts(engine, lead, study=name, data=_jsonl(rows), filename="p.jsonl")
+        mosaic.import_outputs(engine, lead, study=name, data=_jsonl(
+            [{"prompt": r["id"], "model": "m", "output": "text"} for r in rows]), filename="o.jsonl")
+    gens = [{"item": f"t{i}", "model": "m", "provider": "p", "form": f, "target": "3", "repetition": 0,
+             "output": "one two three"} for i in range(3) for f in ("POS", "NEG")]
+    from reform_core.services import wording
+
+    wording.import_generations(engine, lead, data=_jsonl(gens), filename="g.jsonl", study="w")
+    first = inputs_sha256(engine)
+    assert set(first["mosaic"]) == {"a", "b"} and set(first["wise"]) == {"w"}
+    assert first["mosaic"]["a"] == first["mosaic"]["b"] and inputs_sha256(engine) == first
+    mosaic.run_checks(engine, lead, study="a")
+    mosaic.import_outputs(engine, lead, study="b", data=_jsonl([{"prompt": rows[0]["id"], "model": "m2",
+                                                                  "output": "x"}]), filename="o2.jsonl")
+    wording.import_generations(engine, lead, data=_jsonl([dict(gens[0], repetition=1)]), filename="g2.jsonl",
+                               study="w")
+    second = inputs_sha256(engine)
+    assert all(second[k][n] != first[k][n] for k, n in (("mosaic", "a"), ("mosaic", "b"), ("wise", "w")))
+    from reform_core.services.study_export import export_studies_only
+
+    manifest = export_studies_only(engine, tmp_path, principal=lead, n_boot=2)
+    assert manifest["studies"]["inputs_sha256"] == second
