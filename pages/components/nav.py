@@ -17,6 +17,7 @@ class PageSpec:
 PAGES: list[PageSpec] = [
     PageSpec("pages/overview.py", "Overview", ":material/home:", "Project", "view_overview"),
     PageSpec("pages/data.py", "Data", ":material/folder_open:", "Project", "view_data"),
+    PageSpec("pages/import_data.py", "Import", ":material/upload_file:", "Project", "import_data"),
     PageSpec("pages/construction.py", "Construction", ":material/construction:", "Pipeline", "run_construction"),
     PageSpec("pages/judges.py", "Judges", ":material/gavel:", "Pipeline", "run_judges"),
     PageSpec("pages/sampling.py", "Sampling", ":material/shuffle:", "Adjudication", "plan_sampling"),

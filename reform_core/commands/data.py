@@ -100,6 +100,35 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"note: {line}", err=True)
         print_json(out)
 
+    @app.command("import-table")
+    def import_table_cmd(file: Path = typer.Argument(..., help="A .csv (UTF-8, header row) or .parquet table."),
+                         db: Optional[str] = DbOption,
+                         mapping: List[str] = typer.Option([], "--map", help="COLUMN=FIELD (repeatable). Fields: "
+                                                           "model, question, prompt, instruction, instruction_text, "
+                                                           "condition, pair_group, position, feature, mode, "
+                                                           "constraint_text, acceptance, params, response, "
+                                                           "label:JUDGE, rationale:JUDGE; a column named like a "
+                                                           "field maps to it."),
+                         catalog: Optional[str] = typer.Option(None, "--catalog", help="Catalog name or file (default: "
+                                                               "the bundled catalog that knows most of the features)."),
+                         replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ones."),
+                         json_out: bool = typer.Option(False, "--json")):
+        """Import a plain table: one row per (model, prompt, constraint), with optional response
+        text, judge labels and rationales; nothing is written unless every row is valid."""
+        from reform_core.services.table_import import ImportFailed, import_table_file, parse_mapping
+
+        try:
+            columns = parse_mapping(mapping)
+            out = import_table_file(_engine(db), file, columns, catalog=catalog, replace=replace,
+                                    progress=_progress(not json_out))
+        except ValueError as exc:
+            fail(str(exc))
+        except ImportFailed as exc:
+            fail(str(exc))
+        if out["ignored_columns"]:
+            typer.echo(f"note: column(s) not imported: {', '.join(out['ignored_columns'])}", err=True)
+        print_json(out)
+
     @app.command("simulate")
     def simulate_cmd(db: Optional[str] = DbOption, seed: int = typer.Option(0, "--seed"),
                      scale: str = typer.Option("paper", "--scale", help="paper | small"),

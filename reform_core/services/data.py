@@ -179,16 +179,23 @@ def _json_objects(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
     return out
 
 
-def _kwargs_problems(feature, kw: dict) -> list[str]:
-    """Problems of one instruction's kwargs against its catalog params (names, required, types)."""
+def param_problems(feature, kw: dict, *, ifeval: bool = True) -> list[str]:
+    """Problems of one constraint's params (IFEval: kwargs) against its catalog feature: names
+    (IFEval: also the required ones, from the reference checker), types and choices."""
     from reform_core.catalog.loader import PARAM_TYPES
     from reform_core.verifiers import ifeval as ifeval_verifiers
 
     given = {k: v for k, v in kw.items() if v is not None}
-    try:
-        ifeval_verifiers.clean_kwargs(feature.key, given)
-    except ValueError as exc:
-        return [str(exc)]
+    if ifeval:
+        try:
+            ifeval_verifiers.clean_kwargs(feature.key, given)
+        except ValueError as exc:
+            return [str(exc)]
+    else:
+        declared = {p.name for p in feature.params}
+        unknown = sorted(set(given) - declared)
+        if unknown:
+            return [f"{feature.key}: unknown param(s) {unknown}; declared: {sorted(declared)}"]
     out = []
     for p in feature.params:
         v = given.get(p.name)
@@ -218,7 +225,7 @@ def _ifeval_problems(d: dict, cat) -> list[tuple[str, str]]:
         out.append(("kwargs", f"{len(kwargs)} entries for {len(ids)} instruction ids"))
     out += [("instruction_id_list", f"unknown IFEval instruction id {i!r}") for i in ids if i not in cat]
     if not out:
-        out += [("kwargs", msg) for i, kw in zip(ids, kwargs) for msg in _kwargs_problems(cat[i], kw)]
+        out += [("kwargs", msg) for i, kw in zip(ids, kwargs) for msg in param_problems(cat[i], kw)]
     return out
 
 
