@@ -1,7 +1,8 @@
 """Real browser (Debian's Chromium): the MOSAIC results page and the WISE section of Wording
 results show a study whose names, models, constraints, forms, prompts and outputs are
 hostile HTML / JavaScript / Markdown — no script runs, no dialog opens, no hostile element
-or link reaches the DOM, and the output is shown as text (issue 18)."""
+or link reaches the DOM, and the output is shown as text; and on a first start with the demo
+both pages show the demo studies with every chart (issue 18)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,36 @@ def test_wording_results_wise_section_renders_hostile_study_inert(server):
         expect(page.get_by_text("C_worst", exact=True)).to_be_visible(timeout=90_000)
 
     _visit(server, "wording_results", ready)
+
+
+@pytest.fixture(scope="module")
+def demo_server(tmp_path_factory):
+    chromium = require_chromium()
+    url = f"sqlite:///{tmp_path_factory.mktemp('studies-demo') / 'demo.db'}"
+    with streamlit_app({"REFORM_DATABASE_URL": url, "REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "true"}) as base:
+        yield base, chromium
+
+
+def _charts_and_no_exception(page, minimum: int) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.locator(".vega-embed").nth(minimum - 1)).to_be_attached(timeout=90_000)
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_demo_study_pages_render_in_a_browser(demo_server):
+    """First start with the demo: both pages show the demo studies (tables, every chart), no exception."""
+    from playwright.sync_api import expect
+
+    def mosaic_ready(page):
+        expect(page.get_by_text("Prompt-level accuracy")).to_be_visible(timeout=120_000)
+        expect(page.get_by_text("Positional compliance (PosCC)")).to_be_visible(timeout=90_000)
+        _charts_and_no_exception(page, 3)  # SCC bars, PCC heatmap, PosCC lines
+
+    def wise_ready(page):
+        expect(page.get_by_text("WISE wording robustness")).to_be_visible(timeout=120_000)
+        expect(page.get_by_text("C_worst", exact=True)).to_be_visible(timeout=90_000)
+        _charts_and_no_exception(page, 2)  # Δ intervals, failure directions
+
+    _visit(demo_server, "mosaic_results", mosaic_ready)
+    _visit(demo_server, "wording_results", wise_ready)
