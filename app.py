@@ -44,6 +44,7 @@ if principal is None:
                  "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see the README, "
                  "\"Running for a team\".")
     else:
+        session.persist()  # deletes the cookie of an ended session
         signin.render()
     st.stop()
 
@@ -56,6 +57,7 @@ with st.sidebar:
         if st.button("Sign out"):
             session.sign_out()
             st.rerun()
+        session.persist()  # the session cookie: a reload or a new tab stays signed in
 
 spec = by_page[pg.url_path]
 if not principal.can(spec.action):

@@ -173,6 +173,32 @@ class User(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class SigninThrottle(SQLModel, table=True):
+    """Failed sign-in attempts per username in the current window (shared by every app
+    process). An attempt *reserves* a slot with one conditional UPDATE before the password
+    hash is checked, so parallel attempts cannot all pass the check."""
+
+    __tablename__ = "signin_throttle"
+    username: str = Field(primary_key=True, max_length=100)
+    failures: int = 0
+    window_start: datetime = Field(default_factory=utcnow, index=True)
+
+
+class AuthSession(SQLModel, table=True):
+    """A signed-in browser session (password mode): the browser holds a signed token naming
+    this row and its secret; the row holds the secret's SHA-256, the role it was issued for,
+    its expiry and its revocation (sign-out, deactivation, role change, password reset)."""
+
+    __tablename__ = "auth_session"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="app_user.id", index=True)
+    secret_hash: str = Field(max_length=64)
+    role: str = Field(max_length=20)
+    created_at: datetime = Field(default_factory=utcnow)
+    expires_at: datetime = Field(default_factory=utcnow)
+    revoked_at: Optional[datetime] = None
+
+
 class SamplePlan(SQLModel, table=True):
     __tablename__ = "sample_plan"
     id: Optional[int] = Field(default=None, primary_key=True)

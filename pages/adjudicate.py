@@ -12,7 +12,7 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.render import show_markdown, show_raw
-from pages.components.session import require_page
+from pages.components.session import require_page, still_signed_in
 from reform_core.config import get_settings
 from reform_core.services import adjudication as S
 from reform_core.services.auth import AccessDenied
@@ -48,6 +48,8 @@ def _item_no(progress: S.PlanProgress) -> str:
 
 
 def _decide(task_id: int, shown: tuple, choice: str, item_no: str) -> None:
+    if not still_signed_in():  # revoked meanwhile (the fragment's rerun then leaves the page)
+        return
     started = ss["adj_started"].pop(task_id, time.monotonic())
     note = ss.get(f"adj_note_{task_id}", "")
     try:
@@ -63,6 +65,8 @@ def _decide(task_id: int, shown: tuple, choice: str, item_no: str) -> None:
 
 
 def _skip(task_id: int, item_no: str) -> None:
+    if not still_signed_in():
+        return
     ss["adj_started"].pop(task_id, None)
     try:
         S.skip(engine, principal, task_id)
@@ -74,6 +78,8 @@ def _skip(task_id: int, item_no: str) -> None:
 
 def _undo(task_id) -> None:
     """Give the held item back and withdraw my last decision; one message says what happened."""
+    if not still_signed_in():
+        return
     if task_id is not None:
         try:
             S.release(engine, principal, task_id)
@@ -116,6 +122,8 @@ def _error_below(task_id: int, source: str) -> None:
 
 @st.fragment
 def workspace() -> None:
+    if not still_signed_in():  # a fragment rerun does not pass through app.py's check
+        st.rerun(scope="app")
     item = S.claim_next(engine, principal, plan_id, lease_seconds=get_settings().lease_seconds)
     progress = S.plan_progress(engine, principal, plan_id)
     if item is None:

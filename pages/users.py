@@ -1,12 +1,14 @@
-"""Users (leads): list accounts and create new ones with a role."""
+"""Users (leads): list accounts, create new ones with a role, and manage them (role change,
+deactivate / activate, password reset, unlock after too many failed sign-ins)."""
 
 import pandas as pd
 import streamlit as st
 
 from pages.components import state
+from pages.components.render import md
 from pages.components.session import require_page
 from reform_core.services.auth import ROLES
-from reform_core.services.users import MIN_PASSWORD, create_user, list_users
+from reform_core.services.users import MIN_PASSWORD, create_user, list_users, set_password, update_user
 
 principal = require_page("manage_users")
 st.title("Users")
@@ -34,5 +36,43 @@ if submitted:
         else:
             st.success(f"Created {created.role} {created.username!r}.")
 
-users = pd.DataFrame(list_users(state.engine(), principal))
-st.dataframe(users, hide_index=True)
+accounts = list_users(state.engine(), principal)
+others = [u["username"] for u in accounts if u["username"] != principal.username]
+with st.form("users_manage", clear_on_submit=True):
+    st.markdown("**Change an account**")
+    st.caption("A role change, a deactivation or a password reset ends that person's open sessions at once. "
+               "You cannot change your own account here (use the CLI: `user-set`).")
+    c1, c2, c3 = st.columns(3)
+    who = c1.selectbox("Account", others, index=None, placeholder="Choose an account")
+    new_role = c2.selectbox("New role", ["(unchanged)", *ROLES])
+    activity = c3.selectbox("Access", ["(unchanged)", "Deactivate", "Activate"])
+    c1, c2, c3 = st.columns(3)
+    new_password = c1.text_input(f"New password (optional, at least {MIN_PASSWORD} characters)", type="password")
+    new_again = c2.text_input("Repeat new password", type="password")
+    do_unlock = c3.checkbox("Unlock (forget failed sign-ins)")
+    changed = st.form_submit_button("Apply changes")
+if changed:
+    if who is None:
+        st.error("account: choose an account")
+    elif new_password != new_again:
+        st.error("password: the two entries differ")
+    else:
+        try:
+            if new_password:
+                set_password(state.engine(), principal, username=who, password=new_password)
+            after = update_user(state.engine(), principal, username=who,
+                                role=None if new_role == "(unchanged)" else new_role,
+                                active={"Deactivate": False, "Activate": True}.get(activity), unlock=do_unlock)
+        except ValueError as exc:
+            st.error(str(exc))
+        else:
+            done = [f"role {after['role']}", "active" if after["active"] else "deactivated"]
+            if new_password:
+                done.append("password reset")
+            if do_unlock:
+                done.append("unlocked")
+            st.success(f"{md(who)}: " + ", ".join(done) + ".")
+            accounts = list_users(state.engine(), principal)
+
+table = pd.DataFrame(accounts, columns=["username", "display_name", "role", "active", "locked", "created_at"])
+st.dataframe(table, hide_index=True)

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     openai_api_key: Optional[SecretStr] = Field(default=None, validation_alias="OPENAI_API_KEY")
     google_api_key: Optional[SecretStr] = Field(default=None, validation_alias="GOOGLE_API_KEY")
     judge_endpoints: dict[str, JudgeEndpoint] = Field(default_factory=dict)  # REFORM_JUDGE_ENDPOINTS (JSON)
+    # Signs the session tokens of password mode (REFORM_SESSION_SECRET); unset, each process
+    # signs with a random key of its own (sessions then end with the process).
+    session_secret: Optional[SecretStr] = None
 
     @field_validator("judge_endpoints")
     @classmethod
@@ -95,7 +98,7 @@ def secret_values(settings: Optional[Settings] = None) -> list[str]:
     """Every configured secret, for redaction of error messages and logs."""
     s = settings or get_settings()
     out = []
-    for v in (s.openai_api_key, s.google_api_key):
+    for v in (s.openai_api_key, s.google_api_key, s.session_secret):
         if v is not None and v.get_secret_value():
             out.append(v.get_secret_value())
     key_envs = [e.key_env for e in s.judge_endpoints.values() if e.key_env]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from datetime import datetime, timedelta
+
+from sqlalchemy import case, delete, or_, select, text, update
+from sqlalchemy import insert as insert_
 from sqlalchemy.engine import Connection
 
 from db.models import utcnow
@@ -29,3 +32,81 @@ def update_user(conn: Connection, *, username: str, **values) -> None:
 def list_users(conn: Connection) -> list[dict]:
     res = conn.execute(text("SELECT id, username, display_name, role, active, created_at FROM app_user ORDER BY username"))
     return [dict(r) for r in res.mappings()]
+
+
+# -- sign-in throttle (one row per username, shared by every process) ---------------------------
+
+def _insert_ignore(conn: Connection, table, values: dict):
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return conn.execute(insert(table).values(**values).on_conflict_do_nothing())
+
+
+def reserve_attempt(conn: Connection, *, username: str, now: datetime, window: timedelta, limit: int) -> bool:
+    """Count one more attempt for ``username`` unless ``limit`` attempts already fall in the
+    current window; True when the attempt may go ahead. One conditional UPDATE, so parallel
+    attempts (threads or processes) can never all pass: the database serialises them."""
+    from db.models import SigninThrottle as T
+
+    _insert_ignore(conn, T.__table__, {"username": username, "failures": 0, "window_start": now})
+    expired = T.window_start < now - window
+    res = conn.execute(update(T).where(T.username == username, or_(expired, T.failures < limit)).values(
+        failures=case((expired, 1), else_=T.failures + 1),
+        window_start=case((expired, now), else_=T.window_start)))
+    return res.rowcount == 1
+
+
+def clear_attempts(conn: Connection, *, username: str) -> None:
+    from db.models import SigninThrottle as T
+
+    conn.execute(delete(T).where(T.username == username))
+
+
+def forget_old_attempts(conn: Connection, *, before: datetime) -> None:
+    from db.models import SigninThrottle as T
+
+    conn.execute(delete(T).where(T.window_start < before))
+
+
+def attempts(conn: Connection, *, username: str) -> int:
+    from db.models import SigninThrottle as T
+
+    return int(conn.execute(select(T.failures).where(T.username == username)).scalar() or 0)
+
+
+# -- sessions behind the signed session token ---------------------------------------------------
+
+def insert_session(conn: Connection, *, user_id: int, secret_hash: str, role: str, expires_at: datetime) -> int:
+    from db.models import AuthSession as S
+
+    res = conn.execute(insert_(S.__table__).values(user_id=user_id, secret_hash=secret_hash, role=role,
+                                                   created_at=utcnow(), expires_at=expires_at).returning(S.id))
+    return int(res.scalar_one())
+
+
+def session_with_user(conn: Connection, *, session_id: int) -> dict | None:
+    """The session row with its user's current username, role and active flag."""
+    from db.models import AuthSession as S
+    from db.models import User as U
+
+    row = conn.execute(select(S.id, S.user_id, S.secret_hash, S.role.label("session_role"), S.expires_at, S.revoked_at,
+                              U.username, U.role, U.active).join(U, U.id == S.user_id)
+                       .where(S.id == session_id)).mappings().first()
+    return dict(row) if row else None
+
+
+def revoke_sessions(conn: Connection, *, user_id: int | None = None, session_id: int | None = None) -> int:
+    from db.models import AuthSession as S
+
+    q = update(S).where(S.revoked_at.is_(None))
+    q = q.where(S.user_id == user_id) if session_id is None else q.where(S.id == session_id)
+    return conn.execute(q.values(revoked_at=utcnow())).rowcount
+
+
+def locked_usernames(conn: Connection, *, limit: int, since: datetime) -> set[str]:
+    from db.models import SigninThrottle as T
+
+    q = select(T.username).where(T.failures >= limit, T.window_start >= since)
+    return {r[0] for r in conn.execute(q)}

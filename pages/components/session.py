@@ -1,4 +1,11 @@
-"""The signed-in principal of this browser session."""
+"""The signed-in principal of this browser session.
+
+Password mode keeps the session in a signed session token (``reform_core.services.users``):
+in this Streamlit session's state, and in a cookie (``reform_session``, ``SameSite=Strict``)
+so that a reload, a typed address or a link opened in a new tab (each a new Streamlit
+session) is still signed in. The token is checked against the database on every run, so
+sign-out, deactivation and a role change end it at once, in every open tab.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,9 @@ from reform_core.config import get_settings
 from reform_core.services.auth import Principal
 
 PRINCIPAL_KEY = "reform_principal"
+TOKEN_KEY = "reform_token"
+ENDED_KEY = "reform_session_ended"
+COOKIE = "reform_session"
 
 
 def local_mode() -> bool:
@@ -25,33 +35,101 @@ def remote_client() -> bool:
     return isinstance(st.context.ip_address, str)
 
 
-def current_principal() -> Principal | None:
-    """The principal for this session: the local lead in local mode (only for a browser on this
-    machine), the account matching the OIDC identity (``st.user.email``) in oidc mode, else
-    whoever signed in with a password."""
-    if local_mode() and remote_client():
-        return None  # local mode makes the visitor the lead: never for another machine
-    p = st.session_state.get(PRINCIPAL_KEY)
-    if p is None and local_mode():
-        from reform_core.services.users import local_principal
+def _cookie_token() -> str | None:
+    try:
+        return st.context.cookies.get(COOKIE)
+    except Exception:  # noqa: BLE001 - no browser request (AppTest, bare mode)
+        return None
 
-        p = st.session_state.setdefault(PRINCIPAL_KEY, local_principal(engine()))
-    if p is None and oidc_mode() and st.user.is_logged_in:
-        from reform_core.services.users import principal_for_identity
 
-        p = principal_for_identity(engine(), str(st.user.get("email") or ""))
+def _password_principal() -> Principal | None:
+    """The principal of this session's token (from a sign-in in this tab, else the cookie of
+    an earlier one), checked against the database now; None (and the tab signed out) once
+    it is expired or revoked."""
+    from reform_core.services.users import session_principal
+
+    token = st.session_state.get(TOKEN_KEY)
+    if token is None:
+        if PRINCIPAL_KEY in st.session_state:  # set by server code only (tests), never by a browser
+            return st.session_state[PRINCIPAL_KEY]
+        token = None if st.session_state.get(ENDED_KEY) else _cookie_token()
+        if token is None:
+            return None
+        p = session_principal(engine(), token)
         if p is not None:
-            st.session_state[PRINCIPAL_KEY] = p
+            st.session_state[TOKEN_KEY], st.session_state[PRINCIPAL_KEY] = token, p
+        return p
+    p = session_principal(engine(), token)
+    if p is None:  # signed out elsewhere, deactivated, role changed, or expired
+        st.session_state.clear()
+        st.session_state[ENDED_KEY] = True
+    else:
+        st.session_state[PRINCIPAL_KEY] = p
     return p
 
 
+def current_principal() -> Principal | None:
+    """The principal for this session: the local lead in local mode (only for a browser on this
+    machine), the account matching the OIDC identity (``st.user.email``) in oidc mode, else
+    the owner of this session's token (password mode)."""
+    if local_mode():
+        if remote_client():
+            return None  # local mode makes the visitor the lead: never for another machine
+        p = st.session_state.get(PRINCIPAL_KEY)
+        if p is None:
+            from reform_core.services.users import local_principal
+
+            p = st.session_state.setdefault(PRINCIPAL_KEY, local_principal(engine()))
+        return p
+    if oidc_mode():
+        if not st.user.is_logged_in:
+            return None
+        from reform_core.services.users import principal_for_identity
+
+        return principal_for_identity(engine(), str(st.user.get("email") or ""))  # checked on every run
+    return _password_principal()
+
+
+def still_signed_in() -> bool:
+    """Re-check the session now (for fragments and callbacks, which do not rerun ``app.py``):
+    False once it was revoked (deactivation, role change, sign-out in another tab)."""
+    return current_principal() is not None
+
+
+def session_ended() -> bool:
+    """Whether this tab's session ended without a sign-out here (revoked or expired)."""
+    return bool(st.session_state.get(ENDED_KEY)) and not st.session_state.get("reform_signed_out")
+
+
 def sign_in(principal: Principal) -> None:
+    """Start a session for ``principal`` (after a password sign-in): a new token, kept in this
+    tab's state and written to the cookie by :func:`persist`."""
+    from reform_core.services.users import issue_session
+
     st.session_state.clear()  # no state carried across identities (session fixation)
-    st.session_state[PRINCIPAL_KEY] = principal
+    st.session_state[TOKEN_KEY] = issue_session(engine(), principal)
+
+
+def persist() -> None:
+    """Write this tab's session token to the cookie, so a reload or a new tab stays signed in
+    (and delete the cookie after a sign-out or a revoked session). The script holds only the
+    token (letters, digits, '.', '-', '_'); nothing from data."""
+    token = st.session_state.get(TOKEN_KEY)
+    if token is not None and _cookie_token() != token:
+        st.html(f"<script>document.cookie = '{COOKIE}={token}; Path=/; Max-Age=43200; SameSite=Strict'"
+                " + (location.protocol === 'https:' ? '; Secure' : '');</script>", unsafe_allow_javascript=True)
+    elif token is None and _cookie_token() is not None and st.session_state.get(ENDED_KEY):
+        st.html(f"<script>document.cookie = '{COOKIE}=; Path=/; Max-Age=0; SameSite=Strict';</script>",
+                unsafe_allow_javascript=True)
 
 
 def sign_out() -> None:
+    from reform_core.services.users import end_session
+
+    end_session(engine(), st.session_state.get(TOKEN_KEY) or _cookie_token())
     st.session_state.clear()
+    st.session_state[ENDED_KEY] = True
+    st.session_state["reform_signed_out"] = True
     if oidc_mode() and st.user.is_logged_in:
         st.logout()
 

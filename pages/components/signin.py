@@ -24,6 +24,9 @@ def render() -> None:
         return
     from reform_core.services.users import SignInError, sign_in
 
+    if session.session_ended():
+        st.info("Your session has ended (signed out elsewhere, expired, or your account was changed by a lead). "
+                "Sign in again.")
     with st.form("signin"):
         username = st.text_input("Username")
         password = st.text_input("Password", type="password")

@@ -12,6 +12,17 @@ import typer
 from reform_core.commands.common import DbOption, db_url, fail, print_json
 
 
+def _new_password(env: str, username: str) -> str:
+    """The new password from ``$env``, else prompted twice (never an argument: it would show in ``ps``)."""
+    password = os.environ.get(env)
+    if password:
+        return password
+    password = getpass.getpass(f"New password for {username}: ")
+    if getpass.getpass("Repeat it: ") != password:
+        fail("password: the two entries differ")
+    return password
+
+
 def register(app: typer.Typer) -> None:
     @app.command("backup")
     def backup_cmd(out: Path = typer.Option(..., "--out", help="Backup file to write."), db: Optional[str] = DbOption):
@@ -59,7 +70,7 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal, create_user
 
-        password = os.environ.get(password_env) or getpass.getpass(f"Password for {username}: ")
+        password = _new_password(password_env, username)
         eng = get_engine(db_url(db))
         try:
             p = create_user(eng, cli_principal(eng), username=username, password=password, role=role)
@@ -75,3 +86,42 @@ def register(app: typer.Typer) -> None:
 
         eng = get_engine(db_url(db))
         print_json(list_users(eng, cli_principal(eng)))
+
+    @app.command("user-set")
+    def user_set_cmd(username: str = typer.Argument(...),
+                     role: Optional[str] = typer.Option(None, "--role", help="annotator, analyst or lead"),
+                     deactivate: bool = typer.Option(False, "--deactivate", help="Refuse sign-in and end open sessions."),
+                     activate: bool = typer.Option(False, "--activate"),
+                     unlock: bool = typer.Option(False, "--unlock", help="Lift the sign-in throttle."),
+                     db: Optional[str] = DbOption):
+        """Change an account: role, deactivate / activate, unlock (a role change or a deactivation
+        ends the account's open sessions at once)."""
+        from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal, update_user
+
+        if deactivate and activate:
+            fail("--deactivate and --activate: choose one")
+        if role is None and not (deactivate or activate or unlock):
+            fail("nothing to change: give --role, --deactivate, --activate or --unlock")
+        eng = get_engine(db_url(db))
+        try:
+            out = update_user(eng, cli_principal(eng), username=username, role=role,
+                              active=False if deactivate else True if activate else None, unlock=unlock)
+        except ValueError as exc:
+            fail(str(exc))
+        print_json(out)
+
+    @app.command("user-reset-password")
+    def user_reset_password_cmd(username: str = typer.Argument(...), db: Optional[str] = DbOption,
+                                password_env: str = typer.Option("REFORM_NEW_PASSWORD", "--password-env",
+                                                                 help="Environment variable holding the new password (else prompted).")):
+        """Set a new password (ends the account's open sessions and lifts its throttle)."""
+        from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal, set_password
+
+        eng = get_engine(db_url(db))
+        try:
+            set_password(eng, cli_principal(eng), username=username, password=_new_password(password_env, username))
+        except ValueError as exc:
+            fail(str(exc))
+        print_json({"username": username, "password": "reset"})

@@ -1,14 +1,24 @@
-"""Accounts, sign-in and the local single-user mode.
+"""Accounts, sign-in, sessions and the local single-user mode.
 
-Passwords are hashed with Argon2id (``argon2-cffi``); sign-in attempts are rate limited
-per username and per process; a failed sign-in does not say whether the user exists.
+Passwords are hashed with Argon2id (``argon2-cffi``); a failed sign-in does not say whether
+the user exists. Sign-in attempts are throttled per username *in the database*
+(``signin_throttle``): each attempt reserves a slot with one conditional UPDATE before the
+slow hash runs, so parallel attempts and several app processes share one limit.
+
+A signed-in browser holds a session token (:func:`issue_session`): ``<id>.<secret>.<expiry>.<mac>``,
+HMAC-SHA256-signed with ``REFORM_SESSION_SECRET``; the ``auth_session`` row holds the secret's
+SHA-256, the role it was issued for and its revocation. :func:`session_principal` accepts a
+token only while it is unexpired, unrevoked and its user is active with the same role, so
+sign-out, deactivation, a role change or a password reset end every open session.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import defaultdict, deque
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import datetime, timedelta, timezone
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
@@ -19,13 +29,16 @@ from reform_core.services.auth import ROLES, Principal, require
 
 LOCAL_USER = "local"
 CLI_USER = "cli"
+BUILTIN_USERS = (LOCAL_USER, CLI_USER)  # principals of the app's local mode and of the CLI, not accounts
 MAX_ATTEMPTS = 5  # failed attempts allowed per username per window
 WINDOW_S = 300.0
 MIN_PASSWORD = 8
+SESSION_HOURS = 12.0
+# Letters, digits and . _ @ + - (an e-mail address is a valid username, for OIDC), 1–100 characters,
+# starting with a letter or digit.
+USERNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 
 _hasher = PasswordHasher()
-_failures: dict[str, deque] = defaultdict(deque)
-_lock = threading.Lock()
 # A valid hash to verify against when the user does not exist (equal timing).
 _DUMMY_HASH = _hasher.hash("not-a-real-password")
 
@@ -34,13 +47,28 @@ class SignInError(Exception):
     """Wrong credentials or too many attempts (message safe to show)."""
 
 
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def validate_username(username: str) -> str:
+    """The username if it is valid for an account; ValueError naming the rule otherwise."""
+    if not isinstance(username, str) or not USERNAME_RE.fullmatch(username):
+        raise ValueError(f"username: 1–100 letters, digits or . _ @ + - starting with a letter or digit, "
+                         f"got {username!r}")
+    if username.lower() in BUILTIN_USERS:
+        raise ValueError(f"username: {username!r} is reserved for the built-in "
+                         f"{'local mode' if username.lower() == LOCAL_USER else 'CLI'} principal")
+    return username
+
+
 def _ensure(engine: Engine, username: str, role: str) -> Principal:
+    """A built-in principal: its role comes from the code, never from the row (the row exists
+    only so that what it does can name it)."""
     with engine.begin() as conn:
         u = repo.get_user(conn, username=username)
-        if u is None:
-            uid = repo.insert_user(conn, username=username, role=role, password_hash="")
-            return Principal(uid, username, role)
-        return Principal(int(u["id"]), u["username"], u["role"])
+        uid = int(u["id"]) if u else repo.insert_user(conn, username=username, role=role, password_hash="")
+    return Principal(uid, username, role)
 
 
 def local_principal(engine: Engine) -> Principal:
@@ -53,6 +81,11 @@ def cli_principal(engine: Engine) -> Principal:
     return _ensure(engine, CLI_USER, "lead")
 
 
+def _check_password(password: str) -> None:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD:
+        raise ValueError(f"password: must have at least {MIN_PASSWORD} characters")
+
+
 def create_user(engine: Engine, principal: Principal | None, *, username: str, password: str, role: str,
                 display_name: str = "") -> Principal:
     """Create an account (leads only; ``principal=None`` only from the CLI bootstrap)."""
@@ -60,10 +93,8 @@ def create_user(engine: Engine, principal: Principal | None, *, username: str, p
         require(principal, "manage_users")
     if role not in ROLES:
         raise ValueError(f"role: must be one of {', '.join(ROLES)}, got {role!r}")
-    if not username or not username.strip() or len(username) > 100:
-        raise ValueError("username: must be 1–100 characters")
-    if len(password) < MIN_PASSWORD:
-        raise ValueError(f"password: must have at least {MIN_PASSWORD} characters")
+    validate_username(username)
+    _check_password(password)
     with engine.begin() as conn:
         if repo.get_user(conn, username=username) is not None:
             raise ValueError(f"username: {username!r} already exists")
@@ -72,64 +103,175 @@ def create_user(engine: Engine, principal: Principal | None, *, username: str, p
     return Principal(uid, username, role)
 
 
+def _account(conn, username: str) -> dict:
+    if username.lower() in BUILTIN_USERS:
+        raise ValueError(f"username: {username!r} is a built-in principal, not an account")
+    u = repo.get_user(conn, username=username)
+    if u is None:
+        raise ValueError(f"username: no account {username!r}")
+    return u
+
+
 def set_password(engine: Engine, principal: Principal, *, username: str, password: str) -> None:
+    """Set a new password (leads for anyone, a user for themselves); ends the account's open
+    sessions and its sign-in throttle."""
     if principal.username != username:
         require(principal, "manage_users")
-    if len(password) < MIN_PASSWORD:
-        raise ValueError(f"password: must have at least {MIN_PASSWORD} characters")
+    _check_password(password)
     with engine.begin() as conn:
+        u = _account(conn, username)
         repo.update_user(conn, username=username, password_hash=_hasher.hash(password))
+        repo.revoke_sessions(conn, user_id=int(u["id"]))
+        repo.clear_attempts(conn, username=username)
+
+
+def update_user(engine: Engine, principal: Principal, *, username: str, role: str | None = None,
+                active: bool | None = None, unlock: bool = False) -> dict:
+    """Change an account (leads only): its role, deactivate / activate it, and lift its sign-in
+    throttle. A role change or a deactivation ends the account's open sessions at once.
+    Returns the account as :func:`list_users` shows it."""
+    require(principal, "manage_users")
+    if role is not None and role not in ROLES:
+        raise ValueError(f"role: must be one of {', '.join(ROLES)}, got {role!r}")
+    with engine.begin() as conn:
+        u = _account(conn, username)
+        values = {}
+        if role is not None and role != u["role"]:
+            values["role"] = role
+        if active is not None and bool(active) != bool(u["active"]):
+            values["active"] = bool(active)
+        if values:
+            repo.update_user(conn, username=username, **values)
+            if values.get("role") or values.get("active") is False:
+                repo.revoke_sessions(conn, user_id=int(u["id"]))
+        if unlock:
+            repo.clear_attempts(conn, username=username)
+        return _public(repo.get_user(conn, username=username), repo.attempts(conn, username=username))
+
+
+def _public(u: dict, failures: int) -> dict:
+    return {"username": u["username"], "display_name": u["display_name"], "role": u["role"],
+            "active": bool(u["active"]), "locked": failures >= MAX_ATTEMPTS}
 
 
 def list_users(engine: Engine, principal: Principal) -> list[dict]:
+    """The accounts (never the built-in ``local`` and ``cli`` principals), with whether each
+    is locked out by the sign-in throttle."""
     require(principal, "manage_users")
     with engine.connect() as conn:
-        return repo.list_users(conn)
-
-
-def _throttled(username: str, now: float) -> bool:
-    q = _failures[username]
-    while q and now - q[0] > WINDOW_S:
-        q.popleft()
-    return len(q) >= MAX_ATTEMPTS
+        rows = [u for u in repo.list_users(conn) if u["username"] not in BUILTIN_USERS]
+        locked = repo.locked_usernames(conn, limit=MAX_ATTEMPTS, since=_now() - timedelta(seconds=WINDOW_S))
+    return [{**u, "active": bool(u["active"]), "locked": u["username"] in locked} for u in rows]
 
 
 def sign_in(engine: Engine, username: str, password: str) -> Principal:
-    """Check credentials; raise :class:`SignInError` with a message that reveals nothing."""
-    now = time.monotonic()
-    with _lock:
-        if _throttled(username, now):
+    """Check credentials; raise :class:`SignInError` with a message that reveals nothing.
+
+    The attempt is counted *before* the password is checked (and forgotten after a success),
+    so at most :data:`MAX_ATTEMPTS` wrong passwords per username are ever checked in a window,
+    however many arrive at once and in however many processes."""
+    key = str(username)[:100]
+    now = _now()
+    with engine.begin() as conn:
+        if not repo.reserve_attempt(conn, username=key, now=now, window=timedelta(seconds=WINDOW_S),
+                                    limit=MAX_ATTEMPTS):
             raise SignInError("Too many failed attempts; wait a few minutes and try again.")
-    with engine.connect() as conn:
-        u = repo.get_user(conn, username=username)
+        u = repo.get_user(conn, username=key) if key == username else None
+    if u is not None and u["username"] in BUILTIN_USERS:
+        u = None
     ok = False
     try:
         ok = _hasher.verify(u["password_hash"] if u and u["password_hash"] else _DUMMY_HASH, password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         ok = False
     if not ok or u is None or not u["active"] or not u["password_hash"]:
-        with _lock:
-            _failures[username].append(now)
         raise SignInError("Wrong username or password.")
-    with _lock:
-        _failures.pop(username, None)
-    if _hasher.check_needs_rehash(u["password_hash"]):
-        with engine.begin() as conn:
+    with engine.begin() as conn:
+        repo.clear_attempts(conn, username=key)
+        repo.forget_old_attempts(conn, before=now - timedelta(seconds=WINDOW_S))
+        if _hasher.check_needs_rehash(u["password_hash"]):
             repo.update_user(conn, username=username, password_hash=_hasher.hash(password))
     return Principal(int(u["id"]), u["username"], u["role"])
 
 
-def reset_throttle() -> None:
-    """Forget failed attempts (tests)."""
-    with _lock:
-        _failures.clear()
+def unlock(engine: Engine, principal: Principal, *, username: str) -> None:
+    """Lift the sign-in throttle of ``username`` (leads only)."""
+    update_user(engine, principal, username=username, unlock=True)
 
 
 def principal_for_identity(engine: Engine, username: str) -> Principal | None:
     """The principal of an identity proven elsewhere (OIDC via ``st.login``): the account must
     exist and be active — a lead creates it (``user-add``) and so decides its role."""
+    if not username or username.lower() in BUILTIN_USERS:
+        return None
     with engine.connect() as conn:
         u = repo.get_user(conn, username=username)
     if u is None or not u["active"]:
         return None
     return Principal(int(u["id"]), u["username"], u["role"])
+
+
+# -- session tokens -----------------------------------------------------------------------------
+
+_PROCESS_SECRET = secrets.token_bytes(32)
+
+
+def _signing_key() -> bytes:
+    from reform_core.config import get_settings
+
+    s = get_settings().session_secret
+    return s.get_secret_value().encode() if s is not None and s.get_secret_value() else _PROCESS_SECRET
+
+
+def _mac(payload: str) -> str:
+    return hmac.new(_signing_key(), payload.encode(), hashlib.sha256).hexdigest()
+
+
+def issue_session(engine: Engine, principal: Principal, *, hours: float = SESSION_HOURS) -> str:
+    """A new signed session token for ``principal`` (after a password sign-in)."""
+    secret = secrets.token_urlsafe(32)
+    expires = _now() + timedelta(hours=hours)
+    with engine.begin() as conn:
+        sid = repo.insert_session(conn, user_id=principal.user_id, role=principal.role, expires_at=expires,
+                                  secret_hash=hashlib.sha256(secret.encode()).hexdigest())
+    payload = f"{sid}.{secret}.{int(expires.timestamp())}"
+    return f"{payload}.{_mac(payload)}"
+
+
+def _parse(token: str) -> tuple[int, str, int] | None:
+    parts = token.split(".") if isinstance(token, str) and len(token) < 400 else []
+    if len(parts) != 4 or not parts[0].isdigit() or not parts[2].isdigit():
+        return None
+    payload = ".".join(parts[:3])
+    if not hmac.compare_digest(_mac(payload), parts[3]):
+        return None
+    return int(parts[0]), parts[1], int(parts[2])
+
+
+def session_principal(engine: Engine, token: str | None) -> Principal | None:
+    """The principal of a session token, or None when it is malformed, wrongly signed,
+    expired, revoked, or its user is inactive or no longer has the role it was issued for."""
+    parsed = _parse(token) if token else None
+    if parsed is None:
+        return None
+    sid, secret, exp = parsed
+    if exp <= _now().timestamp():
+        return None
+    with engine.connect() as conn:
+        row = repo.session_with_user(conn, session_id=sid)
+    if row is None or row["revoked_at"] is not None or not row["active"] or row["role"] != row["session_role"]:
+        return None
+    expires_at = row["expires_at"] if row["expires_at"].tzinfo else row["expires_at"].replace(tzinfo=timezone.utc)
+    if expires_at <= _now() or row["username"] in BUILTIN_USERS:
+        return None
+    if not hmac.compare_digest(row["secret_hash"], hashlib.sha256(secret.encode()).hexdigest()):
+        return None
+    return Principal(int(row["user_id"]), row["username"], row["role"])
+
+
+def end_session(engine: Engine, token: str | None) -> None:
+    """Revoke the session of ``token`` (sign-out); a bad token is ignored."""
+    parsed = _parse(token) if token else None
+    if parsed is not None:
+        with engine.begin() as conn:
+            repo.revoke_sessions(conn, session_id=parsed[0])

@@ -11,7 +11,7 @@ from reform_core.services.data import status
 from reform_core.services.importer import import_bundle
 from reform_core.services.operations import OperationFailed, backup, doctor, restore
 from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import SignInError, create_user, reset_throttle, sign_in
+from reform_core.services.users import SignInError, create_user, sign_in, unlock
 from tests.integration.test_import import make_bundle
 
 
@@ -64,7 +64,6 @@ def test_doctor_flags_old_schema_and_orphans(tmp_path, any_db_url):
 
 
 def test_accounts_hashing_and_throttle(sqlite_url):
-    reset_throttle()
     eng = get_engine(sqlite_url)
     lead = create_user(eng, None, username="lead1", password="correct horse", role="lead")
     ann = create_user(eng, lead, username="ann", password="annotator-pw", role="annotator")
@@ -81,5 +80,5 @@ def test_accounts_hashing_and_throttle(sqlite_url):
             sign_in(eng, "ann", "wrong-password")
     with pytest.raises(SignInError, match="Too many failed attempts"):
         sign_in(eng, "ann", "annotator-pw")  # even the right password is refused while throttled
-    reset_throttle()
+    unlock(eng, lead, username="ann")
     assert isinstance(sign_in(eng, "ann", "annotator-pw"), Principal)

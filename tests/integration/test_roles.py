@@ -15,7 +15,7 @@ from reform_core.services.auth import AccessDenied, Principal
 from reform_core.services.data import ensure_demo
 from reform_core.services.export import export
 from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import create_user, list_users, reset_throttle
+from reform_core.services.users import create_user, list_users
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -100,7 +100,6 @@ def password_app(demo, monkeypatch):
     get_settings.cache_clear()
     st.cache_resource.clear()
     st.cache_data.clear()
-    reset_throttle()
     yield url
     get_settings.cache_clear()
     st.cache_resource.clear()
