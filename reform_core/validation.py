@@ -36,7 +36,7 @@ from scipy.stats import binomtest
 from reform_core.estimators import cluster, design, paper
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY
 from reform_core.metrics import reform
-from reform_core.simulate import simulate
+from reform_core.simulate import SimProject, simulate
 
 ANNOTATORS = 8
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
@@ -85,14 +85,14 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
 def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, both_wrong: float = 0.0,
                   correlated: bool = True, n_boot: int = 1000, level: float = 0.95, error_boot: int = 50,
                   estimators=ESTIMATORS, extra: Optional[Callable] = None, plan_options: Optional[dict] = None,
-                  **sim_options) -> pd.DataFrame:
+                  project: Optional[SimProject] = None, **sim_options) -> pd.DataFrame:
     """One validation replicate (module docstring).
 
     Parameters
     ----------
     seed : int
-        Seed of the simulated project, of the plan and of the decisions (streams
-        ``default_rng([seed, 1])`` for decisions and intervals).
+        Seed of the simulated project, of the plan and of the decisions (stream
+        ``default_rng([seed, 1, round(1000 · human_error)])`` for decisions and intervals).
     scale : {"paper", "small"}
         Simulator scale; ``sim_options`` override its fields (``n_questions`` …).
     human_error, both_wrong, correlated
@@ -106,6 +106,11 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
         columns ``model, metric, estimator, estimate, lo, hi`` (more comparators).
     plan_options : dict, optional
         Keyword arguments of :func:`reform_core.estimators.design.default_params`.
+    project : SimProject, optional
+        An already simulated project to reuse (it must have been made by
+        ``simulate(seed, scale, both_wrong=both_wrong, correlated=correlated, **sim_options)``;
+        the adjudicator error does not enter the simulation, so scenarios that differ only
+        in ``human_error`` can share one project).
 
     Returns
     -------
@@ -113,11 +118,16 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
         :data:`REPLICATE_COLUMNS`, one row per (model, metric, estimator).
     """
     _check_level(level)
-    sim = simulate(seed, scale, human_error=human_error, both_wrong=both_wrong, correlated=correlated, **sim_options)
+    if project is None:
+        sim = simulate(seed, scale, both_wrong=both_wrong, correlated=correlated, **sim_options)
+    else:
+        sim = project
+        if (sim.seed != seed or sim.config.both_wrong != both_wrong or sim.config.correlated != correlated):
+            raise ValueError("project was simulated for another seed or scenario")
     ja, jb = (f"label_{j}" for j in sim.judges)
     inst = sim.instances()
     inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
-    rng = np.random.default_rng([int(seed), 1])
+    rng = np.random.default_rng([int(seed), 1, int(round(1000 * human_error))])
     params = design.default_params(inst, seed=int(seed), judge_a=ja, judge_b=jb, **(plan_options or {}))
     tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
     truth_by_iid = inst.set_index(INSTANCE_KEY)["truth"].astype(float)

@@ -134,28 +134,31 @@ def fit(decisions: pd.DataFrame, *, item: str = "iid", annotator: str = "annotat
 
 def fit_arrays(h: np.ndarray, item_code: np.ndarray, ann_code: np.ndarray, item_group: np.ndarray, n_ann: int,
                n_groups: int, *, per_annotator: bool = True, start: tuple | None = None,
-               prior_strength: float = PRIOR_STRENGTH, pooled_prior_strength: float = POOLED_PRIOR[1]):
+               prior_strength: float = PRIOR_STRENGTH, pooled_prior_strength: float = POOLED_PRIOR[1],
+               tol: float = TOL):
     """:func:`fit` on integer codes: decisions ``h`` of items ``item_code`` (0..n_items−1) by
     annotators ``ann_code``; ``item_group`` = group code of each item; ``start`` = optional
-    (alpha, beta, pooled) to start EM from (a nearby fit, e.g. in a bootstrap). Returns
+    (alpha, beta, pooled) to start EM from (a nearby fit, e.g. in a bootstrap); ``tol`` = EM stopping rule (largest change of a
+    rate between iterations). Returns
     ``(alpha, beta, (pooled_alpha, pooled_beta), rho)``."""
     n_items = len(item_group)
     p_start = (np.array([start[2][0]]), np.array([start[2][1]])) if start is not None else None
     pooled = _em(h, item_code, np.zeros(len(h), dtype=np.int64), item_group, n_items, n_groups, 1,
                  prior=(np.array([POOLED_PRIOR[0]]), np.array([POOLED_PRIOR[0]]), pooled_prior_strength), start=p_start,
-                 smooth_prevalence=pooled_prior_strength > 0)
+                 smooth_prevalence=pooled_prior_strength > 0, tol=tol)
     a0, b0 = float(pooled[0][0]), float(pooled[1][0])
     if per_annotator and n_ann > 1:
         a, b, rho = _em(h, item_code, ann_code, item_group, n_items, n_groups, n_ann,
                         prior=(np.full(n_ann, a0), np.full(n_ann, b0), prior_strength),
                         start=(start[0], start[1]) if start is not None else None,
-                        smooth_prevalence=prior_strength > 0)
+                        smooth_prevalence=prior_strength > 0, tol=tol)
     else:
         a, b, rho = np.full(n_ann, a0), np.full(n_ann, b0), pooled[2]
     return a, b, (a0, b0), rho
 
 
-def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, start=None, smooth_prevalence=True):
+def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, start=None, smooth_prevalence=True,
+        tol=TOL):
     """EM for (α_j, β_j, ρ_g); prior = (mean α per annotator, mean β, pseudo-count)."""
     mean_a, mean_b, strength = prior
     a0, b0 = (mean_a, mean_b) if start is None else start
@@ -181,7 +184,7 @@ def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, star
         rho = (np.bincount(item_group, post, minlength=n_groups) + half) / (np.bincount(item_group, minlength=n_groups) + 2 * half)
         a, b = np.clip(a, 1e-6, 1 - 1e-9), np.clip(b, 1e-6, 1 - 1e-9)
         state = np.r_[a, b, rho]
-        if prev is not None and np.max(np.abs(state - prev)) < TOL:
+        if prev is not None and np.max(np.abs(state - prev)) < tol:
             break
         prev = state
     return a, b, rho

@@ -67,7 +67,7 @@ import pandas as pd
 from scipy import stats
 
 from reform_core.estimators import adjudicator_error as ae
-from reform_core.estimators.design import (DEFAULT_FOLDS, agreement_stratum, audit_probability, audited_rows,
+from reform_core.estimators.design import (DEFAULT_FOLDS, agreement_stratum, audit_row_probabilities, audited_rows,
                                           cluster_key, cluster_probability, fold_of, sampled_clusters)
 from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.reform import KS, UnitIndex, build_index
@@ -79,6 +79,7 @@ SHRINK = 2.0  # pseudo-decisions pulling a stratum rate to its model × directio
 AUDIT_PRIOR = (0.01, 1.0)  # prior both-wrong rate and pseudo-decisions of the audit predictor
 AUDIT_SHRINK = 20.0  # pseudo-decisions pulling a context bin's both-wrong rate to its stratum's
 ERROR_BOOT = 100  # bootstrap refits of the adjudicator-error model
+BOOT_TOL = 1e-6  # EM stopping rule of a refit (it starts at the full-data fit; 1e-6 of a rate is far below its se)
 
 
 @dataclass
@@ -267,7 +268,7 @@ def _error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, prior: pd.Series, 
         rows = order[np.repeat(starts[pick], n_rows) + within]
         new_item = np.repeat(np.arange(len(pick)), n_rows)
         a, bb, pooled, _ = ae.fit_arrays(h[rows], new_item, ann_code[rows], g_code[pick], len(anns), len(groups),
-                                         start=(base_a, base_b, model.pooled))
+                                         start=(base_a, base_b, model.pooled), tol=BOOT_TOL)
         seen = np.bincount(ann_code[rows], minlength=len(anns)) > 0  # absent annotators keep the full-data rates
         refit = ae.ErrorModel(pd.Series(np.where(seen, a, base_a), index=anns), pd.Series(np.where(seen, bb, base_b), index=anns),
                               pooled, model.prevalence, True, model.n_decisions, model.n_double)
@@ -346,8 +347,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     else:
         picked = set(map(tuple, realised.get("clusters", [])))
         sampled_c = c_exists & np.array([(str(a), str(b)) in picked for a, b in zip(c_models, c_questions)], dtype=bool)
-    pi_a_row = audit_probability(params, rows["model"].to_numpy())
-    drawn = (audited_rows(params, iid, rows["model"].to_numpy()) if realised is None
+    pi_a_row = audit_row_probabilities(params, index, rows, g, m)
+    drawn = (audited_rows(params, iid, rows["model"].to_numpy(), pi_a_row) if realised is None
              else pd.Index(iid).isin(list(realised.get("audits", []))))
     audit_sel = agree & sampled_c[row_cluster] & drawn
     need = (dis & sampled_c[row_cluster]) | audit_sel
@@ -404,7 +405,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                  + rows["mode"].astype(str).to_numpy()).to_numpy(dtype=object)
     p_hat = _disagreement_predictions(fold, folds, dis=dis, obs_dis=obs_dis, y=y0, d_stratum=d_stratum,
                                       d_parent=d_parent)
-    w_row = inv_pi[row_cluster]  # 1/π_c of the audited rows' clusters (Hájek weights of the audit)
+    w_row = inv_pi[row_cluster] / np.maximum(pi_a_row, 1e-12)  # 1/(π_c π_A): Hájek weights of the audit
     a_ctx = (pd.Series(a_stratum) + "|c" + ctx).to_numpy(dtype=object)
     q_hat = np.full(n, np.nan)
     for k in range(folds):

@@ -50,7 +50,8 @@ from reform_core import sampling
 from reform_core.frames import INSTANCE_KEY, require_columns
 
 DESIGN_NAME = "question-cluster"
-DESIGN_VERSION = 1
+DESIGN_VERSION = 2  # 2: audit probabilities allocated by score gradient (1: uniform within a model)
+DEFAULT_ALLOCATION = "gradient"
 DEFAULT_AUDIT = 0.1
 DEFAULT_DOUBLE = 1.0
 DEFAULT_FOLDS = 5
@@ -139,15 +140,85 @@ def audit_probability(params: dict, model) -> np.ndarray:
     return np.full(len(model), float(pa))
 
 
-def audited_rows(params: dict, iid, model) -> np.ndarray:
-    """Whether each agreement row (by iid, of a sampled cluster) is audited."""
-    return uniform(int(params["seed"]) + 7, np.asarray(iid, dtype=np.int64)) < audit_probability(params, model)
+def audited_rows(params: dict, iid, model, probability=None) -> np.ndarray:
+    """Whether each agreement row (by iid, of a sampled cluster) is audited; ``probability``
+    = each row's π_A (default: the model's mean rate, :func:`audit_probability`)."""
+    pa = audit_probability(params, model) if probability is None else np.asarray(probability, dtype=float)
+    return uniform(int(params["seed"]) + 7, np.asarray(iid, dtype=np.int64)) < pa
+
+
+AUDIT_FLOOR = 0.25  # share of the mean allocation score every agreement gets (keeps each π_A > 0)
+
+
+def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """π_A of each scored row of ``index`` (0 on disagreements).
+
+    ``audit_allocation = "uniform"`` (plans of version 1): the model's ``audit_pi``.
+    ``"gradient"`` (the default): the model's mean rate ``audit_pi`` is spread over its
+    agreements in proportion to how much a both-judges-wrong error there would move the
+    scores — the optimal (Neyman / probability-proportional-to-size) allocation for the
+    Horvitz–Thompson audit term is ``π_u ∝ |G_u| σ_u`` (Särndal et al. 1992, §3.6). With
+    ``G^T_u`` and ``G^E_u`` the derivatives of TCPR and EMCR with respect to row u at the
+    judges' mean label (:meth:`UnitIndex.gradients`; computable before any human
+    decision), each scaled by its root mean square over the model's agreements, the score
+    is ``s_u = √((G^T_u² + G^E_u²) / 2) + AUDIT_FLOOR · mean(s)``; ``π_u = min(1, c s_u)``
+    with c such that the mean over the model's agreements is ``audit_pi`` (capped rows
+    give their excess to the others). The floor keeps every agreement's probability
+    positive, which exact unbiasedness needs (an error where the first-order gradient is
+    0 still matters when another label of its product is wrong too). A row outside every
+    eligible unit (baseline-aligned target) has no EMCR gradient and is audited less;
+    a row in a long unit more. The probabilities are a deterministic function of the
+    judges' labels and the benchmark's structure, so the estimator recomputes them.
+    """
+    from reform_core.metrics.reform import KS  # local: the metrics engine is only needed here
+
+    model = rows["model"].astype(str).to_numpy()
+    agree = g == m
+    base = audit_probability(params, model)
+    if params.get("audit_allocation", "uniform") != "gradient":
+        return np.where(agree, base, 0.0)
+    nm = len(index.models)
+    row_model = pd.Index(index.models).get_indexer(model)
+    grads = index.gradients(np.nan_to_num((g + m) / 2, nan=0.5))
+    n_inst = np.bincount(index.inst_model, minlength=nm).astype(float)
+    gt = grads["allpass"] / np.maximum(n_inst[row_model], 1.0)
+    ge = np.zeros(len(rows))
+    for k in KS:
+        u_k = np.bincount(index.unit_model[index.unit_k == k], minlength=nm).astype(float)
+        ge += np.where(u_k[row_model] > 0, grads[f"joint{k}"] / (3 * np.maximum(u_k[row_model], 1.0)), 0.0)
+    out = np.zeros(len(rows))
+    for mi in range(nm):
+        sel = agree & (row_model == mi)
+        if not sel.any():
+            continue
+        parts = []
+        for gv in (gt[sel], ge[sel]):
+            rms = float(np.sqrt(np.mean(gv ** 2)))
+            parts.append(gv / rms if rms > 0 else np.zeros(sel.sum()))
+        score = np.sqrt((parts[0] ** 2 + parts[1] ** 2) / 2)
+        mean = float(score.mean())
+        score = score + AUDIT_FLOOR * mean if mean > 0 else np.ones(sel.sum())
+        target = float(base[sel][0]) * sel.sum()  # expected audits of the model
+        pi = np.zeros(sel.sum())
+        free = np.ones(sel.sum(), dtype=bool)
+        for _ in range(50):  # cap at 1, hand the excess to the others
+            left = target - (~free).sum()
+            if left <= 0 or not free.any():
+                break
+            pi[free] = left * score[free] / score[free].sum()
+            over = free & (pi >= 1.0)
+            if not over.any():
+                break
+            pi[over] = 1.0
+            free &= ~over
+        out[np.flatnonzero(sel)] = np.clip(pi, 0.0, 1.0)
+    return out
 
 
 def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_a", judge_b: str = "label_b",
                    confidence: float = 0.95, p: float = 0.5, margin: float = 0.03, audit_pi: float = DEFAULT_AUDIT,
                    double_fraction: float = DEFAULT_DOUBLE, folds: int = DEFAULT_FOLDS,
-                   condition: str = "main") -> dict:
+                   condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION) -> dict:
     """The default design's parameters (module docstring) for the given instances."""
     g, m = _labels(instances, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
@@ -158,12 +229,16 @@ def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_
         n = sampling.cochran_size(n_dis, confidence=confidence, p=p, margin=margin)
         cluster_pi[str(name)] = min(1.0, n / n_dis) if n_dis else 0.0
     return design_params(cluster_pi, dict(cluster_pi), audit_pi=audit_pi, double_fraction=double_fraction,
-                         seed=seed, folds=folds, condition=condition)
+                         seed=seed, folds=folds, condition=condition, audit_allocation=audit_allocation)
 
 
 def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fraction: float, seed: int,
-                  folds: int = DEFAULT_FOLDS, condition: str = "main", **extra) -> dict:
-    """The JSON-serialisable description of a design (stored with the plan)."""
+                  folds: int = DEFAULT_FOLDS, condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION,
+                  **extra) -> dict:
+    """The JSON-serialisable description of a design (stored with the plan);
+    ``audit_allocation``: "gradient" (default) or "uniform" (:func:`audit_row_probabilities`)."""
+    if audit_allocation not in ("gradient", "uniform"):
+        raise ValueError(f"audit_allocation must be 'gradient' or 'uniform', got {audit_allocation!r}")
     for name, probs in (("cluster_pi", cluster_pi), ("cluster_pi0", cluster_pi0)):
         bad = [k for k, v in probs.items() if not 0 <= float(v) <= 1]
         if bad:
@@ -173,12 +248,26 @@ def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fract
             raise ValueError(f"audit_pi must lie in [0, 1], got {v!r}")
     if not 0 <= float(double_fraction) <= 1:
         raise ValueError(f"double_fraction must lie in [0, 1], got {double_fraction!r}")
-    return {"design": DESIGN_NAME, "version": DESIGN_VERSION, "condition": condition,
+    return {"design": DESIGN_NAME, "version": DESIGN_VERSION, "condition": condition, "audit_allocation": audit_allocation,
             "cluster_pi": {str(k): float(v) for k, v in cluster_pi.items()},
             "cluster_pi0": {str(k): float(v) for k, v in cluster_pi0.items()},
             "audit_pi": ({str(k): float(v) for k, v in audit_pi.items()} if isinstance(audit_pi, dict) else float(audit_pi)),
             "double_fraction": float(double_fraction),
             "folds": int(folds), "seed": int(seed), **extra}
+
+
+def _row_audit_pi(inst: pd.DataFrame, params: dict, g: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """π_A of every row of ``inst`` (:func:`audit_row_probabilities` on the scored rows of
+    the plan's condition; the model's mean rate on rows outside the index)."""
+    out = np.where(g == m, audit_probability(params, inst["model"].astype(str).to_numpy()), 0.0)
+    if params.get("audit_allocation", "uniform") != "gradient":
+        return out
+    from reform_core.metrics.reform import build_index  # local: only the gradient allocation needs it
+
+    index = build_index(inst, condition=params.get("condition", "main"))
+    rows = inst.iloc[index.row_pos]
+    out[index.row_pos] = audit_row_probabilities(params, index, rows, g[index.row_pos], m[index.row_pos])
+    return out
 
 
 def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", judge_b: str = "label_b") -> pd.DataFrame:
@@ -214,7 +303,8 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
     in_sample = c_sampled.reindex(key.astype(str)).to_numpy(dtype=bool)
     d_rows = np.flatnonzero(dis & in_sample)
     a_cand = np.flatnonzero(agree & in_sample)
-    a_rows = a_cand[audited_rows(params, inst[INSTANCE_KEY].to_numpy()[a_cand], model[a_cand])]
+    pa_all = _row_audit_pi(inst, params, g, m)
+    a_rows = a_cand[audited_rows(params, inst[INSTANCE_KEY].to_numpy()[a_cand], model[a_cand], pa_all[a_cand])]
 
     direction = np.where(g[d_rows] == 1, sampling.DIRECTION_A1B0, sampling.DIRECTION_A0B1)
     d_strat = (pd.Series(model[d_rows]) + "|" + pd.Series(direction) + "|"
@@ -225,7 +315,7 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
         "model": model[rows], "question": question[rows],
         "kind": np.r_[np.full(len(d_rows), "disagreement", dtype=object), np.full(len(a_rows), "audit", dtype=object)],
         "stratum": np.r_[d_strat.to_numpy(dtype=object), agreement_stratum(model[a_rows], g[a_rows])],
-        "inclusion": np.r_[np.ones(len(d_rows)), audit_probability(params, model[a_rows])],
+        "inclusion": np.r_[np.ones(len(d_rows)), pa_all[a_rows]],
     })
     seed = int(params["seed"])
     tasks["required"] = np.where(uniform(seed + 2, tasks["iid"]) < float(params.get("double_fraction", 0.0)), 2, 1)

@@ -20,6 +20,7 @@ import pytest
 from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators import cluster, design
 from reform_core.metrics.loop_reference import loop_table2
+from reform_core.metrics.reform import build_index
 
 CATS = {"f1": "c1", "f2": "c2", "f3": "c3", "f4": "c3", "f5": "c1"}
 
@@ -52,8 +53,17 @@ def tiny_project() -> pd.DataFrame:
     return df
 
 
-def params(pi_c: float, pi_0: float, pi_a: float) -> dict:
-    return design.design_params({"m": pi_c}, {"m": pi_0}, audit_pi=pi_a, double_fraction=0.0, seed=11, folds=2)
+def params(pi_c: float, pi_0: float, pi_a: float, allocation: str = "gradient") -> dict:
+    return design.design_params({"m": pi_c}, {"m": pi_0}, audit_pi=pi_a, double_fraction=0.0, seed=11, folds=2,
+                                audit_allocation=allocation)
+
+
+def row_audit_pi(inst: pd.DataFrame, prm: dict) -> dict:
+    """π_A of each agreement (by iid) under the plan's allocation rule."""
+    index = build_index(inst)
+    rows = inst.iloc[index.row_pos]
+    pa = design.audit_row_probabilities(prm, index, rows, rows["label_a"].to_numpy(), rows["label_b"].to_numpy())
+    return dict(zip(rows["iid"].to_numpy(), pa))
 
 
 def perfect_decisions(inst: pd.DataFrame, iids) -> pd.DataFrame:
@@ -66,6 +76,7 @@ def expected_estimate(inst: pd.DataFrame, prm: dict, metrics) -> dict:
     clusters = sorted(inst["question"].unique())
     has_dis = inst.assign(d=inst["label_a"] != inst["label_b"]).groupby("question")["d"].any()
     agree = inst[inst["label_a"] == inst["label_b"]]
+    pa_of = row_audit_pi(inst, prm)
     total = {m: 0.0 for m in metrics}
     for picked in itertools.product([False, True], repeat=len(clusters)):
         p_c = np.prod([(prm["cluster_pi"]["m"] if has_dis[q] else prm["cluster_pi0"]["m"]) if z else
@@ -76,7 +87,7 @@ def expected_estimate(inst: pd.DataFrame, prm: dict, metrics) -> dict:
         chosen = [q for q, z in zip(clusters, picked) if z]
         cand = agree[agree["question"].isin(chosen)]["iid"].tolist()
         for audits in itertools.product([False, True], repeat=len(cand)):
-            p_a = np.prod([prm["audit_pi"] if z else 1 - prm["audit_pi"] for z in audits])
+            p_a = np.prod([pa_of[i] if z else 1 - pa_of[i] for i, z in zip(cand, audits)])
             if p_a == 0:
                 continue
             audited = [i for i, z in zip(cand, audits) if z]
@@ -132,10 +143,13 @@ def audit_project() -> pd.DataFrame:
     return pd.concat([q2, q5[q2.columns]], ignore_index=True)
 
 
-@pytest.mark.parametrize("pi_c", [1.0, 0.5])
-def test_two_stage_design_with_audit_is_exactly_unbiased_for_the_true_scores(pi_c):
+@pytest.mark.parametrize("pi_c,allocation", [(1.0, "gradient"), (0.5, "gradient"), (0.5, "uniform")])
+def test_two_stage_design_with_audit_is_exactly_unbiased_for_the_true_scores(pi_c, allocation):
     inst = audit_project()
-    prm = params(pi_c, pi_c, 0.5)
+    prm = params(pi_c, pi_c, 0.5, allocation)
+    if allocation == "gradient":  # the allocation really varies, and keeps every agreement auditable
+        pa = np.array([v for v in row_audit_pi(inst, prm).values() if v > 0])
+        assert pa.min() > 0.05 and pa.max() - pa.min() > 0.1 and pa.mean() == pytest.approx(0.5)
     got = expected_estimate(inst, prm, METRICS)
     want = truth_scores(inst)
     for m in METRICS:
