@@ -6,8 +6,11 @@ unit of SPEC §3 lies inside one). The design is a stratified two-stage sample:
 1. **Clusters.** Each cluster is sampled independently (Poisson sampling) with probability
    ``π_D`` if it holds a judge disagreement, ``π_0`` otherwise.
 2. **Within a sampled cluster** every disagreement is adjudicated, and each judge
-   *agreement* is audited independently with probability ``π_A`` (a decision "neither"
-   on an audited agreement means both judges are wrong).
+   *agreement* u is audited independently with probability ``π_A,u`` (a decision
+   "neither" on an audited agreement means both judges are wrong). Version 2 plans spread
+   the model's mean audit rate over its agreements in proportion to how much an error
+   there moves TCPR and EMCR (:func:`audit_row_probabilities`); version 1 plans audit
+   uniformly.
 3. Each task is double-adjudicated (two distinct annotators) with probability
    ``double_fraction``; the overlap identifies adjudicator error
    (:mod:`reform_core.estimators.adjudicator_error`).
@@ -32,7 +35,7 @@ and interim estimates stay valid ("stop when precise enough").
 
 Default sizes: ``π_D = π_0 = n_m / N_m`` with ``n_m`` Cochran's size for the model's
 ``N_m`` disagreements (SPEC §4: the paper's expected number of disagreement decisions),
-``π_A = 0.1`` and ``double_fraction = 1`` (every item decided by two annotators: with
+mean ``π_A = 0.1`` (gradient-allocated) and ``double_fraction = 1`` (every item decided by two annotators: with
 adjudicators who err, two decisions per item cost twice as much but cut the variance of
 the corrected products several-fold; with infallible ones the second decision is
 wasted — lower ``double_fraction`` when the error estimate shows it).
@@ -428,7 +431,9 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     ``both_wrong`` of the agreements, adjudicators erring at ``human_error`` with
     ``1 + double_fraction`` decisions per item. It then picks, on a grid of ``π_A``, the
     smallest ``π_c`` with ``1.96 √V ≤ half_width`` and keeps the pair of least expected
-    decisions. Correlated truths make the real variance larger or smaller than predicted;
+    decisions. The prediction assumes a uniform audit inside each model (the plan itself
+    allocates its audit by gradient, :func:`audit_row_probabilities`, which changes the
+    audit term's variance). Correlated truths make the real variance larger or smaller than predicted;
     the Scores page compares the measured half-width with the target as decisions come in.
 
     Returns
