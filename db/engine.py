@@ -16,7 +16,7 @@ from sqlmodel import create_engine
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # The newest Alembic revision; a test keeps it equal to the migration scripts' head. With it,
 # opening an up-to-date database costs one SELECT instead of loading Alembic.
-SCHEMA_HEAD = "0006_auth_sessions"
+SCHEMA_HEAD = "0007_feature_extractions"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 

@@ -128,6 +128,21 @@ class BaselineFeature(SQLModel, table=True):
     evidence: str = _text()
 
 
+class FeatureExtraction(SQLModel, table=True):
+    """An open-ended feature extracted from a baseline response and how it maps to the
+    catalog (seed 000 App. A.4, Table A4): ``mapping`` exact | subtype | composite |
+    uncovered | not_format; ``feature`` the catalog feature it maps to ('' when none)."""
+
+    __tablename__ = "feature_extraction"
+    __table_args__ = (UniqueConstraint("response_id", "label", name="uq_feature_extraction"),)
+    id: Optional[int] = Field(default=None, primary_key=True)
+    response_id: int = Field(foreign_key="response.id", index=True)
+    label: str = Field(max_length=200)
+    feature: str = Field(default="", max_length=200)
+    mapping: str = Field(max_length=20)
+    source: str = Field(default="import", max_length=50)
+
+
 class Judge(SQLModel, table=True):
     __tablename__ = "judge"
     id: Optional[int] = Field(default=None, primary_key=True)

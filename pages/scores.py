@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 import altair as alt
 import streamlit as st
 
-from pages.components import render
+from pages.components import analyses_view, render
 from pages.components.session import require_page
 from reform_core.services import explore
 from reform_core.services.scoring import ScoringError
@@ -77,7 +77,7 @@ if rank:
 
 st.subheader("Task × model (Figure 3)")
 task = tables["a6_a7"]
-cells = task[task["task_type"] != "overall"]
+cells = task[~task["pooled"]] if "pooled" in task.columns else task[task["task_type"] != "overall"]
 model_order = tables["table2"].sort_values("emcr" if emcr_applies else "tcpr", ascending=False)["model"].tolist()
 task_order = sorted(cells["task_type"].unique())
 for metric in ("tcpr", "emcr") if emcr_applies else ("tcpr",):
@@ -119,36 +119,4 @@ if emcr_applies:
                  icon="🔎", query_params=explore.Filters(model=cell_model, task=cell_task, opposed="opposed").to_params())
 
 st.subheader("Appendix tables")
-try:
-    extra = explore.condition_tables(principal, result)
-except ValueError as exc:  # an incomplete single-constraint or prompted pairing must not take the page down
-    extra = {}
-    st.warning(f"Table 3 / prompting comparison not available for these labels: {exc}")
-names = (["A8 eligible units", "A2 violation spread"] if emcr_applies else []) + ["A3 judge agreement", "A5 tasks",
-                                                                                 "A6/A7 per task"]
-names += ["Table 3 composition"] * ("composition" in extra) + ["Prompting comparison"] * ("prompting" in extra)
-tabs = dict(zip(names, st.tabs(names)))
-if emcr_applies:
-    with tabs["A8 eligible units"]:
-        st.caption("Eligible units per K and mean coverage |I| (App. A.1).")
-        st.dataframe(tables["a8"], hide_index=True)
-    with tabs["A2 violation spread"]:
-        st.caption("Ĉ^(K): expected violated variants per failed unit (App. A.2).")
-        st.dataframe(tables["a2"], hide_index=True)
-with tabs["A3 judge agreement"]:
-    if "a3" in tables:
-        st.dataframe(tables["a3"], hide_index=True)
-    else:
-        st.info("Judge agreement needs the scoring pair.")
-with tabs["A5 tasks"]:
-    st.dataframe(tables["a5"], hide_index=True)
-with tabs["A6/A7 per task"]:
-    st.dataframe(tables["a6_a7"], hide_index=True)
-if "composition" in extra:
-    with tabs["Table 3 composition"]:
-        st.caption("Separate (single-constraint) vs joint answering of the same constraints (§4.3, App. A.8).")
-        st.dataframe(extra["composition"], hide_index=True)
-if "prompting" in extra:
-    with tabs["Prompting comparison"]:
-        st.caption("Same instructions, same baseline and eligible units; differences in pp (§4.4).")
-        st.dataframe(extra["prompting"], hide_index=True)
+analyses_view.appendix(principal, result, tables, emcr_applies=emcr_applies, judge=judge)

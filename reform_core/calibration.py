@@ -4,7 +4,9 @@ Two rules (SPEC §4; seed 000 §3.5 eqs. 7–8 and App. A.3.2 eq. 13):
 
 * **Stratified** (main results): ``p_u = g_u`` if the judges agree, ``a_u`` if the
   disagreement was reviewed, otherwise ``π̂_h`` = mean adjudicated label of the reviewed
-  disagreements of its stratum ``h = model|direction|category|mode``.
+  disagreements of its stratum ``h = model|direction|category|mode`` (plus ``|condition``
+  for a condition other than main: each condition has its own strata, so adjudications of
+  a single-constraint or prompted condition never move the main scores).
 * **Pooled** (auxiliary analyses): ``p_u = g_u`` if the judges agree, else
   ``W_g·g_u + (1 − W_g)·m_u`` with ``W_g`` the share of a fixed adjudication pool that sides
   with judge ``g``.
@@ -25,14 +27,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from reform_core.frames import INSTANCE_KEY, STRATUM_COLUMNS
+from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY, STRATUM_COLUMNS, condition_suffix
 from reform_core.frames import require_columns as _require
 
 
 DIRECTION_A1B0 = "A1B0"  # judge A pass, judge B fail
 DIRECTION_A0B1 = "A0B1"
 SOURCES = ("agreed", "adjudicated", "stratum", "fallback", "single_judge", "missing")
-RATE_COLUMNS = ["stratum", "model", "direction", "category", "mode", "n_disagreements", "n_reviewed", "pi_hat", "p_used", "provisional"]
+RATE_COLUMNS = ["stratum", "model", "direction", "category", "mode", "condition", "n_disagreements", "n_reviewed", "pi_hat", "p_used", "provisional"]
 
 
 def _binary(values: pd.Series, name: str, allow_nan: bool) -> np.ndarray:
@@ -78,14 +80,27 @@ def _strata_frame(instances: pd.DataFrame, g: np.ndarray, m: np.ndarray, strata:
     _, first_row, inverse = np.unique(combined, return_index=True, return_inverse=True)
     names = np.array(["|".join(str(parts[c][i]) for c in strata) for i in first_row], dtype=object)
     key = names[inverse] if len(inverse) else np.array([], dtype=object)
-    return pd.DataFrame({"direction": direction, "stratum": key}, index=instances.index)
+    condition = _conditions(instances)
+    if len(key) and (condition != CONDITION_MAIN).any():
+        key = key + condition_suffix(condition)
+    return pd.DataFrame({"direction": direction, "stratum": key, "condition": condition}, index=instances.index)
 
 
-def _model_weight_a(model: np.ndarray, disagree: np.ndarray, g: np.ndarray, adj: np.ndarray) -> pd.Series:
-    """Per model, share of reviewed disagreements whose adjudicated label equals judge A's."""
+def _conditions(instances: pd.DataFrame) -> np.ndarray:
+    if "condition" not in instances.columns:
+        return np.full(len(instances), CONDITION_MAIN, dtype=object)
+    c = instances["condition"].astype(object).to_numpy()
+    return np.where(pd.isna(c) | (c == ""), CONDITION_MAIN, c).astype(str).astype(object)
+
+
+def _model_weight_a(model: np.ndarray, condition: np.ndarray, disagree: np.ndarray, g: np.ndarray,
+                    adj: np.ndarray) -> pd.Series:
+    """Per (model, condition), share of reviewed disagreements whose adjudicated label
+    equals judge A's."""
     reviewed = disagree & ~np.isnan(adj)
-    frame = pd.DataFrame({"model": model[reviewed], "with_a": adj[reviewed] == g[reviewed]})
-    return frame.groupby("model")["with_a"].mean()
+    frame = pd.DataFrame({"model": model[reviewed], "condition": condition[reviewed],
+                          "with_a": adj[reviewed] == g[reviewed]})
+    return frame.groupby(["model", "condition"])["with_a"].mean()
 
 
 def stratum_rates(
@@ -101,7 +116,7 @@ def stratum_rates(
 
     ``π̂_h = (1/|R_h|) Σ_{u∈R_h} a_u`` over the reviewed disagreements ``R_h`` of stratum
     ``h``. A stratum with no reviewed instance takes the model's pooled estimate
-    ``W_A`` (share of that model's reviews siding with judge A) for direction ``A1B0`` and
+    ``W_A`` (share of that model's reviews of the same condition siding with judge A) for direction ``A1B0`` and
     ``1 − W_A`` for ``A0B1`` — i.e. the pooled rule of App. A.3.2 within the model — and
     ``0.5`` while the model has no review at all; such strata are ``provisional``.
 
@@ -123,7 +138,7 @@ def stratum_rates(
     -------
     DataFrame
         One row per non-empty stratum: ``stratum, model, direction, category, mode,
-        n_disagreements, n_reviewed, pi_hat`` (NaN without reviews), ``p_used`` (π̂_h or
+        condition, n_disagreements, n_reviewed, pi_hat`` (NaN without reviews), ``p_used`` (π̂_h or
         the fallback) and ``provisional``.
     """
     g, m = _judge_labels(instances, judge_a, judge_b)
@@ -139,16 +154,17 @@ def stratum_rates(
             "direction": keys["direction"].to_numpy()[disagree],
             "category": instances["category"].astype(str).to_numpy()[disagree] if "category" in instances else "",
             "mode": instances["mode"].astype(str).to_numpy()[disagree] if "mode" in instances else "",
+            "condition": keys["condition"].to_numpy()[disagree],
             "a": adj[disagree],
         }
     )
     out = (
-        d.groupby(["stratum", "model", "direction", "category", "mode"], sort=True)["a"]
+        d.groupby(["stratum", "model", "direction", "category", "mode", "condition"], sort=True)["a"]
         .agg(n_disagreements="size", n_reviewed="count", pi_hat="mean")
         .reset_index()
     )
-    w_a = _model_weight_a(instances["model"].astype(str).to_numpy(), disagree, g, adj)
-    w = out["model"].map(w_a).fillna(0.5).to_numpy()
+    w_a = _model_weight_a(instances["model"].astype(str).to_numpy(), keys["condition"].to_numpy(), disagree, g, adj)
+    w = pd.Series(w_a.reindex(pd.MultiIndex.from_frame(out[["model", "condition"]])).to_numpy()).fillna(0.5).to_numpy()
     fallback = np.where(out["direction"] == DIRECTION_A1B0, w, 1.0 - w)
     out["provisional"] = out["n_reviewed"] == 0
     out["p_used"] = np.where(out["provisional"], fallback, out["pi_hat"])

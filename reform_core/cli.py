@@ -10,6 +10,7 @@ import typer
 
 from reform_core.commands import (
     adjudication,
+    analyses,
     construction,
     data,
     judging,
@@ -27,7 +28,7 @@ app = typer.Typer(
     help="ReForm: calibrated format-following scores from two LLM judges and human adjudication.",
 )
 
-for _area in (data, scoring, judging, adjudication, verify, wording, ops, construction, studies):
+for _area in (data, scoring, analyses, judging, adjudication, verify, wording, ops, construction, studies):
     _area.register(app)
 
 

@@ -35,7 +35,10 @@ DISAGREEMENTS — instances where the two judges of a pair differ (SPEC §4).
 
     iid, model, category, mode   as above
     direction         str    "A1B0" (judge A pass, B fail) | "A0B1"
-    stratum           str    f"{model}|{direction}|{category}|{mode}"
+    stratum           str    f"{model}|{direction}|{category}|{mode}" for the main condition,
+                             f"{model}|{direction}|{category}|{mode}|{condition}" for any other: each
+                             condition is calibrated and sampled from its own strata (issue 17)
+    condition         str    the instance's condition (when the INSTANCES frame has one)
 
 BASELINE — one row per (model, question, feature) present in the baseline response.
 
@@ -50,9 +53,20 @@ MODES = ("require", "forbid")
 CONDITION_MAIN = "main"
 
 
-def stratum_key(model: str, direction: str, category: str, mode: str) -> str:
-    """The string id of one adjudication stratum (SPEC §4)."""
-    return f"{model}|{direction}|{category}|{mode}"
+def stratum_key(model: str, direction: str, category: str, mode: str, condition: str = CONDITION_MAIN) -> str:
+    """The string id of one adjudication stratum (SPEC §4). The main condition's keys are
+    ``model|direction|category|mode``; another condition's carry it as a fifth part, so its
+    disagreements are never pooled with the main ones."""
+    key = f"{model}|{direction}|{category}|{mode}"
+    return key if condition in (None, "", CONDITION_MAIN) else f"{key}|{condition}"
+
+
+def condition_suffix(conditions) -> "np.ndarray":
+    """``""`` for main-condition rows, ``"|<condition>"`` otherwise (vectorised :func:`stratum_key`)."""
+    import numpy as np
+
+    c = np.asarray(conditions, dtype=object).astype(str)
+    return np.where((c == CONDITION_MAIN) | (c == "") | (c == "None"), "", "|" + c).astype(object)
 
 
 def require_columns(df, columns, what: str) -> None:

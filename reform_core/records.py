@@ -21,6 +21,11 @@ later files refer to earlier ones by key:
 ``judgments.jsonl`` — :class:`JudgmentRecord`
     ``{"judge": "gpt", "model": "m1", "instruction": "q001-v1", "position": 1, "label": 1,
     "rationale": "…"}``
+``extractions.jsonl`` — :class:`ExtractionRecord` (open-ended feature extractions of baseline
+    responses and their catalog match, Table A4 / Table 4)
+    ``{"model": "m1", "question": "q001", "label": "numbered steps", "feature": "numbered_list",
+    "match": "exact"}`` — ``match`` exact | subtype | composite | uncovered | not_format;
+    ``feature`` the catalog feature (required for exact and subtype, empty when uncovered)
 ``adjudications.jsonl`` — :class:`AdjudicationRecord` (decisions made elsewhere)
     ``{"judge_a": "gpt", "judge_b": "gemini", "model": "m1", "instruction": "q001-v1",
     "position": 2, "choice": "A", "annotator": "alice"}``
@@ -46,6 +51,7 @@ BUNDLE_FILES = (
     "judges.jsonl",
     "judgments.jsonl",
     "adjudications.jsonl",
+    "extractions.jsonl",
 )
 BUNDLE_FORMAT = "reform-bundle"
 BUNDLE_VERSION = 1
@@ -105,6 +111,8 @@ class BundleManifest(_Record):
     name: Annotated[str, Field(max_length=2000)] = ""
     catalog: str = "reformbench"
     description: str = ""
+    # the models that built the instructions (Table 4's reference group), if known
+    construction_models: list[Key] = Field(default_factory=list)
 
 
 class QuestionRecord(_Record):
@@ -233,6 +241,28 @@ class AdjudicationRecord(_Record):
     plan: Str200 = "imported"
 
 
+EXTRACTION_MATCHES = ("exact", "subtype", "composite", "uncovered", "not_format")
+
+
+class ExtractionRecord(_Record):
+    model: Key
+    question: Key
+    label: Key  # the extracted feature's free label (or the catalog key itself)
+    feature: Key = ""  # the catalog feature it maps to
+    match: Literal["exact", "subtype", "composite", "uncovered", "not_format"]
+    source: Str50 = "import"
+
+    _k = field_validator("model", "question", "label")(_nonblank)
+
+    @model_validator(mode="after")
+    def _feature_for_match(self) -> "ExtractionRecord":
+        if self.match in ("exact", "subtype") and not self.feature.strip():
+            raise ValueError(f"feature: required when match is {self.match!r}")
+        if self.match in ("uncovered", "not_format") and self.feature:
+            raise ValueError(f"feature: must be empty when match is {self.match!r}")
+        return self
+
+
 RECORD_TYPES: dict[str, type[_Record]] = {
     "questions.jsonl": QuestionRecord,
     "instructions.jsonl": InstructionRecord,
@@ -242,4 +272,5 @@ RECORD_TYPES: dict[str, type[_Record]] = {
     "judges.jsonl": JudgeRecord,
     "judgments.jsonl": JudgmentRecord,
     "adjudications.jsonl": AdjudicationRecord,
+    "extractions.jsonl": ExtractionRecord,
 }

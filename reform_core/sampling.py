@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from reform_core.frames import INSTANCE_KEY
+from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY, condition_suffix
 
 DIRECTION_A1B0 = "A1B0"
 DIRECTION_A0B1 = "A0B1"
-DISAGREEMENT_COLUMNS = ["iid", "model", "category", "mode", "direction", "stratum"]
-PLAN_COLUMNS = ["model", "stratum", "direction", "category", "mode", "size", "planned"]
+DISAGREEMENT_COLUMNS = ["iid", "model", "category", "mode", "direction", "stratum", "condition"]
+PLAN_COLUMNS = ["model", "condition", "stratum", "direction", "category", "mode", "size", "planned"]
 
 
 def _require_columns(df: pd.DataFrame, columns, what: str) -> None:
@@ -101,8 +101,10 @@ def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b:
     Returns
     -------
     DataFrame
-        DISAGREEMENTS frame: ``iid, model, category, mode, direction, stratum`` with
-        direction ``"A1B0"`` (A pass, B fail) or ``"A0B1"``, sorted by ``iid``.
+        DISAGREEMENTS frame: ``iid, model, category, mode, direction, stratum, condition``
+        with direction ``"A1B0"`` (A pass, B fail) or ``"A0B1"``, sorted by ``iid``. The
+        stratum of a condition other than main carries it (``…|mode|single``); without a
+        ``condition`` column every row is main.
     """
     _require_columns(instances, [INSTANCE_KEY, "model", "category", "mode", judge_a, judge_b], "instances")
     a = pd.to_numeric(instances[judge_a], errors="coerce")
@@ -115,8 +117,11 @@ def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b:
     out = instances.loc[mask, [INSTANCE_KEY, "model", "category", "mode"]].copy()
     _require_complete(out, "instances")
     out["direction"] = np.where(a[mask] == 1, DIRECTION_A1B0, DIRECTION_A0B1)
+    cond = instances.loc[mask, "condition"] if "condition" in instances.columns else pd.Series(CONDITION_MAIN, index=out.index)
+    out["condition"] = cond.where(cond.notna() & (cond.astype(str) != ""), CONDITION_MAIN).astype(str).to_numpy()
     out["stratum"] = (
         out["model"].astype(str) + "|" + out["direction"] + "|" + out["category"].astype(str) + "|" + out["mode"].astype(str)
+        + condition_suffix(out["condition"].to_numpy())
     )
     return out.sort_values(INSTANCE_KEY).reset_index(drop=True)[DISAGREEMENT_COLUMNS]
 
@@ -183,10 +188,12 @@ def plan(
     p: float = 0.5,
     margin: float = 0.03,
 ) -> pd.DataFrame:
-    """Per model × stratum sample plan (SPEC §4).
+    """Per model × condition × stratum sample plan (SPEC §4).
 
     Each model's size comes from :func:`cochran_size` with N = that model's
-    disagreements, then is spread over its strata by :func:`allocate`.
+    disagreements of one condition (the main strata are sized from main disagreements
+    only, as in the paper; another condition gets its own Cochran size), then is spread
+    over its strata by :func:`allocate`.
 
     Parameters
     ----------
@@ -198,21 +205,23 @@ def plan(
     Returns
     -------
     DataFrame
-        ``model, stratum, direction, category, mode, size, planned``, one row per
-        non-empty stratum, sorted by model and stratum.
+        ``model, condition, stratum, direction, category, mode, size, planned``, one row
+        per non-empty stratum, sorted by model, condition and stratum.
     """
     _require_columns(disagreements, ["model", "direction", "category", "mode", "stratum"], "disagreements")
     _require_complete(disagreements[["model", "direction", "category", "mode", "stratum"]], "disagreements")
+    if "condition" not in disagreements.columns:
+        disagreements = disagreements.assign(condition=CONDITION_MAIN)
     if disagreements.empty:
         return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("size", "planned") else object) for c in PLAN_COLUMNS})
     strata = (
-        disagreements.groupby(["model", "stratum", "direction", "category", "mode"], sort=True, observed=True)
+        disagreements.groupby(["model", "condition", "stratum", "direction", "category", "mode"], sort=True, observed=True)
         .size()
         .rename("size")
         .reset_index()
     )
     parts = []
-    for _, group in strata.groupby("model", sort=True):
+    for _, group in strata.groupby(["model", "condition"], sort=True):
         sizes = group.set_index("stratum")["size"]
         n = cochran_size(int(sizes.sum()), confidence=confidence, p=p, margin=margin)
         group = group.copy()
@@ -257,7 +266,7 @@ def draw(disagreements: pd.DataFrame, plan: pd.DataFrame, *, rng: np.random.Gene
         permutation giving the adjudication queue order), sorted by ``queue_order``.
     """
     _check_rng(rng)
-    _require_columns(disagreements, DISAGREEMENT_COLUMNS, "disagreements")
+    _require_columns(disagreements, [c for c in DISAGREEMENT_COLUMNS if c != "condition"], "disagreements")
     _require_columns(plan, ["stratum", "planned"], "plan")
     if plan["stratum"].duplicated().any():
         raise ValueError("plan has duplicate strata")

@@ -99,6 +99,10 @@ class SimConfig:
     prompted: bool = False
     prompted_model: Optional[str] = None  # default: the weakest model
     prompted_bonus: float = 0.4
+    extractions: bool = False  # open-ended feature extractions of the baseline responses (Table A4)
+    extraction_mix: tuple = (0.78, 0.12, 0.04)  # exact / subtype / composite share of catalog-present features
+    extraction_extra: tuple = (0.9, 0.6)  # mean uncovered / not_format extractions per baseline response
+    construction_models: int = 2  # the first models build the instructions (Table 4's reference group)
     human_error: float = 0.0  # oracle flip probability
     both_wrong: float = 0.0  # share of instances on which both judges give the wrong label together
     correlated: bool = True  # False: no instruction or model × question × target effects (independent truths)
@@ -167,6 +171,9 @@ class SimProject:
     truth: pd.DataFrame
     judges: list
     _instances: pd.DataFrame = field(repr=False)
+    extractions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["model", "question", "label", "feature", "match"]))
+    construction_models: list = field(default_factory=list)
 
     def instances(self) -> pd.DataFrame:
         """INSTANCES frame (frames.py) with ``label_<judge>`` per judge and ``truth``."""
@@ -564,11 +571,41 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
                                  text="Synthetic baseline of " + base_resp["model"] + " for " + base_resp["question"] + ".")
     responses = pd.concat([base_resp, constrained], ignore_index=True)
 
+    extractions = (_extractions(baseline, m_keys, q_keys, cfg, np.random.default_rng([seed, 17]))
+                   if cfg.extractions else None)
     return SimProject(
         seed=seed, config=cfg, questions=questions, instructions=instructions, constraints=constraints,
         models=models, responses=responses, baseline=baseline, judgments=judgments, truth=truth_df,
         judges=judge_names, _instances=instances,
+        **({"extractions": extractions} if extractions is not None else {}),
+        construction_models=list(m_keys[: min(cfg.construction_models, nm)]),
     )
+
+
+def _extractions(baseline: pd.DataFrame, m_keys, q_keys, cfg: SimConfig, rng: np.random.Generator) -> pd.DataFrame:
+    """Open-ended extractions of each baseline response (seed 000 App. A.4): every present
+    catalog feature is extracted as an exact, subtype or composite match (else missed), and
+    each response adds uncovered formats and non-format features (Poisson counts)."""
+    exact, subtype, composite = cfg.extraction_mix
+    u = rng.random(len(baseline))
+    kind = np.select([u < exact, u < exact + subtype, u < exact + subtype + composite],
+                     ["exact", "subtype", "composite"], "")
+    feat = baseline["feature"].to_numpy(dtype=object)
+    label = np.where(kind == "exact", feat, np.where(kind == "subtype", feat + " (variant)", feat + " + emphasis"))
+    hit = kind != ""
+    covered = pd.DataFrame({"model": baseline["model"].to_numpy()[hit], "question": baseline["question"].to_numpy()[hit],
+                            "label": label[hit], "feature": feat[hit], "match": kind[hit]})
+    nm, nq = len(m_keys), len(q_keys)
+    extra = []
+    for match, mean in zip(("uncovered", "not_format"), cfg.extraction_extra):
+        n = rng.poisson(mean, size=(nm, nq))
+        mi, qi = np.nonzero(n)
+        reps = n[mi, qi]
+        k = np.concatenate([np.arange(r) for r in reps]) if len(reps) else np.zeros(0, dtype=int)
+        prefix = "custom layout" if match == "uncovered" else "tone"
+        extra.append(pd.DataFrame({"model": np.repeat(m_keys[mi], reps), "question": np.repeat(q_keys[qi], reps),
+                                   "label": [f"{prefix} {j + 1}" for j in k], "feature": "", "match": match}))
+    return pd.concat([covered, *extra], ignore_index=True)
 
 
 def _model_index(name: Optional[str], m_keys: np.ndarray, default: int, option: str) -> int:

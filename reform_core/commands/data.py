@@ -133,18 +133,25 @@ def register(app: typer.Typer) -> None:
     def simulate_cmd(db: Optional[str] = DbOption, seed: int = typer.Option(0, "--seed"),
                      scale: str = typer.Option("paper", "--scale", help="paper | small"),
                      truth: Optional[Path] = typer.Option(None, "--truth", help="Write the hidden true labels as CSV."),
-                     adjudicate: int = typer.Option(0, "--adjudicate", help="Oracle adjudications per model."),
+                     adjudicate: int = typer.Option(0, "--adjudicate", help="Oracle adjudications per model and condition."),
+                     conditions: str = typer.Option("main", "--conditions",
+                                                    help="main plus any of single, prompted (comma-separated)."),
+                     extractions: bool = typer.Option(False, "--extractions",
+                                                      help="Also open-ended feature extractions (Table A4)."),
                      json_out: bool = typer.Option(False, "--json")):
         """Write a synthetic project with known ground truth."""
         from reform_core.services.data import ImportFailed, simulate_into
 
         if scale not in ("paper", "small"):
             fail(f"--scale: expected paper or small, got {scale!r}")
+        conds = tuple(c.strip() for c in conditions.split(",") if c.strip())
         try:
             out = simulate_into(_engine(db), seed=seed, scale=scale, truth=truth, adjudicate=adjudicate,
-                                progress=_progress(not json_out))
+                                progress=_progress(not json_out), conditions=conds, extractions=extractions)
         except ImportFailed as exc:
             fail(str(exc))
+        except ValueError as exc:
+            fail(f"--conditions: {exc}")
         print_json(out)
 
     @app.command("export-bundle")

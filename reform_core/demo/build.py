@@ -44,6 +44,7 @@ from reform_core.demo import bundle_dir
 from reform_core.records import (
     AdjudicationRecord,
     BaselineFeatureRecord,
+    ExtractionRecord,
     BundleManifest,
     ConstraintRecord,
     InstructionRecord,
@@ -1058,13 +1059,33 @@ def build() -> dict[str, list]:
             "except b in q05-v2 → R1 = 1/2, R2 = 1/3, R3 = 0, EMCR = 27.78 %, TCPR = 66.67 %."),
     )
     return {
-        "bundle.json": manifest, "questions.jsonl": [
+        "bundle.json": manifest, "extractions.jsonl": _extractions(baseline), "questions.jsonl": [
             QuestionRecord(key=q.key, text=q.text, task_type=q.task_type, domain=q.domain, language="en",
                            source="reform-demo") for q in QUESTIONS],
         "instructions.jsonl": insts, "models.jsonl": models, "responses.jsonl": responses,
         "baseline_features.jsonl": baseline, "judges.jsonl": judges, "judgments.jsonl": judgments,
         "adjudications.jsonl": adjudications,
     }
+
+
+def _extractions(baseline: list) -> list:
+    """Open-ended extractions of the baseline responses (Table A4): most catalog-present
+    features are found as such, some as a subtype or a composite; a few responses add a
+    format the catalog does not cover or a non-format feature."""
+    out, seen = [], set()
+    for b in baseline:
+        u = _u("extract", b.model, b.question, b.feature)
+        match = "exact" if u < 0.8 else ("subtype" if u < 0.92 else "composite")
+        label = b.feature if match == "exact" else f"{b.feature} ({'variant' if match == 'subtype' else 'combined'})"
+        out.append(ExtractionRecord(model=b.model, question=b.question, label=label, feature=b.feature, match=match,
+                                    source="demo"))
+        seen.add((b.model, b.question))
+    for m, q in sorted(seen):
+        if _u("uncovered", m, q) < 0.3:
+            out.append(ExtractionRecord(model=m, question=q, label="custom layout", match="uncovered", source="demo"))
+        if _u("not_format", m, q) < 0.2:
+            out.append(ExtractionRecord(model=m, question=q, label="friendly tone", match="not_format", source="demo"))
+    return out
 
 
 def write(out: Path) -> dict[str, int]:

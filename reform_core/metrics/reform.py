@@ -599,8 +599,9 @@ def task_table(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None
     -------
     DataFrame
         ``model, task_type, tcpr, emcr, r1, r2, r3, n_instructions, n1, n2, n3``; tasks
-        with no instruction for a model are omitted; ``task_type == overall`` marks the
-        pooled rows.
+        with no instruction for a model are omitted; ``pooled`` marks the rows over all
+        tasks (their ``task_type`` is ``overall``; task names are free text, so a task
+        literally named "overall" is told apart by ``pooled``).
     """
     index, pv = _index_and_p(instances, p, index, roles)
     return _task_from(index, group_sums(index, pv, "task"), overall)
@@ -612,14 +613,18 @@ def _task_from(index: UnitIndex, s: dict[str, np.ndarray], overall: str = "overa
         {"model": np.repeat(index.models, nt), "task_type": np.tile(index.tasks, nm), **_table(s)}
     )
     over = pd.DataFrame({"model": index.models, "task_type": overall, **_table(_model_sums(index, s))})
-    out = pd.concat([per_task[per_task["n_instructions"] > 0], over], ignore_index=True)
-    return out[["model", "task_type"] + TABLE2_COLUMNS[1:]]
+    out = pd.concat([per_task[per_task["n_instructions"] > 0].assign(pooled=False), over.assign(pooled=True)],
+                    ignore_index=True)
+    return out[["model", "task_type"] + TABLE2_COLUMNS[1:] + ["pooled"]]
 
 
 def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str = "question", instruction: str = "instruction",
                  task_type: str = "task_type", condition: str | None = CONDITION_MAIN, condition_col: str = "condition") -> pd.DataFrame:
     """Table A5: per task type, question and instruction counts, mean TCPR and EMCR over
-    models (equal weight per model) and the model with the highest EMCR.
+    models (equal weight per model, as in the paper) with how many models each mean covers
+    (``models_tcpr``, ``models_emcr`` of ``models`` answering the task; a model whose task
+    EMCR is undefined — no eligible unit — is not in the EMCR mean) and the model with the
+    highest EMCR.
 
     Parameters
     ----------
@@ -631,7 +636,12 @@ def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str =
     df = instances if condition is None else instances[instances[condition_col] == condition]
     counts = df.groupby(task_type).agg(questions=(question, "nunique"), instructions=(instruction, "nunique"))
     rows = task[task["task_type"].isin(counts.index)]
+    if "pooled" in rows.columns:
+        rows = rows[~rows["pooled"].astype(bool)]
     mean = rows.groupby("task_type")[["tcpr", "emcr"]].mean()
+    mean["models"] = rows.groupby("task_type")["model"].nunique()
+    mean["models_tcpr"] = rows.groupby("task_type")["tcpr"].count()
+    mean["models_emcr"] = rows.groupby("task_type")["emcr"].count()
     best = rows.dropna(subset=["emcr"]).sort_values(["task_type", "emcr"]).groupby("task_type").tail(1)
     best = best[["task_type", "model", "emcr"]].set_index("task_type").rename(columns={"model": "best_model", "emcr": "best_emcr"})
     out = counts.join(mean).join(best).reset_index().rename(columns={task_type: "task_type"})

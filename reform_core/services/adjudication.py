@@ -672,6 +672,13 @@ class LiveScores:
         self._sum_a = np.bincount(codes[rev], self._adj[rev], minlength=len(names))
         self._with_a = np.bincount(codes[rev], (self._adj[rev] == self._g[rev]).astype(float), minlength=len(names))
         self._model_strata = {mdl: np.flatnonzero(self._s_model == mdl) for mdl in np.unique(self._s_model)}
+        # the fallback of a stratum without review is the pooled share of its model *and condition*
+        cond = (instances["condition"].astype(str).to_numpy(dtype=object)[first] if "condition" in instances.columns
+                else np.full(len(first), "main", dtype=object))
+        self._s_group = list(zip(self._s_model.tolist(), cond.tolist()))
+        self._group_strata: dict[tuple, list[int]] = {}
+        for h, grp in enumerate(self._s_group):
+            self._group_strata.setdefault(grp, []).append(h)
 
         # an instruction with a constraint nobody labelled is left out whole (as in scoring.score)
         missing = pd.Series(np.isnan(self.p)).groupby([instances["model"].to_numpy(), instances["instruction"].to_numpy()])
@@ -700,15 +707,17 @@ class LiveScores:
         rows, idx = self._index[model]
         s = group_sums(idx, self.p[rows])
         r = rates_from_sums(s)
-        strata = self._model_strata.get(model, np.zeros(0, dtype=np.int64))
+        empty = np.zeros(0, dtype=np.int64)
+        strata = (self._model_strata.get(model, empty) if self.condition is None
+                  else np.asarray(self._group_strata.get((model, self.condition), empty), dtype=np.int64))
         out = {"model": model}
         out.update({k: float(r[k][0]) for k in ("tcpr", "emcr", "r1", "r2", "r3")})
         out.update({"n_instructions": int(s["n_inst"][0]), "n1": int(s["units1"][0]), "n2": int(s["units2"][0]),
                     "n3": int(s["units3"][0]), "provisional": bool((self._n_rev[strata] == 0).any())})
         return out
 
-    def _refresh_model(self, model: str) -> None:
-        strata = self._model_strata[model]
+    def _refresh_group(self, group: tuple) -> None:
+        strata = self._group_strata[group]
         n = self._n_rev[strata].sum()
         w = self._with_a[strata].sum() / n if n else 0.5
         for h in strata:
@@ -752,9 +761,10 @@ class LiveScores:
                 self._sum_a[h] += a
                 self._with_a[h] += float(a == g)
             self._adj[pos] = a
-            touched.add(self._s_model[h])
-        for mdl in touched:
-            self._refresh_model(mdl)
+            touched.add(self._s_group[h])
+        for grp in touched:
+            self._refresh_group(grp)
+        touched = {grp[0] for grp in touched}
         changed = sorted(m for m in touched if m in self._index)
         for mdl in changed:
             row = self._score(mdl)

@@ -160,9 +160,10 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
         if agree:
             stratum = f"{r['model']}|audit"
         else:
-            cat, mode = conn.execute(text("SELECT category, mode FROM constraint_item WHERE id = :c"),
-                                     {"c": key[2]}).one()
-            stratum = stratum_key(r["model"], "A1B0" if la == 1 else "A0B1", cat, mode)
+            cat, mode, cond = conn.execute(text(
+                "SELECT c.category, c.mode, i.condition FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
+                "WHERE c.id = :c"), {"c": key[2]}).one()
+            stratum = stratum_key(r["model"], "A1B0" if la == 1 else "A0B1", cat, mode, cond or "main")
         new_rows[key] = {"plan_id": key[0], "response_id": key[1], "constraint_id": key[2], "stratum": stratum,
                          "kind": "audit" if agree else "disagreement", "required": 1, "decided": 0, "status": "open",
                          "claimed_by": None, "lease_until": None, "order_key": 0.0, "a_left": "A"}

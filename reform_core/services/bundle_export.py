@@ -47,6 +47,11 @@ _QUERIES = {
         "JOIN instruction i ON i.id = c.instruction_id LEFT JOIN app_user u ON u.id = a.user_id "
         "WHERE a.choice <> 'retracted' AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) ORDER BY a.id"
     ),
+    "extractions.jsonl": (
+        "SELECT m.name AS model, q.key AS question, x.label, x.feature, x.mapping AS match, x.source "
+        "FROM feature_extraction x JOIN response r ON r.id = x.response_id "
+        "JOIN eval_model m ON m.id = r.model_id JOIN question q ON q.id = r.question_id ORDER BY x.id"
+    ),
 }
 
 _JSON_COLS = {"settings", "meta", "config", "params"}
@@ -82,6 +87,9 @@ def export_bundle(engine: Engine, out_dir: str | Path) -> dict[str, int]:
         catalogs = [r[0] for r in conn.execute(text("SELECT DISTINCT catalog FROM catalog_feature"))]
         manifest = {"format": "reform-bundle", "version": 1, "name": meta.get("project_name", ""),
                     "catalog": catalogs[0] if catalogs else "reformbench"}
+        construction = json.loads(meta.get("construction_models") or "[]")
+        if construction:
+            manifest["construction_models"] = construction
         (out / "bundle.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         for fname, sql in _QUERIES.items():
             res = conn.execute(text(sql))

@@ -98,18 +98,30 @@ def ensure_demo(engine: Engine) -> bool:
     return empty
 
 
+SIM_CONDITIONS = ("main", "single", "prompted")
+
+
 def simulate_into(engine: Engine, *, seed: int = 0, scale: str = "paper", truth: Optional[str | Path] = None,
-                  progress: Progress = None, adjudicate: int = 0) -> dict:
+                  progress: Progress = None, adjudicate: int = 0, conditions: tuple[str, ...] = ("main",),
+                  extractions: bool = False) -> dict:
     """Write a synthetic project (``reform_core.simulate``); optionally the hidden truth as CSV.
 
-    ``adjudicate``: number of disagreements per model the simulator's oracle decides,
-    recorded as imported adjudications so calibration has reviewed strata.
+    ``adjudicate``: number of disagreements per model and condition the simulator's oracle
+    decides, recorded as imported adjudications so calibration has reviewed strata.
+    ``conditions``: ``main`` plus optionally ``single`` (single-constraint versions) and
+    ``prompted``; ``extractions``: open-ended feature extractions (Table A4).
     """
     from reform_core.simulate import simulate
 
-    sim = simulate(seed=seed, scale=scale)
+    unknown = [c for c in conditions if c not in SIM_CONDITIONS]
+    if unknown or "main" not in conditions:
+        raise ValueError(f"conditions: expected main plus any of single, prompted; got {', '.join(conditions)}")
+    sim = simulate(seed=seed, scale=scale, single_constraint="single" in conditions, prompted="prompted" in conditions,
+                   extractions=extractions)
     frames = simulation_frames(sim, adjudicate=adjudicate, seed=seed)
-    counts = import_bundle_obj(engine, frames_bundle(frames, source=f"simulate(seed={seed})"), progress=progress)
+    counts = import_bundle_obj(engine, frames_bundle(frames, source=f"simulate(seed={seed})",
+                                                     construction_models=tuple(sim.construction_models)),
+                               progress=progress)
     with engine.begin() as conn:
         repo.set_meta(conn, {"project_name": f"simulated ({scale}, seed {seed})"})
     if truth:
@@ -134,7 +146,8 @@ def simulation_frames(sim, *, adjudicate: int = 0, seed: int = 0) -> dict[str, p
     judges = pd.DataFrame({"name": list(sim.judges), "provider": "replay"})
     jd = sim.judgments.copy()
     frames = {"questions": q, "instructions": ins, "constraints": cons, "models": models,
-              "responses": resp, "baseline": base, "judges": judges, "judgments": jd}
+              "responses": resp, "baseline": base, "judges": judges, "judgments": jd,
+              "extractions": sim.extractions.assign(source="simulate")}
     if adjudicate:
         inst = sim.instances()
         ja, jb = sim.judges[0], sim.judges[1]
@@ -142,7 +155,7 @@ def simulation_frames(sim, *, adjudicate: int = 0, seed: int = 0) -> dict[str, p
         dis = inst[(la != lb) & la.notna() & lb.notna()]
         rng = np.random.default_rng(seed)
         picks = []
-        for _, g in dis.groupby("model"):
+        for _, g in dis.groupby(["model", "condition"]):  # every condition has its own strata
             picks.append(g.sample(n=min(adjudicate, len(g)), random_state=rng.integers(2**31)))
         if picks:
             sel = pd.concat(picks)

@@ -16,19 +16,26 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 import reform_core
+from reform_core.services.analyses import analyses, analyses_json
 from reform_core.services.auth import Principal, require
 from reform_core.services.scoring import ScoreResult, intervals, json_number, score, score_json
 from reform_core.services.study_export import export_studies_only, has_scores, has_studies, write_study_tables
 
-INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "task_type", "position", "feature",
+INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "pair_group", "task_type", "position", "feature",
                     "category", "mode", "baseline_opposed", "p"]
+# the auxiliary analyses' files (services/analyses.py); Table 3 is recomputable from instances.csv
+ANALYSIS_FILES = {"table3_composition": "table3_composition", "composition_targets": "figure4_composition_targets",
+                  "prompting": "prompting", "table_a4_coverage": "table_a4_coverage",
+                  "table4_frequency": "table4_frequency", "table4_correlation": "table4_correlation"}
+ANALYSIS_BOOT = 500  # replicates of each auxiliary analysis interval
 TABLE_FILES = {"table2": "table2", "a2": "table_a2_violation_spread", "a3": "table_a3_judge_agreement",
                "a5": "table_a5_task_summary", "a6_a7": "table_a6_a7_tasks", "a8": "table_a8_units",
                "ranks": "rank_comparison"}
 
 
-def instances_frame(result: ScoreResult) -> pd.DataFrame:
-    """SPEC §8 ``instances.csv``: one row per (model, instruction, constraint) + ``label_<judge>``."""
+def instances_frame(result: ScoreResult, p_auxiliary: pd.Series | None = None) -> pd.DataFrame:
+    """SPEC §8 ``instances.csv``: one row per (model, instruction, constraint) + ``label_<judge>``;
+    ``p_auxiliary`` (p under the auxiliary analyses' rule, by iid) when given."""
     inst = result.instances
     judges = result.frames.judges if result.frames else []
     cols = INSTANCE_COLUMNS + [f"label_{j}" for j in judges if f"label_{j}" in inst.columns]
@@ -36,6 +43,8 @@ def instances_frame(result: ScoreResult) -> pd.DataFrame:
     for extra in ("source", "provisional", "stratum"):
         if extra in inst.columns:
             out[extra] = inst[extra]
+    if p_auxiliary is not None:
+        out["p_auxiliary"] = inst["iid"].map(p_auxiliary).to_numpy()
     return out.sort_values(["model", "instruction", "position"]).reset_index(drop=True)
 
 
@@ -112,7 +121,8 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     result = score(engine, principal, calibration=calibration, judges=judges)
     scored = score_json(result)
     files: list[str] = []
-    inst = instances_frame(result)
+    aux = analyses(engine, principal, judges=judges, n_boot=min(n_boot, ANALYSIS_BOOT), seed=seed, frames=result.frames)
+    inst = instances_frame(result, aux.p_auxiliary)
     inst.to_csv(out / "instances.csv", index=False)
     files.append("instances.csv")
     inst.to_parquet(out / "instances.parquet", index=False)
@@ -122,6 +132,10 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
             _write_table(result.tables[key], out, stem, files)
     ci = intervals(result, n_boot=n_boot, seed=seed)
     _write_table(ci, out, "intervals", files)
+    for key, stem in ANALYSIS_FILES.items():
+        if key in aux.tables:
+            _write_table(aux.tables[key], out, stem, files)
+    _write_table(aux.exclusions, out, "analysis_exclusions", files)
     if result.rates is not None:
         _write_table(result.rates, out, "strata", files)
     rec = _records(engine)
@@ -159,6 +173,8 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "intervals": {"method": "cluster bootstrap over questions" + (" with adjudications resampled within strata" if result.method == "stratified" else ""),
                       "replicates": n_boot, "seed": seed, "level": 0.95},
         "scores_from": "instances.csv (recompute: python -m reform_core score-export DIR --json)",
+        "analyses": {k: v for k, v in analyses_json(aux).items() if k not in ("tables", "exclusions")}
+        | {"files": {k: ANALYSIS_FILES[k] for k in aux.tables}, "p_auxiliary": "instances.csv column p_auxiliary"},
         "studies": studies,
         "files": {f: _sha256(out / f) for f in files},
     }
@@ -178,6 +194,27 @@ def recompute(export_dir: str | Path) -> dict:
     inst["iid"] = range(len(inst))
     inst["baseline_opposed"] = inst["baseline_opposed"].astype("boolean")  # empty cell = unknown, never True
     t2 = table2(inst)
-    return {"models": {str(r["model"]): {**{k: json_number(r[k]) for k in ("tcpr", "emcr", "r1", "r2", "r3")},
-                                         "units": [int(r["n1"]), int(r["n2"]), int(r["n3"])]}
-                       for _, r in t2.iterrows()}}
+    out = {"models": {str(r["model"]): {**{k: json_number(r[k]) for k in ("tcpr", "emcr", "r1", "r2", "r3")},
+                                        "units": [int(r["n1"]), int(r["n2"]), int(r["n3"])]}
+                      for _, r in t2.iterrows()}}
+    table3 = recompute_table3(export_dir)
+    if table3 is not None:
+        out["table3"] = json.loads(table3.to_json(orient="records", double_precision=10))
+    return out
+
+
+def recompute_table3(export_dir: str | Path) -> pd.DataFrame | None:
+    """Table 3 from an export's ``instances.csv`` alone: its ``p_auxiliary`` column (the
+    auxiliary rule's p) over the complete, consistent single-constraint groups; None when the
+    export has no single-constraint rows or no ``p_auxiliary``."""
+    from reform_core.metrics.analyses import composition_pairs
+    from reform_core.metrics.composition import composition_table
+
+    inst = pd.read_csv(Path(export_dir) / "instances.csv", dtype={"model": str, "question": str, "instruction": str,
+                                                                   "pair_group": str, "task_type": str})
+    if "p_auxiliary" not in inst.columns or "pair_group" not in inst.columns or not (inst["condition"] == "single").any():
+        return None
+    inst["pair_group"] = inst["pair_group"].fillna("")
+    inst["baseline_opposed"] = inst["baseline_opposed"].astype("boolean")
+    clean, _ = composition_pairs(inst.assign(p=inst["p_auxiliary"]))
+    return composition_table(clean) if len(clean) else None

@@ -35,6 +35,7 @@ FRAME_COLUMNS: dict[str, list[str]] = {
     "judges": ["name", "provider", "model", "prompt_version", "config"],
     "judgments": ["judge", "model", "instruction", "position", "label", "rationale", "status", "error", "prompt_version"],
     "adjudications": ["judge_a", "judge_b", "model", "instruction", "position", "choice", "annotator", "note", "seconds", "plan"],
+    "extractions": ["model", "question", "label", "feature", "match", "source"],
 }
 FILE_OF = {
     "questions": "questions.jsonl",
@@ -46,6 +47,7 @@ FILE_OF = {
     "judges": "judges.jsonl",
     "judgments": "judgments.jsonl",
     "adjudications": "adjudications.jsonl",
+    "extractions": "extractions.jsonl",
 }
 
 
@@ -201,10 +203,12 @@ def records_to_frames(parsed: dict[str, list]) -> dict[str, pd.DataFrame]:
     frames["judges"] = frame("judges", [{**r.model_dump(), "_line": n} for n, r in parsed["judges.jsonl"]])
     frames["judgments"] = frame("judgments", [{**r.model_dump(), "_line": n} for n, r in parsed["judgments.jsonl"]])
     frames["adjudications"] = frame("adjudications", [{**r.model_dump(), "_line": n} for n, r in parsed["adjudications.jsonl"]])
+    frames["extractions"] = frame("extractions", [{**r.model_dump(), "_line": n} for n, r in parsed.get("extractions.jsonl", [])])
     return frames
 
 
-def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", catalog: str = "reformbench") -> Bundle:
+def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", catalog: str = "reformbench",
+                  construction_models: tuple[str, ...] = ()) -> Bundle:
     """Wrap in-memory frames (e.g. from the simulator) as a bundle; missing columns get defaults."""
     defaults = {
         "text": "", "task_type": "", "domain": "", "language": "", "source": "", "condition": "main",
@@ -222,7 +226,7 @@ def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", cat
         for c in cols:
             if c not in df.columns:
                 d = defaults.get(c, "")
-                if kind == "baseline" and c == "source":
+                if kind in ("baseline", "extractions") and c == "source":
                     d = "import"
                 df[c] = [{} for _ in range(len(df))] if d is None else d
             elif c in ("params", "settings", "meta", "config"):
@@ -230,7 +234,8 @@ def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", cat
         if "_line" not in df.columns:
             df["_line"] = np.arange(1, len(df) + 1)
         out[kind] = df[cols + ["_line"] + (["_file"] if "_file" in df.columns else [])]
-    return Bundle(frames=out, manifest=R.BundleManifest(catalog=catalog), source=source)
+    return Bundle(frames=out, manifest=R.BundleManifest(catalog=catalog, construction_models=list(construction_models)),
+                  source=source)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -358,6 +363,7 @@ class _Writer:
             ("baseline", ["model", "question", "feature"], "baseline feature"),
             ("judges", ["name"], "judge"),
             ("judgments", ["judge", "model", "instruction", "position", "prompt_version"], "judgment"),
+            ("extractions", ["model", "question", "label"], "extraction"),
         ):
             self.dupes(kind, keys, label)
 
@@ -413,6 +419,14 @@ class _Writer:
             self.missing("baseline", base, ~np.array(ok), "question",
                          lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}")
             self.missing("baseline", base, ~base["feature"].isin(feat_cat), "feature", lambda r: f"unknown catalog feature {r['feature']!r}")
+
+        ext = f["extractions"]
+        if len(ext):
+            ok = [(m, q, "") in resp_keys for m, q in zip(ext["model"], ext["question"])]
+            self.missing("extractions", ext, ~np.array(ok), "question",
+                         lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}")
+            self.missing("extractions", ext, (ext["feature"] != "") & ~ext["feature"].isin(feat_cat), "feature",
+                         lambda r: f"unknown catalog feature {r['feature']!r}")
 
         jd = f["judgments"]
         if len(jd):
@@ -478,6 +492,15 @@ class _Writer:
         self.progress("baseline features")
         base = base.assign(response_id=[rid[(m, q, "")] for m, q in zip(base["model"], base["question"])])
         self.sync("baseline", "baseline_feature", base, ["response_id", "feature"], ["present", "source", "evidence"], "baseline feature")
+
+        if len(ext):
+            self.progress("feature extractions")
+            ext = ext.assign(response_id=[rid[(m, q, "")] for m, q in zip(ext["model"], ext["question"])],
+                             mapping=ext["match"])
+            self.sync("extractions", "feature_extraction", ext, ["response_id", "label"], ["feature", "mapping", "source"],
+                      "feature extraction")
+        else:
+            self.counts["extractions"] = 0
 
         self.progress("judges")
         judges = f["judges"]
@@ -557,6 +580,8 @@ def import_bundle_obj(engine: Engine, bundle: Bundle, *, replace: bool = False, 
         counts = writer.run()
         if bundle.manifest.name:
             repo.set_meta(conn, {"project_name": bundle.manifest.name})
+        if bundle.manifest.construction_models:
+            repo.set_meta(conn, {"construction_models": json.dumps(list(bundle.manifest.construction_models))})
         return counts
 
 

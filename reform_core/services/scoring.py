@@ -227,6 +227,14 @@ def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.
     return inst[~missing], per_model
 
 
+def main_adjudications(frames: ProjectFrames) -> pd.DataFrame:
+    """The current decisions on main-condition instances (the main scores' only adjudications;
+    decisions on a single-constraint or prompted condition calibrate that condition alone)."""
+    inst, adj = frames.instances, frames.adjudications
+    main_iids = inst.loc[inst["condition"] == "main", "iid"]
+    return adj[adj["iid"].isin(main_iids)]
+
+
 def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified") -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
     """INSTANCES with ``p`` by the chosen calibration rule, and π̂_h (stratified only)."""
     if frames.judge_a is None:
@@ -236,9 +244,10 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
         rates = stratum_rates(inst, adj[["iid", "a"]])
         return calibrate_stratified(inst, adj[["iid", "a"]], rates=rates), rates
     if calibration == "pooled":
-        if adj.empty:
-            raise ScoringError("pooled calibration needs adjudications to fix the judge weights")
-        w = pooled_weights(adj, choice="choice")
+        pool = main_adjudications(frames)  # the paper's fixed pool: decisions on main-condition instances
+        if pool.empty:
+            raise ScoringError("pooled calibration needs adjudications of the main condition to fix the judge weights")
+        w = pooled_weights(pool, choice="choice")
         out = calibrate_pooled(inst, float(w.get("A", 0.0)))
         out["provisional"] = False
         return out, None
@@ -397,7 +406,7 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
     has_baseline = facts["baseline_annotated"] > 0
     metrics = [m for m in facts["metrics"] if has_baseline or m not in EMCR_METRICS]
     index = build_index(inst[main])
-    tables = reform_tables(inst[main], baseline=frames.baseline, adjudications=frames.adjudications,
+    tables = reform_tables(inst[main], baseline=frames.baseline, adjudications=main_adjudications(frames),
                            choice="choice", index=index)
     if "emcr" not in metrics:
         tables["table2"][list(EMCR_METRICS)] = np.nan

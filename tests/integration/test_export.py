@@ -21,8 +21,8 @@ from reform_core.services.uow import dispose_engines, get_engine
 from reform_core.services.users import local_principal
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC_COLUMNS = ["model", "question", "instruction", "condition", "task_type", "position", "feature", "category", "mode",
-                "baseline_opposed", "p"]
+SPEC_COLUMNS = ["model", "question", "instruction", "condition", "pair_group", "task_type", "position", "feature",
+                "category", "mode", "baseline_opposed", "p"]
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,8 @@ def test_instances_csv_has_exactly_the_spec_columns(exported, demo):
     inst = pd.read_csv(out / "instances.csv")
     judges = json.loads((out / "manifest.json").read_text())["judge_pair"]
     assert len(judges) == 2
-    assert list(inst.columns) == SPEC_COLUMNS + [f"label_{j}" for j in judges] + ["source", "provisional", "stratum"]
+    assert list(inst.columns) == (SPEC_COLUMNS + [f"label_{j}" for j in judges]
+                                  + ["source", "provisional", "stratum", "p_auxiliary"])
     assert inst["p"].between(0, 1).all()
     status = _cli("status", "--db", demo, "--json")
     assert len(inst) * 2 == status["judgments"], "one row per judged (response, constraint) pair, two judges each"

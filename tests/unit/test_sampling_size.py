@@ -131,7 +131,7 @@ def test_plan_matches_table_a3_totals():
         forced = p[(p.model == f"m{m}") & (p["size"] * expected / n < 1)].shape[0]
         assert expected <= totals[f"m{m}"] <= expected + min(forced, 2)
     assert (p["planned"] >= 1).all() and (p["planned"] <= p["size"]).all()
-    assert list(p.columns) == ["model", "stratum", "direction", "category", "mode", "size", "planned"]
+    assert list(p.columns) == ["model", "condition", "stratum", "direction", "category", "mode", "size", "planned"]
 
 
 def test_plan_parameters_pass_through():
@@ -154,7 +154,7 @@ def test_disagreements_frame():
     assert d["iid"].tolist() == [1, 5]
     assert d["direction"].tolist() == ["A0B1", "A1B0"]
     assert d["stratum"].tolist() == ["m|A0B1|lists|forbid", "m|A1B0|lists|require"]
-    assert list(d.columns) == ["iid", "model", "category", "mode", "direction", "stratum"]
+    assert list(d.columns) == ["iid", "model", "category", "mode", "direction", "stratum", "condition"]
 
 
 def test_disagreements_rejects_bad_labels():
@@ -175,3 +175,24 @@ def test_missing_stratum_fields_are_rejected():
     d.loc[3, "mode"] = None
     with pytest.raises(ValueError, match="mode"):
         plan(d)
+
+
+def test_strata_and_plan_sizes_carry_the_condition():
+    """Issue 17: a single-constraint condition's disagreements form their own strata and get
+    their own Cochran size; the main condition's plan is the one it has without them."""
+    rows = []
+    for i in range(400):
+        rows.append({"iid": i, "model": "m", "category": "lists", "mode": "require", "condition": "main",
+                     "label_a": 1.0, "label_b": 0.0})
+    for i in range(400, 460):
+        rows.append({"iid": i, "model": "m", "category": "lists", "mode": "require", "condition": "single",
+                     "label_a": 1.0, "label_b": 0.0})
+    inst = pd.DataFrame(rows)
+    d = disagreements(inst)
+    assert set(d["stratum"]) == {"m|A1B0|lists|require", "m|A1B0|lists|require|single"}
+    p = plan(d)
+    main_only = plan(disagreements(inst[inst["condition"] == "main"]))
+    by = p.set_index("stratum")["planned"]
+    assert by["m|A1B0|lists|require"] == main_only.set_index("stratum")["planned"]["m|A1B0|lists|require"]
+    assert by["m|A1B0|lists|require"] == cochran_size(400)
+    assert by["m|A1B0|lists|require|single"] == cochran_size(60)

@@ -255,3 +255,22 @@ def test_reform_tables_bundle_is_consistent():
     over = tabs["a6_a7"][tabs["a6_a7"]["task_type"] == "overall"].reset_index(drop=True)
     np.testing.assert_allclose(over["emcr"], tabs["table2"]["emcr"], equal_nan=True)
     assert (tabs["a8"][["n1", "n2", "n3"]].to_numpy() == tabs["table2"][["n1", "n2", "n3"]].to_numpy()).all()
+
+
+def test_task_named_overall_does_not_collide_and_a5_counts_models():
+    """Issue 17: task names are free text; a task literally called "overall" keeps its own
+    TCPR (the pooled row is marked by ``pooled``), and A5 says how many models each mean covers."""
+    rows = worked_example(task="overall")
+    rows += _rows("m", "q2", {"w1": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0)],
+                              "w2": [("bullets", "forbid", True, 1.0), ("emoji", "forbid", False, 1.0)]},
+                  task="t2", start=100)
+    df = pd.DataFrame(rows)
+    tabs = reform.reform_tables(df)
+    task = tabs["a6_a7"]
+    mine = task[(task["task_type"] == "overall") & ~task["pooled"]].iloc[0]
+    pooled = task[task["pooled"]].iloc[0]
+    assert mine["tcpr"] == pytest.approx(200 / 3) and pooled["tcpr"] == pytest.approx(80.0)
+    a5 = tabs["a5"].set_index("task_type")
+    assert a5.loc["overall", "tcpr"] == pytest.approx(200 / 3)  # not averaged with the pooled row
+    assert a5.loc["overall", "models"] == 1 and a5.loc["overall", "models_tcpr"] == 1
+    assert a5.loc["t2", "models_emcr"] == 0 and np.isnan(a5.loc["t2", "emcr"])  # t2 has no defined EMCR

@@ -1,0 +1,144 @@
+"""The Scores page's appendix tabs and auxiliary analyses (issue 17).
+
+Every tab is drawn inside its own guard: a table that cannot be computed says why in its
+tab and never takes the other tabs down. The auxiliary analyses state their calibration
+rule and interval methods and offer the list of what they left out as a download.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import pandas as pd
+import streamlit as st
+
+from pages.components import render
+from reform_core.services.analyses import RULES, AnalysesResult, analyses
+from reform_core.services.auth import Principal
+
+RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "Stratified per condition"}
+
+
+@st.cache_resource(ttl=600, max_entries=4, show_spinner="Computing the auxiliary analyses…")
+def _analyses(version: tuple, rule: str, judge: Optional[str], _principal: Principal) -> AnalysesResult:
+    return analyses(render.state.engine(), _principal, rule=rule, judge=judge, n_boot=200, seed=0)
+
+
+def guarded(name: str, draw: Callable[[], None]) -> None:
+    """Run ``draw``; on any error say so in place (the rest of the page keeps rendering)."""
+    try:
+        draw()
+    except Exception as exc:  # noqa: BLE001 - one table's failure must not hide the others
+        st.warning(f"{name} is not available: {render.md(type(exc).__name__ + ': ' + str(exc)[:500])}")
+
+
+def _interval_note(res: AnalysesResult) -> str:
+    iv = res.intervals
+    return (f"95 % intervals ({res.n_boot} replicates, seed {res.seed}) — population: {iv['population']}; "
+            f"measurement: {iv['measurement']}.")
+
+
+def _table3(res: AnalysesResult) -> None:
+    st.caption("Separate (single-constraint) vs joint answering of the same constraints (§4.3, App. A.8), on "
+               "complete, consistent groups only. " + _interval_note(res))
+    if "table3_composition" in res.tables:
+        st.dataframe(res.tables["table3_composition"], hide_index=True)
+        with st.expander("Per-target rates (Figure 4)"):
+            st.dataframe(res.tables["composition_targets"], hide_index=True)
+    _notes(res, "composition")
+
+
+def _prompting(res: AnalysesResult) -> None:
+    st.caption("Same instructions, same baseline and eligible units, on complete, consistent pairs; differences "
+               "in pp (§4.4). " + _interval_note(res))
+    if "prompting" in res.tables:
+        st.dataframe(res.tables["prompting"], hide_index=True)
+    _notes(res, "prompting")
+
+
+def _coverage(res: AnalysesResult) -> None:
+    st.caption("Instance coverage of open-ended extractions by the catalog (App. A.4, Table A4); not_format "
+               f"instances excluded. Intervals — population: {res.intervals['population']}; measurement: "
+               f"{res.intervals['measurement_coverage']}.")
+    if "table_a4_coverage" in res.tables:
+        st.dataframe(res.tables["table_a4_coverage"], hide_index=True)
+    _notes(res, "coverage")
+
+
+def _table4(res: AnalysesResult) -> None:
+    st.caption("Feature frequencies over the common question set, unannotated catalog features kept at 0; "
+               f"Spearman ρ with average ranks (App. A.4, Table 4). Intervals — population: "
+               f"{res.intervals['population']}; measurement: {res.intervals['measurement_table4']}.")
+    if "table4_correlation" in res.tables:
+        st.dataframe(res.tables["table4_correlation"], hide_index=True)
+    if "table4_frequency" in res.tables:
+        with st.expander("Frequencies per feature and model"):
+            st.dataframe(res.tables["table4_frequency"], hide_index=True)
+    _notes(res, "table4")
+
+
+def _notes(res: AnalysesResult, key: str) -> None:
+    for n in res.notes.get(key, []):
+        st.info(render.md(n))
+    if key in res.errors:
+        st.warning(f"Not available: {render.md(res.errors[key])}")
+
+
+def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool,
+             judge: Optional[str]) -> None:
+    """The appendix tabs of the Scores page, each guarded, then the auxiliary analyses."""
+    names = (["A8 eligible units", "A2 violation spread"] if emcr_applies else []) + [
+        "A3 judge agreement", "A5 tasks", "A6/A7 per task", "Table 3 composition", "Prompting comparison",
+        "A4 coverage", "Table 4 frequencies"]
+    tabs = dict(zip(names, st.tabs(names)))
+
+    def table(key: str, caption: str = "", missing: str = ""):
+        def draw():
+            if caption:
+                st.caption(caption)
+            if key in tables:
+                st.dataframe(tables[key], hide_index=True)
+            else:
+                st.info(missing or f"{key} is not available for these labels.")
+        return draw
+
+    if emcr_applies:
+        with tabs["A8 eligible units"]:
+            guarded("A8", table("a8", "Eligible units per K and mean coverage |I| (App. A.1)."))
+        with tabs["A2 violation spread"]:
+            guarded("A2", table("a2", "Ĉ^(K): expected violated variants per failed unit (App. A.2)."))
+    with tabs["A3 judge agreement"]:
+        guarded("A3", table("a3", missing="Judge agreement needs the scoring pair."))
+    with tabs["A5 tasks"]:
+        guarded("A5", table("a5", "Mean TCPR / EMCR over models, each model weighted equally; models, models_tcpr "
+                                  "and models_emcr say how many models answer the task and how many each mean covers "
+                                  "(a model with no eligible unit in a task has no EMCR there)."))
+    with tabs["A6/A7 per task"]:
+        guarded("A6/A7", table("a6_a7", "Per model and task type; rows with pooled = true are over all tasks."))
+
+    res: Optional[AnalysesResult] = None
+    rule = "pooled"
+    with tabs["Table 3 composition"]:
+        def load():
+            nonlocal res, rule
+            if judge is None:
+                rule = st.radio("Calibration of the auxiliary analyses", list(RULES), format_func=RULE_LABELS.get,
+                                horizontal=True, key="scores_aux_rule")
+            res = _analyses(render.data_version(), rule, judge, principal)
+            st.caption(render.md(res.rule_text[0].upper() + res.rule_text[1:] + "."))
+        guarded("The auxiliary analyses", load)
+        if res is not None:
+            guarded("Table 3", lambda: _table3(res))
+    for name, draw in (("Prompting comparison", _prompting), ("A4 coverage", _coverage),
+                       ("Table 4 frequencies", _table4)):
+        with tabs[name]:
+            if res is None:
+                st.info("The auxiliary analyses are not available (see the Table 3 tab).")
+            else:
+                guarded(name, lambda d=draw: d(res))
+    if res is not None and len(res.exclusions):
+        counts = res.exclusions.groupby(["analysis", "reason"]).size().rename("groups").reset_index()
+        st.markdown("**Left out of Table 3 / prompting** — incomplete or inconsistent pairs:")
+        st.dataframe(counts, hide_index=True)
+        st.download_button("Download the list of left-out groups (CSV)", res.exclusions.to_csv(index=False),
+                           file_name="analysis_exclusions.csv", mime="text/csv", key="scores_aux_exclusions")

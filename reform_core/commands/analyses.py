@@ -1,0 +1,55 @@
+"""CLI command ``analyses``: Table 3 (composition), prompting, coverage (Table A4) and Table 4."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from reform_core.commands.common import DbOption, db_url, fail, print_json
+
+
+def analyses_text(out: dict) -> str:
+    lines = [f"rule: {out['rule_text']}",
+             f"intervals: population — {out['intervals']['population']}; measurement — {out['intervals']['measurement']}"]
+    for name, rows in out["tables"].items():
+        lines.append(f"{name}: {len(rows)} row(s)")
+    for analysis, counts in out["excluded"].items():
+        left = {k: v for k, v in counts.items() if v}
+        if left:
+            lines.append(f"{analysis}: left out " + ", ".join(f"{v} ({k})" for k, v in left.items()))
+    for analysis, notes in out["notes"].items():
+        lines += [f"{analysis}: {n}" for n in notes]
+    for analysis, err in out["errors"].items():
+        lines.append(f"{analysis}: not available: {err}")
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("analyses")
+    def analyses_cmd(db: Optional[str] = DbOption,
+                     rule: str = typer.Option("pooled", "--rule", help="pooled (the paper's, default) | stratified "
+                                                                      "(per condition)"),
+                     judge: Optional[str] = typer.Option(None, "--judge", help="One judge's raw labels instead."),
+                     judges: Optional[str] = typer.Option(None, "--judges", help="Judge pair A,B (default: the project's)."),
+                     reference: Optional[str] = typer.Option(None, "--reference",
+                                                             help="Table 4 reference models, comma-separated "
+                                                                  "(default: the construction models)."),
+                     n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap replicates of each interval."),
+                     seed: int = typer.Option(0, "--seed"),
+                     json_out: bool = typer.Option(False, "--json")):
+        """Composition (Table 3, per-target rates), prompting, coverage (Table A4) and Table 4, with
+        population and measurement intervals and what was left out."""
+        from reform_core.commands.scoring import _pair
+        from reform_core.services.analyses import AnalysisError, analyses, analyses_json
+        from reform_core.services.uow import get_engine
+        from reform_core.services.users import cli_principal
+
+        eng = get_engine(db_url(db))
+        ref = [r.strip() for r in reference.split(",") if r.strip()] if reference else None
+        try:
+            out = analyses_json(analyses(eng, cli_principal(eng), rule=rule, judge=judge, judges=_pair(judges),
+                                         n_boot=n_boot, seed=seed, reference=ref))
+        except AnalysisError as exc:
+            fail(str(exc))
+        print_json(out) if json_out else typer.echo(analyses_text(out))

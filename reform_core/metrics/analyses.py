@@ -1,0 +1,315 @@
+"""Auxiliary analyses on complete, consistent pairs only, with their intervals (issue 17).
+
+Table 3 (composition, seed 000 §4.3, App. A.8) and the prompting comparison (§4.4) compare
+the same constraints under two conditions. A comparison is only meaningful on pairs that
+are complete and consistent, so :func:`composition_pairs` and :func:`prompting_pairs` keep
+those and list every group they leave out, with one of :data:`REASONS`:
+
+``incomplete group``
+    a main instruction whose single-constraint versions cover only some of its positions
+    (or a single / prompted version without its main instruction);
+``missing prompted version``
+    a main instruction of a prompted model with no prompted version (or not for every
+    position);
+``feature mismatch``
+    a single / prompted version whose constraint (feature or mode) differs from the main
+    instruction's constraint at the same position;
+``judge error``
+    a row of the group has no usable label (both judges errored or abstained), so ``p`` is
+    missing.
+
+Intervals (:func:`composition_replicates`, :func:`coverage_replicates`,
+:func:`frequency_replicates`) take question multiplicities ``w`` (B × questions): a
+cluster bootstrap over questions gives the population interval; for the measurement
+interval the caller passes all-one weights and replicate pass probabilities (recalibrated
+from resampled adjudications), or, for coverage, instance weights resampled within each
+question.
+
+Pure: pandas / numpy / scipy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from reform_core.frames import CONDITION_MAIN
+from reform_core.frames import require_columns as _require
+from reform_core.metrics.coverage import COVERED
+
+REASONS = ("incomplete group", "missing prompted version", "feature mismatch", "judge error")
+EXCLUSION_COLUMNS = ["analysis", "model", "pair_group", "instruction", "reason", "detail"]
+
+
+def pair_key(df: pd.DataFrame, pair_group: str = "pair_group", instruction: str = "instruction") -> pd.Series:
+    """The pairing key: ``pair_group``, or the instruction key where it is empty."""
+    group = df[pair_group].astype(str)
+    return group.where(df[pair_group].notna() & (group != "") & (group != "nan"), df[instruction].astype(str))
+
+
+def _exclusion(analysis, model, group, instruction, reason, detail) -> dict:
+    return {"analysis": analysis, "model": str(model), "pair_group": str(group), "instruction": str(instruction),
+            "reason": reason, "detail": detail}
+
+
+def _signature(rows: pd.DataFrame) -> dict:
+    return {int(r.position): (str(r.feature), str(r.mode)) for r in rows[["position", "feature", "mode"]].itertuples(index=False)}
+
+
+def _check_group(analysis: str, other_name: str, model, key, main_rows: pd.DataFrame, other_rows: pd.DataFrame,
+                 p: str, missing_reason: str) -> dict | None:
+    """Why one (model, pair group) cannot be compared, or None when it is complete and consistent."""
+    main_instr = ", ".join(sorted(main_rows["instruction"].astype(str).unique())) if len(main_rows) else ""
+    if main_rows.empty:
+        return _exclusion(analysis, model, key, ", ".join(sorted(other_rows["instruction"].astype(str).unique())),
+                          "incomplete group", f"{other_name} version(s) without their main instruction")
+    if main_rows["instruction"].nunique() > 1:
+        return _exclusion(analysis, model, key, main_instr, "incomplete group",
+                          "several main instructions share this pair group")
+    if other_rows.empty:
+        return _exclusion(analysis, model, key, main_instr, missing_reason, f"no {other_name} version")
+    if other_rows["position"].duplicated().any():
+        dup = sorted(other_rows.loc[other_rows["position"].duplicated(), "position"].astype(int).unique())
+        return _exclusion(analysis, model, key, main_instr, "incomplete group",
+                          f"more than one {other_name} version for position(s) {dup}")
+    sig_m, sig_o = _signature(main_rows), _signature(other_rows)
+    if set(sig_m) != set(sig_o):
+        return _exclusion(analysis, model, key, main_instr, missing_reason,
+                          f"{other_name} versions for position(s) {sorted(sig_o)} of {sorted(sig_m)}")
+    bad = [pos for pos in sorted(sig_m) if sig_m[pos] != sig_o[pos]]
+    if bad:
+        pos = bad[0]
+        return _exclusion(analysis, model, key, main_instr, "feature mismatch",
+                          f"position {pos}: main {sig_m[pos][0]}:{sig_m[pos][1]}, {other_name} "
+                          f"{sig_o[pos][0]}:{sig_o[pos][1]}")
+    pv = pd.to_numeric(pd.concat([main_rows[p], other_rows[p]]), errors="coerce")
+    if pv.isna().any():
+        return _exclusion(analysis, model, key, main_instr, "judge error",
+                          f"{int(pv.isna().sum())} constraint(s) without a usable label from either judge")
+    return None
+
+
+def _pairs(instances: pd.DataFrame, other: str, analysis: str, missing_reason: str, *, p: str, main: str,
+           all_main: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    _require(instances, ["model", "instruction", "pair_group", "position", "feature", "mode", "condition", p], "instances")
+    cond = instances["condition"].astype(str)
+    o = instances[cond == other]
+    models = set(o["model"].astype(str))
+    keep_model = instances["model"].astype(str).isin(models)
+    m = instances[(cond == main) & keep_model]
+    o_key, m_key = pair_key(o), pair_key(m)
+    o_groups = dict(tuple(o.groupby([o["model"].astype(str), o_key], sort=False)))
+    m_groups = dict(tuple(m.groupby([m["model"].astype(str), m_key], sort=False)))
+    keys = set(o_groups) | (set(m_groups) if all_main else set())
+    keys = sorted(keys | (set(o_groups) & set(m_groups)))
+    kept, excluded = [], []
+    empty = instances.iloc[0:0]
+    for k in keys:
+        mr, orows = m_groups.get(k, empty), o_groups.get(k, empty)
+        why = _check_group(analysis, other, k[0], k[1], mr, orows, p, missing_reason)
+        if why is None:
+            kept.append(mr.index)
+            kept.append(orows.index)
+        else:
+            excluded.append(why)
+    idx = np.concatenate([np.asarray(i) for i in kept]) if kept else np.zeros(0, dtype=instances.index.dtype)
+    clean = instances.loc[idx]
+    return clean, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS)
+
+
+def composition_pairs(instances: pd.DataFrame, *, p: str = "p", single: str = "single",
+                      main: str = CONDITION_MAIN) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The complete, consistent (main instruction, single-constraint versions) groups of
+    the models with a single-constraint condition, and the groups left out (module doc).
+
+    Only main instructions with at least one single version are candidates (the design
+    may pair a subset of instructions); one whose single versions miss a position is an
+    ``incomplete group``.
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        The kept rows (both conditions) and the exclusions (:data:`EXCLUSION_COLUMNS`).
+    """
+    return _pairs(instances, single, "composition", "incomplete group", p=p, main=main, all_main=False)
+
+
+def prompting_pairs(instances: pd.DataFrame, *, p: str = "p", other: str = "prompted",
+                    main: str = CONDITION_MAIN) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The complete, consistent (main, prompted) instruction pairs of the models with a
+    prompted condition; every main instruction of such a model is a candidate, so one
+    without a prompted version is left out as ``missing prompted version``."""
+    return _pairs(instances, other, "prompting", "missing prompted version", p=p, main=main, all_main=True)
+
+
+def exclusion_counts(excluded: pd.DataFrame) -> dict[str, int]:
+    """``{reason: groups}`` for every reason of :data:`REASONS` (zeros included)."""
+    counts = excluded["reason"].value_counts() if len(excluded) else pd.Series(dtype=int)
+    return {r: int(counts.get(r, 0)) for r in REASONS}
+
+
+# ----------------------------------------------------------------------------- composition
+
+
+class CompositionData:
+    """The kept composition pairs as arrays (one row per (model, group, position))."""
+
+    def __init__(self, clean: pd.DataFrame, *, p: str = "p", single: str = "single", main: str = CONDITION_MAIN):
+        from reform_core.metrics.reform import opposition
+
+        s = clean[clean["condition"] == single].assign(_key=lambda d: pair_key(d), _label=lambda d: d.index)
+        j = clean[clean["condition"] == main].assign(_key=lambda d: pair_key(d), _label=lambda d: d.index)
+        keys = ["model", "_key", "position"]
+        mg = s[keys + ["question", "feature", "mode", "baseline_opposed", p, "_label"]].merge(
+            j[keys + [p, "_label"]], on=keys, suffixes=("_s", "_j"))
+        mg = mg.sort_values(keys, kind="stable").reset_index(drop=True)
+        self.frame = mg
+        self.s_label, self.j_label = mg["_label_s"].to_numpy(), mg["_label_j"].to_numpy()
+        self.models = np.array(sorted(mg["model"].astype(str).unique()), dtype=object)
+        self.model = pd.Index(self.models).get_indexer(mg["model"].astype(str))
+        self.questions = np.array(sorted(clean["question"].astype(str).unique()), dtype=object)
+        self.question = pd.Index(self.questions).get_indexer(mg["question"].astype(str))
+        grp = mg["model"].astype(str) + "\x1f" + mg["_key"].astype(str)
+        self.group, self.group_keys = pd.factorize(grp, sort=True)
+        self.group_question = np.zeros(len(self.group_keys), dtype=np.int64)
+        self.group_question[self.group] = self.question
+        self.group_model = np.zeros(len(self.group_keys), dtype=np.int64)
+        self.group_model[self.group] = self.model
+        known, opp = opposition(mg["baseline_opposed"])
+        self.opposed = known & opp
+        self.aligned = known & ~opp
+        self.ps = mg[f"{p}_s"].to_numpy(dtype=float)
+        self.pj = mg[f"{p}_j"].to_numpy(dtype=float)
+
+
+def composition_replicates(data: CompositionData, weights: np.ndarray, ps: np.ndarray | None = None,
+                           pj: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Table 3 measures (%) per replicate: ``weights`` (B × questions of ``data``) and
+    optionally replicate pass probabilities ``ps``/``pj`` (B × rows). Returns
+    ``{measure_side: (B, models)}`` for measures all_pass / opposed / aligned / gap and
+    sides separate / joint (plus ``delta_*``)."""
+    w = np.asarray(weights, dtype=float)
+    B = w.shape[0]
+    ps = np.broadcast_to(data.ps, (B, len(data.ps))) if ps is None else ps
+    pj = np.broadcast_to(data.pj, (B, len(data.pj))) if pj is None else pj
+    nm, ng = len(data.models), len(data.group_keys)
+    out = {}
+    wg = w[:, data.group_question]  # (B, groups)
+    wr = w[:, data.question]  # (B, rows)
+    onehot_g = np.zeros((ng, nm))
+    onehot_g[np.arange(ng), data.group_model] = 1.0
+    for side, pv in (("separate", ps), ("joint", pj)):
+        with np.errstate(divide="ignore"):
+            logp = np.log(np.asarray(pv, dtype=float))
+        prod = np.zeros((B, ng))
+        np.add.at(prod.T, data.group, logp.T)
+        prod = np.exp(prod)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[f"all_pass_{side}"] = 100 * (prod * wg) @ onehot_g / (wg @ onehot_g)
+        for name, mask in (("opposed", data.opposed), ("aligned", data.aligned)):
+            oh = np.zeros((len(mask), nm))
+            oh[np.flatnonzero(mask), data.model[mask]] = 1.0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[f"{name}_{side}"] = 100 * (pv * wr) @ oh / (wr @ oh)
+        out[f"gap_{side}"] = out[f"opposed_{side}"] - out[f"aligned_{side}"]
+    for measure in ("all_pass", "opposed", "aligned", "gap"):
+        out[f"{measure}_delta"] = out[f"{measure}_joint"] - out[f"{measure}_separate"]
+    return out
+
+
+def per_target_rates(data: CompositionData) -> pd.DataFrame:
+    """The per-target rates behind Figure 4: separate and joint mean pass (%) per model,
+    feature, mode and baseline group (opposed / aligned / unknown)."""
+    mg = data.frame
+    group = np.where(data.opposed, "opposed", np.where(data.aligned, "aligned", "unknown"))
+    d = pd.DataFrame({"model": mg["model"].astype(str), "feature": mg["feature"].astype(str), "mode": mg["mode"].astype(str),
+                      "baseline": group, "separate": 100 * data.ps, "joint": 100 * data.pj})
+    out = d.groupby(["model", "feature", "mode", "baseline"], sort=True).agg(
+        separate=("separate", "mean"), joint=("joint", "mean"), n=("separate", "size")).reset_index()
+    out["delta_pp"] = out["joint"] - out["separate"]
+    return out
+
+
+# ----------------------------------------------------------------------------- coverage, Table 4
+
+
+def coverage_replicates(extracted: pd.DataFrame, question_weights: np.ndarray | None = None,
+                        instance_weights: np.ndarray | None = None, *, questions: Sequence[str],
+                        models: Sequence[str]) -> np.ndarray:
+    """Instance coverage (%) per replicate and model (last column: pooled) of Table A4:
+    ``Σ w·covered / Σ w·valid`` with ``w`` = question weight × instance weight."""
+    q = pd.Index(list(questions)).get_indexer(extracted["question"].astype(str))
+    m = pd.Index(list(models)).get_indexer(extracted["model"].astype(str))
+    mapping = extracted["mapping"].astype(str).to_numpy()
+    covered = np.isin(mapping, COVERED).astype(float)
+    valid = (mapping != "not_format").astype(float)
+    wq = np.ones((1, len(questions))) if question_weights is None else np.asarray(question_weights, dtype=float)
+    wi = np.ones((wq.shape[0], len(extracted))) if instance_weights is None else np.asarray(instance_weights, dtype=float)
+    w = wq[:, q] * wi
+    nm = len(models)
+    oh = np.zeros((len(extracted), nm + 1))
+    oh[np.arange(len(extracted)), m] = 1.0
+    oh[:, nm] = 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 100 * ((w * covered) @ oh) / ((w * valid) @ oh)
+
+
+def within_group_weights(groups: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Multiplicities (B × rows) of a bootstrap that resamples rows with replacement within
+    each group (the within-question noise of a measurement interval)."""
+    codes, _ = pd.factorize(pd.Series(groups).astype(str))
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    n = len(codes)
+    out = np.zeros((n_boot, n))
+    g_of_sorted = codes[order]
+    for b in range(n_boot):
+        pick = starts[g_of_sorted] + np.floor(rng.random(n) * sizes[g_of_sorted]).astype(np.int64)
+        out[b] = np.bincount(order[pick], minlength=n)
+    return out
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman ρ with average ranks for ties (Pearson correlation of the ranks)."""
+    rx, ry = rankdata(x), rankdata(y)
+    if np.std(rx) == 0 or np.std(ry) == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def frequency_replicates(indicator: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Feature frequencies per replicate: ``indicator`` (models × questions × features, 0/1
+    over the common question set) and question weights (B × questions) → (B, models,
+    features) = ``Σ_q w_q 1{c ∈ F_m(q)} / Σ_q w_q``."""
+    w = np.asarray(weights, dtype=float)
+    num = np.einsum("bq,mqf->bmf", w, indicator)
+    return num / w.sum(axis=1)[:, None, None]
+
+
+def correlation_replicates(freq: np.ndarray, reference: Sequence[int], others: Sequence[int]) -> np.ndarray:
+    """ρ per replicate for each model of ``others`` and the pooled row (last column):
+    ``freq`` (B, models, features) → (B, len(others) + 1)."""
+    B = freq.shape[0]
+    out = np.full((B, len(others) + 1), np.nan)
+    for b in range(B):
+        ref = freq[b, list(reference)].mean(axis=0)
+        for i, m in enumerate(others):
+            out[b, i] = spearman(freq[b, m], ref)
+        out[b, -1] = spearman(freq[b, list(others)].mean(axis=0), ref)
+    return out
+
+
+def percentile_interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval per column of ``reps`` (B × k); NaN where no replicate is defined."""
+    reps = np.asarray(reps, dtype=float)
+    alpha = 100 * (1 - level) / 2
+    lo = np.full(reps.shape[1:], np.nan)
+    hi = np.full(reps.shape[1:], np.nan)
+    ok = (~np.isnan(reps)).any(axis=0)
+    if ok.any():
+        lo[ok], hi[ok] = np.nanpercentile(reps[:, ok], [alpha, 100 - alpha], axis=0)
+    return lo, hi

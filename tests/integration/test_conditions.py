@@ -1,0 +1,68 @@
+"""Issue 17: conditions kept apart — a single-constraint condition with its own adjudications
+leaves the main scores exactly as they are without it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reform_core.services.data import simulation_frames
+from reform_core.services.importer import frames_bundle, import_bundle_obj
+from reform_core.services.uow import get_engine
+from reform_core.simulate import simulate
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "reform_core", *args], capture_output=True, text=True, cwd=REPO)
+
+
+def _main_only(frames: dict) -> dict:
+    keep = set(frames["instructions"].loc[frames["instructions"]["condition"] == "main", "key"])
+    out = dict(frames)
+    out["instructions"] = frames["instructions"][frames["instructions"]["key"].isin(keep)]
+    out["constraints"] = frames["constraints"][frames["constraints"]["instruction"].isin(keep)]
+    resp = frames["responses"]
+    out["responses"] = resp[(resp["instruction"] == "") | resp["instruction"].isin(keep)]
+    out["judgments"] = frames["judgments"][frames["judgments"]["instruction"].isin(keep)]
+    out["adjudications"] = frames["adjudications"][frames["adjudications"]["instruction"].isin(keep)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory):
+    sim = simulate(seed=5, scale="small", single_constraint=True)
+    frames = simulation_frames(sim, adjudicate=25, seed=5)
+    adj = frames["adjudications"]
+    single = adj["instruction"].str.contains("-s")
+    assert single.sum() > 0 and (~single).sum() > 0
+    # the single-constraint condition's adjudications all lean one way (judge B)
+    frames["adjudications"] = adj.assign(choice=np.where(single, "B", adj["choice"]))
+    urls = {}
+    for name, fr in (("with_single", frames), ("main_only", _main_only(frames))):
+        url = f"sqlite:///{tmp_path_factory.mktemp(name) / 'p.db'}"
+        import_bundle_obj(get_engine(url), frames_bundle(fr, source=name))
+        urls[name] = url
+    return urls
+
+
+def _main_figures(out: dict) -> dict:
+    keys = ("tcpr", "emcr", "r1", "r2", "r3", "units", "constraint_level", "instructions", "excluded")
+    return {m: {k: r[k] for k in keys} for m, r in out["models"].items()}
+
+
+@pytest.mark.parametrize("calibration", ["stratified", "pooled"])
+def test_added_single_condition_leaves_main_scores_identical(projects, calibration):
+    outs = {}
+    for name, url in projects.items():
+        r = _cli("score", "--db", url, "--json", "--calibration", calibration)
+        assert r.returncode == 0, r.stderr
+        outs[name] = json.loads(r.stdout)
+    assert _main_figures(outs["with_single"]) == _main_figures(outs["main_only"])
+    assert outs["with_single"]["provisional"] == outs["main_only"]["provisional"]

@@ -1,0 +1,140 @@
+"""Issue 17: auxiliary analyses score complete, consistent pairs only and list what they
+leave out; their replicate formulas agree with the point tables (and with a literal
+resample of the frame)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import spearmanr
+
+from reform_core.metrics import analyses as A
+from reform_core.metrics.composition import composition_table, prompting_comparison
+from reform_core.metrics.coverage import catalog_coverage, feature_frequency, frequency_correlation
+
+
+def _row(instr, group, cond, pos, opp, p, question="q1", feature=None, model="m"):
+    return dict(model=model, question=question, instruction=instr, condition=cond, pair_group=group, task_type="t",
+                position=pos, feature=feature or f"f{pos}", category=f"c{pos}", mode="require",
+                baseline_opposed=opp, p=p, iid=0)
+
+
+def frame(groups=6, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g in range(groups):
+        q = f"q{g // 2}"
+        for pos in (1, 2, 3):
+            opp = bool(rng.random() < 0.5)
+            rows.append(_row(f"g{g}", f"g{g}", "main", pos, opp, float(rng.choice([0, 0.3, 1])), question=q))
+            rows.append(_row(f"g{g}-s{pos}", f"g{g}", "single", pos, opp, float(rng.choice([0, 0.7, 1])), question=q))
+            rows.append(_row(f"g{g}-p", f"g{g}", "prompted", pos, opp, float(rng.choice([0, 0.6, 1])), question=q))
+    df = pd.DataFrame(rows)
+    df["iid"] = range(len(df))
+    return df
+
+
+def _broken():
+    df = frame()
+    # incomplete group: g1 has single versions for positions 1 and 2 only
+    df = df[~((df["instruction"] == "g1-s3"))]
+    # feature mismatch: g2's single version at position 2 answers another feature
+    df.loc[df["instruction"] == "g2-s2", "feature"] = "other"
+    # judge error: both judges errored on g3's single version at position 1
+    df.loc[df["instruction"] == "g3-s1", "p"] = np.nan
+    # missing prompted version: g4 has none; g5's prompted version misses position 3
+    df = df[~(df["instruction"] == "g4-p")]
+    df = df[~((df["instruction"] == "g5-p") & (df["position"] == 3))]
+    # feature mismatch in prompting: g0's prompted position 1 is a different constraint mode
+    df.loc[(df["instruction"] == "g0-p") & (df["position"] == 1), "mode"] = "forbid"
+    return df
+
+
+def test_each_failure_route_is_left_out_and_counted():
+    df = _broken()
+    with pytest.raises(ValueError):  # the engine alone refuses the incomplete pairing
+        composition_table(df)
+    clean, ex = A.composition_pairs(df)
+    assert A.exclusion_counts(ex) == {"incomplete group": 1, "missing prompted version": 0, "feature mismatch": 1,
+                                      "judge error": 1}
+    assert set(ex["pair_group"]) == {"g1", "g2", "g3"}
+    assert ex.set_index("pair_group").loc["g2", "detail"] == "position 2: main f2:require, single other:require"
+    kept = {"g0", "g4", "g5"}
+    assert set(clean["pair_group"]) == kept
+    # the table on the kept groups equals the table on a frame holding only those groups
+    by_hand = df[df["pair_group"].isin(kept) & df["condition"].isin(["main", "single"])]
+    pd.testing.assert_frame_equal(composition_table(clean), composition_table(by_hand))
+
+    clean_p, ex_p = A.prompting_pairs(df)
+    assert A.exclusion_counts(ex_p) == {"incomplete group": 0, "missing prompted version": 2, "feature mismatch": 1,
+                                        "judge error": 0}
+    assert set(ex_p.loc[ex_p["reason"] == "missing prompted version", "pair_group"]) == {"g4", "g5"}
+    with pytest.raises(ValueError):
+        prompting_comparison(df[df["condition"] != "single"].dropna(subset=["p"]))
+    kept_p = {"g1", "g2", "g3"}
+    by_hand = df[df["pair_group"].isin(kept_p) & df["condition"].isin(["main", "prompted"])]
+    pd.testing.assert_frame_equal(prompting_comparison(clean_p), prompting_comparison(by_hand))
+
+
+def test_judge_error_on_the_main_side_leaves_the_pair_out():
+    df = frame()
+    df.loc[(df["instruction"] == "g0") & (df["position"] == 2), "p"] = np.nan
+    _, ex = A.composition_pairs(df)
+    _, ex_p = A.prompting_pairs(df)
+    assert ex["reason"].tolist() == ["judge error"] and ex_p["reason"].tolist() == ["judge error"]
+
+
+def test_single_version_without_main_instruction_is_incomplete():
+    df = frame()
+    df = df[~((df["instruction"] == "g2") & (df["condition"] == "main"))]
+    _, ex = A.composition_pairs(df)
+    assert ex["reason"].tolist() == ["incomplete group"] and "without their main instruction" in ex["detail"].iloc[0]
+
+
+def test_composition_replicates_match_the_table_and_a_literal_resample():
+    df = frame(groups=8, seed=3)
+    clean, _ = A.composition_pairs(df)
+    data = A.CompositionData(clean)
+    t = composition_table(clean).set_index("measure")
+    one = A.composition_replicates(data, np.ones((1, len(data.questions))))
+    for measure in ("all_pass", "opposed", "aligned", "gap"):
+        assert one[f"{measure}_separate"][0, 0] == pytest.approx(t.loc[measure, "separate"], abs=1e-12)
+        assert one[f"{measure}_joint"][0, 0] == pytest.approx(t.loc[measure, "joint"], abs=1e-12)
+    # integer weights = the table of the frame with each question copied w_q times
+    w = np.array([[2, 0, 1, 3]])
+    parts = []
+    for qi, q in enumerate(data.questions):
+        for c in range(int(w[0, qi])):
+            d = clean[clean["question"] == q].copy()
+            d["pair_group"] = d["pair_group"] + f"#{c}"
+            d["instruction"] = d["instruction"] + f"#{c}"
+            parts.append(d)
+    literal = composition_table(pd.concat(parts)).set_index("measure")
+    rep = A.composition_replicates(data, w)
+    for measure in ("all_pass", "opposed", "aligned"):
+        assert rep[f"{measure}_separate"][0, 0] == pytest.approx(literal.loc[measure, "separate"], abs=1e-12)
+        assert rep[f"{measure}_delta"][0, 0] == pytest.approx(literal.loc[measure, "delta_pp"], abs=1e-12)
+
+
+def test_coverage_and_frequency_replicates_match_the_point_tables():
+    rng = np.random.default_rng(1)
+    ext = pd.DataFrame({"model": rng.choice(["a", "b"], 200), "question": rng.choice([f"q{i}" for i in range(9)], 200),
+                        "mapping": rng.choice(["exact", "subtype", "composite", "uncovered", "not_format"], 200)})
+    point = catalog_coverage(ext)
+    rep = A.coverage_replicates(ext, questions=sorted(ext["question"].unique()), models=["a", "b"])
+    assert rep[0] == pytest.approx(point["coverage"].to_numpy(), abs=1e-12)
+    w = A.within_group_weights((ext["model"] + ext["question"]).to_numpy(), 5, rng)
+    sizes = (ext["model"] + ext["question"]).value_counts()
+    for b in range(5):  # each (model, question) keeps its number of instances
+        assert pd.Series(w[b]).groupby((ext["model"] + ext["question"]).to_numpy()).sum().to_dict() == sizes.to_dict()
+
+    models, questions, feats = ["r1", "r2", "x"], [f"q{i}" for i in range(12)], [f"f{i}" for i in range(7)]
+    ind = (rng.random((3, 12, 7)) < 0.4).astype(float)
+    m, q, f = np.nonzero(ind)
+    ann = pd.DataFrame({"model": np.array(models)[m], "question": np.array(questions)[q], "feature": np.array(feats)[f]})
+    freq = feature_frequency(ann, features=feats, n_questions=12)[models]
+    reps = A.frequency_replicates(ind, np.ones((1, 12)))
+    assert reps[0] == pytest.approx(freq.to_numpy().T, abs=1e-12)
+    rho = A.correlation_replicates(reps, [0, 1], [2])
+    ref = frequency_correlation(freq, ["r1", "r2"], others=["x"])
+    assert rho[0, 0] == pytest.approx(ref["rho"].iloc[0], abs=1e-12)
+    assert rho[0, 0] == pytest.approx(spearmanr(freq["x"], freq[["r1", "r2"]].mean(axis=1)).statistic, abs=1e-12)
