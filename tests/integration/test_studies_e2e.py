@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+import time
 from collections import defaultdict
 from itertools import combinations
 
@@ -47,6 +48,7 @@ class StudyServer(FakeServer):
     def __init__(self, style: str = "tidy", **kw):
         super().__init__(**kw)
         self.style = style
+        self.answered: list[float] = []  # when each answered MOSAIC prompt arrived (time.monotonic)
 
     def _verdicts(self, body, fault=""):
         if _find_ids(body):
@@ -57,6 +59,7 @@ class StudyServer(FakeServer):
             passage = prompt.split("### Passage ###", 1)[1].split("### Rubric ###", 1)[0]
             return json.dumps({"reasoning": "checked against the rubric", "score": 3 if "Plainly" in passage else 8})
         if "writing assistant" in prompt:
+            self.answered.append(time.monotonic())
             if gemini or self.style == "plain":
                 return "Plainly put, this product is useful. It works well for most people every day."
             # two hash-chosen variations (greeting, list marker) so outcomes vary across prompts
@@ -208,15 +211,24 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
     out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "alpha", "--provider", "openai",
               "--base-url", f"{tidy.url}/v1", "--temperature", "0.3", "--max-tokens", "300", "--json")
     assert (out["pending"], out["written"]) == (12, 12)  # resumed: only the rest
+    tidy.push("400")  # a call that fails for good writes nothing; the rerun asks for it again
+    tidy.answered.clear()
+    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "beta", "--provider", "gemini",
+              "--base-url", tidy.url, "--concurrency", "3", "--rpm", "30", "--limit", "32", "--json")
+    assert (out["pending"], out["written"], out["errors"]) == (32, 31, 1) and "400" in out["first_error"]
+    # 30 requests per minute (a bucket of 30 that drains one every 2 s): 32 requests, the failed
+    # one first, so the 31 answered ones span at least (31 - 30) x 2 s
+    t = sorted(tidy.answered)
+    assert len(t) == 31 and t[-1] - t[0] >= 1.8
     out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "beta", "--provider", "gemini",
               "--base-url", tidy.url, "--concurrency", "3", "--json")
-    assert out["written"] == 42
+    assert (out["pending"], out["written"], out["errors"]) == (11, 11, 0)
     chat = [c for c in tidy.calls if c["path"] == "/v1/chat/completions"]
     assert all(c["body"]["temperature"] == 0.3 and c["body"]["max_tokens"] == 300 for c in chat)
     assert all(c["body"]["messages"][0]["role"] == "system" and "writing assistant" in c["body"]["messages"][0]["content"]
                for c in chat)
     gem = [c for c in tidy.calls if ":generateContent" in c["path"]]
-    assert len(gem) == 42 and all("systemInstruction" in c["body"] for c in gem)
+    assert len(gem) == 43 and all("systemInstruction" in c["body"] for c in gem)
     eng = get_engine(db)
     meta = mosaic.output_detail(eng, cli_principal(eng), study="launch", prompt="mosaic-00001", model="alpha")["meta"]
     assert meta["settings"] == {"temperature": 0.3, "max_tokens": 300} and meta["provider"] == "openai"
