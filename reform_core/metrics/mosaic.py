@@ -311,7 +311,7 @@ def study_metrics(
         row = {**tag, "n": len(y)}
         for name, values in (("pa", followed.sum(axis=1) / n_checked),
                              ("all_followed", (followed.sum(axis=1) == n_checked).astype(float))):
-            reps = None if w is None else (w.astype(float) @ values) / w.sum(axis=1, dtype=float)
+            reps = None if w is None else _ratio(w.astype(float) @ values, w.sum(axis=1, dtype=float))
             est, lo, hi = _estimate(values[:, None], np.ones((len(y), 1)), reps=reps, level=level, what=name)
             row[name], row[f"{name}_low"], row[f"{name}_high"] = est[0], lo[0], hi[0]
         out["pa"].append(row)

@@ -328,6 +328,10 @@ def test_mosaic_from_outputs_produced_elsewhere(env):
                                for m, text in (("m1", "<BOC>\nShort text.\n<EOC>"), ("m2", "")) ))
     assert cli("mosaic-import-outputs", str(outputs), "--db", db, "--study", "ext", "--json")["written"] == 42
     assert cli("mosaic-import-outputs", str(outputs), "--db", db, "--study", "ext", "--json")["existing"] == 42
+    as_csv = d / "more.csv"  # CSV works too (a quoted multi-line output)
+    pd.DataFrame({"prompt": ids[:3], "model": "m4", "output": ["<BOC>\nline one,\n\"two\"\n<EOC>"] * 3}).to_csv(
+        as_csv, index=False)
+    assert cli("mosaic-import-outputs", str(as_csv), "--db", db, "--study", "ext", "--json")["written"] == 3
 
     bad = d / "bad.jsonl"
     bad.write_text(json.dumps({"prompt": "nope", "model": "m3", "output": "x"}) + "\n"
@@ -359,6 +363,12 @@ def test_mosaic_from_outputs_produced_elsewhere(env):
               if c["verifier"] == "judge"}
     assert judged and all(m1["scc"][c] == 100 for c in judged)  # the fake judge gives 8/10: followed (>= 0.5)
     assert m1["unchecked"] == m2["unchecked"] == 0
+    for m in score["models"].values():  # scores with intervals
+        lo, hi = m["intervals"]["pa"]
+        assert lo <= m["pa"] <= hi
+    detail = mosaic.output_detail(get_engine(db), cli_principal(get_engine(db)), study="ext", prompt=ids[0],
+                                  model="m4")
+    assert detail["output"] == "<BOC>\nline one,\n\"two\"\n<EOC>" and detail["meta"]["file"] == "more.csv"
 
 
 # --------------------------------------------------------------------------- WISE
@@ -473,6 +483,9 @@ def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):
     score = cli("wise-score", "--db", db, "--study", "ext", "--n-boot", "200", "--json")
     assert score["forms"]["POS"]["compliance"] == 100 and score["forms"]["NEG"]["compliance"] == pytest.approx(100 / 3)
     assert score["c_worst"] == pytest.approx(100 / 3) and score["g_wording"] == pytest.approx(200 / 3)
+    lo, hi = score["forms"]["NEG"]["delta_interval"]
+    assert lo <= score["forms"]["NEG"]["delta"] <= hi and score["forms"]["NEG"]["p_holm"] is not None
+    assert score["g_wording_interval"][0] <= score["g_wording"] <= score["g_wording_interval"][1]
     # the same file into a second study does not collide with the first
     assert cli("wording-import-generations", str(gens), "--db", db, "--study", "copy", "--json")["written"] == len(lines)
 

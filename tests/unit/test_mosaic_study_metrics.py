@@ -135,3 +135,18 @@ def test_judge_prompt_and_score_parsing():
             mosaic_rubric.parse_score(bad)
     with pytest.raises(ValueError, match="rubric"):
         mosaic_rubric.messages("x", " ")
+
+
+def test_a_model_absent_from_most_resamples_has_no_interval_and_no_warning():
+    """A model that answered one of 30 prompts is missing from most replicates: its PA has no
+    interval (NaN, not a number from the few replicates that drew it) and nothing warns."""
+    import warnings
+
+    df = _random_study(prompts=30)
+    df = pd.concat([df, pd.DataFrame([("m3", "p05", "A", 1, 1.0)], columns=df.columns)], ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = M.study_metrics(df, by="model", n_boot=200, rng=np.random.default_rng(1))
+    m3 = got["pa"].set_index("model").loc["m3"]
+    assert m3["pa"] == 1.0 and np.isnan(m3["pa_low"]) and np.isnan(m3["pa_high"])
+    assert got["pa"].set_index("model").loc["m1", ["pa_low", "pa_high"]].notna().all()
