@@ -110,6 +110,7 @@ class ClusterEstimate:
     notes: list = field(default_factory=list)
     smooth: np.ndarray | None = None  # point estimate of each scored row's truth (for plug-in tables)
     index: UnitIndex | None = None
+    floor_variance: dict | None = None  # per metric, per model: what the audit floor adds beyond the T_c spread
 
 
 def _coefficients(den: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
@@ -452,6 +453,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     comp_rows = []
     df_m = np.maximum(n_observed - 1, 1)
     tq = stats.t.ppf(0.5 + level / 2, df_m)
+    floor_var: dict[str, np.ndarray] = {}
     for metric in METRICS:
         w = coef[metric]
         undefined = np.logical_or.reduce([np.isnan(w[num]) for num in NUMERATORS])
@@ -471,6 +473,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                           minlength=nm)
         floor = _audit_floor(gm, audited, a_stratum, wrong_u, pa, pi_eff[row_cluster], row_model, nm)
         v_audit = np.maximum(v_cluster - v_d, floor)
+        floor_var[metric] = np.maximum(floor - (v_cluster - v_d), 0.0)
         v_cluster = v_d + v_audit
         v_err = np.zeros(nm)
         if err_draws is not None:
@@ -505,7 +508,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                            totals={num: totals[num].reshape(nm, nq) for num in NUMERATORS},
                            denominators={num: counts[DENOMINATORS[num]].reshape(nm, nq) for num in NUMERATORS},
                            error_variance=err_var, both_wrong=both_wrong, error_model=error_model, progress=progress,
-                           df=df_m, notes=notes, smooth=smooth, index=index)
+                           df=df_m, notes=notes, smooth=smooth, index=index, floor_variance=floor_var)
 
 def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> np.ndarray:
     """Rate-based floor for the variance that the audit's corrections add.
@@ -563,8 +566,13 @@ def population_intervals(est: ClusterEstimate, *, n_boot: int = 2000, level: flo
 
     Cluster bootstrap over questions (multinomial weights shared by all models) of the
     per-cluster totals ``T_c`` of :func:`estimate`, each replicate a ratio of weighted sums
-    (``Σ_q w_q T_{m,q} / Σ_q w_q D_{m,q}``), plus a normal draw with the adjudicator-error
-    variance; percentile intervals (Efron & Tibshirani 1993, §13.3).
+    (``Σ_q w_q T_{m,q} / Σ_q w_q D_{m,q}``), plus a normal draw with the variance that the
+    spread of ``T_c`` does not carry — the adjudicator-error variance and what the audit's
+    Jeffreys floor adds to the measurement variance (``floor_variance``); percentile
+    intervals (Efron & Tibshirani 1993, §13.3). The population's uncertainty contains the
+    measurement's (resampling questions only adds), so the interval reported is the hull of
+    that percentile interval and the measurement interval: with few observed clusters the
+    measurement interval's t quantile can exceed the bootstrap's spread.
 
     Returns
     -------
@@ -581,15 +589,22 @@ def population_intervals(est: ClusterEstimate, *, n_boot: int = 2000, level: flo
     reps = {"tcpr": r["allpass"], "constraint_level": r["rows"], "r1": r["joint1"], "r2": r["joint2"], "r3": r["joint3"]}
     reps["emcr"] = (r["joint1"] + r["joint2"] + r["joint3"]) / 3
     alpha = 100 * (1 - level) / 2
+    meas = est.table.set_index("model")
     out = []
     for metric, rep in reps.items():
         ev = est.error_variance.get(metric)
+        fv = (est.floor_variance or {}).get(metric)
+        if fv is not None:
+            ev = fv if ev is None else ev + fv
         if ev is not None:
             rep = rep + rng.normal(0, 1, rep.shape) * np.sqrt(np.maximum(ev, 0))[None, :]
         for mi, mm in enumerate(est.models):
             col = rep[:, mi]
             ok = ~np.isnan(col)
             lo, hi = (np.percentile(col[ok], [alpha, 100 - alpha]) if ok.any() else (np.nan, np.nan))
+            m_lo, m_hi = meas.loc[mm, f"{metric}_lo"], meas.loc[mm, f"{metric}_hi"]
+            if ok.any() and not np.isnan(m_lo):
+                lo, hi = min(lo, m_lo), max(hi, m_hi)
             out.append({"model": mm, "metric": metric, "lo": lo, "hi": hi, "n_valid": int(ok.sum())})
     return pd.DataFrame(out)
 
