@@ -9,6 +9,8 @@ nothing; data that conflicts with an existing row is an error unless ``replace``
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -100,14 +102,43 @@ def _fmt_error(fname: str, line: int, err: dict) -> str:
     return one_line(f"{fname}:{line}: {loc}: {err.get('msg', 'invalid')}")
 
 
-def read_lines(path: Path, errors: list[str]) -> list[tuple[int, str]]:
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+def read_file(path: Path, root: Path | None = None) -> bytes:
+    """The bytes of a *regular* file; :class:`OSError` with a clear message for anything else.
+
+    A FIFO, a device (``/dev/zero``), a socket or a directory is refused without reading from
+    it (opened non-blocking, checked with ``fstat`` on the open descriptor, so the check and the
+    read see the same file). With ``root``, a symbolic link that leads outside ``root`` (a
+    bundle's ``questions.jsonl -> /etc/shadow``) is refused before anything is opened.
+    """
+    if root is not None and path.is_symlink():
+        target = Path(os.path.realpath(path))
+        if not target.is_relative_to(Path(os.path.realpath(root))):
+            raise OSError(f"is a symbolic link to {target}, outside the bundle directory (refused, nothing read)")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise OSError(f"is {kind}, not a regular file (refused, nothing read)")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: Path, errors: list[str], root: Path | None = None) -> list[tuple[int, str]]:
     """The non-blank ``(line number, text)`` lines of a UTF-8 file; problems go to ``errors``.
 
     Lines are split at ``\\n`` only, so line numbers match what editors and ``wc -l`` show.
+    Only regular files are read (:func:`read_file`; ``root``: refuse links out of it).
     """
     fname = path.name
     try:
-        raw = path.read_bytes()
+        raw = read_file(path, root)
     except OSError as exc:
         errors.append(one_line(f"{fname}:0: (file): cannot read: {exc.strerror or exc}"))
         return []
@@ -120,10 +151,10 @@ def read_lines(path: Path, errors: list[str]) -> list[tuple[int, str]]:
     return [(n, line) for n, line in enumerate(content.split("\n"), start=1) if line.strip()]
 
 
-def parse_jsonl(path: Path, record_type: type, errors: list[str]) -> list[tuple[int, object]]:
+def parse_jsonl(path: Path, record_type: type, errors: list[str], root: Path | None = None) -> list[tuple[int, object]]:
     """Parse and validate every line; append located errors to ``errors``."""
     out = []
-    for lineno, line in read_lines(path, errors):
+    for lineno, line in read_lines(path, errors, root):
         try:
             out.append((lineno, record_type.model_validate_json(line)))
         except ValidationError as exc:
@@ -151,11 +182,11 @@ def read_bundle(path: str | Path) -> Bundle:
     errors: list[str] = []
     manifest = R.BundleManifest()
     mpath = root / "bundle.json"
-    if mpath.exists():
+    if os.path.lexists(mpath):
         try:
-            manifest = R.BundleManifest.model_validate_json(mpath.read_bytes().decode("utf-8"))
+            manifest = R.BundleManifest.model_validate_json(read_file(mpath, root).decode("utf-8"))
         except OSError as exc:
-            errors.append(f"bundle.json:0: (file): cannot read: {exc.strerror or exc}")
+            errors.append(one_line(f"bundle.json:0: (file): cannot read: {exc.strerror or exc}"))
         except UnicodeDecodeError:
             errors.append("bundle.json:0: (file): not valid UTF-8")
         except ValidationError as exc:
@@ -166,12 +197,12 @@ def read_bundle(path: str | Path) -> Bundle:
     for p in sorted(root.iterdir()):
         if p.is_file() and p.suffix in (".jsonl", ".json") and p.name not in known:
             errors.append(f"{p.name}:0: (file): unknown bundle file (expected one of {', '.join(R.BUNDLE_FILES)})")
-    if not (root / "questions.jsonl").exists():
+    if not os.path.lexists(root / "questions.jsonl"):
         errors.append("questions.jsonl:0: (file): missing (every bundle needs its questions)")
     parsed: dict[str, list] = {}
     for fname, rtype in R.RECORD_TYPES.items():
         p = root / fname
-        parsed[fname] = parse_jsonl(p, rtype, errors) if p.exists() else []
+        parsed[fname] = parse_jsonl(p, rtype, errors, root) if os.path.lexists(p) else []
     if errors:
         raise ImportFailed(errors)
     return Bundle(frames=records_to_frames(parsed), manifest=manifest, source=str(root))

@@ -3,14 +3,22 @@
 SQLite: backup uses SQLite's online backup API (a consistent snapshot even while the app
 writes); restore checks the file is a ReForm database, then copies it into place with the
 same API. PostgreSQL: ``pg_dump --format=custom`` and ``pg_restore --clean --if-exists``
-(the client tools must be on PATH).
+(the client tools must be on PATH). Either way a backup is written to a temporary file
+next to ``out`` and renamed into place only once complete, so a failed backup leaves the
+previous one intact. The PostgreSQL tools get the password in ``PGPASSWORD`` (never on
+their command line, which ``ps`` shows to every user), and die with the CLI process that
+started them (Linux ``PR_SET_PDEATHSIG``; a Ctrl-C or an error kills them too).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import sqlite3
 import subprocess
+import sys
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,8 +40,37 @@ def _sqlite_path(url: str) -> Path:
     return Path(db)
 
 
-def _pg_conninfo(url: str) -> str:
-    return make_url(normalize_url(url)).set(drivername="postgresql").render_as_string(hide_password=False)
+def _pg_conninfo(url: str) -> tuple[str, dict]:
+    """The connection URL for the client tools *without* its password, and the environment
+    carrying the password (``PGPASSWORD``), if the URL has one."""
+    u = make_url(normalize_url(url)).set(drivername="postgresql")
+    env = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}
+    if u.password is not None:
+        env["PGPASSWORD"] = str(u.password)
+    return u._replace(password=None).render_as_string(hide_password=False), env  # set() ignores None
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() == 1:  # the parent died before prctl took effect
+            os._exit(1)
+
+
+def _run_tool(argv: list[str], env: dict) -> subprocess.CompletedProcess:
+    """Run a PostgreSQL client tool as a child that cannot outlive this process."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_die_with_parent)
+    try:
+        out, err = proc.communicate()
+    except BaseException:  # Ctrl-C, SIGTERM turned into an exception, ...: never leave it running
+        proc.kill()
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def backup(url: str, out: str | Path) -> dict:
@@ -57,10 +94,17 @@ def backup(url: str, out: str | Path) -> dict:
         return {"backend": "sqlite", "file": str(out), "bytes": out.stat().st_size}
     if shutil.which("pg_dump") is None:
         raise OperationFailed("pg_dump not found on PATH (install the PostgreSQL client tools)")
-    r = subprocess.run(["pg_dump", "--format=custom", "--no-owner", f"--file={out}", _pg_conninfo(url)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise OperationFailed(f"pg_dump failed: {r.stderr.strip()}")
+    conninfo, env = _pg_conninfo(url)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        r = _run_tool(["pg_dump", "--format=custom", "--no-owner", f"--file={tmp}", conninfo], env)
+        if r.returncode != 0:
+            raise OperationFailed(f"pg_dump failed: {r.stderr.strip()}")
+        tmp.replace(out)  # never leave a half-written backup under the final name
+    finally:
+        tmp.unlink(missing_ok=True)
     return {"backend": "postgresql", "file": str(out), "bytes": out.stat().st_size}
 
 
@@ -103,8 +147,9 @@ def restore(url: str, source: str | Path) -> dict:
         return {"backend": "sqlite", "restored_from": str(source), "schema": rev}
     if shutil.which("pg_restore") is None:
         raise OperationFailed("pg_restore not found on PATH (install the PostgreSQL client tools)")
-    r = subprocess.run(["pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction",
-                        f"--dbname={_pg_conninfo(url)}", str(source)], capture_output=True, text=True)
+    conninfo, env = _pg_conninfo(url)
+    r = _run_tool(["pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction",
+                   f"--dbname={conninfo}", str(source)], env)
     if r.returncode != 0:
         raise OperationFailed(f"pg_restore failed: {r.stderr.strip()}")
     return {"backend": "postgresql", "restored_from": str(source)}

@@ -112,7 +112,13 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
     errors: list[str] = []
     forms: dict[str, dict] = {}
     fname = str(d / "forms.csv")
-    for line, rec in read_records((d / "forms.csv").read_bytes(), fname):
+    from reform_core.services.importer import read_file
+
+    try:  # regular files only; a link out of the directory is refused (issue 15 item 6)
+        forms_raw, raw = read_file(d / "forms.csv", d), read_file(d / "items.jsonl", d)
+    except OSError as exc:
+        raise ValueError(f"--manifest: {d}: {exc}") from exc
+    for line, rec in read_records(forms_raw, fname):
         form, checker = str(rec.get("form") or "").strip(), str(rec.get("checker") or "").strip()
         if not form or len(form) > 100:
             errors.append(f"{fname}:{line}: form: must be 1–100 characters")
@@ -125,7 +131,6 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
     if not forms and not errors:
         errors.append(f"{fname}: no forms")
     iname = str(d / "items.jsonl")
-    raw = (d / "items.jsonl").read_bytes()
     rows, seen = [], {}
     for line, rec in read_records(raw, iname):
         loc, before = f"{iname}:{line}", len(errors)
