@@ -53,12 +53,27 @@ for r in small.itertuples(index=False):
                f"({100 * r.share_scored:.0f} %): the others lack a label for some constraint.")
 
 st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)" if emcr_applies else "Table 2 — TCPR (%)")
-try:
-    ci = render.intervals(principal, calibration=calibration, judge=judge)
-except ValueError as exc:
-    ci = None
-    st.warning(f"No intervals: {exc}")
-st.dataframe(render.table2_display(tables["table2"], ci, emcr=emcr_applies), hide_index=True)
+_ivl = render.intervals(principal, calibration=calibration, judge=judge)
+
+
+@st.fragment(run_every=None if _ivl.fresh else 2)
+def table2() -> None:
+    """Table 2 with its intervals; while they are recomputed in the background (after a new
+    decision) the points are current and the last intervals are shown, marked as updating."""
+    ivl = render.intervals(principal, calibration=calibration, judge=judge)
+    if ivl.fresh != _ivl.fresh:
+        st.rerun()  # the intervals are in: redraw once without polling
+    if ivl.error:
+        st.warning(f"No intervals: {ivl.error}")
+    if not ivl.fresh:
+        st.caption("⏳ Intervals updating: the scores below include every decision; the 95 % intervals shown are "
+                   "from an earlier state and are being recomputed." if ivl.frame is not None else
+                   "⏳ Intervals updating: the 95 % intervals are being computed.")
+    st.dataframe(render.table2_display(render.score_result(principal, calibration=calibration, judge=judge).tables["table2"],
+                                       ivl.frame, emcr=emcr_applies), hide_index=True)
+
+
+table2()
 st.caption("95 % intervals: cluster bootstrap over questions (2,000 replicates, seed 0)"
            + ("; adjudications resampled within each stratum." if result.method == "stratified" else ".")
            + " Counts: instructions (TCPR)" + (", eligible units (EMCR, R¹–R³)." if emcr_applies else "."))

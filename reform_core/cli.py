@@ -1,7 +1,10 @@
 """``python -m reform_core …``: the scriptable face of the product (SPEC §8).
 
 Each area registers its commands from ``reform_core.commands.<area>``; the command
-functions only parse arguments, call ``reform_core.services`` and print.
+functions only parse arguments, call ``reform_core.services`` and print. Start-up stays
+light (issue 16, ``bench/bench_cli.py``): the command modules import only typer at module
+level; pandas, scipy, SQLAlchemy and the settings are imported inside the commands that use
+them (``plan-size`` needs none of them, ``status`` only SQLAlchemy).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: loading rich's formatter costs more than the rest of --help
     help="ReForm: calibrated format-following scores from two LLM judges and human adjudication.",
 )
 
@@ -37,12 +41,12 @@ def main() -> None:  # pragma: no cover - thin entry point
     import os
     import sys
 
-    from reform_core.config import redact
-
     try:
         app()
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
         if os.environ.get("REFORM_DEBUG"):
             raise
+        from reform_core.config import redact  # only on this path: settings cost ~0.3 s to import
+
         typer.echo(f"error: {type(exc).__name__}: {redact(str(exc))[:2000]}", err=True)
         sys.exit(1)

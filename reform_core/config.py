@@ -19,14 +19,13 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Literal, Optional
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_DB_PATH = Path(os.environ.get("REFORM_DATA_DIR", "data")) / "reform.db"
+from reform_core.database_url import DEFAULT_DB_PATH, default_url  # noqa: E402,F401 - DEFAULT_DB_PATH re-exported
 
 
 ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,49}$")
@@ -66,7 +65,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="REFORM_", extra="ignore")
 
-    database_url: str = Field(default_factory=lambda: f"sqlite:///{DEFAULT_DB_PATH}")
+    database_url: str = Field(default_factory=default_url)
     load_demo: bool = True  # load the demo project into an empty database on app start
     auth_mode: str = "local"  # "local" single-user demo mode, "password" or "oidc"
     lease_seconds: int = 600  # adjudication claim lease

@@ -11,14 +11,13 @@ Frames follow :mod:`reform_core.frames` (INSTANCES, DISAGREEMENTS).
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY, condition_suffix
+from reform_core.sample_size import _check_int, cochran_size  # noqa: F401 - re-exported (stable interface)
 
 DIRECTION_A1B0 = "A1B0"
 DIRECTION_A0B1 = "A0B1"
@@ -41,50 +40,6 @@ def _require_complete(df: pd.DataFrame, what: str) -> None:
 def _check_rng(rng) -> None:
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-
-
-def _check_int(value, name: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def cochran_size(population, *, confidence: float = 0.95, p: float = 0.5, margin: float = 0.03) -> int:
-    """Sample size by Cochran's formula with finite-population correction.
-
-    ``n0 = z² p (1 − p) / e²`` and ``n = ⌈ n0 / (1 + (n0 − 1) / N) ⌉`` with
-    ``z = Φ⁻¹((1 + confidence) / 2)`` (SPEC §4; seed 000 App. A.3.1; Cochran 1977,
-    *Sampling Techniques*, eqs. 4.2 and 4.3).
-
-    Parameters
-    ----------
-    population : int
-        N, the number of disagreements of one evaluated model (0 gives 0).
-    confidence : float
-        Two-sided confidence level in (0, 1).
-    p : float
-        Anticipated proportion in (0, 1); 0.5 is the conservative choice.
-    margin : float
-        Target margin of error e in (0, 1).
-
-    Returns
-    -------
-    int
-        The sample size, never more than ``population``.
-    """
-    population = _check_int(population, "population")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    if not 0 < p < 1:
-        raise ValueError(f"p must lie in (0, 1), got {p!r}")
-    if not 0 < margin < 1:
-        raise ValueError(f"margin must lie in (0, 1), got {margin!r}")
-    if population == 0:
-        return 0
-    z = norm.ppf((1 + confidence) / 2)
-    n0 = z * z * p * (1 - p) / (margin * margin)
-    n = math.ceil(n0 / (1 + (n0 - 1) / population) - 1e-9)
-    return int(min(max(n, 1), population))
 
 
 def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b: str = "label_b") -> pd.DataFrame:

@@ -11,6 +11,7 @@ from sqlalchemy import Boolean, Integer, Table, bindparam, func, select, text
 from sqlalchemy.engine import Connection
 
 from db import models as m
+from db.repo.status import status_counts  # noqa: F401 - re-exported (import, overview)
 
 CHUNK = 5_000
 
@@ -120,37 +121,6 @@ def delete_ids(conn: Connection, name: str, ids: Iterable[int]) -> None:
     ids = list(ids)
     for i in range(0, len(ids), CHUNK):
         conn.execute(t.delete().where(t.c.id.in_(ids[i : i + CHUNK])))
-
-
-def status_counts(conn: Connection) -> dict:
-    """The counts printed by ``status`` (SPEC §8)."""
-    out = {
-        "questions": count_rows(conn, "question"),
-        "instructions": count_rows(conn, "instruction"),
-        "constraints": count_rows(conn, "constraint_item"),
-        "models": count_rows(conn, "eval_model"),
-        "responses": count_rows(conn, "response"),
-        "judgments": count_rows(conn, "judgment"),
-    }
-    # Disagreements: pairs judged with opposite labels by two judges (any pair of judges).
-    out["disagreements"] = int(
-        conn.execute(
-            text(
-                "SELECT COUNT(*) FROM (SELECT response_id, constraint_id FROM judgment "
-                "WHERE label IS NOT NULL GROUP BY response_id, constraint_id "
-                "HAVING MIN(label) <> MAX(label)) d"
-            )
-        ).scalar_one()
-    )
-    out["adjudications"] = int(
-        conn.execute(
-            text(
-                "SELECT COUNT(*) FROM adjudication a WHERE a.choice <> 'retracted' AND NOT EXISTS "
-                "(SELECT 1 FROM adjudication b WHERE b.supersedes_id = a.id)"
-            )
-        ).scalar_one()
-    )
-    return out
 
 
 def get_meta(conn: Connection) -> dict[str, str]:

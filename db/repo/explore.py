@@ -15,14 +15,16 @@ from reform_core.frames import IID_SHIFT
 
 
 # Tables whose rows feed the scores; (COUNT, MAX(id)) of each is an O(1)-ish version stamp.
-_VERSIONED = ("question", "instruction", "constraint_item", "response", "baseline_feature", "judge", "judgment",
+VERSIONED_TABLES = ("question", "instruction", "constraint_item", "response", "baseline_feature", "judge", "judgment",
               "adjudication")
 
 
-def data_version(conn: Connection) -> tuple[int, ...]:
-    """``(count, max id)`` of every table the scores read; changes whenever rows are added or removed."""
-    parts = ", ".join(f"(SELECT COUNT(*) FROM {t}), (SELECT COALESCE(MAX(id), 0) FROM {t})" for t in _VERSIONED)
-    return tuple(int(v) for v in conn.execute(text(f"SELECT {parts}")).one())
+def data_version(conn: Connection) -> tuple:
+    """``(count, max id)`` of every table the scores read, then the in-place revision stamp
+    (``db.repo.status.bump_revision``): changes whenever rows are added, removed or overwritten."""
+    parts = ", ".join(f"(SELECT COUNT(*) FROM {t}), (SELECT COALESCE(MAX(id), 0) FROM {t})" for t in VERSIONED_TABLES)
+    row = conn.execute(text(f"SELECT {parts}, (SELECT value FROM project_meta WHERE key = 'data_revision')")).one()
+    return (*(int(v) for v in row[:-1]), row[-1] or "")
 
 
 def _frame(conn: Connection, sql, params: dict) -> pd.DataFrame:

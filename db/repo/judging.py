@@ -123,6 +123,9 @@ def upsert_judgments(session: Session, *, rows: list[dict]) -> int:
 
     now = utcnow()
     session.execute(stmt, [{**r, "created_at": now} for r in rows])
+    from db.repo.status import bump_revision
+
+    bump_revision(session.connection())  # an error row overwritten in place: cached scores must see it
     return len(rows)
 
 

@@ -196,31 +196,29 @@ def data_version() -> tuple[int, ...]:
     return explore.data_version(state.engine())
 
 
-@st.cache_resource(ttl=600, max_entries=6, show_spinner="Scoring the project…")
-def _score(version: tuple, calibration: str, judge: Optional[str], _principal: Principal):
-    return explore.scores(state.engine(), _principal, calibration=calibration, judge=judge)
-
-
 def score_result(principal: Principal, *, calibration: str = "stratified", judge: Optional[str] = None):
-    """The cached :class:`~reform_core.services.scoring.ScoreResult` (shared, do not mutate)."""
+    """The :class:`~reform_core.services.scoring.ScoreResult` of the current data version (shared,
+    do not mutate): one scored state per labelling, new decisions applied to it incrementally
+    (``reform_core.services.score_state``)."""
     require_any(principal, ("view_scores", "explore"))
-    return _score(data_version(), calibration, judge, principal)
+    with st.spinner("Scoring the project…", show_time=True):
+        return state.score_cache().result(state.engine(), principal, data_version(), calibration=calibration,
+                                          judge=judge)
 
 
-@st.cache_data(ttl=3600, max_entries=16, show_spinner="Bootstrapping 95 % intervals…")
-def _intervals(version: tuple, calibration: str, judge: Optional[str], _principal: Principal) -> pd.DataFrame:
-    return explore.score_intervals(_principal, _score(version, calibration, judge, _principal))
-
-
-def intervals(principal: Principal, *, calibration: str = "stratified", judge: Optional[str] = None) -> pd.DataFrame:
-    """95 % intervals (2,000 replicates, seed 0), cached per data version and labelling."""
+def intervals(principal: Principal, *, calibration: str = "stratified", judge: Optional[str] = None):
+    """95 % intervals (2,000 replicates, seed 0) of the current state: an
+    :class:`~reform_core.services.score_state.Intervals` (``fresh`` False while they are being
+    recomputed in the background; ``frame`` then holds the last ones, or None)."""
     require(principal, "view_scores")
-    return _intervals(data_version(), calibration, judge, principal)
+    return state.score_cache().intervals(state.engine(), principal, data_version(),
+                                         lambda r: explore.score_intervals(principal, r),
+                                         calibration=calibration, judge=judge)
 
 
-@st.cache_resource(ttl=600, max_entries=2, show_spinner="Indexing examples…")
+@st.cache_resource(ttl=600, max_entries=1, show_spinner="Indexing examples…")  # one version: bounded memory
 def _explore_frame(version: tuple, _principal: Principal) -> tuple[pd.DataFrame, pd.Series]:
-    frame = explore.explore_frame(_principal, _score(version, "stratified", None, _principal))
+    frame = explore.explore_frame(_principal, state.score_cache().result(state.engine(), _principal, version))
     return frame, frame.set_index("iid")["p"]
 
 
@@ -230,18 +228,30 @@ def explore_frame(principal: Principal) -> tuple[pd.DataFrame, pd.Series]:
     return _explore_frame(data_version(), principal)
 
 
-@st.cache_data(ttl=60, max_entries=4, show_spinner=False)
-def _overview(version: tuple, _principal: Principal):
-    from reform_core.services.overview import overview as project_overview
+@st.cache_data(ttl=600, max_entries=2, show_spinner=False)
+def _overview_data(version: tuple, _principal: Principal) -> dict:
+    from reform_core.services.overview import data_part
 
-    return project_overview(state.engine(), _principal)
+    return data_part(state.engine(), _principal)
+
+
+@st.cache_data(ttl=60, max_entries=2, show_spinner=False)
+def _overview_decisions(version: tuple, _principal: Principal) -> dict:
+    from reform_core.services.overview import decisions_part
+
+    return decisions_part(state.engine(), _principal)
 
 
 def overview(principal: Principal):
-    """The project overview (counts, agreement, progress), cached per data version: at paper
-    scale the counts take ~0.5 s, too much for every rerun."""
+    """The project overview: the counts and agreement cached per version of the judged data
+    (seconds at 10×), the decision counts and plan progress per version of the decisions
+    (counters: milliseconds), so a new decision never recomputes the judged-data part."""
+    from reform_core.services.overview import combine
+    from reform_core.services.score_state import split_version
+
     require(principal, "view_overview")
-    return _overview(data_version(), principal)
+    version = data_version()
+    return combine(_overview_data(split_version(version)[0], principal), _overview_decisions(version, principal))
 
 
 @st.cache_data(ttl=600, max_entries=4, show_spinner=False)

@@ -22,6 +22,15 @@ def engine():
     return eng
 
 
+@st.cache_resource
+def score_cache():
+    """The process's scored states (one per labelling, bounded; see
+    ``reform_core.services.score_state``)."""
+    from reform_core.services.score_state import ScoreCache
+
+    return ScoreCache(max_states=2)
+
+
 def clear_data_caches() -> None:
     """Call after a write so cached reads are recomputed."""
     st.cache_data.clear()

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
                       p: float = typer.Option(0.5, "--p", help="Anticipated proportion."),
                       margin: float = typer.Option(0.03, "--margin", help="Margin of error e.")):
         """Cochran sample size with finite-population correction (prints the integer)."""
-        from reform_core.sampling import cochran_size
+        from reform_core.sample_size import cochran_size
 
         try:
             typer.echo(str(cochran_size(population, confidence=confidence, p=p, margin=margin)))

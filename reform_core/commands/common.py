@@ -28,10 +28,11 @@ def fail(message: str, code: int = 1) -> "typer.Exit":
 
 
 def db_url(value: Optional[str]) -> str:
-    """Resolve the --db option against the settings."""
-    from reform_core.config import get_settings
+    """Resolve the --db option: else ``REFORM_DATABASE_URL``, else the app's SQLite file (the
+    settings' rule, without importing the settings)."""
+    from reform_core.database_url import from_environment
 
-    return value or get_settings().database_url
+    return value or from_environment()
 
 
 def stderr_is_tty() -> bool:

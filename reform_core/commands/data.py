@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
     def status_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
         """Counts of questions, instructions, constraints, models, responses, judgments, disagreements,
         adjudications; the scoring pair and the sample plans."""
-        from reform_core.services.data import status
+        from reform_core.services.status import status
 
         out = status(_engine(db))
         if json_out:

@@ -23,6 +23,7 @@ from reform_core.services.importer import (
     read_lines,
 )
 from reform_core.records import storage_problem
+from reform_core.services.status import status  # noqa: F401 - re-exported (SPEC §8 `status`)
 
 DEMO_FLAG = "demo_loaded"
 
@@ -32,22 +33,6 @@ def init_project(engine: Engine, *, catalog: str = "reformbench") -> dict:
     with engine.begin() as conn:
         n = ensure_catalog(conn, catalog)
     return {"catalog": catalog, "features_loaded": n}
-
-
-def status(engine: Engine) -> dict:
-    """SPEC §8 ``status``: the counts, the scoring ``pair`` (or None) and every sample plan
-    with its judges and progress (``plans``: ``name, judge_a, judge_b, tasks, done``)."""
-    from db.repo import adjudication as adj_repo
-    from reform_core.services.scoring import project_pair
-
-    with engine.connect() as conn:
-        out = repo.status_counts(conn)
-        plans = adj_repo.plans(conn)
-    pair = project_pair(engine)
-    out["pair"] = list(pair) if pair else None
-    out["plans"] = [{"name": str(r.name), "judge_a": str(r.judge_a), "judge_b": str(r.judge_b),
-                     "tasks": int(r.tasks), "done": int(r.done)} for r in plans.itertuples(index=False)]
-    return out
 
 
 def project_meta(engine: Engine) -> dict[str, str]:

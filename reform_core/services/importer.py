@@ -379,6 +379,10 @@ class _Writer:
             return
         repo.bulk_insert(self.conn, tname, _rows(new, key_cols + val_cols))
         repo.bulk_update(self.conn, tname, updates)
+        if updates:
+            from db.repo.status import bump_revision
+
+            bump_revision(self.conn)  # rows replaced in place: cached scores must see it
         written = len(new) + len(updates)
         self.counts[kind] = written
 

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Engine
 
 from db.repo import data as data_repo
 from db.repo import overview as repo
+from db.repo import status as status_repo
 from reform_core.services.auth import Principal, require
 
 
@@ -24,13 +25,28 @@ class Overview:
 
 def overview(engine: Engine, principal: Principal) -> Overview:
     require(principal, "view_overview")
+    return combine(data_part(engine, principal), decisions_part(engine, principal))
+
+
+def data_part(engine: Engine, principal: Principal) -> dict:
+    """What decisions do not change: the counts, judge agreement, questions per task type. At
+    10× these reads take seconds, so the app keeps them per version of the judged data."""
+    require(principal, "view_overview")
     with engine.connect() as conn:
         meta = data_repo.get_meta(conn)
-        return Overview(
-            name=meta.get("project_name", "ReForm project"),
-            counts=data_repo.status_counts(conn),
-            agreement=repo.judge_pair_agreement(conn),
-            progress=repo.adjudication_progress(conn),
-            tasks=repo.models_and_tasks(conn),
-            demo=meta.get("demo_loaded") == "1",
-        )
+        return {"name": meta.get("project_name", "ReForm project"), "counts": status_repo.data_counts(conn),
+                "agreement": repo.judge_pair_agreement(conn), "tasks": repo.models_and_tasks(conn),
+                "demo": meta.get("demo_loaded") == "1"}
+
+
+def decisions_part(engine: Engine, principal: Principal) -> dict:
+    """What a decision changes: the adjudication count and each plan's progress (counters and
+    indexed counts: milliseconds at any size)."""
+    require(principal, "view_overview")
+    with engine.connect() as conn:
+        return {"adjudications": status_repo.adjudication_count(conn), "progress": repo.adjudication_progress(conn)}
+
+
+def combine(data: dict, decisions: dict) -> Overview:
+    return Overview(name=data["name"], counts={**data["counts"], "adjudications": decisions["adjudications"]},
+                    agreement=data["agreement"], progress=decisions["progress"], tasks=data["tasks"], demo=data["demo"])

@@ -32,13 +32,14 @@ from sqlalchemy.engine import Engine
 
 from db.repo import data as data_repo
 from db.repo import scoring as judge_repo
+from db.repo import status as status_repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
 from reform_core.metrics.reform import KS, build_index, reform_tables, unknown_baseline_targets
 from reform_core.services.auth import Principal, require
 from reform_core.services.instances import label_column, load_adjudications, load_judged
 
 CALIBRATIONS = ("stratified", "pooled")
-PAIR_META = "scoring_pair"
+PAIR_META = status_repo.PAIR_META
 SET_PAIR_ACTION = "set_pair"  # lead only
 EMCR_METRICS = ("emcr", "r1", "r2", "r3")
 SMALL_SHARE = 0.5  # Table 2 from fewer than this share of a model's instructions gets a warning
@@ -73,12 +74,8 @@ def scoreable_judges(engine: Engine) -> list[str]:
 def project_pair(engine: Engine) -> Optional[tuple[str, str]]:
     """The scoring pair stored in the project (``pair A B``), or None."""
     with engine.connect() as conn:
-        raw = data_repo.get_meta(conn).get(PAIR_META, "")
-    try:
-        pair = json.loads(raw) if raw else None
-    except ValueError:
-        return None
-    return (str(pair[0]), str(pair[1])) if isinstance(pair, list) and len(pair) == 2 else None
+        pair = status_repo.stored_pair(conn)
+    return (pair[0], pair[1]) if pair else None
 
 
 def _check_pair(state: pd.DataFrame, pair: tuple[str, str], what: str) -> tuple[str, str]:
@@ -215,6 +212,9 @@ class ScoreResult:
     notes: dict[str, list[str]] = field(default_factory=dict)  # per model: why a number is missing or partial
     messages: list[str] = field(default_factory=list)  # project-level notes (how the pair was chosen, …)
     other_pair_decisions: int = 0  # current decisions of plans over other judge pairs (not used here)
+    index: Optional[object] = None  # UnitIndex of the main rows (reused by rescore)
+    facts: Optional[dict] = None  # label-independent project facts (reused by rescore)
+    unlabelled: pd.Series = field(default_factory=lambda: pd.Series(dtype=int))  # dropped instructions per model
 
 
 def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.Series]:
@@ -254,10 +254,13 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
     raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
 
 
-def _project_facts(engine: Engine) -> dict:
+def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
     from reform_core.catalog import load_catalog
     from reform_core.catalog.loader import DEFAULT_METRICS
 
+    if decisions_only:
+        with engine.connect() as conn:
+            return {"decisions": judge_repo.decisions_by_pair(conn)}
     with engine.connect() as conn:
         catalogs = data_repo.project_catalogs(conn)
         answered = judge_repo.answered_instructions(conn)
@@ -316,7 +319,7 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
     """Per model: instructions answered / scored, exclusions, constraint level, notes."""
     main = result_inst[result_inst["condition"] == "main"]
     models = sorted(set(t2["model"].astype(str)) | set(facts["answered"].index.astype(str)) | set(unlabelled.index))
-    unknown = unknown_baseline_targets(main) if len(main) else pd.Series(dtype=int)
+    unknown = facts["unknown_targets"]
     level = (100 * main.groupby("model")["p"].mean()) if len(main) else pd.Series(dtype=float)
     t2i = t2.set_index("model")
     rows, notes = [], {}
@@ -390,28 +393,44 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
             raise ScoringError(f"unknown judge {judge!r} (known: {', '.join(known) or 'none'})")
         inst = frames.instances.copy()
         inst["p"] = inst[col]
-        method, provisional, rates = f"judge:{judge}", False, None
+        method, rates = f"judge:{judge}", None
     else:
         inst, rates = calibrated_instances(frames, calibration)
         method = calibration
     inst, unlabelled = drop_unlabelled(inst)
     if inst.empty:
         raise ScoringError(f"no instruction has a label for every constraint ({method})")
-    if judge is None:
-        provisional = bool(inst.get("provisional", pd.Series(False)).any())
     main = inst["condition"] == "main"
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
-    facts = _project_facts(engine)
+    return _assemble(engine, frames, inst, rates, method, unlabelled, messages)
+
+
+def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: Optional[pd.DataFrame], method: str,
+              unlabelled: pd.Series, messages: list[str], *, index=None, facts: Optional[dict] = None) -> ScoreResult:
+    """The tables, per-model facts and notes of scored rows ``inst``. ``index`` (the unit index
+    of the main rows) and ``facts`` (the label-independent project facts) may come from an
+    earlier result of the same instances (:func:`rescore`)."""
+    choice = frames.pair
+    provisional = False if method.startswith("judge:") else bool(inst.get("provisional", pd.Series(False)).any())
+    main = inst["condition"] == "main"
+    fixed = dict(facts or {})
+    facts = _project_facts(engine, decisions_only=bool(fixed))
+    facts.update({k: v for k, v in fixed.items() if k != "decisions"})
     has_baseline = facts["baseline_annotated"] > 0
     metrics = [m for m in facts["metrics"] if has_baseline or m not in EMCR_METRICS]
-    index = build_index(inst[main])
-    tables = reform_tables(inst[main], baseline=frames.baseline, adjudications=main_adjudications(frames),
+    main_rows = inst[main]
+    index = index if index is not None else build_index(main_rows)
+    tables = reform_tables(main_rows, baseline=frames.baseline, adjudications=main_adjudications(frames),
                            choice="choice", index=index)
     if "emcr" not in metrics:
         tables["table2"][list(EMCR_METRICS)] = np.nan
-    rules = _rules_judges(engine, frames.judges) if {"strict", "loose"} & set(metrics) else {}
-    verifier = {mode: _verifier_accuracy(inst[main], j) for mode, j in rules.items()}
+    if "rules" not in facts:
+        facts["rules"] = _rules_judges(engine, frames.judges) if {"strict", "loose"} & set(metrics) else {}
+    rules = facts["rules"]
+    verifier = {mode: _verifier_accuracy(main_rows, j) for mode, j in rules.items()}
+    if "unknown_targets" not in facts:
+        facts["unknown_targets"] = unknown_baseline_targets(main_rows) if len(main_rows) else pd.Series(dtype=int)
     models, notes = _model_facts(inst, tables["table2"], facts, unlabelled, metrics, has_baseline, verifier,
                                  facts["catalogs"], method)
     for mode, (acc, _) in verifier.items():
@@ -425,7 +444,58 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
                        pair_source=choice.source if choice and frames.judge_a else "",
                        catalogs=facts["catalogs"], metrics=metrics, models=models, notes=notes, messages=messages,
                        other_pair_decisions=_other_pair_decisions(facts["decisions"], frames.judge_a and
-                                                                  (frames.judge_a, frames.judge_b)))
+                                                                  (frames.judge_a, frames.judge_b)),
+                       index=index, facts={k: v for k, v in facts.items() if k != "decisions"}, unlabelled=unlabelled)
+
+
+def rescore(engine: Engine, principal: Principal, previous: ScoreResult, adjudications: pd.DataFrame) -> ScoreResult:
+    """``previous`` with the pair's current decisions replaced by ``adjudications`` (the
+    :func:`~reform_core.services.instances.load_adjudications` frame), everything else of the
+    project unchanged (issue 16: the Scores page after a new decision).
+
+    Only what decisions change is recomputed: the stratified rule recalibrates the models whose
+    decisions changed (strata and their fallback are per model) and keeps every other row's p;
+    the pooled rule reweights every disagreement; a raw judge's labels do not change. The tables
+    are rebuilt from the kept unit index, the label-independent facts are kept. The result
+    equals :func:`score` on the same data (tests/integration/test_score_state.py).
+    """
+    require(principal, "view_scores")
+    if previous.frames is None or previous.index is None:
+        raise ValueError("rescore needs a result of score() (with its frames and unit index)")
+    from dataclasses import replace
+
+    adj = adjudications[["iid", "a", "choice", "annotator"]].reset_index(drop=True)
+    frames = replace(previous.frames, adjudications=adj)
+    old, inst, rates = previous.instances, previous.instances, previous.rates
+    if previous.method == "pooled":
+        full, rates = calibrated_instances(frames, "pooled")
+        kept = full["iid"].isin(old["iid"]).to_numpy()
+        inst = old.assign(p=full["p"].to_numpy()[kept], source=full["source"].to_numpy()[kept])
+    elif previous.method == "stratified":
+        before = pd.Series(previous.frames.adjudications["a"].to_numpy(float), index=previous.frames.adjudications["iid"].to_numpy())
+        now = pd.Series(adj["a"].to_numpy(float), index=adj["iid"].to_numpy())
+        both = before.index.union(now.index)
+        changed = both[before.reindex(both).fillna(-1).to_numpy() != now.reindex(both).fillna(-1).to_numpy()]
+        rows = frames.instances
+        touched = pd.unique(rows.loc[rows["iid"].isin(changed), "model"])
+        if len(touched):
+            sub = rows[rows["model"].isin(touched)]
+            sub_adj = adj[adj["iid"].isin(sub["iid"])]
+            sub_rates = stratum_rates(sub, sub_adj[["iid", "a"]])
+            cal = calibrate_stratified(sub, sub_adj[["iid", "a"]], rates=sub_rates)
+            pos = pd.Index(old["iid"]).get_indexer(cal["iid"])
+            hit = pos >= 0
+            cols = {}
+            for c in ("p", "stratum", "source", "provisional"):
+                v = old[c].to_numpy().copy()
+                v[pos[hit]] = cal[c].to_numpy()[hit]
+                cols[c] = v
+            inst = old.assign(**cols)
+            keep = ~rates["model"].isin(touched) if rates is not None else None
+            rates = pd.concat([rates[keep], sub_rates], ignore_index=True) if rates is not None else sub_rates
+    messages = [m for m in previous.messages if not m.startswith("scoring pair: ")]
+    return _assemble(engine, frames, inst, rates, previous.method, previous.unlabelled, messages,
+                     index=previous.index, facts=previous.facts)
 
 
 def score_json(result: ScoreResult) -> dict:

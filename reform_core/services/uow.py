@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 from db.engine import make_engine, normalize_url, upgrade
 
@@ -39,6 +41,8 @@ def dispose_engines() -> None:
 @contextmanager
 def unit_of_work(engine: Engine) -> Iterator[Session]:
     """One session, committed once at the end, rolled back on any error."""
+    from sqlmodel import Session  # here, not at module level: `status` opens an engine without the ORM
+
     with Session(engine, expire_on_commit=False) as session:
         try:
             yield session

@@ -1,0 +1,77 @@
+"""Scores page after a new decision (issue 16): the points include the decision at once (the
+kept state is rescored), the previous intervals stay on screen marked "updating" while the new
+ones are computed in the background, and the next rerun after that shows them fresh."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import app_database
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def fresh_demo(tmp_path):
+    with app_database(f"sqlite:///{tmp_path / 'app.db'}", load_demo=True) as url:
+        yield url
+
+
+def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_demo, monkeypatch):
+    from reform_core.services import adjudication as S
+    from reform_core.services import explore, scoring
+    from reform_core.services.data import DEMO_PLAN
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import local_principal
+
+    gate, calls = threading.Event(), []
+    real = explore.score_intervals
+
+    def gated(principal, result, **kw):
+        calls.append(result)
+        if len(calls) > 1:  # the recomputation after the decision waits for the test
+            assert gate.wait(60)
+        return real(principal, result, **kw)
+
+    monkeypatch.setattr(explore, "score_intervals", gated)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/scores.py").run()
+    assert not at.exception, at.exception
+    before = at.dataframe[0].value.set_index("model")
+    assert not any("Intervals updating" in c.value for c in at.caption)
+
+    eng = get_engine(fresh_demo)
+    lead = local_principal(eng)
+    with eng.connect() as conn:
+        plan = conn.execute(text("SELECT id FROM sample_plan WHERE name = :n"), {"n": DEMO_PLAN}).scalar()
+    for k in range(6):
+        item = S.claim_next(eng, lead, plan)
+        S.decide(eng, lead, item.task_id, "AB"[k % 2], seconds=1)
+    expected = scoring.score(eng, lead).tables["table2"].set_index("model")
+
+    at.run()
+    assert not at.exception, at.exception
+    now = at.dataframe[0].value.set_index("model")
+    for model in expected.index:  # the points are current right away
+        assert now.loc[model, "TCPR"] == pytest.approx(expected.loc[model, "tcpr"], abs=0.006)
+    assert not now["TCPR"].equals(before["TCPR"]), "the decisions moved some score"
+    assert any("Intervals updating" in c.value for c in at.caption)
+    assert now["TCPR 95% CI"].tolist() == before["TCPR 95% CI"].tolist(), "the last intervals, marked updating"
+
+    gate.set()
+    from pages.components import state
+
+    assert state.score_cache().wait_intervals(eng)
+    at.run()
+    assert not any("Intervals updating" in c.value for c in at.caption)
+    done = at.dataframe[0].value.set_index("model")
+    assert done["TCPR 95% CI"].tolist() != before["TCPR 95% CI"].tolist()
+    for model, r in done.iterrows():
+        lo, hi = json.loads(r["TCPR 95% CI"])
+        assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
