@@ -314,6 +314,8 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
     require(principal, "view_scores")
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
         raise AnalysisError(f"n_boot must be a positive integer, got {n_boot!r}")
+    if judge is None and rule not in RULES:
+        raise AnalysisError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
     rule_key = f"judge:{judge}" if judge else rule
     text = (f"auxiliary analyses: judge {judge}'s raw labels; main scores use main judgments only" if judge
             else RULE_TEXT.get(rule, rule))
@@ -342,8 +344,8 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
             continue
         try:
             out = run(cal, int(n_boot), rng, level)
-        except ValueError as exc:  # a guarded analysis: report it, keep the others
-            res.errors[key] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a guarded analysis: report it, keep the others
+            res.errors[key] = f"{type(exc).__name__}: {exc}"
             continue
         if key == "composition":
             table, targets, excl, notes = out
@@ -366,8 +368,8 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
         if cov is not None:
             res.tables["table_a4_coverage"] = cov
         res.notes["coverage"] = notes
-    except ValueError as exc:
-        res.errors["coverage"] = str(exc)
+    except Exception as exc:  # noqa: BLE001
+        res.errors["coverage"] = f"{type(exc).__name__}: {exc}"
     try:
         ref = list(reference) if reference else construction
         unknown = [m for m in ref if m not in models]
@@ -379,8 +381,10 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
         if corr is not None:
             res.tables["table4_correlation"] = corr
         res.notes["table4"] = notes
-    except ValueError as exc:
+    except AnalysisError as exc:
         res.errors["table4"] = str(exc)
+    except Exception as exc:  # noqa: BLE001
+        res.errors["table4"] = f"{type(exc).__name__}: {exc}"
     if exclusions:
         res.exclusions = pd.concat(exclusions, ignore_index=True)
     return res

@@ -138,3 +138,26 @@ def test_coverage_and_frequency_replicates_match_the_point_tables():
     ref = frequency_correlation(freq, ["r1", "r2"], others=["x"])
     assert rho[0, 0] == pytest.approx(ref["rho"].iloc[0], abs=1e-12)
     assert rho[0, 0] == pytest.approx(spearmanr(freq["x"], freq[["r1", "r2"]].mean(axis=1)).statistic, abs=1e-12)
+
+
+def test_table4_keeps_unannotated_catalog_features_and_divides_by_the_common_questions():
+    """Issue 17: Table 4's frequencies are over the catalog (a feature nobody shows counts 0)
+    and the common question set (questions every model answered), not the annotated ones."""
+    from reform_core.services.analyses import _table4
+
+    features = ["f1", "f2", "f3", "f4", "f5"]  # f5 never annotated
+    common = ["q1", "q2", "q3", "q4"]
+    ann = pd.DataFrame([  # (model, question, feature); q9 is answered by one model only
+        ("r", "q1", "f1"), ("r", "q2", "f1"), ("r", "q1", "f2"), ("r", "q3", "f3"), ("r", "q9", "f4"),
+        ("x", "q1", "f1"), ("x", "q2", "f2"), ("x", "q3", "f2"), ("x", "q4", "f4"),
+    ], columns=["model", "question", "feature"])
+    freq, corr, notes = _table4(ann, features, common, ["r", "x"], ["r"], 20, np.random.default_rng(0), 0.95)
+    f = freq.pivot(index="feature", columns="model", values="frequency").loc[features]
+    # by hand over |Q_common| = 4, q9 left out, f5 kept at 0
+    assert f["r"].tolist() == [0.5, 0.25, 0.25, 0.0, 0.0] and f["x"].tolist() == [0.25, 0.5, 0.0, 0.25, 0.0]
+    rho = corr.set_index("model").loc["x", "rho"]
+    assert rho == pytest.approx(spearmanr([0.25, 0.5, 0.0, 0.25, 0.0], [0.5, 0.25, 0.25, 0.0, 0.0]).statistic, abs=1e-12)
+    assert any("outside the common question set" in n for n in notes)
+    # the old defaults (annotated features only, |Q| = annotated questions) give another ρ
+    old = frequency_correlation(feature_frequency(ann)[["r", "x"]], ["r"], others=["x"]).set_index("model").loc["x", "rho"]
+    assert old != pytest.approx(rho)
