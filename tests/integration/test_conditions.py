@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from reform_core.services.data import simulation_frames
@@ -66,3 +67,21 @@ def test_added_single_condition_leaves_main_scores_identical(projects, calibrati
         outs[name] = json.loads(r.stdout)
     assert _main_figures(outs["with_single"]) == _main_figures(outs["main_only"])
     assert outs["with_single"]["provisional"] == outs["main_only"]["provisional"]
+
+
+def test_imported_decisions_and_live_scores_keep_conditions_apart(projects):
+    from sqlalchemy import text
+
+    from reform_core.services.adjudication import LiveScores
+
+    eng = get_engine(projects["with_single"])
+    with eng.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT t.stratum, i.condition FROM adjudication_task t JOIN constraint_item c ON c.id = t.constraint_id "
+            "JOIN instruction i ON i.id = c.instruction_id WHERE t.kind = 'disagreement'")).all()
+    assert {c for _, c in rows} == {"main", "single"}
+    for stratum, cond in rows:
+        assert stratum.endswith("|single") == (cond == "single")
+    live = {name: LiveScores.from_engine(get_engine(url), "judge_a", "judge_b").scores.set_index("model")
+            for name, url in projects.items()}
+    pd.testing.assert_frame_equal(live["with_single"], live["main_only"])
