@@ -46,7 +46,19 @@ def main() -> None:  # pragma: no cover - thin entry point
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
         if os.environ.get("REFORM_DEBUG"):
             raise
-        from reform_core.config import redact  # only on this path: settings cost ~0.3 s to import
-
-        typer.echo(f"error: {type(exc).__name__}: {redact(str(exc))[:2000]}", err=True)
+        typer.echo(f"error: {one_line_error(exc)}", err=True)  # settings (redact) imported only on this path
         sys.exit(1)
+
+
+def one_line_error(exc: BaseException) -> str:
+    """One line for an unexpected error: the database driver's own first line for a database
+    error (not SQLAlchemy's statement and parameters), the first line of anything else."""
+    from reform_core.config import redact
+
+    orig = getattr(exc, "orig", None)  # sqlalchemy.exc.DBAPIError
+    shown = orig if isinstance(orig, BaseException) else exc
+    lines = redact(str(shown)).strip().splitlines() or [""]
+    if "database is locked" in lines[0]:
+        return "the database is busy: another process holds its write lock (an import?); try again"
+    hint = " (set REFORM_DEBUG=1 for the traceback)"
+    return f"{type(shown).__name__}: {lines[0][:500]}{hint}"

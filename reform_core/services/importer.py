@@ -604,9 +604,22 @@ def ensure_catalog(conn: Connection, name: str = "reformbench") -> int:
     return len(rows)
 
 
+IMPORT_LOCK_KEY = 0x5245464F524D01  # the advisory lock of imports on PostgreSQL ("REFORM", 1)
+
+
 def import_bundle_obj(engine: Engine, bundle: Bundle, *, replace: bool = False, progress: Progress = None) -> dict[str, int]:
-    """Validate and write ``bundle`` in one transaction; return rows written per kind."""
-    with engine.begin() as conn:
+    """Validate and write ``bundle`` in one transaction; return rows written per kind.
+
+    Imports are serialised (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped
+    advisory lock): a second import started meanwhile waits, then finds the first one's rows
+    and writes only what is new, instead of failing on a unique constraint (issue 15 item 11)."""
+    from sqlalchemy import text
+
+    from db.repo.adjudication import write_tx
+
+    with write_tx(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": IMPORT_LOCK_KEY})
         try:
             ensure_catalog(conn, bundle.manifest.catalog or "reformbench")
         except (ValueError, OSError) as exc:
