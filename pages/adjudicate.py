@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from pages.components import state
-from pages.components.render import show_markdown, show_raw
+from pages.components.render import md, show_markdown, show_raw
 from pages.components.session import require_page, still_signed_in
 from reform_core.config import get_settings
 from reform_core.services import adjudication as S
@@ -27,7 +27,7 @@ HEADINGS = 3  # a "#" heading inside untrusted text renders as h4: below the pag
 try:
     plans = S.list_plans(engine, principal)
 except AccessDenied as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 plans = plans[plans["active"].astype(bool)]
 # Plans with work left first, newest first: the default is where an annotator is needed.
@@ -55,11 +55,11 @@ def _decide(task_id: int, shown: tuple, choice: str, item_no: str) -> None:
     try:
         S.decide(engine, principal, task_id, choice, note=note, seconds=time.monotonic() - started, shown=shown)
     except S.AdjudicationRefused as exc:
-        ss["adj_news"] = ("warning", f"{exc}")
+        ss["adj_news"] = ("warning", md(exc))
         return
     except ValueError as exc:  # e.g. "neither" without a note: shown next to the button clicked
         ss["adj_started"][task_id] = started
-        ss["adj_error"] = (task_id, choice, str(exc))
+        ss["adj_error"] = (task_id, choice, md(exc))
         return
     ss["adj_news"] = ("success", f"Saved: “{LABELS[choice]}” on {item_no}. A new item is shown below.")
 
@@ -71,7 +71,7 @@ def _skip(task_id: int, item_no: str) -> None:
     try:
         S.skip(engine, principal, task_id)
     except S.AdjudicationRefused as exc:
-        ss["adj_news"] = ("warning", f"{exc}")
+        ss["adj_news"] = ("warning", md(exc))
         return
     ss["adj_news"] = ("info", f"Skipped {item_no}: it went to the end of the queue. A new item is shown below.")
 

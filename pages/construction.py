@@ -7,8 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import state
+from pages.components.render import md, md_lines
 from pages.components.session import require_page
-from reform_core.services import collection, construction
+from reform_core.services import collection, construction, judging
 
 require_page("run_construction")
 eng = state.engine()
@@ -32,8 +33,25 @@ def _try(fn):
     try:
         return fn()
     except (ValueError, KeyError) as exc:
-        st.error(str(exc))
+        st.error(md_lines(exc))
     return None
+
+
+def _endpoint(container, provider: str, key: str) -> str:
+    """The official API or an endpoint a lead configured: no page offers a URL box, so nothing
+    typed here can send a provider key elsewhere (issue 15 item 1)."""
+    return container.selectbox("Endpoint", judging.endpoint_choices(provider) or ["—"], key=key,
+                               disabled=provider not in collection.PROVIDERS,
+                               help="The provider's official API or an endpoint configured by a lead "
+                                    "(REFORM_JUDGE_ENDPOINTS); the key from the server's environment is sent there.")
+
+
+def _target(provider: str, endpoint: str) -> dict:
+    """``base_url`` / ``api_key`` of the chosen endpoint (none: the provider's own)."""
+    if provider not in collection.PROVIDERS:
+        return {}
+    base_url, api_key = collection.endpoint_target(provider, endpoint)
+    return {"base_url": base_url, "api_key": api_key}
 
 
 with collect_tab:
@@ -41,8 +59,7 @@ with collect_tab:
     model = c1.text_input("Evaluated model (project name)", key="con_model")
     provider = c2.selectbox("Provider", collection.PROVIDERS, key="con_provider")
     provider_model = c3.text_input("Endpoint model id (default: the name)", key="con_pmodel")
-    base_url = st.text_input("Base URL (OpenAI-compatible server or Gemini proxy; empty: provider default)",
-                             key="con_base")
+    endpoint = _endpoint(st, provider, "con_endpoint")
     conditions = st.multiselect("Conditions", collection.CONDITIONS, default=["baseline"], key="con_conditions")
     s1, s2, s3, s4 = st.columns(4)
     temperature = s1.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="con_temp")
@@ -65,14 +82,15 @@ with collect_tab:
             if st.button("Launch collection", disabled=est["calls"] == 0, type="primary", key="con_launch"):
                 out = _try(lambda: collection.collect(
                     eng, model=model, provider=provider, provider_model=provider_model or None,
-                    conditions=conditions, settings=settings, base_url=base_url or None,
+                    conditions=conditions, settings=settings,
+                    endpoint=endpoint,
                     concurrency=concurrency, progress=_bar("collecting")))
                 if out is not None:
                     state.clear_data_caches()
                     st.success(f"{out['written']} responses written, {out['errors']} errors, "
                                f"{out['truncated']} truncated.")
                     if out["first_error"]:
-                        st.warning(f"First error: {out['first_error']}")
+                        st.warning(f"First error: {md(out['first_error'])}")
 
 with variants_tab:
     v1, v2, v3 = st.columns(3)
@@ -86,8 +104,9 @@ with variants_tab:
     spec = None
     if integrate:
         i1, i2, i3 = st.columns(3)
-        spec = {"provider": i1.selectbox("Provider", collection.PROVIDERS, key="var_iprov"),
-                "model": i2.text_input("Model", key="var_imodel"), "base_url": i3.text_input("Base URL", key="var_ibase") or None}
+        iprov = i1.selectbox("Provider", collection.PROVIDERS, key="var_iprov")
+        spec = {"provider": iprov, "model": i2.text_input("Model", key="var_imodel"),
+                "endpoint": _endpoint(i3, iprov, "var_iendpoint")}
     args = dict(per_question=int(per_question), pool_size=int(pool), seed=int(seed), single=single, prompted=prompted)
     if st.button("Preview (writes nothing)", key="var_preview"):
         out = _try(lambda: construction.build_variants(eng, dry_run=True, **args))
@@ -97,7 +116,8 @@ with variants_tab:
                      f"{out['questions']} questions{calls}")
             st.dataframe(pd.DataFrame(out["multiplicity"]), hide_index=True)
     if st.button("Build and import", type="primary", key="var_build"):
-        out = _try(lambda: construction.build_variants(eng, integrate=spec, **args))
+        out = _try(lambda: construction.build_variants(eng, integrate=spec and {
+            "provider": spec["provider"], "model": spec["model"], **_target(spec["provider"], spec["endpoint"])}, **args))
         if out is not None:
             state.clear_data_caches()
             st.success(f"Imported {out['instructions']} instructions ({out['integrated']} integrated, "
@@ -107,11 +127,12 @@ with features_tab:
     f1, f2, f3 = st.columns(3)
     fprov = f1.selectbox("Provider", ["rules", *collection.PROVIDERS], key="feat_prov")
     fmodel = f2.text_input("Model (LLM providers)", key="feat_model")
-    fbase = f3.text_input("Base URL", key="feat_base")
+    fendpoint = _endpoint(f3, fprov, "feat_endpoint")
     open_ended = st.checkbox("Open-ended extraction and catalog coverage", disabled=fprov == "rules", key="feat_open")
     if st.button("Annotate baselines", type="primary", key="feat_run"):
         with st.spinner("Annotating…"):
-            res = _try(lambda: construction.extract_features(eng, provider=fprov, model=fmodel, base_url=fbase or None,
+            res = _try(lambda: construction.extract_features(eng, provider=fprov, model=fmodel,
+                                                             **_target(fprov, fendpoint),
                                                              open_ended=open_ended and fprov != "rules"))
         if res is not None:
             state.clear_data_caches()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages.components import state
-from pages.components.render import show_markdown, show_raw
+from pages.components.render import md, show_markdown, show_raw
 from pages.components.session import require_page
 from reform_core.services import browse
 
@@ -32,22 +32,22 @@ if key is None:
 
 detail = browse.question(eng, principal, key)
 if detail is None:
-    st.error(f"Unknown question {key!r}.")
+    st.error(f"Unknown question “{md(key)}”.")
     st.stop()
 q = detail["question"]
-st.subheader(f"{q['key']} · {q['task_type']} · {q['domain']}")
+st.subheader(" · ".join(md(q[k]) for k in ("key", "task_type", "domain")))
 show_markdown(q["text"])
 
 resp = detail["responses"]
 st.markdown("**Baseline responses**")
 base = resp[resp["kind"] == "baseline"]
 for _, r in base.iterrows():
-    with st.expander(f"{r['model']} — baseline"):
+    with st.expander(f"{md(r['model'])} — baseline"):
         show_raw(r["text"])
 
 ins = detail["instructions"]
 for ikey, g in ins.groupby("instruction", sort=True):
-    with st.expander(f"{ikey} · {g['condition'].iloc[0]}"):
+    with st.expander(f"{md(ikey)} · {md(g['condition'].iloc[0])}"):
         show_markdown(g["text"].iloc[0])
         st.dataframe(g[["position", "feature", "category", "mode", "constraint_text", "acceptance"]], hide_index=True)
         for _, r in resp[resp["instruction"] == ikey].iterrows():

@@ -20,14 +20,14 @@ st.title("Explore examples")
 try:
     frame, p_by_iid = render.explore_frame(principal)
 except ScoringError as exc:
-    st.info(f"Nothing to explore yet: {exc}")
+    st.info(f"Nothing to explore yet: {render.md(exc)}")
     st.stop()
 
 params = st.query_params.to_dict()
 try:
     from_url = explore.Filters.from_params(params)
 except ValueError as exc:
-    st.error(f"Ignoring the link's filters: {exc}")
+    st.error(f"Ignoring the link's filters: {render.md(exc)}")
     from_url = explore.Filters()
 
 # Widgets start from the URL when they have no state yet (first visit, or after another page).
@@ -103,11 +103,11 @@ if not ex_question:
 ex_model = ex_model or model or str(frame["model"].cat.categories[0])
 ex = explore.example(render.state.engine(), principal, model=ex_model, question=ex_question, p=p_by_iid)
 if ex is None:
-    st.error(f"No example for model {ex_model!r} and question {ex_question!r}.")
+    st.error(f"No example for model “{render.md(ex_model)}” and question “{render.md(ex_question)}”.")
     st.stop()
 
 q = ex["question"]
-st.subheader(f"{q['key']} · {q['task_type']} · {q['domain']} — {ex_model}")
+st.subheader(" · ".join(render.md(q[k]) for k in ("key", "task_type", "domain")) + f" — {render.md(ex_model)}")
 render.show_markdown(q["text"])
 judges = ex["judges"]
 cons = ex["constraints"]
@@ -122,15 +122,18 @@ raw_view = st.toggle("Show raw text with line numbers (what the judges saw)", ke
 
 
 def show_response(text: str) -> None:
-    render.show_raw(text) if raw_view else render.show_markdown(text)
+    if raw_view:  # statements, not an expression: Streamlit's magic would write its value (None)
+        render.show_raw(text)
+    else:
+        render.show_markdown(text)
 
 
 def show_constraints(c: pd.DataFrame) -> None:
     lines, details = [], []
     for _, r in c.iterrows():  # judge names are column suffixes: item access, not attributes
-        labels = " · ".join(f"{j}: {render.label_text(r.get(f'label_{j}'))}" for j in judges)
+        labels = " · ".join(f"{render.md(j)}: {render.label_text(r.get(f'label_{j}'))}" for j in judges)
         human = f" · human: **{render.label_text(r['decision'])}**" if pd.notna(r["decision"]) else ""
-        lines.append(f"{render.p_badge(r['p'])} **{r['position']}. `{r['feature']}`** ({r['mode']}) — {labels}{human}")
+        lines.append(f"{render.p_badge(r['p'])} **{r['position']}. {render.md(r['feature'])}** ({render.md(r['mode'])}) — {labels}{human}")
         details.append(f"{r['position']}. {r['constraint_text']}\n   acceptance: {r['acceptance'] or '—'}")
         details += [f"   {j}: {r.get(f'rationale_{j}') or '—'}" for j in judges]
         if pd.notna(r["decision"]):
@@ -141,7 +144,7 @@ def show_constraints(c: pd.DataFrame) -> None:
 
 
 panels = [("baseline (no formatting constraints)", base.iloc[0] if len(base) else None, None)]
-panels += [(f"{'⭐ ' if v.instruction == ex_instruction else ''}{v.instruction} · {v.condition}", v,
+panels += [(f"{'⭐ ' if v.instruction == ex_instruction else ''}{render.md(v.instruction)} · {render.md(v.condition)}", v,
             cons[cons["instruction"] == v.instruction]) for v in variants.itertuples()]
 for start in range(0, len(panels), 3):
     for col, (title, r, c) in zip(st.columns(3), panels[start:start + 3]):

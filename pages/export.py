@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import state
+from pages.components.render import md, md_lines
 from pages.components.session import require_page
 from reform_core.services import explore
 from reform_core.services.scoring import CALIBRATIONS, ScoringError
@@ -19,9 +20,9 @@ st.caption("Tables as CSV, Parquet and JSON; `instances.csv` with p_u and every 
 
 pair = explore.pair(state.engine(), principal)
 if pair.pair:
-    st.caption(f"Scoring pair: {pair.describe()}.")
+    st.caption(f"Scoring pair: {md(pair.describe())}.")
 else:
-    st.warning(f"Cannot export calibrated scores yet: {pair.message}")
+    st.warning(f"Cannot export calibrated scores yet: {md(pair.message)}")
 
 c1, c2 = st.columns(2)
 calibration = c1.selectbox("Calibration", CALIBRATIONS, key="export_calibration",
@@ -32,7 +33,7 @@ if st.button("Run export", type="primary", key="export_run"):
         with st.spinner("Scoring, bootstrapping intervals and writing files…"):
             data, manifest = explore.export_archive(state.engine(), principal, calibration=calibration, seed=int(seed))
     except ScoringError as exc:
-        st.error(f"Cannot export: {exc}")
+        st.error(f"Cannot export: {md_lines(exc)}")
     else:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         st.session_state["export_result"] = (f"reform-export-{calibration}-{stamp}.zip", data, manifest)

@@ -7,7 +7,7 @@ from pages.components.session import require_page
 
 principal = require_page("view_overview")
 ov = render.overview(principal)
-st.title(ov.name)
+st.title(render.md(ov.name))
 if ov.demo:
     st.caption("Demo project: a small, realistic benchmark bundled with ReForm so every page has content.")
 
@@ -23,15 +23,13 @@ cols[1].metric("Evaluated models", f"{c['models']:,}")
 cols[2].metric("Judge disagreements", f"{c['disagreements']:,}")
 cols[3].metric("Adjudications", f"{c['adjudications']:,}")
 
-st.subheader("Judge agreement")
-if ov.agreement.empty:
-    st.info("No (response, constraint) pair has labels from two judges yet.")
-else:
-    st.dataframe(
-        ov.agreement,
-        hide_index=True,
-        column_config={"agreement": st.column_config.ProgressColumn("agreement", format="percent", min_value=0, max_value=1)},
-    )
+if ov.agreement is not None:  # None for annotators (blinding): no judge or model names with agreement rates
+    st.subheader("Judge agreement")
+    if ov.agreement.empty:
+        st.info("No (response, constraint) pair has labels from two judges yet.")
+    else:
+        st.dataframe(ov.agreement, hide_index=True, column_config={
+            "agreement": st.column_config.ProgressColumn("agreement", format="percent", min_value=0, max_value=1)})
 
 st.subheader("Adjudication progress")
 if ov.progress.empty:

@@ -4,6 +4,7 @@ sizes, store a plan, follow its summary and the live calibrated scores."""
 import streamlit as st
 
 from pages.components import state
+from pages.components.render import md, md_lines
 from pages.components.session import require_page
 from reform_core.services import adjudication as S
 
@@ -16,7 +17,7 @@ ss.setdefault("live_scores", {})  # (judge_a, judge_b) -> LiveScores
 st.title("Adjudication sample plans")
 judges = S.judges(engine)
 if len(judges) < 2:
-    st.info("A plan needs labels from two judges; this project has " + (", ".join(judges) or "none") + ".")
+    st.info("A plan needs labels from two judges; this project has " + (", ".join(map(md, judges)) or "none") + ".")
     st.stop()
 
 default = S.default_pair(engine) or (judges[0], judges[1])
@@ -42,7 +43,7 @@ if previewed:
         ss["plan_preview"] = (params, S.preview_plan(engine, principal, **params))
     except ValueError as exc:
         ss["plan_preview"] = None
-        st.error(str(exc))
+        st.error(md_lines(exc))
 
 preview = ss["plan_preview"]
 if preview is not None and preview[0] == params:
@@ -59,11 +60,11 @@ if preview is not None and preview[0] == params:
         try:
             made = S.create_plan(engine, principal, seed=int(seed), audit=int(audit), overlap_fraction=float(overlap),
                                  name=name or None, **params)
-            st.success(f"Stored plan {made.name!r} with {made.tasks:,} items.")
+            st.success(f"Stored plan “{md(made.name)}” with {made.tasks:,} items.")
             ss["plan_preview"] = None
             state.clear_data_caches()
         except ValueError as exc:
-            st.error(str(exc))
+            st.error(md_lines(exc))
 elif preview is not None:
     st.caption("Parameters changed: preview again before creating a plan.")
 
@@ -75,8 +76,8 @@ if plans.empty:
 labels = dict(zip(plans["id"], plans["name"]))
 plan_id = st.selectbox("Plan", list(labels), index=len(labels) - 1, format_func=lambda i: labels[i])
 summary = S.plan_summary(engine, principal, plan_id)
-st.subheader(f"{summary.name}: {summary.judge_a} (A) vs {summary.judge_b} (B)")
-st.caption(", ".join(f"{k} = {summary.params[k]}" for k in
+st.subheader(f"{md(summary.name)}: {md(summary.judge_a)} (A) vs {md(summary.judge_b)} (B)")
+st.caption(", ".join(f"{k} = {md(summary.params[k])}" for k in
                      ("confidence", "p", "margin", "seed", "audit", "overlap_fraction") if k in summary.params))
 st.markdown("**Per evaluated model** (agreement in %, shares of reviewed items)")
 st.dataframe(summary.models, hide_index=True, column_config={

@@ -20,13 +20,13 @@ pair = explore.pair(engine, principal)
 judges = explore.judges(engine, principal)
 CALIBRATED = {"Calibrated — stratified (main results)": ("stratified", None),
               "Calibrated — pooled (auxiliary)": ("pooled", None)}
-options = {**(CALIBRATED if pair.pair else {}), **{f"Raw — judge {j}": ("stratified", j) for j in judges}}
+options = {**(CALIBRATED if pair.pair else {}), **{f"Raw — judge {render.md(j)}": ("stratified", j) for j in judges}}
 if pair.pair:
-    st.caption(f"Scoring pair: {pair.describe()}.")
+    st.caption(f"Scoring pair: {render.md(pair.describe())}.")
 elif judges:
-    st.warning(f"No calibrated scores: {pair.message}.")
+    st.warning(f"No calibrated scores: {render.md(pair.message)}.")
 if not options:
-    st.info(f"Nothing to score yet: {pair.message}")
+    st.info(f"Nothing to score yet: {render.md(pair.message)}")
     st.stop()
 choice = st.radio("Labels", list(options), horizontal=True, key="scores_labels",
                   help="Calibrated: agreed labels, adjudications and stratum pass rates (SPEC §4). Raw: one judge's labels.")
@@ -35,7 +35,7 @@ calibration, judge = options[choice]
 try:
     result = render.score_result(principal, calibration=calibration, judge=judge)
 except ScoringError as exc:
-    st.info(f"Nothing to score yet: {exc}")
+    st.info(f"Nothing to score yet: {render.md(exc)}")
     st.stop()
 tables = result.tables
 emcr_applies = "emcr" in result.metrics
@@ -49,7 +49,7 @@ if result.other_pair_decisions:
             "are not used by these scores (a plan's decisions count only for its own pair).")
 small = result.models[result.models["share_scored"] < render.SMALL_SHARE]
 for r in small.itertuples(index=False):
-    st.warning(f"Table 2 for {r.model} rests on {r.scored} of {r.answered} answered instructions "
+    st.warning(f"Table 2 for {render.md(r.model)} rests on {r.scored} of {r.answered} answered instructions "
                f"({100 * r.share_scored:.0f} %): the others lack a label for some constraint.")
 
 st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)" if emcr_applies else "Table 2 — TCPR (%)")
@@ -64,7 +64,7 @@ def table2() -> None:
     if ivl.fresh != _ivl.fresh:
         st.rerun()  # the intervals are in: redraw once without polling
     if ivl.error:
-        st.warning(f"No intervals: {ivl.error}")
+        st.warning(f"No intervals: {render.md(ivl.error)}")
     if not ivl.fresh:
         st.caption("⏳ Intervals updating: the scores below include every decision; the 95 % intervals shown are "
                    "from an earlier state and are being recomputed." if ivl.frame is not None else
@@ -116,13 +116,13 @@ if emcr_applies:
         units = explore.failing_units(principal, result, model=cell_model, task_type=cell_task)
     except ValueError as exc:
         units = None
-        st.info(f"No units for {cell_model} × {cell_task}: {exc}.")
+        st.info(f"No units for {render.md(cell_model)} × {render.md(cell_task)}: {render.md(exc)}.")
     if units is not None and n_units == 0:
-        st.info(f"{cell_model} has no eligible unit in {cell_task}: no baseline-opposed target of these questions "
+        st.info(f"{render.md(cell_model)} has no eligible unit in {render.md(cell_task)}: no baseline-opposed target of these questions "
                 "recurs across variants (or their baseline annotation is missing), so there is nothing to correct "
                 "and no correction rate.")
     elif units is not None and units.empty:
-        st.success(f"{cell_model} corrects every one of its {n_units} eligible units of {cell_task} (Ĵ = 100 %).")
+        st.success(f"{render.md(cell_model)} corrects every one of its {n_units} eligible units of {render.md(cell_task)} (Ĵ = 100 %).")
     elif units is not None:
         units["open"] = ["explore?" + urlencode({**explore.Filters(model=cell_model).to_params(), "model": cell_model,
                                                  "question": q}) for q in units["question"]]
@@ -130,7 +130,7 @@ if emcr_applies:
             "j_hat": st.column_config.NumberColumn("Ĵ %", format="%.1f"),
             "open": st.column_config.LinkColumn("explorer", display_text="open example"),
         })
-    st.page_link("pages/explore.py", label=f"Open {cell_model} × {cell_task} baseline-opposed targets in the explorer",
+    st.page_link("pages/explore.py", label=f"Open {render.md(cell_model)} × {render.md(cell_task)} baseline-opposed targets in the explorer",
                  icon="🔎", query_params=explore.Filters(model=cell_model, task=cell_task, opposed="opposed").to_params())
 
 st.subheader("Appendix tables")

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import state
+from pages.components.render import md, md_lines
 from pages.components.session import require_page
 from reform_core.services import wise, wording
 
@@ -57,9 +58,9 @@ with new:
         try:
             out = wording.create_study(eng, principal, name=name, forms=forms.fillna("").to_dict("records"),
                                        targets=[t for t in targets.split(",") if t.strip()], **settings)
-            st.success(f"Study {out['study']!r} created with {out['forms']} forms and {out['items']} items.")
+            st.success(f"Study “{md(out['study'])}” created with {out['forms']} forms and {out['items']} items.")
         except ValueError as exc:
-            st.error(str(exc))
+            st.error(md_lines(exc))
 
 with upload:
     st.caption("A CSV or JSONL file with columns form, target, text (one row per item).")
@@ -69,11 +70,11 @@ with upload:
     if st.button("Create study from file", type="primary", key="wording_items_create", disabled=f is None):
         try:
             out = wording.import_study_items(eng, principal, name=name, data=f.getvalue(), filename=f.name, **settings)
-            st.success(f"Study {out['study']!r} created with {out['forms']} forms and {out['items']} items.")
+            st.success(f"Study “{md(out['study'])}” created with {out['forms']} forms and {out['items']} items.")
         except wording.ImportFailed as exc:
             _problems(exc)
         except ValueError as exc:
-            st.error(str(exc))
+            st.error(md_lines(exc))
 
 with gens:
     st.caption("CSV or JSONL with columns item, model, provider, form, target, repetition, output (optional "

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from pages.components import state
+from pages.components.render import md, md_lines
 from pages.components.session import require_page
 from reform_core.services import wording
 
@@ -55,7 +56,7 @@ def _save(item_id: int, field: str) -> None:
     try:
         wording.save_rating(eng, principal, item_id=item_id, **{field: value})
     except ValueError as exc:
-        st.session_state["wording_rate_error"] = str(exc)
+        st.session_state["wording_rate_error"] = md_lines(exc)
 
 
 answered = int(queue["answered"].sum())
@@ -68,11 +69,11 @@ if err := st.session_state.pop("wording_rate_error", None):
 row = queue.iloc[st.session_state[pos_key]]
 item_id = int(row["item_id"])
 st.subheader(f"Item {row['position']} of {total}")
-st.markdown(f"**Target:** {row['target']}")
-st.markdown(f"> {row['text']}")
+st.markdown(f"**Target:** {md(row['target'])}")
+st.markdown(f"> {md(row['text'])}")
 
 current = row[wording.ANSWER]
-st.radio(row["question"], YES_NO, index=None if current is None else (0 if current else 1), horizontal=True,
+st.radio(md(row["question"]), YES_NO, index=None if current is None else (0 if current else 1), horizontal=True,
          key=f"wording_{wording.ANSWER}_{item_id}", on_change=_save, args=(item_id, wording.ANSWER))
 cols = st.columns(len(wording.RATINGS))
 for col, field in zip(cols, wording.RATINGS):

@@ -5,6 +5,7 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.studies import wise_section
+from pages.components.render import md
 from pages.components.session import require_page
 from reform_core.services import wording
 
@@ -28,7 +29,7 @@ cols[0].metric("Items", res.items)
 cols[1].metric("Annotators", len(res.annotators))
 cols[2].metric("Completed every item", len(res.complete))
 for note in res.notes:
-    st.info(note)
+    st.info(md(note))
 
 st.subheader("Inter-annotator agreement")
 st.caption(f"Fleiss' κ for the yes/no answer (annotators who answered every item) and Krippendorff's α "
@@ -39,7 +40,7 @@ num = st.column_config.NumberColumn(format="%.3f")
 st.dataframe(res.agreement, hide_index=True, key="wording_agreement",
              column_config={"value": num, "ci_low": num, "ci_high": num})
 for note in res.agreement.loc[res.agreement["note"] != "", "note"].unique():
-    st.warning(note)
+    st.warning(md(note))
 
 st.subheader("Exact-target yes-rates")
 if res.yes_rates is None:
@@ -58,7 +59,7 @@ st.dataframe(res.recognition, key="wording_recognition",
 if not res.model_gaps.empty:
     ref = res.study["params"].get("reference", wording.DEFAULT_REFERENCE)
     gaps = res.model_gaps.reset_index().assign(gap_pp=lambda d: 100 * d["gap"])
-    st.markdown(f"**{ref}-to-worst-form gap per model** (percentage points)")
+    st.markdown(f"**{md(ref)}-to-worst-form gap per model** (percentage points)")
     st.altair_chart(
         alt.Chart(gaps).mark_bar().encode(
             x=alt.X("gap_pp:Q", title=f"{ref} − worst form (pp)"),

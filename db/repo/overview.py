@@ -26,15 +26,15 @@ def judge_pair_agreement(conn: Connection) -> pd.DataFrame:
 
 
 def adjudication_progress(conn: Connection) -> pd.DataFrame:
-    """Per sample plan: tasks, tasks done (the plan's progress counters, kept by decide), tasks
-    claimed now (the queue index) — never a scan of the plan's task list."""
+    """Per sample plan (id, name): tasks, tasks done (the plan's progress counters, kept by
+    decide), tasks claimed now (the queue index) — never a scan of the plan's task list."""
     sql = text(
-        "SELECT p.name AS plan, COALESCE(c.tasks, 0) AS tasks, COALESCE(c.done, 0) AS done, "
+        "SELECT p.id AS id, p.name AS plan, COALESCE(c.tasks, 0) AS tasks, COALESCE(c.done, 0) AS done, "
         "(SELECT COUNT(*) FROM adjudication_task t WHERE t.plan_id = p.id AND t.status = 'claimed') AS claimed "
         "FROM sample_plan p LEFT JOIN (SELECT plan_id, SUM(tasks) AS tasks, SUM(done) AS done "
         "FROM plan_stratum_count GROUP BY plan_id) c ON c.plan_id = p.id ORDER BY p.name"
     )
-    return pd.DataFrame(conn.execute(sql).all(), columns=["plan", "tasks", "done", "claimed"])
+    return pd.DataFrame(conn.execute(sql).all(), columns=["id", "plan", "tasks", "done", "claimed"])
 
 
 def models_and_tasks(conn: Connection) -> pd.DataFrame:

@@ -54,6 +54,11 @@ _md.add_render_rule("image", _image)
 
 
 _MD_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+# GFM autolink literals (``http://…``, ``www.…``, ``a@b.c``) are found in the text *after*
+# backslash escapes are resolved (remark-gfm's find-and-replace), so escaping cannot stop them;
+# an invisible word joiner (U+2060) after the scheme / before ``.`` and ``@`` does.
+_AUTOLINK = re.compile(r"(?i)(https?|ftp|www)(?=[:.])|(?=@)")
+WORD_JOINER = "\u2060"
 
 
 def md(value) -> str:
@@ -61,11 +66,13 @@ def md(value) -> str:
     keys inside Markdown-interpreted strings (titles, captions, alerts, labels, options).
 
     Every ASCII punctuation character is backslash-escaped (CommonMark allows that for all of
-    them), so no link, image, HTML tag, emphasis, directive (``:red[…]``, ``:material/…:``),
-    LaTeX or autolinked URL (``http://``, ``www.``) can form; line breaks become spaces.
+    them), so no link, image, HTML tag, emphasis, directive (``:red[…]``, ``:material/…:``) or
+    LaTeX can form; an invisible word joiner keeps ``http://``, ``www.`` and ``@`` from being
+    autolinked; line breaks become spaces.
     """
     text = "" if value is None else str(value)
-    return _MD_PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
+    text = _AUTOLINK.sub(lambda m: (m.group(1) or "") + WORD_JOINER, " ".join(text.split()))
+    return _MD_PUNCTUATION.sub(r"\\\1", text)
 
 
 def safe_markdown_html(text: Optional[str], *, heading_offset: int = 0) -> str:
@@ -139,9 +146,13 @@ def model_notes(result) -> list[str]:
     return [f"**{md_escape(model)}**: {md_escape(note)}" for model, notes in result.notes.items() for note in notes]
 
 
-def md_escape(text: str) -> str:
-    """Text from data shown inertly inside Markdown (no emphasis, links or HTML from it)."""
-    return "".join("\\" + c if c in "\\`*_[]()<>#|~$" else c for c in str(text))
+md_escape = md  # the older name, kept for callers
+
+
+def md_lines(value) -> str:
+    """Like :func:`md`, line by line (Markdown hard breaks): for messages of several lines,
+    such as an import's ``file:line: field: message`` list, shown in an alert."""
+    return "  \n".join(md(line) for line in ("" if value is None else str(value)).splitlines())
 
 
 def ifeval_display(result) -> pd.DataFrame:
@@ -160,7 +171,7 @@ def ifeval_display(result) -> pd.DataFrame:
 
 def rank_notes(ranks: pd.DataFrame) -> list[str]:
     """One sentence per model pair that TCPR and EMCR order differently."""
-    return [f"**{r.model_1}** is above **{r.model_2}** on TCPR ({r.tcpr_1:.2f} vs {r.tcpr_2:.2f}) "
+    return [f"**{md(r.model_1)}** is above **{md(r.model_2)}** on TCPR ({r.tcpr_1:.2f} vs {r.tcpr_2:.2f}) "
             f"but below it on EMCR ({r.emcr_1:.2f} vs {r.emcr_2:.2f})." for r in ranks.itertuples()]
 
 
@@ -251,7 +262,9 @@ def overview(principal: Principal):
 
     require(principal, "view_overview")
     version = data_version()
-    return combine(_overview_data(split_version(version)[0], principal), _overview_decisions(version, principal))
+    # blinded after the caches: a cached part never carries one role's view to another
+    return combine(_overview_data(split_version(version)[0], principal), _overview_decisions(version, principal),
+                   blind=not principal.can("view_scores"))
 
 
 @st.cache_data(ttl=600, max_entries=4, show_spinner=False)

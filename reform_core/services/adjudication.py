@@ -193,13 +193,21 @@ def create_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: 
 
 
 def list_plans(engine: Engine, principal: Principal) -> pd.DataFrame:
-    """Plans with judges, task counts and done counts (annotators see id, name and progress)."""
+    """Plans with judges, task counts and done counts.
+
+    Annotators see id, a neutral name (``Plan <id>``) and progress: plan names are chosen by
+    leads and default to ``"<A> vs <B> #k"``, which would name the judges (blinding)."""
     require(principal, ADJUDICATE_ACTION)
     with engine.connect() as conn:
         df = repo.plans(conn)
     if not principal.can(SUMMARY_ACTION):
-        df = df[["id", "name", "active", "tasks", "done"]]
+        df = df[["id", "name", "active", "tasks", "done"]].assign(name=blind_plan_names(df["id"]))
     return df
+
+
+def blind_plan_names(ids: pd.Series) -> pd.Series:
+    """What annotators see instead of plan names: ``Plan <id>``."""
+    return "Plan " + ids.astype(int).astype(str)
 
 
 def judges(engine: Engine) -> list[str]:

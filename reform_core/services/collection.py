@@ -19,12 +19,14 @@ again; a failed call writes nothing, so a rerun retries it.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any, Callable, Optional
 
 import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import data as repo
+from reform_core.config import judge_endpoint
 from reform_core.construction.prompts import user_message
 from reform_core.judges.pricing import cost_usd
 from reform_core.judges.ratelimit import RateLimits
@@ -38,7 +40,7 @@ from reform_core.judges.generation_judge import (  # noqa: F401  (GenerationSett
 )
 from reform_core.judges.runner import run_items
 from reform_core.services.importer import frames_bundle, import_bundle_obj
-from reform_core.services.judging import KEY_ENV, api_key_for
+from reform_core.services.judging import KEY_ENV, OFFICIAL, api_key_for
 
 CONDITIONS = ("baseline", "main", "single", "prompted")
 Progress = Callable[[int, int], None]
@@ -177,13 +179,34 @@ def generation_meta(result: GenResult, provider: str, settings: GenerationSettin
     return meta
 
 
+def endpoint_target(provider: str, endpoint: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """(base URL, API key) of a configured endpoint ``endpoint`` (``REFORM_JUDGE_ENDPOINTS``)
+    for ``provider``; (None, None) — the provider's official API and its own key — for no
+    endpoint or :data:`~reform_core.services.judging.OFFICIAL`. The key of an endpoint with a
+    ``key_env`` is that variable's (a clear ValueError when it is unset)."""
+    if not endpoint or endpoint == OFFICIAL:
+        return None, None
+    ep = judge_endpoint(endpoint, provider)
+    if not ep.key_env:
+        return ep.base_url, None
+    key = os.environ.get(ep.key_env, "")
+    if not key:
+        raise ValueError(f"{ep.key_env}: no API key for endpoint {endpoint!r} (set it in the environment)")
+    return ep.base_url, key
+
+
 def collect(engine: Engine, *, model: str, provider: str, provider_model: Optional[str] = None,
             conditions=("baseline",), settings: Optional[GenerationSettings] = None, base_url: Optional[str] = None,
             api_key: Optional[str] = None, concurrency: int = 8, rpm: Optional[int] = None, tpm: Optional[int] = None,
             limit: Optional[int] = None, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
-            progress: Optional[Progress] = None, cancel: Any = None, commit_every: int = 16) -> dict:
+            progress: Optional[Progress] = None, cancel: Any = None, commit_every: int = 16,
+            endpoint: Optional[str] = None) -> dict:
     """Collect the missing responses of evaluated model ``model`` (stored under this name;
     ``provider_model`` is the endpoint's model id, default the same).
+
+    ``endpoint`` names an endpoint a lead configured (``REFORM_JUDGE_ENDPOINTS``, see
+    :mod:`reform_core.config`): its URL and the key of its ``key_env``. The app passes only
+    such names, never a typed ``base_url`` (the CLI's ``--base-url`` stays).
 
     Returns ``{"pending", "written", "errors", "truncated", "requests", "input_tokens",
     "output_tokens", "cost_usd", "cancelled", "first_error"}``.
@@ -195,6 +218,11 @@ def collect(engine: Engine, *, model: str, provider: str, provider_model: Option
         raise ValueError(f"concurrency: must be >= 1, got {concurrency}")
     if limit is not None and limit < 0:
         raise ValueError(f"limit: must be >= 0, got {limit}")
+    if endpoint:
+        if base_url:
+            raise ValueError("endpoint: give a configured endpoint name or a base URL, not both")
+        base_url, configured_key = endpoint_target(provider, endpoint)
+        api_key = configured_key if api_key is None else api_key
     items = pending_items(engine, model=model, conditions=conditions)
     if limit is not None:
         items = items[:limit]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -10,6 +11,7 @@ from sqlalchemy.engine import Engine
 from db.repo import data as data_repo
 from db.repo import overview as repo
 from db.repo import status as status_repo
+from reform_core.services.adjudication import blind_plan_names
 from reform_core.services.auth import Principal, require
 
 
@@ -17,15 +19,18 @@ from reform_core.services.auth import Principal, require
 class Overview:
     name: str
     counts: dict
-    agreement: pd.DataFrame
+    agreement: Optional[pd.DataFrame]  # None: blinded (annotators)
     progress: pd.DataFrame
     tasks: pd.DataFrame
     demo: bool
 
 
 def overview(engine: Engine, principal: Principal) -> Overview:
+    """Counts, judge agreement, progress; blinded for a role that may not see scores (see
+    :func:`combine`)."""
     require(principal, "view_overview")
-    return combine(data_part(engine, principal), decisions_part(engine, principal))
+    return combine(data_part(engine, principal), decisions_part(engine, principal),
+                   blind=not principal.can("view_scores"))
 
 
 def data_part(engine: Engine, principal: Principal) -> dict:
@@ -47,6 +52,13 @@ def decisions_part(engine: Engine, principal: Principal) -> dict:
         return {"adjudications": status_repo.adjudication_count(conn), "progress": repo.adjudication_progress(conn)}
 
 
-def combine(data: dict, decisions: dict) -> Overview:
+def combine(data: dict, decisions: dict, *, blind: bool = True) -> Overview:
+    """The overview from its two parts. ``blind`` (annotators): no judge agreement (judge and
+    model names with agreement rates) and plans named ``Plan <id>`` — plan names default to
+    ``"<A> vs <B> #k"`` and would name the judges of the items they decide (issue 15 item 7)."""
+    progress = decisions["progress"]
+    if blind:
+        progress = progress.assign(plan=blind_plan_names(progress["id"]))
     return Overview(name=data["name"], counts={**data["counts"], "adjudications": decisions["adjudications"]},
-                    agreement=data["agreement"], progress=decisions["progress"], tasks=data["tasks"], demo=data["demo"])
+                    agreement=None if blind else data["agreement"], progress=progress.drop(columns=["id"]),
+                    tasks=data["tasks"], demo=data["demo"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sqlalchemy import text
@@ -20,6 +21,11 @@ def _open(query: dict | None = None) -> AppTest:
     at.switch_page("pages/explore.py").run()
     assert not at.exception, at.exception
     return at
+
+
+def plain(markdown: str) -> str:
+    """What a Markdown string shows: backslash escapes resolved, word joiners dropped."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def _total(at: AppTest) -> int:
@@ -62,8 +68,8 @@ def test_link_restores_filters_and_opens_the_example(demo_db):
     assert at.slider(key="explore_p").value == (0.0, 0.5)
     rows = at.dataframe[0].value
     assert (rows["model"] == "quill-2").all() and rows["baseline_opposed"].all() and (rows["p"] <= 0.5).all()
-    assert any("q02" in s.value and "quill-2" in s.value for s in at.subheader)
-    titles = [m.value for m in at.markdown if m.value.startswith("**")]
+    assert any("q02" in plain(s.value) and "quill-2" in plain(s.value) for s in at.subheader)
+    titles = [plain(m.value) for m in at.markdown if m.value.startswith("**")]
     assert titles[0].startswith("**baseline")
     assert titles[1].startswith("**⭐ q02-v2"), "the linked variant comes first"
     lines = [ln for m in at.markdown for ln in m.value.split("  \n") if "-badge[p = " in ln]
@@ -78,10 +84,23 @@ def test_link_restores_filters_and_opens_the_example(demo_db):
 
 def test_bad_link_shows_an_error_not_a_crash(demo_db):
     at = _open({"f_p_min": "abc"})
-    assert any("p_min" in e.value for e in at.error)
+    assert any("p_min" in plain(e.value) for e in at.error)
     assert _total(at) > 0
 
 
 def test_unknown_question_in_link(demo_db):
     at = _open({"model": "quill-2", "question": "nope"})
-    assert any("nope" in e.value for e in at.error)
+    assert any("nope" in plain(e.value) for e in at.error)
+
+
+def test_example_view_shows_no_stray_none(demo_db):
+    """Issue 15 item 17: a bare ``None`` was written under every response panel (Streamlit's
+    "magic" wrote the value of an expression statement)."""
+    query = {"model": "quill-2", "question": "q02", "instruction": "q02-v2"}
+    at = _open(query)
+    assert len(at.get("html")) >= 3, "the example's responses were not shown"
+    stray = [e.value for e in at.markdown if e.value.strip() in ("None", "`None`")]
+    assert not stray, f"{len(stray)} stray None element(s) on the example view"
+    for toggle in (True,):
+        at.toggle(key="explore_raw").set_value(toggle).run()
+        assert not [e.value for e in at.markdown if e.value.strip() in ("None", "`None`")]

@@ -11,10 +11,12 @@ renderer (``pages/components/render.py``: st.html of escaped, link-free HTML).
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
 from pages.components.nav import PAGES
@@ -234,3 +236,132 @@ def test_study_pages_show_hostile_studies_inert_and_outputs_verbatim(hostile_db)
     for e in _elements(at):
         if e.type == "markdown":
             assert "xss-model" not in e.value and PAYLOADS[2] not in e.value, e.value[:200]
+
+
+# ----------------------------------------------------------------------------- hostile names (issue 15 item 2)
+# Every other field of a bundle: models, judges, question/instruction keys, task types,
+# domains, annotators, plan and project names, each with a remote image and a link
+# (tests/hostile_names.py), and query parameters echoed in errors.
+
+PLAIN_TYPES = {"code", "text", "html", "json", "dataframe", "arrow_data_frame", "table", "exception"}
+MARKDOWN_FIELDS = {"body", "label", "help", "caption", "captions"}
+MARKDOWN_OPTIONS = {"radio", "button_group", "pills", "segmented_control"}  # option labels are Markdown there
+_md_parser = MarkdownIt("commonmark")
+_LIVE_URL = re.compile(r"(?i)(https?://|www\.)[^\s]*evil\.test|[\w.+-]+@([\w-]+\.)*evil\.test")
+
+
+def live_markdown(text: str) -> list[str]:
+    """Links, images and GFM autolink literals to evil.test that Markdown ``text`` would make
+    (CommonMark parse; autolinks are found in the text after escapes are resolved, as
+    remark-gfm does)."""
+    bad = []
+    for block in _md_parser.parse(text):
+        for t in block.children or []:
+            if t.type in ("link_open", "image") and "evil.test" in (t.attrGet("href") or t.attrGet("src") or ""):
+                bad.append(f"{t.type} {t.attrGet('href') or t.attrGet('src')}")
+            elif t.type == "text" and _LIVE_URL.search(t.content):
+                bad.append(f"autolink {_LIVE_URL.search(t.content).group(0)}")
+    return bad
+
+
+def test_live_markdown_detector_can_fail():
+    from pages.components.render import md
+    from tests.hostile_names import PROJECT, URL_VALUE
+
+    assert live_markdown(PROJECT) and live_markdown(URL_VALUE) and live_markdown(f"x {md('a')} http://h.evil.test/")
+    assert live_markdown("mail me: x@evil.test")
+    assert not live_markdown(md(PROJECT)) and not live_markdown(md(URL_VALUE)) and not live_markdown("x@ok.org")
+
+
+def _markdown_strings(node) -> list[tuple[str, str]]:
+    """(where, text) of every Markdown-interpreted string of an element or block."""
+    out = []
+    kind = getattr(node, "type", None)
+    proto = getattr(node, "proto", None)
+    if proto is None or kind in PLAIN_TYPES:
+        return out
+
+    def walk(msg, path):
+        for field, value in msg.ListFields():
+            name = field.name
+            if field.type == field.TYPE_MESSAGE:
+                for v in ([value] if hasattr(value, "ListFields") else value):
+                    walk(v, f"{path}.{name}")
+            elif field.type == field.TYPE_STRING and (
+                    name in MARKDOWN_FIELDS or (name == "options" and kind in MARKDOWN_OPTIONS)):
+                for v in ([value] if isinstance(value, str) else value):
+                    out.append((f"{kind}{path}.{name}", v))
+
+    walk(proto, "")
+    return out
+
+
+@pytest.fixture(scope="module")
+def hostile_names_db(tmp_path_factory):
+    import streamlit as st
+
+    from reform_core.services.uow import dispose_engines
+    from tests.hostile_names import load_project
+
+    root = tmp_path_factory.mktemp("hostile-names")
+    url = f"sqlite:///{root / 'app.db'}"
+    load_project(url, root)
+    mp = pytest.MonkeyPatch()
+    for k, v in {"REFORM_DATABASE_URL": url, "REFORM_LOAD_DEMO": "false", "REFORM_AUTH_MODE": "local"}.items():
+        mp.setenv(k, v)
+    get_settings.cache_clear()
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield url
+    get_settings.cache_clear()
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    dispose_engines()
+    mp.undo()
+
+
+def _hostile_visits():
+    from tests.hostile_names import URL_VALUE
+
+    bad = {"q": URL_VALUE, "f_model": URL_VALUE, "f_p_min": URL_VALUE}
+    visits = [(spec.path, bad) for spec in PAGES]
+    visits.append(("pages/explore.py", {"model": URL_VALUE, "question": URL_VALUE}))
+    return visits
+
+
+@pytest.mark.parametrize("path,params", _hostile_visits(), ids=lambda v: v if isinstance(v, str) else "")
+def test_hostile_names_and_url_parameters_render_as_text(hostile_names_db, path, params):
+    """Titles, headers, captions, alerts, widget labels and help, tab and expander labels and
+    radio options are Markdown: a hostile name or URL parameter in any of them must come out
+    as text (no link, no image, no autolink), and st.html must stay inert."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page(path).run()
+    assert not at.exception, f"{path}: {at.exception}"
+    _assert_inert(at, path)
+    bad = [(where, problem, text[:120]) for node in _walk(at._tree) for where, text in _markdown_strings(node)
+           for problem in live_markdown(text)]
+    assert not bad, f"{path}: untrusted names interpreted as Markdown: {bad[:5]}"
+
+
+def test_explore_example_and_data_question_with_hostile_names(hostile_names_db):
+    """The explorer's example view and the Data page's question view show every hostile name
+    (model, question and instruction keys, task type, domain, judges) as text."""
+    from tests.hostile_names import write_bundle
+
+    names = write_bundle(Path(hostile_names_db.removeprefix("sqlite:///")).parent / "names-again")
+    for path, params in (("pages/explore.py", {"model": names[("model", "helix-pro")], "question": names[("qkey", "q01")],
+                                               "instruction": names[("ikey", "q01-v1")]}),
+                         ("pages/data.py", {"q": names[("qkey", "q05")]})):
+        at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+        for k, v in params.items():
+            at.query_params[k] = v
+        at.run()
+        at.switch_page(path).run()
+        assert not at.exception, at.exception
+        strings = [s for node in _walk(at._tree) for s in _markdown_strings(node)]
+        assert any("evil" in text for _, text in strings), f"{path}: no hostile name shown"
+        bad = [(where, p) for where, text in strings for p in live_markdown(text)]
+        assert not bad, f"{path}: {bad[:5]}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -51,6 +52,7 @@ def server(tmp_path_factory):
     from reform_core.services.adjudication import create_plan
 
     create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=1, name="e2e")
+    create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=2)  # "gpt-judge vs gemini-judge #1"
     from sqlalchemy import text
 
     with engine.begin() as conn:  # every response opens with a top-level heading (demoted on the adjudication page)
@@ -220,3 +222,42 @@ def test_adjudication_screen_cannot_mislead(page, server):
     page.keyboard.press("u")
     expect(page.get_by_text("Undone: your decision “Judge A is better supported”")).to_be_in_viewport()
     expect(counter).to_have_text(first)
+
+
+JUDGE_AND_MODEL_NAMES = ("gpt-judge", "gemini-judge", "helix-pro", "quill-2", "pixel-mini")
+
+
+def _visible_text(page) -> str:
+    """The main area's text, tables included (Streamlit's grid keeps an accessible copy of
+    its visible cells in the page)."""
+    page.wait_for_timeout(1000)
+    return page.get_by_test_id("stMain").inner_text() + " ".join(
+        page.locator("[data-testid='stDataFrame'] table").all_inner_texts())
+
+
+def test_annotator_sees_no_judge_or_plan_names(page, server):
+    """Issue 15 item 7 (blinding): annotators saw judge and model names with agreement rates on
+    Overview and plan names such as "gpt-judge vs gemini-judge #1"; a lead still sees them."""
+    from playwright.sync_api import expect
+
+    _sign_in(page, server, "lead1")
+    expect(page.get_by_role("heading", name="Judge agreement")).to_be_visible()
+    lead_view = _visible_text(page)
+    assert "gpt-judge" in lead_view and "helix-pro" in lead_view, "the check cannot see table cells"
+
+    page.get_by_role("button", name="Sign out").click()
+    _sign_in(page, server, "ann1")
+    expect(page.get_by_role("heading", name="Adjudication progress")).to_be_visible()
+    expect(page.get_by_role("heading", name="Judge agreement")).to_have_count(0)
+    overview = _visible_text(page)
+    assert "Plan " in overview
+    for name in (*JUDGE_AND_MODEL_NAMES, " vs ", "e2e", "demo queue"):
+        assert name not in overview, f"the annotator's Overview shows {name!r}"
+
+    page.get_by_role("link", name="Adjudicate").click()
+    expect(page.get_by_role("button", name="Judge A is better supported")).to_be_visible()
+    page.get_by_test_id("stSelectbox").filter(has_text="Sample plan").click()
+    options = page.get_by_role("option").all_inner_texts()
+    assert options and all(re.fullmatch(r"Plan \d+", o) for o in options), options
+    page.keyboard.press("Escape")
+    assert not [n for n in (*JUDGE_AND_MODEL_NAMES, " vs ") if n in _visible_text(page)]
