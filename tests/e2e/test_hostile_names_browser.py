@@ -97,7 +97,7 @@ def test_no_hostile_name_or_url_parameter_sends_a_request_or_makes_a_link(hostil
         title = page.locator("h1").first
         expect(title).to_contain_text("project.evil.test")
         assert _shown(title.inner_text()) == PROJECT
-    for label in ("Overview", "Data", "Explore, example", "Sampling", "Adjudicate", "Judges", "Data, question"):
+    for label in ("Overview", "Data", "Explore, example", "Sampling", "Judges", "Scores", "Data, question"):
         assert shown[label] > 0, f"{label}: no hostile name was shown at all"
     assert shown["Data"] and shown["Explore, unknown example"], shown
 
