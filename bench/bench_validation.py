@@ -56,6 +56,7 @@ BASE = (0.05, 0.01, True)
 LABELS = {"cluster": "default (question-cluster)", "stratified": "SPEC §4 stratified", "pooled": "pooled",
           "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
+REVISION = "linaudit"  # estimator revision in the cache key (raw results of another revision are not mixed in)
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 
 
@@ -239,8 +240,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicates", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--n-boot", type=int, default=200)
-    ap.add_argument("--error-boot", type=int, default=10)
+    ap.add_argument("--n-boot", type=int, default=100)
+    ap.add_argument("--error-boot", type=int, default=3)
     ap.add_argument("--design", choices=("one-factor", "full"), default="one-factor")
     ap.add_argument("--collect", action="store_true", help="only summarise the cached replicates (no new runs)")
     ap.add_argument("--deadline", help="HH:MM (UTC): start no replicate after it; the summary shows what finished")
@@ -252,7 +253,7 @@ def main() -> None:
         now = _dt.datetime.now(_dt.timezone.utc)
         hh, mm = map(int, args.deadline.split(":"))
         deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
-    tag = f"paper_b{args.n_boot}_e{args.error_boot}"
+    tag = f"paper_b{args.n_boot}_e{args.error_boot}_{REVISION}"
     grid = scenarios(args.design)
     groups: dict = {}
     for sc in grid:

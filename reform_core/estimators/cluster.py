@@ -22,6 +22,24 @@ agreement (agreed label corrected by the stratum's audited both-wrong rate). The
   ``ỹ`` on the disagreements of sampled clusters;
 * ``T_c = φ_c(x) + (Z_c / π_m) (φ_c(z) − φ_c(x))`` and ``θ̂ = Σ_c T_c / D``.
 
+This is the rule for TCPR (products of three rows) and the constraint-level rate (sums).
+
+**Long products (R^(K), EMCR).** An eligible unit's Ĵ multiplies every variant of its
+targets — dozens of rows. Multiplying audit-corrected values there (``Ŷ_u`` far outside
+[0, 1] for a row whose audit found an error or whose two adjudicators split) makes the
+estimator exactly unbiased but heavy-tailed: two corrections in one unit multiply
+(``(1/π_a)²``), which happens whenever both-judges-wrong errors cluster on a target
+(measured: one model's EMCR off by 41 pp with a 198-pp interval on a paper-scale
+replicate). For the joint numerators agreements are therefore predicted at their agreed
+label and the audit enters linearly:
+``φ_c(z) = φ_c(z°) + Σ_{u audited in c} G_u(z°) (ỹ_u − label_u) / π_a``, with ``z°`` = the
+decided disagreements and agreed labels elsewhere and ``G_u`` the exact derivative
+(:meth:`UnitIndex.gradients`, which does not involve row u). Its expectation over the
+audit is ``φ_c(z°) + Σ_u G_u (y_u − label_u)``, which equals ``φ_c(y)`` exactly when no
+eligible unit holds two both-judges-wrong agreements, and otherwise counts each extra
+error of a unit once more than the truth does (a bounded, first-order-in-the-overlap
+bias instead of a multiplicative blow-up).
+
 **Unbiasedness.** Given the fold split, the predictions used for cluster c depend only on
 other clusters' indicators and decisions, which are independent of c's own cluster
 indicator ``Z_c``, audit indicators and decision errors (Poisson sampling, independent
@@ -29,7 +47,8 @@ errors). Within c, ``φ_c`` is multilinear in distinct instances, so conditional
 other folds ``E[φ_c(z) | Z_c = 1] = φ_c(y)`` and ``E[T_c] = E[φ_c(x)] + E[φ_c(y) − φ_c(x)]
 = φ_c(y)`` — exactly, for any correlation between a question's variants and any
 prediction quality; the audit term makes ``E[Ŷ_u] = y_u`` for agreements, so both judges
-being wrong together is corrected too. With fallible adjudicators the rates are
+being wrong together is corrected too (for the joint numerators: exactly as long as no
+unit holds two such errors, see "Long products"). With fallible adjudicators the rates are
 estimated, which leaves a bias of the order of their sampling variance (second order).
 (Cross-fitting: Zrnic & Candès 2024, *PNAS* 121:e2322083121; prediction-powered /
 difference estimation: Angelopoulos et al. 2023, *Science* 382:669; Särndal, Swensson &
@@ -73,6 +92,8 @@ from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.reform import KS, UnitIndex, build_index
 
 NUMERATORS = ("rows", "allpass", "joint1", "joint2", "joint3")
+JOINT = ("joint1", "joint2", "joint3")
+JOINT_METRICS = ("emcr", "r1", "r2", "r3")
 DENOMINATORS = {"rows": "n_rows", "allpass": "n_inst", "joint1": "units1", "joint2": "units2", "joint3": "units3"}
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level")
 SHRINK = 2.0  # pseudo-decisions pulling a stratum rate to its model × direction rate
@@ -436,6 +457,18 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     s_x = _cluster_sums(index, x, row_cluster, n_clusters)
     s_z = _cluster_sums(index, z, row_cluster, n_clusters)
     s_zd = _cluster_sums(index, np.where(obs_dis, y, x), row_cluster, n_clusters)  # audits left out
+    # joint numerators (R^K, EMCR): agreements predicted at their agreed label and the audit
+    # entering linearly, Σ_u G_u (ỹ_u − label_u)/π_A (module docstring, "Long products")
+    x_j = np.where(dis, p_hat, g)
+    z_j = np.where(obs_dis, y, x_j)
+    s_xj = _cluster_sums(index, x_j, row_cluster, n_clusters)
+    s_zj = _cluster_sums(index, z_j, row_cluster, n_clusters)
+    g_j = index.gradients(z_j)
+    a_dev = np.where(audited, (y - g) / pa, 0.0)
+    for num in JOINT:
+        s_x[num] = s_xj[num]
+        s_zd[num] = s_zj[num]
+        s_z[num] = s_zj[num] + np.bincount(row_cluster, g_j[num] * a_dev, minlength=n_clusters)
     counts = _cluster_counts(index, row_cluster, n_clusters)
     totals = {num: s_x[num] + inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
     den_m = {num: counts[DENOMINATORS[num]].reshape(nm, nq).sum(axis=1) for num in NUMERATORS}
@@ -444,6 +477,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     # --- measurement variance (two-stage, linearised), by source
     gz = index.gradients(z)
     gz["rows"] = np.ones(n)
+    for num in JOINT:
+        gz[num] = g_j[num]
     err_draws = (_error_bootstrap(dec, error_model, prior, error_boot, rng)
                  if error_model.identified and error_boot and len(dec) else None)
     second = 1.0 / pa  # ∂z_u/∂ỹ_u inside the cluster (1 for a disagreement)
@@ -461,7 +496,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         contrib = sum(np.nan_to_num(w[num])[c_model] * (s_z[num] - s_x[num]) for num in NUMERATORS)
         gm = _metric_gradient(gz, w, row_model)
         # second stage inside an observed cluster: audit sampling and decision noise
-        v_aud = np.where(audited, (1 - pa) * (gm * (y - q_hat) / pa) ** 2, 0.0)
+        dev = (y - g) if metric in JOINT_METRICS else (y - q_hat)  # the audit residual each metric uses
+        v_aud = np.where(audited, (1 - pa) * (gm * dev / pa) ** 2, 0.0)
         v_dec = np.where(obs_dis | audited, gm ** 2 * v * second, 0.0)  # G² v, over π_A for an audited row
         v2_c = np.bincount(row_cluster, v_aud + v_dec, minlength=n_clusters)
         v_first = np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib ** 2, 0.0)
