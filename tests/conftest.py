@@ -12,6 +12,8 @@ import uuid
 
 import pytest
 
+from tests.tracked_files import pytest_sessionfinish, pytest_sessionstart  # noqa: F401 (hooks)
+
 PG_ENV = "REFORM_TEST_POSTGRES_URL"
 
 
