@@ -86,7 +86,9 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def page(server):
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)  # a fresh process's first page opens the database (a loaded machine)
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
