@@ -97,27 +97,40 @@ def _pairs(instances: pd.DataFrame, other: str, analysis: str, missing_reason: s
     _require(instances, ["model", "instruction", "pair_group", "position", "feature", "mode", "condition", p], "instances")
     cond = instances["condition"].astype(str)
     o = instances[cond == other]
-    models = set(o["model"].astype(str))
-    keep_model = instances["model"].astype(str).isin(models)
+    keep_model = instances["model"].astype(str).isin(set(o["model"].astype(str)))
     m = instances[(cond == main) & keep_model]
-    o_key, m_key = pair_key(o), pair_key(m)
-    o_groups = dict(tuple(o.groupby([o["model"].astype(str), o_key], sort=False)))
-    m_groups = dict(tuple(m.groupby([m["model"].astype(str), m_key], sort=False)))
-    keys = set(o_groups) | (set(m_groups) if all_main else set())
-    keys = sorted(keys | (set(o_groups) & set(m_groups)))
-    kept, excluded = [], []
-    empty = instances.iloc[0:0]
-    for k in keys:
-        mr, orows = m_groups.get(k, empty), o_groups.get(k, empty)
-        why = _check_group(analysis, other, k[0], k[1], mr, orows, p, missing_reason)
-        if why is None:
-            kept.append(mr.index)
-            kept.append(orows.index)
-        else:
+    go = o["model"].astype(str) + "\x1f" + pair_key(o)
+    gm = m["model"].astype(str) + "\x1f" + pair_key(m)
+    candidates = set(go) | (set(gm) if all_main else set())
+    # vectorised screen: a group is suspect if anything about it may be wrong; only suspects
+    # go through the per-group check that names the reason (paper scale: 5,000 groups)
+    cols = ["position", "feature", "mode", p]
+    mg = pd.DataFrame({"_g": gm.to_numpy(), **{c: m[c].to_numpy() for c in cols}}).merge(
+        pd.DataFrame({"_g": go.to_numpy(), **{c: o[c].to_numpy() for c in cols}}),
+        on=["_g", "position"], how="outer", suffixes=("_m", "_o"), indicator=True)
+    bad = ((mg["_merge"] != "both") | (mg["feature_m"].astype(str) != mg["feature_o"].astype(str))
+           | (mg["mode_m"].astype(str) != mg["mode_o"].astype(str))
+           | pd.to_numeric(mg[f"{p}_m"], errors="coerce").isna() | pd.to_numeric(mg[f"{p}_o"], errors="coerce").isna())
+    suspects = set(mg.loc[bad.to_numpy(), "_g"])
+    suspects |= set(go[o.assign(_g=go.to_numpy()).duplicated(["_g", "position"]).to_numpy()])
+    n_inst = m.groupby(gm.to_numpy())["instruction"].nunique()
+    suspects |= set(n_inst.index[n_inst.to_numpy() > 1])
+    suspects |= candidates - (set(gm) & set(go))  # a group with one side only
+    suspects &= candidates
+    excluded, bad_groups = [], set()
+    gm_s, go_s = pd.Series(m.index, index=gm.to_numpy()), pd.Series(o.index, index=go.to_numpy())
+    for g in sorted(suspects):
+        mr = m.loc[gm_s.loc[[g]].to_numpy()] if g in gm_s.index else m.iloc[0:0]
+        orows = o.loc[go_s.loc[[g]].to_numpy()] if g in go_s.index else o.iloc[0:0]
+        model, key = g.split("\x1f", 1)
+        why = _check_group(analysis, other, model, key, mr, orows, p, missing_reason)
+        if why is not None:
             excluded.append(why)
-    idx = np.concatenate([np.asarray(i) for i in kept]) if kept else np.zeros(0, dtype=instances.index.dtype)
-    clean = instances.loc[idx]
-    return clean, pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS)
+            bad_groups.add(g)
+    good = candidates - bad_groups
+    key_all = (instances["model"].astype(str) + "\x1f" + pair_key(instances)).to_numpy()
+    keep = (((cond == main).to_numpy() & keep_model.to_numpy()) | (cond == other).to_numpy()) & pd.Series(key_all).isin(good).to_numpy()
+    return instances[keep], pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS)
 
 
 def composition_pairs(instances: pd.DataFrame, *, p: str = "p", single: str = "single",
@@ -236,41 +249,49 @@ def per_target_rates(data: CompositionData) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- coverage, Table 4
 
 
-def coverage_replicates(extracted: pd.DataFrame, question_weights: np.ndarray | None = None,
-                        instance_weights: np.ndarray | None = None, *, questions: Sequence[str],
-                        models: Sequence[str]) -> np.ndarray:
+class CoverageGroups:
+    """Extracted instances counted per (model, question): ``n`` (all), ``covered`` (exact,
+    subtype, composite) and ``uncovered``; ``not_format`` = n − covered − uncovered."""
+
+    def __init__(self, extracted: pd.DataFrame, *, questions: Sequence[str], models: Sequence[str]):
+        mapping = extracted["mapping"].astype(str)
+        d = pd.DataFrame({"model": extracted["model"].astype(str), "question": extracted["question"].astype(str),
+                          "covered": mapping.isin(COVERED).to_numpy(), "uncovered": (mapping == "uncovered").to_numpy()})
+        g = d.groupby(["model", "question"], sort=True).agg(n=("covered", "size"), covered=("covered", "sum"),
+                                                              uncovered=("uncovered", "sum")).reset_index()
+        self.models = list(models)
+        self.model = pd.Index(self.models).get_indexer(g["model"])
+        self.question = pd.Index(list(questions)).get_indexer(g["question"])
+        self.n = g["n"].to_numpy(np.int64)
+        self.covered = g["covered"].to_numpy(float)
+        self.uncovered = g["uncovered"].to_numpy(float)
+
+    def resample_within(self, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(covered*, uncovered*) per replicate and group: the group's instances drawn again with
+        replacement (a multinomial over covered / uncovered / not_format)."""
+        pc = self.covered / self.n
+        rest_n = self.n - self.covered
+        pu = np.divide(self.uncovered, rest_n, out=np.zeros(len(self.n)), where=rest_n > 0)  # P(uncovered | not covered)
+        cov = rng.binomial(self.n, pc, size=(n_boot, len(self.n)))
+        unc = rng.binomial(self.n - cov, pu, size=(n_boot, len(self.n)))
+        return cov.astype(float), unc.astype(float)
+
+
+def coverage_replicates(groups: CoverageGroups, question_weights: np.ndarray | None = None,
+                        covered: np.ndarray | None = None, uncovered: np.ndarray | None = None) -> np.ndarray:
     """Instance coverage (%) per replicate and model (last column: pooled) of Table A4:
-    ``Σ w·covered / Σ w·valid`` with ``w`` = question weight × instance weight."""
-    q = pd.Index(list(questions)).get_indexer(extracted["question"].astype(str))
-    m = pd.Index(list(models)).get_indexer(extracted["model"].astype(str))
-    mapping = extracted["mapping"].astype(str).to_numpy()
-    covered = np.isin(mapping, COVERED).astype(float)
-    valid = (mapping != "not_format").astype(float)
-    wq = np.ones((1, len(questions))) if question_weights is None else np.asarray(question_weights, dtype=float)
-    wi = np.ones((wq.shape[0], len(extracted))) if instance_weights is None else np.asarray(instance_weights, dtype=float)
-    w = wq[:, q] * wi
-    nm = len(models)
-    oh = np.zeros((len(extracted), nm + 1))
-    oh[np.arange(len(extracted)), m] = 1.0
+    ``Σ_g w_q(g)·covered_g / Σ_g w_q(g)·valid_g`` (valid = covered + uncovered)."""
+    w = np.ones((1, groups.question.max() + 1 if len(groups.question) else 1)) if question_weights is None \
+        else np.asarray(question_weights, dtype=float)
+    wg = w[:, groups.question]
+    cov = groups.covered[None, :] if covered is None else covered
+    unc = groups.uncovered[None, :] if uncovered is None else uncovered
+    nm = len(groups.models)
+    oh = np.zeros((len(groups.n), nm + 1))
+    oh[np.arange(len(groups.n)), groups.model] = 1.0
     oh[:, nm] = 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 100 * ((w * covered) @ oh) / ((w * valid) @ oh)
-
-
-def within_group_weights(groups: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Multiplicities (B × rows) of a bootstrap that resamples rows with replacement within
-    each group (the within-question noise of a measurement interval)."""
-    codes, _ = pd.factorize(pd.Series(groups).astype(str))
-    order = np.argsort(codes, kind="stable")
-    sizes = np.bincount(codes)
-    starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    n = len(codes)
-    out = np.zeros((n_boot, n))
-    g_of_sorted = codes[order]
-    for b in range(n_boot):
-        pick = starts[g_of_sorted] + np.floor(rng.random(n) * sizes[g_of_sorted]).astype(np.int64)
-        out[b] = np.bincount(order[pick], minlength=n)
-    return out
+        return 100 * ((wg * cov) @ oh) / ((wg * (cov + unc)) @ oh)
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:

@@ -240,10 +240,10 @@ def _coverage(extracted: pd.DataFrame, n_boot: int, rng, level: float):
     questions = sorted(extracted["question"].astype(str).unique())
     nq = len(questions)
     W = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=n_boot)
-    pop = A.coverage_replicates(extracted, W, questions=questions, models=models)
-    wi = A.within_group_weights((extracted["model"].astype(str) + "\x1f" + extracted["question"].astype(str)).to_numpy(),
-                                n_boot, rng)
-    meas = A.coverage_replicates(extracted, np.ones((n_boot, nq)), wi, questions=questions, models=models)
+    groups = A.CoverageGroups(extracted, questions=questions, models=models)
+    pop = A.coverage_replicates(groups, W)
+    cov_star, unc_star = groups.resample_within(n_boot, rng)
+    meas = A.coverage_replicates(groups, np.ones((n_boot, nq)), cov_star, unc_star)
     order = models + [table["model"].iloc[-1]]
     iv = _interval_rows(np.zeros(len(order)), pop, meas, level)
     table = table.set_index("model").loc[order].reset_index()

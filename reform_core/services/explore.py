@@ -71,13 +71,19 @@ def condition_tables(principal: Optional[Principal], result: scoring.ScoreResult
     """Table 3 (composition) when single-constraint rows exist; the prompting comparison
     (seed 000 §4.4) when a ``prompted`` condition exists. Keys ``composition`` / ``prompting``."""
     require(principal, "view_scores")
+    from reform_core.metrics.analyses import composition_pairs, prompting_pairs
+
     inst = result.instances
     conditions = set(inst["condition"].unique())
     out = {}
-    if "single" in conditions:
-        out["composition"] = composition_table(inst)
+    if "single" in conditions:  # complete, consistent pairs only (issue 17; services/analyses.py has the rest)
+        clean, _ = composition_pairs(inst)
+        if len(clean):
+            out["composition"] = composition_table(clean)
     if "prompted" in conditions:
-        out["prompting"] = prompting_comparison(inst)
+        clean, _ = prompting_pairs(inst)
+        if len(clean):
+            out["prompting"] = prompting_comparison(clean)
     return out
 
 

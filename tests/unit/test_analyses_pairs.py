@@ -120,12 +120,18 @@ def test_coverage_and_frequency_replicates_match_the_point_tables():
     ext = pd.DataFrame({"model": rng.choice(["a", "b"], 200), "question": rng.choice([f"q{i}" for i in range(9)], 200),
                         "mapping": rng.choice(["exact", "subtype", "composite", "uncovered", "not_format"], 200)})
     point = catalog_coverage(ext)
-    rep = A.coverage_replicates(ext, questions=sorted(ext["question"].unique()), models=["a", "b"])
+    groups = A.CoverageGroups(ext, questions=sorted(ext["question"].unique()), models=["a", "b"])
+    rep = A.coverage_replicates(groups)
     assert rep[0] == pytest.approx(point["coverage"].to_numpy(), abs=1e-12)
-    w = A.within_group_weights((ext["model"] + ext["question"]).to_numpy(), 5, rng)
-    sizes = (ext["model"] + ext["question"]).value_counts()
-    for b in range(5):  # each (model, question) keeps its number of instances
-        assert pd.Series(w[b]).groupby((ext["model"] + ext["question"]).to_numpy()).sum().to_dict() == sizes.to_dict()
+    # integer question weights = the point table of the frame with each question copied w_q times
+    w = rng.integers(0, 3, size=(1, 9))
+    qs = sorted(ext["question"].unique())
+    copied = pd.concat([ext[ext["question"] == q] for i, q in enumerate(qs) for _ in range(int(w[0, i]))])
+    assert A.coverage_replicates(groups, w)[0] == pytest.approx(catalog_coverage(copied)["coverage"].to_numpy(), abs=1e-12)
+    # within-question resampling keeps each (model, question)'s instance count and moves only the shares
+    cov, unc = groups.resample_within(400, rng)
+    assert (cov + unc <= groups.n).all() and (cov <= groups.n).all()
+    assert cov.mean(axis=0) == pytest.approx(groups.covered, abs=0.5)
 
     models, questions, feats = ["r1", "r2", "x"], [f"q{i}" for i in range(12)], [f"f{i}" for i in range(7)]
     ind = (rng.random((3, 12, 7)) < 0.4).astype(float)
