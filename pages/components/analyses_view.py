@@ -20,8 +20,9 @@ RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "St
 
 
 @st.cache_resource(ttl=600, max_entries=4, show_spinner="Computing the auxiliary analyses…")
-def _analyses(version: tuple, rule: str, judge: Optional[str], _principal: Principal) -> AnalysesResult:
-    return analyses(render.state.engine(), _principal, rule=rule, judge=judge, n_boot=200, seed=0)
+def _analyses(version: tuple, rule: str, judge: Optional[str], _principal: Principal, _frames=None) -> AnalysesResult:
+    # the scored frames of the page (same data version) are reused: no second load of the project
+    return analyses(render.state.engine(), _principal, rule=rule, judge=judge, n_boot=200, seed=0, frames=_frames)
 
 
 def guarded(name: str, draw: Callable[[], None]) -> None:
@@ -124,7 +125,7 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
             if judge is None:
                 rule = st.radio("Calibration of the auxiliary analyses", list(RULES), format_func=RULE_LABELS.get,
                                 horizontal=True, key="scores_aux_rule")
-            res = _analyses(render.data_version(), rule, judge, principal)
+            res = _analyses(render.data_version(), rule, judge, principal, getattr(result, "frames", None))
             st.caption(render.md(res.rule_text[0].upper() + res.rule_text[1:] + "."))
         guarded("The auxiliary analyses", load)
         if res is not None:

@@ -45,7 +45,7 @@ def test_bad_extractions_are_refused_with_file_line_and_field(tmp_path):
     assert "extractions.jsonl:2: question: no baseline response of model 'ghost'" in text
 
 
-def test_extractions_round_trip_and_feed_coverage(tmp_path):
+def test_extractions_round_trip_and_feed_coverage(tmp_path, any_db_url):
     from reform_core.services.analyses import analyses
     from reform_core.services.users import cli_principal
 
@@ -54,7 +54,7 @@ def test_extractions_round_trip_and_feed_coverage(tmp_path):
             {"model": M, "question": Q, "label": "custom layout", "match": "uncovered"},
             {"model": M, "question": Q, "label": "friendly tone", "match": "not_format"}]
     root = _with_extractions(tmp_path / "b", rows)
-    eng = get_engine(f"sqlite:///{tmp_path / 'p.db'}")
+    eng = get_engine(any_db_url)
     counts = import_bundle(eng, root)
     assert counts["extractions"] == 4
     assert import_bundle(eng, root)["extractions"] == 0  # idempotent
