@@ -77,12 +77,9 @@ if page > pages:
     rows, total = explore.filter_instances(principal, frame, filters, page=page - 1, page_size=PAGE_SIZE)
 st.number_input(f"Page (of {pages:,}; {total:,} matching instances)", min_value=1, max_value=pages, key="explore_page")
 
-event = st.dataframe(
-    rows.drop(columns=["iid"]), hide_index=True, on_select="rerun", selection_mode="single-row", key="explore_rows",
-    column_config={"p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0, format="%.2f"),
-                   "label_a": st.column_config.NumberColumn("judge A", format="%d"),
-                   "label_b": st.column_config.NumberColumn("judge B", format="%d")},
-)
+shown, columns = render.explore_table(rows, explore.pair(render.state.engine(), principal).pair)
+event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explore_rows",
+                     column_config=columns)
 selected = event.selection.rows if event and event.selection else []
 if selected:
     row = rows.iloc[selected[0]]

@@ -69,11 +69,13 @@ def table2() -> None:
         st.caption("⏳ Intervals updating: the scores below include every decision; the 95 % intervals shown are "
                    "from an earlier state and are being recomputed." if ivl.frame is not None else
                    "⏳ Intervals updating: the 95 % intervals are being computed.")
-    st.dataframe(render.table2_display(render.score_result(principal, calibration=calibration, judge=judge).tables["table2"],
-                                       ivl.frame, emcr=emcr_applies), hide_index=True)
+    shown = render.table2_display(render.score_result(principal, calibration=calibration, judge=judge).tables["table2"],
+                                  ivl.frame, emcr=emcr_applies)
+    st.dataframe(shown, hide_index=True, column_config=render.table2_columns(shown))
 
 
 table2()
+st.markdown("  \n".join(render.METRIC_DEFINITIONS if emcr_applies else render.METRIC_DEFINITIONS[:1]))
 st.caption("95 % intervals: cluster bootstrap over questions (2,000 replicates, seed 0)"
            + ("; adjudications resampled within each stratum." if result.method == "stratified" else ".")
            + " Counts: instructions (TCPR)" + (", eligible units (EMCR, R¹–R³)." if emcr_applies else "."))

@@ -120,7 +120,41 @@ def p_badge(p) -> str:
 
 
 def _ci(lo, hi) -> str:
-    return "—" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.1f}, {hi:.1f}]"
+    return "—" if pd.isna(lo) or pd.isna(hi) else f"{lo:.1f}–{hi:.1f}"  # compact: Table 2 fits at 1400 px
+
+
+# What the Scores page's metrics mean (issue 15 item 17: they were never defined on the page).
+METRIC_DEFINITIONS = (
+    "**TCPR** (three-constraint pass rate): the share of instructions whose response meets all three of its "
+    "formatting constraints; calibrated, each instruction counts with the product of its constraints' pass "
+    "probabilities.",
+    "**R¹, R², R³** (joint correction rates at K = 1, 2, 3): an *eligible unit* is a set of K *baseline-opposed* "
+    "targets of one question — formatting the model's own answer to the question does not show where it is "
+    "required, or shows where it is forbidden — that recur across the question's variants; each R is the share of "
+    "eligible units whose targets are all met in every variant that asks for them.",
+    "**EMCR** (equal-weight multi-constraint correction rate) = (R¹ + R² + R³) / 3. "
+    "Every rate is a percentage; **n** is its denominator (instructions for TCPR, eligible units for the others).",
+)
+_METRIC_HELP = {"TCPR": "Three-constraint pass rate: share of instructions meeting all three constraints (%).",
+                "EMCR": "Equal-weight multi-constraint correction rate: (R¹ + R² + R³) / 3 (%).",
+                **{f"R{k}": f"Joint correction rate at K = {k}: share of eligible units of {k} baseline-opposed "
+                            "target(s) met in every variant that asks for them (%)." for k in (1, 2, 3)}}
+_DENOMINATORS = {"instructions": "TCPR", "units": "EMCR", "n1": "R1", "n2": "R2", "n3": "R3"}
+
+
+def table2_columns(shown: pd.DataFrame) -> dict:
+    """Column settings that keep :func:`table2_display` within the page at 1400 px: short
+    headers ("95% CI", "n") with the full meaning in each header's tooltip."""
+    config = {}
+    for c in shown.columns:
+        if c in _METRIC_HELP:
+            config[c] = st.column_config.NumberColumn(c.replace("R1", "R¹").replace("R2", "R²").replace("R3", "R³"),
+                                                      help=_METRIC_HELP[c], format="%.2f")
+        elif c.endswith(" 95% CI"):
+            config[c] = st.column_config.TextColumn("95% CI", help=f"95 % interval of {c.split()[0]}")
+        elif c in _DENOMINATORS:
+            config[c] = st.column_config.NumberColumn("n", help=f"Denominator of {_DENOMINATORS[c]}: {c}")
+    return config
 
 
 def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True) -> pd.DataFrame:
@@ -195,6 +229,38 @@ def heatmap(cells: pd.DataFrame, metric: str, *, model_order: list[str], task_or
     )
     # a step height (per model row): a fixed pixel height gets squashed by Streamlit's layout
     return (rect + text).properties(title=metric.upper(), height=alt.Step(32))
+
+
+EXPLORE_KEY_COLUMNS = ["model", "question", "instruction", "position", "feature", "mode", "label_a", "label_b",
+                       "agree", "adjudicated", "p"]
+
+
+def _yes_no(value, unknown: str = "—") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return unknown
+    return "yes" if bool(value) else "no"
+
+
+def explore_table(rows: pd.DataFrame, pair: Optional[tuple[str, str]]) -> tuple[pd.DataFrame, dict]:
+    """The explorer's rows as shown: the key columns first (they fit at 1400 px: model,
+    question, instruction, position, feature, mode, each judge's label named by its judge,
+    agreement, adjudicated, p), labels as pass/fail and flags as yes/no, never 1/0 or None."""
+    out = rows[EXPLORE_KEY_COLUMNS + [c for c in rows.columns if c not in EXPLORE_KEY_COLUMNS and c != "iid"]].copy()
+    for c in ("label_a", "label_b"):
+        out[c] = [label_text(v) for v in out[c]]
+    out["agree"] = [_yes_no(v) for v in out["agree"]]
+    out["adjudicated"] = [_yes_no(v) for v in out["adjudicated"]]
+    if "baseline_opposed" in out:
+        out["baseline_opposed"] = [_yes_no(v, "unknown") for v in out["baseline_opposed"]]
+    a, b = pair if pair else ("judge A", "judge B")
+    columns = {"position": st.column_config.NumberColumn("#", help="constraint position", format="%d", width=36),
+               "label_a": st.column_config.TextColumn(f"A: {a}", help=f"judge A ({a}): pass or fail"),
+               "label_b": st.column_config.TextColumn(f"B: {b}", help=f"judge B ({b}): pass or fail"),
+               "agree": st.column_config.TextColumn("agree", help="do the two judges agree?", width=56),
+               "adjudicated": st.column_config.TextColumn("adjudicated", help="has a person decided it?"),
+               "p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0, format="%.2f", width=90,
+                                                    help="calibrated pass probability")}
+    return out, columns
 
 
 # ----------------------------------------------------------------------------- cached analysis reads

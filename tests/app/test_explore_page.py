@@ -67,7 +67,7 @@ def test_link_restores_filters_and_opens_the_example(demo_db):
     assert at.selectbox(key="explore_opposed").value == "opposed"
     assert at.slider(key="explore_p").value == (0.0, 0.5)
     rows = at.dataframe[0].value
-    assert (rows["model"] == "quill-2").all() and rows["baseline_opposed"].all() and (rows["p"] <= 0.5).all()
+    assert (rows["model"] == "quill-2").all() and (rows["baseline_opposed"] == "yes").all() and (rows["p"] <= 0.5).all()
     assert any("q02" in plain(s.value) and "quill-2" in plain(s.value) for s in at.subheader)
     titles = [plain(m.value) for m in at.markdown if m.value.startswith("**")]
     assert titles[0].startswith("**baseline")

@@ -16,7 +16,7 @@ def test_table2_display_puts_ci_and_counts_next_to_rates():
                        "ci_high": [75.0, 64.96]})
     out = render.table2_display(t2, ci)
     assert out.columns.tolist()[:4] == ["model", "TCPR", "TCPR 95% CI", "instructions"]
-    assert out["TCPR 95% CI"].tolist() == ["[65.0, 75.0]", "[55.0, 65.0]"]
+    assert out["TCPR 95% CI"].tolist() == ["65.0–75.0", "55.0–65.0"]
     assert out["EMCR 95% CI"].tolist() == ["—", "—"], "missing intervals are shown as a dash"
     assert out["units"].tolist() == [8, 10]
 

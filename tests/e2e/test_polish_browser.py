@@ -1,0 +1,84 @@
+"""Issue 15 item 17, what a person sees at 1400 px (Chromium, demo project, local mode):
+Table 2 fits the page and its metrics are defined; the explorer's key columns (both judges,
+named, agreement, adjudicated, p) are on screen without scrolling; no "Deploy" button.
+
+Streamlit's grid draws on a canvas but keeps an accessible table of the columns it renders
+(the visible ones); its scroller says whether the table is wider than the page.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.harness import browser_context, streamlit_app
+
+pytestmark = pytest.mark.e2e
+
+GRID = """df => { const t = df.querySelector('table'), sc = df.querySelector('.dvn-scroller');
+  return {columns: Number(t.getAttribute('aria-colcount')), shown: [...t.querySelectorAll('th')].map(e => e.textContent),
+          scroll: sc.scrollWidth, width: sc.clientWidth}; }"""
+
+
+@pytest.fixture(scope="module")
+def demo_app(tmp_path_factory):
+    env = {"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "true",
+           "REFORM_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('polish') / 'demo.db'}"}
+    with streamlit_app(env) as base:
+        yield base
+
+
+def _grid(page, index: int = 0) -> dict:
+    frame = page.get_by_test_id("stDataFrame").nth(index)
+    frame.locator("table th").first.wait_for(state="attached", timeout=90_000)
+    page.wait_for_timeout(1000)  # column widths settle after the first paint
+    return frame.evaluate(GRID)
+
+
+def test_table2_fits_the_page_and_its_metrics_are_defined(demo_app):
+    from playwright.sync_api import expect
+
+    with browser_context(viewport={"width": 1400, "height": 1000}) as context:
+        page = context.new_page()
+        page.goto(f"{demo_app}/scores")
+        expect(page.get_by_role("heading", name="Table 2 — TCPR, EMCR and R¹–R³ (%)")).to_be_visible(timeout=90_000)
+        grid = _grid(page)
+        assert grid["columns"] == 16 and len(grid["shown"]) == 16, grid
+        assert grid["scroll"] <= grid["width"], f"Table 2 is {grid['scroll']} px wide in a {grid['width']} px page"
+        for term in ("three-constraint pass rate", "joint correction rates at K = 1, 2, 3",
+                     "equal-weight multi-constraint correction rate"):
+            expect(page.get_by_text(term)).to_be_visible()
+
+
+def test_explore_key_columns_are_on_screen_and_name_the_judges(demo_app):
+    from playwright.sync_api import expect
+
+    with browser_context(viewport={"width": 1400, "height": 1000}) as context:
+        page = context.new_page()
+        page.goto(f"{demo_app}/explore")
+        expect(page.get_by_text("matching instances")).to_be_visible(timeout=90_000)
+        shown = _grid(page)["shown"]
+        key = ["model", "question", "instruction", "#", "feature", "mode", "A: gpt-judge", "B: gemini-judge", "agree",
+               "adjudicated", "p"]
+        assert shown[:len(key)] == key, shown
+        assert len(shown) > len(key), "the column after the key columns is (partly) on screen too: they fit"
+
+
+def _deploy_buttons(base: str, path: str) -> int:
+    from playwright.sync_api import expect
+
+    with browser_context() as context:
+        page = context.new_page()
+        page.goto(f"{base}/{path}")
+        expect(page.locator("h1").first).to_be_visible(timeout=90_000)
+        page.wait_for_timeout(1000)
+        return page.get_by_test_id("stAppDeployButton").count() + page.get_by_role("button", name="Deploy").count()
+
+
+def test_no_deploy_button(demo_app, tmp_path):
+    """The app's .streamlit/config.toml (toolbarMode = "minimal") hides Streamlit's "Deploy"
+    button on every page; the same check finds it under Streamlit's developer toolbar."""
+    for path in ("", "scores", "adjudicate"):
+        assert _deploy_buttons(demo_app, path) == 0, f"/{path} shows a Deploy button"
+    env = {"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "false", "REFORM_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}"}
+    with streamlit_app(env, "--client.toolbarMode", "developer") as control:
+        assert _deploy_buttons(control, "") > 0, "the check cannot see a Deploy button"
