@@ -13,7 +13,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 import numpy as np
 import pandas as pd
@@ -106,8 +106,9 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
 
 
-def read_file(path: Path, root: Path | None = None) -> bytes:
-    """The bytes of a *regular* file; :class:`OSError` with a clear message for anything else.
+def open_regular(path: Path, root: Path | None = None):
+    """A binary file object on a *regular* file; :class:`OSError` with a clear message for
+    anything else.
 
     A FIFO, a device (``/dev/zero``), a socket or a directory is refused without reading from
     it (opened non-blocking, checked with ``fstat`` on the open descriptor, so the check and the
@@ -124,43 +125,61 @@ def read_file(path: Path, root: Path | None = None) -> bytes:
         if not stat.S_ISREG(mode):
             kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
             raise OSError(f"is {kind}, not a regular file (refused, nothing read)")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
-    finally:
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
 
 
-def read_lines(path: Path, errors: list[str], root: Path | None = None) -> list[tuple[int, str]]:
-    """The non-blank ``(line number, text)`` lines of a UTF-8 file; problems go to ``errors``.
+def read_file(path: Path, root: Path | None = None) -> bytes:
+    """The bytes of a *regular* file (:func:`open_regular`)."""
+    with open_regular(path, root) as fh:
+        return fh.read()
+
+
+def iter_lines(path: Path, errors: list[str], root: Path | None = None) -> Iterator[tuple[int, str]]:
+    """The non-blank ``(line number, text)`` lines of a UTF-8 file, read one at a time (memory
+    independent of the file's size); problems go to ``errors`` (a line that is not UTF-8 ends
+    the file's reading).
 
     Lines are split at ``\\n`` only, so line numbers match what editors and ``wc -l`` show.
-    Only regular files are read (:func:`read_file`; ``root``: refuse links out of it).
+    Only regular files are read (:func:`open_regular`; ``root``: refuse links out of it).
     """
     fname = path.name
     try:
-        raw = read_file(path, root)
+        fh = open_regular(path, root)
     except OSError as exc:
         errors.append(one_line(f"{fname}:0: (file): cannot read: {exc.strerror or exc}"))
-        return []
-    try:
-        content = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        errors.append(f"{fname}:{line}: (line): not valid UTF-8")
-        return []
-    return [(n, line) for n, line in enumerate(content.split("\n"), start=1) if line.strip()]
+        return
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                errors.append(f"{fname}:{n}: (line): not valid UTF-8")
+                return
+            if line.strip():
+                yield n, line[:-1] if line.endswith("\n") else line
+
+
+def read_lines(path: Path, errors: list[str], root: Path | None = None) -> list[tuple[int, str]]:
+    """Every line of :func:`iter_lines` as a list."""
+    return list(iter_lines(path, errors, root))
+
+
+def iter_records(path: Path, record_type: type, errors: list[str], root: Path | None = None) -> Iterator[tuple[int, object]]:
+    """Parse and validate one line at a time; append located errors to ``errors``."""
+    for lineno, line in iter_lines(path, errors, root):
+        try:
+            yield lineno, record_type.model_validate_json(line)
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False):
+                errors.append(_fmt_error(path.name, lineno, err))
 
 
 def parse_jsonl(path: Path, record_type: type, errors: list[str], root: Path | None = None) -> list[tuple[int, object]]:
     """Parse and validate every line; append located errors to ``errors``."""
-    out = []
-    for lineno, line in read_lines(path, errors, root):
-        try:
-            out.append((lineno, record_type.model_validate_json(line)))
-        except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                errors.append(_fmt_error(path.name, lineno, err))
-    return out
+    return list(iter_records(path, record_type, errors, root))
 
 
 def _catalog_errors(name: str) -> list[str]:
@@ -199,43 +218,76 @@ def read_bundle(path: str | Path) -> Bundle:
             errors.append(f"{p.name}:0: (file): unknown bundle file (expected one of {', '.join(R.BUNDLE_FILES)})")
     if not os.path.lexists(root / "questions.jsonl"):
         errors.append("questions.jsonl:0: (file): missing (every bundle needs its questions)")
-    parsed: dict[str, list] = {}
+    # one record at a time: validated, then straight into column lists (repeated short values
+    # shared), so memory holds the frames only — not the file, its lines or the record objects
+    builder = _FrameBuilder()
     for fname, rtype in R.RECORD_TYPES.items():
         p = root / fname
-        parsed[fname] = parse_jsonl(p, rtype, errors, root) if os.path.lexists(p) else []
+        if os.path.lexists(p):
+            for n, record in iter_records(p, rtype, errors, root):
+                if not errors:
+                    builder.add(fname, n, record)
     if errors:
         raise ImportFailed(errors)
-    return Bundle(frames=records_to_frames(parsed), manifest=manifest, source=str(root))
+    return Bundle(frames=builder.frames(), manifest=manifest, source=str(root))
+
+
+_KIND_OF = {"questions.jsonl": "questions", "models.jsonl": "models", "baseline_features.jsonl": "baseline",
+            "judges.jsonl": "judges", "judgments.jsonl": "judgments", "adjudications.jsonl": "adjudications",
+            "extractions.jsonl": "extractions"}
+_SHARED_MAX = 64  # strings up to this length are shared between rows (keys, names, statuses)
+_OBJECT_COLUMNS = {"params", "settings", "meta", "config"}  # dicts (JSON) stay Python objects
+
+
+class _FrameBuilder:
+    """Column lists of every frame kind, filled one record at a time; equal short strings are
+    stored once (a judgments file repeats the same judge, model and instruction keys)."""
+
+    def __init__(self) -> None:
+        self.cols = {k: {c: [] for c in FRAME_COLUMNS[k] + ["_line"]} for k in FRAME_COLUMNS}
+        self.shared: dict[str, str] = {}
+
+    def _row(self, kind: str, d: dict, line: int) -> None:
+        cols, shared = self.cols[kind], self.shared
+        for c in FRAME_COLUMNS[kind]:
+            v = d.get(c)
+            if isinstance(v, str) and len(v) <= _SHARED_MAX:
+                v = shared.setdefault(v, v)
+            cols[c].append(v)
+        cols["_line"].append(line)
+
+    def add(self, fname: str, n: int, r) -> None:
+        d = r.model_dump()
+        if fname == "instructions.jsonl":
+            for c in d.pop("constraints"):
+                self._row("constraints", {**c, "instruction": r.key}, n)
+            self._row("instructions", d, n)
+        elif fname == "responses.jsonl":
+            d["kind"] = "baseline" if not d["instruction"] else "constrained"
+            d["instruction"] = d["instruction"] or ""
+            self._row("responses", d, n)
+        else:
+            self._row(_KIND_OF[fname], d, n)
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The frames; each column list is freed as soon as it is converted (never the whole
+        kind twice in memory)."""
+        out = {}
+        self.shared.clear()
+        for kind in list(self.cols):
+            cols = self.cols.pop(kind)
+            data = {c: pd.Series(cols.pop(c), dtype=object if c in _OBJECT_COLUMNS else None) for c in list(cols)}
+            out[kind] = pd.DataFrame(data, columns=FRAME_COLUMNS[kind] + ["_line"], copy=False)
+        return out
 
 
 def records_to_frames(parsed: dict[str, list]) -> dict[str, pd.DataFrame]:
-    def frame(kind: str, rows: list[dict]) -> pd.DataFrame:
-        return pd.DataFrame(rows, columns=FRAME_COLUMNS[kind] + ["_line"])
-
-    frames: dict[str, pd.DataFrame] = {}
-    frames["questions"] = frame("questions", [{**r.model_dump(), "_line": n} for n, r in parsed["questions.jsonl"]])
-    ins, cons = [], []
-    for n, r in parsed["instructions.jsonl"]:
-        d = r.model_dump()
-        for c in d.pop("constraints"):
-            cons.append({**c, "instruction": r.key, "_line": n})
-        ins.append({**d, "_line": n})
-    frames["instructions"] = frame("instructions", ins)
-    frames["constraints"] = frame("constraints", cons)
-    frames["models"] = frame("models", [{**r.model_dump(), "_line": n} for n, r in parsed["models.jsonl"]])
-    resp = []
-    for n, r in parsed["responses.jsonl"]:
-        d = r.model_dump()
-        d["kind"] = "baseline" if not d["instruction"] else "constrained"
-        d["instruction"] = d["instruction"] or ""
-        resp.append({**d, "_line": n})
-    frames["responses"] = frame("responses", resp)
-    frames["baseline"] = frame("baseline", [{**r.model_dump(), "_line": n} for n, r in parsed["baseline_features.jsonl"]])
-    frames["judges"] = frame("judges", [{**r.model_dump(), "_line": n} for n, r in parsed["judges.jsonl"]])
-    frames["judgments"] = frame("judgments", [{**r.model_dump(), "_line": n} for n, r in parsed["judgments.jsonl"]])
-    frames["adjudications"] = frame("adjudications", [{**r.model_dump(), "_line": n} for n, r in parsed["adjudications.jsonl"]])
-    frames["extractions"] = frame("extractions", [{**r.model_dump(), "_line": n} for n, r in parsed.get("extractions.jsonl", [])])
-    return frames
+    """Frames of already parsed records ``{file name: [(line, record), …]}``."""
+    builder = _FrameBuilder()
+    for fname in R.RECORD_TYPES:
+        for n, r in parsed.get(fname, []):
+            builder.add(fname, n, r)
+    return builder.frames()
 
 
 def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", catalog: str = "reformbench",
@@ -309,6 +361,16 @@ def _rows(df: pd.DataFrame, cols: list[str]) -> list[dict]:
     return [dict(zip(cols, vals)) for vals in zip(*(data[c] for c in cols))] if len(df) else []
 
 
+WRITE_BATCH = 20_000  # rows turned into driver rows at a time (the frame is never copied whole)
+
+
+def _insert_frame(conn: Connection, tname: str, df: pd.DataFrame, cols: list[str]) -> None:
+    """Insert every row of ``df`` (columns ``cols``) in batches, inside the caller's transaction
+    (PostgreSQL: ``COPY`` per batch)."""
+    for start in range(0, len(df), WRITE_BATCH):
+        repo.bulk_insert(conn, tname, _rows(df.iloc[start:start + WRITE_BATCH], cols))
+
+
 class _Writer:
     def __init__(self, conn: Connection, bundle: Bundle, replace: bool, progress: Progress):
         self.conn = conn
@@ -349,7 +411,7 @@ class _Writer:
             return
         has_rows = repo.count_rows(self.conn, tname) > 0
         if not has_rows:
-            repo.bulk_insert(self.conn, tname, _rows(df, key_cols + val_cols))
+            _insert_frame(self.conn, tname, df, key_cols + val_cols)
             self.counts[kind] = len(df)
             return
         existing = repo.read_frame(self.conn, tname, ["id"] + key_cols + val_cols)
@@ -377,7 +439,7 @@ class _Writer:
                         self.err(kind, row, cols[0], f"conflicts with existing {label} [{key}]{hint}")
         if self.errors:
             return
-        repo.bulk_insert(self.conn, tname, _rows(new, key_cols + val_cols))
+        _insert_frame(self.conn, tname, new, key_cols + val_cols)
         repo.bulk_update(self.conn, tname, updates)
         if updates:
             from db.repo.status import bump_revision
