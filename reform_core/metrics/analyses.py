@@ -34,7 +34,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from reform_core.frames import CONDITION_MAIN
 from reform_core.frames import require_columns as _require
@@ -294,12 +293,21 @@ def coverage_replicates(groups: CoverageGroups, question_weights: np.ndarray | N
         return 100 * ((wg * cov) @ oh) / ((wg * (cov + unc)) @ oh)
 
 
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties at their average rank (``scipy.stats.rankdata``'s default)."""
+    order = np.argsort(x, kind="mergesort")
+    _, first, inverse, counts = np.unique(x[order], return_index=True, return_inverse=True, return_counts=True)
+    ranks = np.empty(len(x))
+    ranks[order] = (first + (counts - 1) / 2 + 1)[inverse]
+    return ranks
+
+
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman ρ with average ranks for ties (Pearson correlation of the ranks)."""
-    rx, ry = rankdata(x), rankdata(y)
-    if np.std(rx) == 0 or np.std(ry) == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
+    rx, ry = _average_ranks(np.asarray(x, dtype=float)), _average_ranks(np.asarray(y, dtype=float))
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    den = np.sqrt((rx @ rx) * (ry @ ry))
+    return float(rx @ ry / den) if den > 0 else float("nan")
 
 
 def frequency_replicates(indicator: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -78,7 +78,7 @@ def composition_table(
     j = j[j[model].isin(s[model].unique())]
     keys = [model, "_key", position]
     merged = s[keys + [p, opposed]].merge(j[keys + [p]], on=keys, how="outer", suffixes=("_s", "_j"), indicator=True)
-    groups = merged.groupby([model, "_key"])["_merge"].agg(lambda x: (x == "both").all())
+    groups = (merged["_merge"] == "both").groupby([merged[model], merged["_key"]]).all()
     single_groups = s.groupby([model, "_key"]).size().index
     bad = groups.index.isin(single_groups) & ~groups.to_numpy()
     if bad.any():

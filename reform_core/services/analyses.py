@@ -114,13 +114,14 @@ def _calibrate(frames, rule: str, judge: Optional[str]) -> _Calibrated:
             raise AnalysisError("the pooled rule needs adjudications of the main condition (the pool that fixes W_A)")
         w = float(pooled_weights(pool, choice="choice").get("A", 0.0))
         out = calibrate_pooled(inst, w)
-        dis = ~np.isnan(g) & ~np.isnan(m) & (g != m)
+        dis = np.flatnonzero(~np.isnan(g) & ~np.isnan(m) & (g != m))
+        gd, md, base = g[dis], m[dis], out["p"].to_numpy(float)
         n = len(pool)
 
         def sample(rng):
             w_star = rng.binomial(n, w) / n
-            p = out["p"].to_numpy(float).copy()
-            p[dis] = w_star * g[dis] + (1 - w_star) * m[dis]
+            p = base.copy()
+            p[dis] = w_star * gd + (1 - w_star) * md
             return p
         return _Calibrated(out, sample, "pooled")
     adj = frames.adjudications[["iid", "a"]]
@@ -128,13 +129,14 @@ def _calibrate(frames, rule: str, judge: Optional[str]) -> _Calibrated:
     out = calibrate_stratified(inst, adj, rates=rates)
     rev = rates[rates["n_reviewed"] > 0]
     code = pd.Index(rev["stratum"].astype(str)).get_indexer(out["stratum"].astype(str))
-    var = (out["source"].to_numpy() == "stratum") & (code >= 0)
+    var = np.flatnonzero((out["source"].to_numpy() == "stratum") & (code >= 0))
+    code_var, base = code[var], out["p"].to_numpy(float)
     n_rev, pi_hat = rev["n_reviewed"].to_numpy(int), rev["pi_hat"].to_numpy(float)
 
     def sample(rng):
         pi = rng.binomial(n_rev, pi_hat) / n_rev
-        p = out["p"].to_numpy(float).copy()
-        p[var] = pi[code[var]]
+        p = base.copy()
+        p[var] = pi[code_var]
         return p
     return _Calibrated(out, sample, "stratified")
 
@@ -164,8 +166,11 @@ def _composition(cal: _Calibrated, n_boot: int, rng, level: float):
     pop = A.composition_replicates(data, W)
     meas = None
     if cal.sampler is not None:
-        reps = np.stack([cal.sampler(rng) for _ in range(n_boot)])
-        meas = A.composition_replicates(data, np.ones((n_boot, nq)), ps=reps[:, s_rows], pj=reps[:, j_rows])
+        ps, pj = np.empty((n_boot, len(s_rows))), np.empty((n_boot, len(j_rows)))
+        for b in range(n_boot):  # only the paired rows of each replicate are kept
+            p = cal.sampler(rng)
+            ps[b], pj[b] = p[s_rows], p[j_rows]
+        meas = A.composition_replicates(data, np.ones((n_boot, nq)), ps=ps, pj=pj)
     models = list(data.models)
     cols = {"separate": "separate", "joint": "joint", "delta_pp": "delta"}
     out = []

@@ -167,3 +167,14 @@ def test_table4_keeps_unannotated_catalog_features_and_divides_by_the_common_que
     # the old defaults (annotated features only, |Q| = annotated questions) give another ρ
     old = frequency_correlation(feature_frequency(ann)[["r", "x"]], ["r"], others=["x"]).set_index("model").loc["x", "rho"]
     assert old != pytest.approx(rho)
+
+
+def test_average_ranks_match_scipy_with_ties():
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        x = rng.integers(0, 5, size=30).astype(float) / 4
+        assert A._average_ranks(x) == pytest.approx(rankdata(x), abs=0)
+        y = rng.random(30)
+        assert A.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
