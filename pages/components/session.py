@@ -111,14 +111,19 @@ def sign_in(principal: Principal) -> None:
 
 
 def persist() -> None:
-    """Write this tab's session token to the cookie, so a reload or a new tab stays signed in
-    (and delete the cookie after a sign-out or a revoked session). The script holds only the
-    token (letters, digits, '.', '-', '_'); nothing from data."""
+    """Write this tab's session token to the cookie, so a reload or a new tab stays signed in,
+    and delete a cookie that signs nobody in (after a sign-out, a revocation or expiry). The
+    script holds only a token this server issued, checked to be letters, digits, '.', '-', '_'."""
+    import re
+
+    from reform_core.services.users import SESSION_HOURS
+
     token = st.session_state.get(TOKEN_KEY)
-    if token is not None and _cookie_token() != token:
-        st.html(f"<script>document.cookie = '{COOKIE}={token}; Path=/; Max-Age=43200; SameSite=Strict'"
-                " + (location.protocol === 'https:' ? '; Secure' : '');</script>", unsafe_allow_javascript=True)
-    elif token is None and _cookie_token() is not None and st.session_state.get(ENDED_KEY):
+    if token is not None and _cookie_token() != token and re.fullmatch(r"[0-9A-Za-z._-]{1,400}", token):
+        st.html(f"<script>document.cookie = '{COOKIE}={token}; Path=/; Max-Age={int(SESSION_HOURS * 3600)}; "
+                "SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '');</script>",
+                unsafe_allow_javascript=True)
+    elif token is None and _cookie_token() is not None:  # signed out, revoked or expired: forget it
         st.html(f"<script>document.cookie = '{COOKIE}=; Path=/; Max-Age=0; SameSite=Strict';</script>",
                 unsafe_allow_javascript=True)
 

@@ -106,6 +106,9 @@ def test_a_signed_out_tab_cannot_be_reused(team):
     ann = _signed_in("ann-a", "annotator-pw")
     token = ann.session_state[TOKEN_KEY]
     assert session_principal(team, token).username == "ann-a"
+    scripts = [h.proto.body for h in ann.get("html")]
+    assert [b for b in scripts if f"reform_session={token};" in b], "the token is written to the cookie"
     _widget(ann, "button", "Sign out").click().run()
     assert [t.value for t in ann.title] == ["Sign in to ReForm"]
     assert session_principal(team, token) is None
+    assert not [h for h in ann.get("html") if token in h.proto.body]
