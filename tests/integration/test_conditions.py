@@ -58,11 +58,12 @@ def _main_figures(out: dict) -> dict:
     return {m: {k: r[k] for k in keys} for m, r in out["models"].items()}
 
 
-@pytest.mark.parametrize("calibration", ["stratified", "pooled"])
+@pytest.mark.parametrize("calibration", [None, "stratified", "pooled"])
 def test_added_single_condition_leaves_main_scores_identical(projects, calibration):
+    """``None``: whatever ``score`` does by default (it must hold for the default estimator too)."""
     outs = {}
     for name, url in projects.items():
-        r = _cli("score", "--db", url, "--json", "--calibration", calibration)
+        r = _cli("score", "--db", url, "--json", *(["--calibration", calibration] if calibration else []))
         assert r.returncode == 0, r.stderr
         outs[name] = json.loads(r.stdout)
     assert _main_figures(outs["with_single"]) == _main_figures(outs["main_only"])
