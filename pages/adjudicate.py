@@ -12,7 +12,7 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.render import md, show_markdown, show_raw
-from pages.components.session import require_page, still_signed_in
+from pages.components.session import leave_if_signed_out, require_page, still_signed_in
 from reform_core.config import get_settings
 from reform_core.services import adjudication as S
 from reform_core.services.auth import AccessDenied
@@ -122,8 +122,7 @@ def _error_below(task_id: int, source: str) -> None:
 
 @st.fragment
 def workspace() -> None:
-    if not still_signed_in():  # a fragment rerun does not pass through app.py's check
-        st.rerun(scope="app")
+    leave_if_signed_out()  # a fragment rerun does not pass through app.py's check
     item = S.claim_next(engine, principal, plan_id, lease_seconds=get_settings().lease_seconds)
     progress = S.plan_progress(engine, principal, plan_id)
     if item is None:
@@ -199,6 +198,7 @@ workspace()
 @st.fragment(run_every="30s")
 def progress_table() -> None:
     """The plan's progress per stratum and my pace (refreshes on its own)."""
+    leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     pr = S.my_progress(engine, principal, plan_id)
     c = st.columns(3)
     c[0].metric("My decisions", f"{pr.decided:,}")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.render import md, md_lines
-from pages.components.session import require_page
+from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import adjudication as S
 
 principal = require_page("plan_sampling")  # == S.PLAN_ACTION
@@ -89,6 +89,7 @@ st.dataframe(summary.strata, hide_index=True, column_config={"pi_hat": st.column
 @st.fragment(run_every="20s")
 def live_scores(judge_a: str, judge_b: str) -> None:
     """Calibrated TCPR / EMCR that follow each new decision (incremental, see LiveScores)."""
+    leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     key = (judge_a, judge_b)
     live = ss["live_scores"].get(key)
     if live is None:

@@ -8,7 +8,7 @@ import altair as alt
 import streamlit as st
 
 from pages.components import analyses_view, render
-from pages.components.session import require_page
+from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import explore
 from reform_core.services.scoring import ScoringError
 
@@ -60,6 +60,7 @@ _ivl = render.intervals(principal, calibration=calibration, judge=judge)
 def table2() -> None:
     """Table 2 with its intervals; while they are recomputed in the background (after a new
     decision) the points are current and the last intervals are shown, marked as updating."""
+    leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     ivl = render.intervals(principal, calibration=calibration, judge=judge)
     if ivl.fresh != _ivl.fresh:
         st.rerun()  # the intervals are in: redraw once without polling

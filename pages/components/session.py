@@ -96,6 +96,14 @@ def still_signed_in() -> bool:
     return current_principal() is not None
 
 
+def leave_if_signed_out() -> None:
+    """For the top of a fragment (a fragment's rerun, and its ``run_every`` polling, does not
+    pass through ``app.py``): once the session is revoked, rerun the whole app, which then
+    shows the sign-in form instead of the page."""
+    if not still_signed_in():
+        st.rerun(scope="app")
+
+
 def session_ended() -> bool:
     """Whether this tab's session ended without a sign-out here (revoked or expired)."""
     return bool(st.session_state.get(ENDED_KEY)) and not st.session_state.get("reform_signed_out")

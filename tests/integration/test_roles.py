@@ -149,3 +149,19 @@ def test_analyst_cannot_open_lead_pages(password_app, path, action):
     page.run()
     assert any(f"may not {action}" in e.value for e in page.error)
     assert not page.button and not page.dataframe
+
+
+def test_every_polling_fragment_rechecks_the_session_first():
+    """Issue 15 item 13: a fragment's rerun (a click inside it, or its ``run_every`` polling)
+    does not pass through app.py, so each one re-checks the session before showing anything:
+    a deactivated user's open tab loses access (``tests/e2e/test_walkthrough.py`` in a browser)."""
+    import ast
+
+    for path in sorted((ROOT / "pages").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef) or not any(
+                    "fragment" in ast.unparse(d) for d in node.decorator_list):
+                continue
+            body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            first = ast.unparse(body[0]) if body else ""
+            assert first == "leave_if_signed_out()", f"{path.name}:{node.lineno} {node.name}() starts with {first!r}"
