@@ -232,7 +232,7 @@ def calibrate_stratified(
     provisional[unreviewed] = st.map(prov).to_numpy(dtype=bool)
     source[unreviewed] = np.where(provisional[unreviewed], "fallback", "stratum")
 
-    out = instances.copy()
+    out = instances.copy(deep=False)  # pandas copy-on-write: columns shared until written, never the caller's
     out["p"], out["stratum"], out["source"], out["provisional"] = p, stratum, source, provisional
     out.attrs["n_missing"] = int((source == "missing").sum())
     return out
@@ -290,7 +290,7 @@ def calibrate_pooled(instances: pd.DataFrame, w_a: float, *, judge_a: str = "lab
     both = has_g & has_m
     p = np.where(both & (g != m), w_a * g + (1.0 - w_a) * m, np.where(has_g, g, m))
     source = np.select([both & (g == m), both, has_g | has_m], ["agreed", "pooled", "single_judge"], "missing")
-    out = instances.copy()
+    out = instances.copy(deep=False)  # pandas copy-on-write: columns shared until written, never the caller's
     out["p"], out["source"] = p, source
     out.attrs["n_missing"] = int((source == "missing").sum())
     return out

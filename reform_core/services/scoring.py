@@ -224,7 +224,7 @@ def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.
     missing = inst[p].isna().groupby([inst["model"], inst["instruction"]]).transform("any").to_numpy()
     dropped = inst[missing & (inst["condition"] == "main").to_numpy()]
     per_model = dropped.groupby("model")["instruction"].nunique()
-    return inst[~missing], per_model
+    return (inst[~missing] if missing.any() else inst), per_model  # nothing dropped: no copy of the frame
 
 
 def main_adjudications(frames: ProjectFrames) -> pd.DataFrame:
@@ -391,8 +391,7 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
             if judge in known:
                 raise ScoringError(f"judge {judge!r} has no labels (its judgments are all errors or abstentions)")
             raise ScoringError(f"unknown judge {judge!r} (known: {', '.join(known) or 'none'})")
-        inst = frames.instances.copy()
-        inst["p"] = inst[col]
+        inst = frames.instances.assign(p=frames.instances[col])  # copy-on-write: the frames' columns are shared
         method, rates = f"judge:{judge}", None
     else:
         inst, rates = calibrated_instances(frames, calibration)
