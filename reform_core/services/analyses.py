@@ -18,7 +18,8 @@ listed (:mod:`reform_core.metrics.analyses`).
 Intervals (percentile, ``level``):
 
 * population — cluster bootstrap over questions (multinomial question weights, shared by
-  both conditions and every model);
+  both conditions and every model); percentile intervals, except Table 4's ρ (basic
+  bootstrap interval: resampled ρ* is biased low);
 * measurement — questions fixed, the calibration's adjudications resampled: the pooled
   weight ``W_A* ~ Binomial(n_pool, W_A)/n_pool`` (pooled), or each reviewed stratum's
   ``π̂*_h ~ Binomial(n_h, π̂_h)/n_h`` (stratified); none for raw labels; for Table A4 the
@@ -58,7 +59,9 @@ INTERVAL_TEXT = {
         "stratified": "questions fixed; each reviewed stratum's π̂_h resampled (Binomial(n_h, π̂_h)/n_h)",
         "raw": "none: one judge's raw labels have no calibration to resample",
         "coverage": "extracted instances resampled within each (model, question)",
-        "table4": "none: baseline annotations enter as observed (no measurement model)",
+        "table4": "none: baseline annotations enter as observed (no measurement model); the population interval of ρ "
+                  "is the basic bootstrap interval (2ρ̂ − upper, 2ρ̂ − lower percentile): resampled ρ* is biased low (noisier "
+                  "frequencies), so the interval for ρ over an unlimited question set can lie above ρ̂",
     },
 }
 CONSTRUCTION_META = "construction_models"
@@ -303,7 +306,12 @@ def _table4(baseline: pd.DataFrame, features: list[str], common: list[str], mode
     else:
         return long, None, notes + ["Table 4 needs at least two models"]
     lo, hi = A.percentile_interval(rho, level)
-    corr["rho_pop_low"], corr["rho_pop_high"] = lo[: len(corr)], hi[: len(corr)]
+    # basic (reverse-percentile) interval: resampling questions adds noise to every frequency
+    # and so pulls ρ* below ρ̂ (attenuation); the percentile interval would sit below the
+    # estimate, the basic one corrects for that shift (and may sit above ρ̂)
+    point = corr["rho"].to_numpy(float)
+    corr["rho_pop_low"] = np.clip(2 * point - hi[: len(corr)], -1, 1)
+    corr["rho_pop_high"] = np.clip(2 * point - lo[: len(corr)], -1, 1)
     corr["rho_meas_low"] = corr["rho_meas_high"] = np.nan
     return long, corr, notes
 
