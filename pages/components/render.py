@@ -189,12 +189,19 @@ def md_lines(value) -> str:
     return "  \n".join(md(line) for line in ("" if value is None else str(value)).splitlines())
 
 
-def ifeval_display(result) -> pd.DataFrame:
-    """IFEval's accuracies per model (%): calibrated prompt / instruction level, and strict /
-    loose from the rules judges (empty where no such judge ran; the notes say why)."""
+def ifeval_display(result, ci: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+    """IFEval's accuracies per model (%): calibrated prompt / instruction level with their 95 %
+    intervals (``ci``: TCPR and constraint-level rows), and strict / loose from the rules judges
+    (empty where no such judge ran; the notes say why)."""
     m = result.models
     out = pd.DataFrame({"model": m["model"], "prompt level (calibrated)": result.tables["table2"].set_index("model")
                         ["tcpr"].reindex(m["model"]).to_numpy(), "instruction level (calibrated)": m["constraint_level"]})
+    lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
+    if lookup is not None:
+        for label, metric, at in (("prompt", "tcpr", 2), ("instruction", "constraint_level", 4)):
+            out.insert(at, f"{label} level 95% CI", [
+                _ci(*(lookup.loc[(x, metric), ["ci_low", "ci_high"]] if (x, metric) in lookup.index else (None, None)))
+                for x in m["model"]])
     for mode in ("strict", "loose"):
         if mode in result.metrics:
             for key, label in (("prompt_level", "prompt"), ("instruction_level", "instruction")):

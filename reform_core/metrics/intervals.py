@@ -1,9 +1,11 @@
-"""95 % intervals for TCPR, EMCR and R^(K) per model (SPEC §3 "Beyond the paper").
+"""95 % intervals for TCPR, EMCR, R^(K) and the constraint level per model (SPEC §3 "Beyond the paper").
 
 Cluster bootstrap over questions: a replicate resamples the questions with replacement
 (multinomial counts ``w_q``, shared by all models so model differences stay paired) and
 recomputes every score as a ratio of weighted per-question sums, e.g.
-``TCPR* = Σ_q w_q A_q / Σ_q w_q N_q`` and ``R^(K)* = Σ_q w_q Ĵ_{q,K} / Σ_q w_q U_{q,K}``.
+``TCPR* = Σ_q w_q A_q / Σ_q w_q N_q``, ``R^(K)* = Σ_q w_q Ĵ_{q,K} / Σ_q w_q U_{q,K}`` and the
+constraint level (mean p over constraints; IFEval's instruction-level accuracy)
+``Σ_q w_q P_q / Σ_q w_q C_q`` with P_q the sum of p over a question's constraints, C_q their number.
 All replicates are one matrix product ``weights @ per-question sums``.
 
 With stratified calibration the adjudications are also resampled within each reviewed
@@ -24,7 +26,7 @@ import scipy.sparse as sp
 
 from reform_core.metrics.reform import KS, UnitIndex, aggregate, build_index, group_sums, rates_from_sums
 
-METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
+METRICS = ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level")
 _SUM_KEYS = ("n_inst", "allpass") + tuple(f"{s}{k}" for k in KS for s in ("units", "joint"))
 
 
@@ -67,6 +69,29 @@ def row_strata(index: UnitIndex, instances: pd.DataFrame, rates: pd.DataFrame, p
     return h.astype(np.int64), pi_hat, reviewed["n_reviewed"].to_numpy(dtype=np.int64)
 
 
+def constraint_level_replicates(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *,
+                                row_stratum: np.ndarray | None = None, pi: np.ndarray | None = None) -> np.ndarray:
+    """The constraint level (%) of each replicate, (B, n_models): Σ_q w_q P*_q / Σ_q w_q C_q, where a
+    row of an unreviewed disagreement of reviewed stratum h passes with π*_h (linear in the rows)."""
+    nm, nq = len(index.models), len(index.questions)
+    inst_of_row = np.repeat(np.arange(len(index.inst_starts)), np.diff(np.r_[index.inst_starts, len(index.inst_rows)]))
+    rows = index.inst_rows
+    group = index.inst_model[inst_of_row] * nq + index.inst_question[inst_of_row]
+    x = pv[rows].astype(float)
+    variable = np.zeros(len(rows), dtype=bool) if row_stratum is None or pi is None else row_stratum[rows] >= 0
+    x[variable] = 0.0
+    count = np.bincount(group, minlength=nm * nq).reshape(nm, nq).astype(float)
+    total = np.bincount(group, x, minlength=nm * nq).reshape(nm, nq)
+    num, den = weights @ total.T, weights @ count.T
+    if variable.any():
+        per = sp.csr_matrix((np.ones(int(variable.sum())), (group[variable], row_stratum[rows][variable])),
+                            shape=(nm * nq, pi.shape[0]))
+        for m in range(nm):  # Σ_q w_q Σ_h n_{q,h} π*_h
+            num[:, m] += ((per[m * nq:(m + 1) * nq].T @ weights.T).T * pi.T).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, 100 * num / np.where(den > 0, den, 1), np.nan)
+
+
 def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, row_stratum: np.ndarray | None = None,
                      pi: np.ndarray | None = None, chunk: int = 64) -> dict[str, np.ndarray]:
     """Scores (%) of bootstrap replicates given question weights and stratum rates.
@@ -85,8 +110,8 @@ def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, r
     Returns
     -------
     dict
-        ``tcpr, emcr, r1, r2, r3`` → arrays (B, n_models); NaN where a replicate has no
-        instruction / unit in the denominator.
+        ``tcpr, emcr, r1, r2, r3, constraint_level`` → arrays (B, n_models); NaN where a
+        replicate has no instruction / unit in the denominator.
     """
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 2 or weights.shape[1] != len(index.questions):
@@ -138,7 +163,9 @@ def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, r
         num["allpass"] = num["allpass"] + extra[:, 0].T
         for k in KS:
             num[f"joint{k}"] = num[f"joint{k}"] + extra[:, k].T
-    return rates_from_sums(num)
+    out = rates_from_sums(num)
+    out["constraint_level"] = constraint_level_replicates(index, pv, weights, row_stratum=row_stratum, pi=pi)
+    return out
 
 
 def bootstrap_intervals(
@@ -154,7 +181,7 @@ def bootstrap_intervals(
     index: UnitIndex | None = None,
     **roles,
 ) -> pd.DataFrame:
-    """Percentile intervals for TCPR, EMCR and R^(1..3) per model.
+    """Percentile intervals for TCPR, EMCR, R^(1..3) and the constraint level per model.
 
     Cluster bootstrap over questions (module docstring); with ``rates`` the adjudications
     are also resampled within each reviewed stratum.
@@ -199,6 +226,7 @@ def bootstrap_intervals(
         pi = rng.binomial(n_rev[:, None], pi_hat[:, None], size=(len(pi_hat), n_boot)) / n_rev[:, None]
     reps = replicate_scores(index, pv, weights, row_stratum=h, pi=pi)
     point = rates_from_sums(group_sums(index, pv))
+    point["constraint_level"] = constraint_level_replicates(index, pv, np.ones((1, nq)))[0]
     alpha = 100 * (1 - level) / 2
     rows = []
     for metric in METRICS:

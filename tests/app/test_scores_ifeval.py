@@ -44,5 +44,8 @@ def test_ifeval_accuracies_on_the_scores_page(ifeval_app_db):
         assert table.loc["gpt4", f"instruction level ({mode})"] == pytest.approx(expected[mode]["instruction_level"],
                                                                                  abs=0.006)
     assert table.loc["gpt4", "prompt level (calibrated)"] == pytest.approx(expected["prompt_level"], abs=0.006)
+    for level, value in (("prompt", expected["prompt_level"]), ("instruction", expected["instruction_level"])):
+        lo, hi = map(float, table.loc["gpt4", f"{level} level 95% CI"].strip("[]").split(", "))
+        assert lo < value < hi  # the calibrated accuracies come with their intervals
     assert len(at.get("vega_lite_chart")) == 1  # the TCPR heatmap only
     assert any("do not apply to catalog ifeval" in i.value for i in at.info)

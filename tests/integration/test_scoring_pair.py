@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from reform_core.services import adjudication, explore
@@ -115,6 +116,16 @@ def test_pair_command_status_score_and_export_use_the_pair(three_judges, tmp_pat
     assert json.loads(_cli("pair", "--db", url, "--json").stdout) == {"pair": ["ja", "jc"]}
     with pytest.raises(PermissionError):
         set_pair(eng, ANALYST, "ja", "jz")
+    # the plan's own pair: its decision reaches the export (Table A3, strata.csv), never a raw
+    # judge's labels under the name "stratified" (the export: all-zero A3, empty strata)
+    _cli("pair", "--db", url, "jz", "ja")
+    own = tmp_path / "own"
+    manifest = export(eng, own, principal=LEAD, n_boot=20)
+    assert manifest["judge_pair"] == ["jz", "ja"]
+    strata = pd.read_csv(own / "strata.csv")
+    assert strata["n_reviewed"].sum() == 1
+    a3 = pd.read_csv(own / "table_a3_judge_agreement.csv")
+    assert a3.loc[a3["model"] == "Total", "agrees_b"].item() == 1  # the decision chose jz's partner, B
 
 
 def test_a_plans_decisions_count_only_for_its_own_pair(three_judges):

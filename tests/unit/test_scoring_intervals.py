@@ -47,9 +47,20 @@ def test_question_replicate_equals_brute_force(project):
     weights = rng.multinomial(nq, np.full(nq, 1 / nq), size=2)
     reps = replicate_scores(index, pv, weights)
     for b in range(2):
-        brute = reform.table2(resampled_frame(cal, index, weights[b]))
+        frame = resampled_frame(cal, index, weights[b])
+        brute = reform.table2(frame)
         for metric in ["tcpr", "emcr", "r1", "r2", "r3"]:
             np.testing.assert_allclose(reps[metric][b], brute[metric], rtol=1e-10, equal_nan=True)
+        np.testing.assert_allclose(reps["constraint_level"][b], _constraint_level(frame, index), rtol=1e-10)
+
+
+def _constraint_level(frame, index):
+    """Mean p over every constraint row of each model, by a literal loop (IFEval instruction level)."""
+    out = []
+    for model in index.models:
+        ps = [p for m, p in zip(frame["model"], frame["p"]) if m == model]
+        out.append(100 * sum(ps) / len(ps))
+    return np.array(out)
 
 
 def test_adjudication_replicate_equals_brute_force(project):
@@ -66,9 +77,12 @@ def test_adjudication_replicate_equals_brute_force(project):
     assert not np.allclose(plain["tcpr"], reps["tcpr"])  # the resampled rates matter
     p_new = np.where(h >= 0, pi[np.maximum(h, 0)], pv)
     # index rows are the main rows in frame order
-    brute = reform.table2(resampled_frame(cal, index, weights[0], p_override=p_new))
+    frame = resampled_frame(cal, index, weights[0], p_override=p_new)
+    brute = reform.table2(frame)
     for metric in ["tcpr", "emcr", "r1", "r2", "r3"]:
         np.testing.assert_allclose(reps[metric][0], brute[metric], rtol=1e-10, equal_nan=True)
+    assert not np.allclose(plain["constraint_level"], reps["constraint_level"])
+    np.testing.assert_allclose(reps["constraint_level"][0], _constraint_level(frame, index), rtol=1e-10)
 
 
 def test_unit_weights_and_point_rates_give_the_point_estimate(project):
@@ -89,7 +103,10 @@ def test_intervals_reproducible_and_cover_the_estimate(project):
     c = bootstrap_intervals(cal, n_boot=300, rng=np.random.default_rng(43), rates=rates)
     pd.testing.assert_frame_equal(a, b)
     assert not np.allclose(a["ci_low"], c["ci_low"], equal_nan=True)
-    main = a[a["metric"].isin(["tcpr", "emcr"])]
+    main = a[a["metric"].isin(["tcpr", "emcr", "constraint_level"])]
+    level = a[a["metric"] == "constraint_level"].set_index("model")["estimate"]
+    expect = 100 * cal[cal["condition"] == "main"].groupby("model")["p"].mean()
+    np.testing.assert_allclose(level.loc[expect.index], expect, rtol=1e-12)
     assert ((main["ci_low"] <= main["estimate"]) & (main["estimate"] <= main["ci_high"])).all()
     assert (main["ci_high"] > main["ci_low"]).all()
     q_only = bootstrap_intervals(cal, n_boot=300, rng=np.random.default_rng(42))
