@@ -85,7 +85,7 @@ if notes:
     st.info("What the numbers leave out, and why a number is missing:\n\n" + "\n".join(f"- {n}" for n in notes))
 if {"strict", "loose", "prompt_level"} & set(result.metrics):
     st.subheader("IFEval accuracy (%)")
-    st.dataframe(render.ifeval_display(result, ci), hide_index=True)
+    st.dataframe(render.ifeval_display(result, _ivl.frame), hide_index=True)  # updated with Table 2 (its rerun)
     st.caption("Calibrated: from the scoring pair's labels and the adjudications (prompt level = TCPR, instruction "
                "level = mean pass over constraints). Strict / loose: the catalog's verifiers as the rules judge "
                "in that mode (IFEval's official rules).")
