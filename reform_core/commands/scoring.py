@@ -28,14 +28,14 @@ def score_text(out: dict) -> str:
     cols = [("TCPR", "tcpr"), ("EMCR", "emcr"), ("R1", "r1"), ("R2", "r2"), ("R3", "r3"), ("constr.", "constraint_level")]
     ifeval = [m for m in ("strict", "loose") if m in out.get("metrics", [])]
     head = f"{'model':<24}" + "".join(f"{c:>8}" for c, _ in cols)
-    head += "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval) + "  units      scored/answered"
+    head += "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval) + "  units          scored/answered"
     lines = [head]
     for m, r in out["models"].items():
         row = f"{m[:23]:<24}" + "".join(_pct(r[k]) for _, k in cols)
         for mode in ifeval:
             acc = r.get(mode) or {}
             row += f"  {_pct(acc.get('prompt_level'))}  {_pct(acc.get('instruction_level'))}"
-        row += f"  {str(r['units']):<11}{r['instructions']['scored']}/{r['instructions']['answered']}"
+        row += f"  {str(r['units']):<14} {r['instructions']['scored']}/{r['instructions']['answered']}"
         lines.append(row)
     for m, r in out["models"].items():
         lines += [f"{m}: {n}" for n in r["notes"]]
