@@ -197,11 +197,17 @@ def ifeval_display(result, ci: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     out = pd.DataFrame({"model": m["model"], "prompt level (calibrated)": result.tables["table2"].set_index("model")
                         ["tcpr"].reindex(m["model"]).to_numpy(), "instruction level (calibrated)": m["constraint_level"]})
     lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
-    if lookup is not None:
-        for label, metric, at in (("prompt", "tcpr", 2), ("instruction", "constraint_level", 4)):
-            out.insert(at, f"{label} level 95% CI", [
-                _ci(*(lookup.loc[(x, metric), ["ci_low", "ci_high"]] if (x, metric) in lookup.index else (None, None)))
-                for x in m["model"]])
+    if lookup is not None:  # one interval (ci_low/_high) or measurement and population ones (…_lo/_hi)
+        kinds = [("95% CI", "ci_low", "ci_high")] if "ci_low" in lookup.columns else [
+            (f"95% {k}", f"{k}_lo", f"{k}_hi") for k in ("measurement", "population") if f"{k}_lo" in lookup.columns]
+        at = 2
+        for label, metric in (("prompt", "tcpr"), ("instruction", "constraint_level")):
+            for name, lo, hi in kinds:
+                out.insert(at, f"{label} level {name}", [
+                    _ci(*(lookup.loc[(x, metric), [lo, hi]] if (x, metric) in lookup.index else (None, None)))
+                    for x in m["model"]])
+                at += 1
+            at += 1
     for mode in ("strict", "loose"):
         if mode in result.metrics:
             for key, label in (("prompt_level", "prompt"), ("instruction_level", "instruction")):

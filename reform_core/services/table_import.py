@@ -460,11 +460,13 @@ def guess_field(column: str) -> str:
 
 def import_table_file(engine: Engine, path: str | Path, mapping: dict[str, str], **kw) -> dict:
     """:func:`import_table` on a file."""
+    from reform_core.services.importer import read_file
+
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_file(path)  # a regular file only: never a FIFO or /dev/zero
     except OSError as exc:
-        raise ImportFailed([f"{path.name}:0: (file): cannot read: {exc.strerror or exc}"]) from None
+        raise ImportFailed([one_line(f"{path.name}:0: (file): cannot read: {exc.strerror or exc}")]) from None
     return import_table(engine, data, path.name, mapping, **kw)
 
 

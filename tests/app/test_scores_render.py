@@ -27,3 +27,24 @@ def test_rank_notes_name_each_discordant_pair():
     assert len(notes) == 1
     assert notes[0].startswith("**a** is above **b** on TCPR (70.00 vs 60.00)")
     assert "below it on EMCR (40.00 vs 45.00)" in notes[0]
+
+
+def test_ifeval_display_shows_both_accuracies_with_either_interval_shape():
+    from types import SimpleNamespace
+
+    result = SimpleNamespace(
+        models=pd.DataFrame({"model": ["gpt4"], "constraint_level": [84.7]}),
+        tables={"table2": pd.DataFrame({"model": ["gpt4"], "tcpr": [78.5]})}, metrics=["tcpr", "prompt_level"])
+    one = pd.DataFrame({"model": ["gpt4", "gpt4"], "metric": ["tcpr", "constraint_level"],
+                        "ci_low": [75.0, 82.0], "ci_high": [81.9, 87.1]})
+    out = render.ifeval_display(result, one)
+    assert out.columns.tolist() == ["model", "prompt level (calibrated)", "prompt level 95% CI",
+                                    "instruction level (calibrated)", "instruction level 95% CI"]
+    assert out.iloc[0].tolist() == ["gpt4", 78.5, "[75.0, 81.9]", 84.7, "[82.0, 87.1]"]
+    two = pd.DataFrame({"model": ["gpt4"], "metric": ["tcpr"], "measurement_lo": [76.0], "measurement_hi": [80.0],
+                        "population_lo": [74.0], "population_hi": [82.0]})
+    out = render.ifeval_display(result, two)
+    assert out.columns.tolist()[2:4] == ["prompt level 95% measurement", "prompt level 95% population"]
+    assert out.iloc[0].tolist()[2:] == ["[76.0, 80.0]", "[74.0, 82.0]", 84.7, "—", "—"]
+    assert render.ifeval_display(result, None).columns.tolist() == ["model", "prompt level (calibrated)",
+                                                                      "instruction level (calibrated)"]

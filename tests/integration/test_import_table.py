@@ -232,3 +232,15 @@ def test_malformed_files(tmp_path):
         import_table(eng, data, "t.csv", {})
     assert exc.value.errors == ["t.csv:4: feature: unknown feature 'nope' of catalog reformbench"]
     assert _counts(eng)["question"] == 0
+
+
+def test_only_regular_files_are_read(tmp_path):
+    """A FIFO would block the import forever, /dev/zero would exhaust memory (as for bundles)."""
+    fifo = tmp_path / "t.csv"
+    os.mkfifo(fifo)
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    r = _cli("import-table", fifo, "--db", url)
+    assert r.returncode == 1 and "t.csv:0: (file): cannot read: is a FIFO (named pipe), not a regular file" in r.stderr
+    r = _cli("import-table", tmp_path, "--db", url)
+    assert r.returncode == 1 and "(file): cannot read: is a directory, not a regular file" in r.stderr
+
