@@ -40,11 +40,12 @@ def test_ifeval_display_shows_both_accuracies_with_either_interval_shape():
     out = render.ifeval_display(result, one)
     assert out.columns.tolist() == ["model", "prompt level (calibrated)", "prompt level 95% CI",
                                     "instruction level (calibrated)", "instruction level 95% CI"]
-    assert out.iloc[0].tolist() == ["gpt4", 78.5, "[75.0, 81.9]", 84.7, "[82.0, 87.1]"]
+    assert out.iloc[0].tolist() == ["gpt4", 78.5, render._ci(75.0, 81.9), 84.7, render._ci(82.0, 87.1)]
     two = pd.DataFrame({"model": ["gpt4"], "metric": ["tcpr"], "measurement_lo": [76.0], "measurement_hi": [80.0],
                         "population_lo": [74.0], "population_hi": [82.0]})
     out = render.ifeval_display(result, two)
     assert out.columns.tolist()[2:4] == ["prompt level 95% measurement", "prompt level 95% population"]
-    assert out.iloc[0].tolist()[2:] == ["[76.0, 80.0]", "[74.0, 82.0]", 84.7, "—", "—"]
+    assert out.iloc[0].tolist()[2:] == [render._ci(76.0, 80.0), render._ci(74.0, 82.0), 84.7, render._ci(None, None),
+                                        render._ci(None, None)]
     assert render.ifeval_display(result, None).columns.tolist() == ["model", "prompt level (calibrated)",
                                                                       "instruction level (calibrated)"]
