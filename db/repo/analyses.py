@@ -55,3 +55,13 @@ def construction_models(conn: Connection, key: str) -> list[str]:
     except ValueError:
         return []
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def inputs_version(conn: Connection) -> tuple:
+    """Row counts and max ids of the analyses' own inputs (extractions, baseline features,
+    project meta), for cache keys next to the scored data version."""
+    out = []
+    for table in ("feature_extraction", "baseline_feature"):
+        out += list(conn.execute(text(f"SELECT COUNT(*), COALESCE(MAX(id), 0) FROM {table}")).one())
+    out.append(get_meta(conn).get("construction_models", ""))
+    return tuple(out)

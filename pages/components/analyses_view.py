@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import render
-from reform_core.services.analyses import RULES, AnalysesResult, analyses
+from reform_core.services.analyses import RULES, AnalysesResult, analyses, inputs_version
 from reform_core.services.auth import Principal
 
 RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "Stratified per condition"}
@@ -125,7 +125,8 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
             if judge is None:
                 rule = st.radio("Calibration of the auxiliary analyses", list(RULES), format_func=RULE_LABELS.get,
                                 horizontal=True, key="scores_aux_rule")
-            res = _analyses(render.data_version(), rule, judge, principal, getattr(result, "frames", None))
+            version = (*render.data_version(), *inputs_version(render.state.engine()))
+            res = _analyses(version, rule, judge, principal, getattr(result, "frames", None))
             st.caption(render.md(res.rule_text[0].upper() + res.rule_text[1:] + "."))
         guarded("The auxiliary analyses", load)
         if res is not None:

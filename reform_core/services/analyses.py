@@ -403,6 +403,15 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
     return res
 
 
+def inputs_version(engine: Engine) -> tuple:
+    """A cheap stamp of the analyses' inputs beyond the scored tables (extractions, baseline
+    annotations, construction models), for cache keys."""
+    from db.repo import analyses as repo
+
+    with engine.connect() as conn:
+        return repo.inputs_version(conn)
+
+
 def analyses_json(res: AnalysesResult) -> dict:
     """The ``analyses --json`` shape: rule, interval methods, tables as records, exclusions
     (counts per analysis and reason, and the list), notes and errors."""

@@ -70,3 +70,29 @@ def test_one_failing_analysis_does_not_take_the_others_down(tmp_path, monkeypatc
     assert any("composition engine broke" in w.replace("\\", "") for w in warnings), warnings
     assert len([w for w in warnings if "available" in w]) == 1  # only Table 3; prompting, A4, Table 4 still render
     assert TABS <= {t.label for t in at.tabs}
+
+
+def test_new_extractions_reach_the_coverage_tab(tmp_path):
+    """The analyses' cache key includes their own inputs: extractions imported after a first
+    visit show up in Table A4 without any scored change."""
+    import json as _json
+
+    from reform_core.services.importer import import_bundle
+    from reform_core.services.uow import get_engine
+
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    write_broken_project(url)
+    with app_database(url, load_demo=False):
+        at = AppTest.from_file(APP, default_timeout=180).run()
+        at.switch_page("pages/scores.py").run()
+        before = [d.value for d in at.dataframe if "coverage" in d.value.columns][0]
+        pooled = before.set_index("model").loc["Pooled", "extracted"]
+        b = tmp_path / "more"
+        b.mkdir()
+        (b / "questions.jsonl").write_text("")
+        (b / "extractions.jsonl").write_text(_json.dumps({"model": "model-01", "question": "q0001", "label": "new thing",
+                                                          "match": "uncovered"}) + "\n")
+        import_bundle(get_engine(url), b)
+        at.run()
+        after = [d.value for d in at.dataframe if "coverage" in d.value.columns][0]
+    assert after.set_index("model").loc["Pooled", "extracted"] == pooled + 1
