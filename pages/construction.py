@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import state
-from pages.components.render import md, md_lines
+from pages.components.render import md, md_lines, tidy
 from pages.components.session import require_page
 from reform_core.services import collection, construction, judging
 
@@ -114,7 +114,7 @@ with variants_tab:
             calls = f"; at most {int(per_question) * out['questions']} integration calls" if integrate else ""
             st.write(f"{out['instructions']} instructions, {out['constraints']} constraints for "
                      f"{out['questions']} questions{calls}")
-            st.dataframe(pd.DataFrame(out["multiplicity"]), hide_index=True)
+            st.dataframe(tidy(pd.DataFrame(out["multiplicity"])), hide_index=True)
     if st.button("Build and import", type="primary", key="var_build"):
         out = _try(lambda: construction.build_variants(eng, integrate=spec and {
             "provider": spec["provider"], "model": spec["model"], **_target(spec["provider"], spec["endpoint"])}, **args))
@@ -139,7 +139,7 @@ with features_tab:
             a = res["annotation"]
             st.success(f"{a['written']} annotations ({a['rule']} rule, {a['llm']} LLM), {a['errors']} errors.")
             if res["coverage"]:
-                st.dataframe(pd.DataFrame(res["coverage"]), hide_index=True)
+                st.dataframe(tidy(pd.DataFrame(res["coverage"])), hide_index=True)
 
 with mosaic_tab:
     m1, m2 = st.columns(2)
@@ -148,9 +148,9 @@ with mosaic_tab:
     if st.button("Generate", key="mos_gen"):
         prompts, counts = construction.mosaic_prompts(n=int(n), seed=int(mseed))
         st.caption("Constraint × list size (counts); every column is balanced across constraints.")
-        st.dataframe(counts["size"])
+        st.dataframe(tidy(counts["size"]))
         st.caption("Constraint × rank (counts).")
-        st.dataframe(counts["rank"])
+        st.dataframe(tidy(counts["rank"]))
         st.download_button("Download JSONL", "\n".join(json.dumps(p, ensure_ascii=False) for p in prompts),
                            file_name="mosaic.jsonl", key="mos_dl")
 
@@ -167,7 +167,7 @@ with wise_tab:
         if out is not None:
             manifest, forms, items = out
             st.write(f"{len(items)} matched items: {len(manifest)} tasks × {len(forms)} forms × {int(reps)} repetitions")
-            st.dataframe(forms, hide_index=True)
-            st.dataframe(items.drop(columns=["params"]).head(200), hide_index=True)
+            st.dataframe(tidy(forms), hide_index=True)
+            st.dataframe(tidy(items.drop(columns=["params"]).head(200)), hide_index=True)
             st.download_button("Download items (JSONL)", items.to_json(orient="records", lines=True, force_ascii=False),
                                file_name="wise_items.jsonl", key="wise_dl")

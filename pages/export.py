@@ -26,7 +26,7 @@ else:
 
 c1, c2 = st.columns(2)
 calibration = c1.selectbox("Calibration", CALIBRATIONS, key="export_calibration",
-                           help="stratified: main results (SPEC §4); pooled: the auxiliary rule.")
+                           help="stratified: main results; pooled: the auxiliary rule.")
 seed = c2.number_input("Bootstrap seed (intervals)", min_value=0, value=0, step=1, key="export_seed")
 if st.button("Run export", type="primary", key="export_run"):
     try:

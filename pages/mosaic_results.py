@@ -58,7 +58,7 @@ model = st.selectbox("Model", models, key="mosaic_model")
 st.subheader("Pairwise compliance (PCC) and correlations")
 measure = st.radio("Colour", ["PCC %", "Pearson r"], horizontal=True, key="mosaic_pcc_measure",
                    help="PCC: share of responses following both constraints (over responses having both). Pearson r "
-                        "of the two binary outcomes with its two-sided p-value (seed 003 §4).")
+                        "of the two binary outcomes with its two-sided p-value.")
 pcc = res.pcc[res.pcc["model"] == model].copy()
 if pcc.empty:
     st.text("No constraint pair occurs together in this model's checked outputs.")

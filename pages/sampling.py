@@ -4,7 +4,7 @@ sizes, store a plan, follow its summary and the live calibrated scores."""
 import streamlit as st
 
 from pages.components import state
-from pages.components.render import md, md_lines
+from pages.components.render import md, md_lines, tidy
 from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import adjudication as S
 
@@ -50,11 +50,11 @@ if preview is not None and preview[0] == params:
     strata = preview[1]
     sizes = S.model_sizes(strata)
     st.subheader("Planned sizes (Cochran with finite-population correction, per model)")
-    st.dataframe(sizes, hide_index=True)
+    st.dataframe(tidy(sizes), hide_index=True)
     st.caption(f"{int(sizes['planned'].sum()):,} disagreement items in {len(strata)} strata"
                + (f", plus {int(audit)} audit items" if audit else ""))
     with st.expander("Allocation per stratum"):
-        st.dataframe(strata, hide_index=True)
+        st.dataframe(tidy(strata, decimals=3), hide_index=True)
     name = st.text_input("Plan name (optional)")
     if st.button("Create plan", type="primary"):
         try:
@@ -80,10 +80,9 @@ st.subheader(f"{md(summary.name)}: {md(summary.judge_a)} (A) vs {md(summary.judg
 st.caption(", ".join(f"{k} = {md(summary.params[k])}" for k in
                      ("confidence", "p", "margin", "seed", "audit", "overlap_fraction") if k in summary.params))
 st.markdown("**Per evaluated model** (agreement in %, shares of reviewed items)")
-st.dataframe(summary.models, hide_index=True, column_config={
-    c: st.column_config.NumberColumn(format="%.2f") for c in ("agreement", "agrees_a_pct", "agrees_b_pct")})
+st.dataframe(tidy(summary.models), hide_index=True)
 st.markdown("**Per stratum** (π̂ = mean adjudicated pass label; provisional = no review yet)")
-st.dataframe(summary.strata, hide_index=True, column_config={"pi_hat": st.column_config.NumberColumn("π̂", format="%.3f")})
+st.dataframe(tidy(summary.strata, decimals=3), hide_index=True, column_config={"pi_hat": "π̂"})
 
 
 @st.fragment(run_every="20s")
@@ -97,8 +96,7 @@ def live_scores(judge_a: str, judge_b: str) -> None:
             live = ss["live_scores"][key] = S.LiveScores.from_engine(engine, judge_a, judge_b)
     else:
         live.sync(engine)
-    st.dataframe(live.scores, hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="%.2f") for c in ("tcpr", "emcr", "r1", "r2", "r3")})
+    st.dataframe(tidy(live.scores), hide_index=True)
     if live.scores["provisional"].any():
         st.caption("Provisional: some strata of these models have no adjudication yet (they use the model's pooled share).")
 

@@ -29,7 +29,7 @@ if not options:
     st.info(f"Nothing to score yet: {render.md(pair.message)}")
     st.stop()
 choice = st.radio("Labels", list(options), horizontal=True, key="scores_labels",
-                  help="Calibrated: agreed labels, adjudications and stratum pass rates (SPEC §4). Raw: one judge's labels.")
+                  help="Calibrated: agreed labels, adjudications and stratum pass rates. Raw: one judge's labels.")
 calibration, judge = options[choice]
 
 try:

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import state
-from pages.components.render import md
+from pages.components.render import md, tidy
 from pages.components.session import require_page
 from reform_core.services.auth import ROLES
 from reform_core.services.users import MIN_PASSWORD, create_user, list_users, set_password, update_user
@@ -75,4 +75,4 @@ if changed:
             accounts = list_users(state.engine(), principal)
 
 table = pd.DataFrame(accounts, columns=["username", "display_name", "role", "active", "locked", "created_at"])
-st.dataframe(table, hide_index=True)
+st.dataframe(tidy(table, flags=("active", "locked")), hide_index=True)

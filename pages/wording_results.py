@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.studies import wise_section
-from pages.components.render import md
+from pages.components.render import md, tidy
 from pages.components.session import require_page
 from reform_core.services import wording
 
@@ -35,10 +35,8 @@ st.subheader("Inter-annotator agreement")
 st.caption(f"Fleiss' κ for the yes/no answer (annotators who answered every item) and Krippendorff's α "
            f"(nominal; every annotator's answers, missing ones allowed); ICC(2,1) and ICC(2,k) (two-way random, absolute agreement) for "
            f"each rating; 95 % percentile intervals from {res.n_boot:,} bootstrap replicates that resample items "
-           f"and keep all annotators (seed {res.seed}). Seed 002 Table 25.")
-num = st.column_config.NumberColumn(format="%.3f")
-st.dataframe(res.agreement, hide_index=True, key="wording_agreement",
-             column_config={"value": num, "ci_low": num, "ci_high": num})
+           f"and keep all annotators (seed {res.seed}).")
+st.dataframe(tidy(res.agreement, decimals=3), hide_index=True, key="wording_agreement")
 for note in res.agreement.loc[res.agreement["note"] != "", "note"].unique():
     st.warning(md(note))
 
@@ -46,15 +44,13 @@ st.subheader("Exact-target yes-rates")
 if res.yes_rates is None:
     st.info("No answers yet.")
 else:
-    st.caption("Share of 'yes' answers per form and annotator; the last row and column pool everything (Table 24).")
-    st.dataframe(res.yes_rates, key="wording_yes_rates",
-                 column_config={c: st.column_config.NumberColumn(format="%.2f") for c in res.yes_rates.columns})
+    st.caption("Share of 'yes' answers per form and annotator; the last row and column pool everything.")
+    st.dataframe(tidy(res.yes_rates), key="wording_yes_rates")
 
 st.subheader("Human recognition and model compliance")
 st.caption("Per form: the human yes-rate next to pooled model compliance (equal weight per model) and its "
-           "difference from the reference form, when WISE generations of these forms exist (seed 002 §5.7).")
-st.dataframe(res.recognition, key="wording_recognition",
-             column_config={c: st.column_config.NumberColumn(format="%.3f") for c in res.recognition.columns})
+           "difference from the reference form, when WISE generations of these forms exist.")
+st.dataframe(tidy(res.recognition, decimals=3), key="wording_recognition")
 
 if not res.model_gaps.empty:
     ref = res.study["params"].get("reference", wording.DEFAULT_REFERENCE)
@@ -82,7 +78,7 @@ if not res.directions.empty:
     )
 
 with st.expander("Current ratings"):
-    st.dataframe(res.ratings, hide_index=True)
+    st.dataframe(tidy(res.ratings), hide_index=True)
     st.download_button("Download ratings (CSV)", res.ratings.to_csv(index=False), file_name=f"{res.study['name']}_ratings.csv",
                        mime="text/csv")
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import html
 import math
 import re
+from datetime import datetime
 from typing import Optional
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import streamlit as st
 from markdown_it import MarkdownIt
@@ -242,6 +244,52 @@ def heatmap(cells: pd.DataFrame, metric: str, *, model_order: list[str], task_or
     )
     # a step height (per model row): a fixed pixel height gets squashed by Streamlit's layout
     return (rect + text).properties(title=metric.upper(), height=alt.Step(32))
+
+
+_MICROSECONDS = re.compile(r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d)(:\d\d(\.\d+)?)?([+-]\d\d:?\d\d|Z)?$")
+
+
+def _cell(value, decimals: int) -> str:
+    """One cell as a person reads it: '—' for missing, yes/no, 'k = v' pairs, minutes."""
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} = {_cell(v, decimals)}" for k, v in value.items()) or "—"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v, decimals) for v in value) or "—"
+    if isinstance(value, (pd.Timestamp, datetime)):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.{decimals}f}"
+    text = str(value)
+    m = _MICROSECONDS.match(text)
+    return m.group(1) if m else text
+
+
+def tidy(frame: pd.DataFrame, *, flags: tuple[str, ...] = (), decimals: int = 2) -> pd.DataFrame:
+    """A table as shown (issue 15 item 17): no raw None/NaN ('—'), no True/False or 1/0 flags
+    (yes/no; ``flags`` names the 0/1 columns), no Python dicts or lists, no microsecond
+    timestamps (minutes), no '2.000' for a whole number. Clean numeric columns stay numeric
+    (sortable, exact); a column with a missing value becomes text (``decimals`` places)."""
+    out = frame.copy()
+    for c in out.columns:
+        col = out[c]
+        if c in flags:
+            out[c] = [_cell(None if pd.isna(v) else bool(v), decimals) for v in col]
+        elif pd.api.types.is_bool_dtype(col) or pd.api.types.is_datetime64_any_dtype(col):
+            out[c] = [_cell(v, decimals) for v in col]
+        elif pd.api.types.is_numeric_dtype(col):
+            if col.isna().any():
+                out[c] = [_cell(v, decimals) for v in col]
+            elif pd.api.types.is_float_dtype(col):  # whole numbers as integers, never "2.000"
+                whole = bool(np.all(np.mod(col.to_numpy(dtype=float), 1) == 0))
+                if whole:
+                    out[c] = col.astype("int64")
+        else:
+            out[c] = [_cell(v, decimals) for v in col]
+    return out
 
 
 EXPLORE_KEY_COLUMNS = ["model", "question", "instruction", "position", "feature", "mode", "label_a", "label_b",

@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import state
+from pages.components.render import tidy
 from reform_core.services import mosaic, wise
 from reform_core.services.auth import Principal, require
 
@@ -132,12 +133,10 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
     st.caption(f"Pooled compliance weights every model equally. Intervals: {res.scheme} bootstrap, "
                f"{res.n_boot:,} replicates (seed {res.seed}); p-values from the same draws, Holm-adjusted over "
                "this study's contrasts (p = 0 means no replicate crossed zero: p < "
-               f"{1 / res.n_boot:.2g}); ranking intervals resample tasks jointly across models (seed 002 §4, "
-               "Tables 2, 5, 10, 11).")
+               f"{1 / res.n_boot:.2g}); ranking intervals resample tasks jointly across models.")
     notes(res.notes)
     table = wise_forms_table(res)
-    st.dataframe(table, hide_index=True, key="wise_forms", column_config={
-        c: st.column_config.NumberColumn(format="%.3f") for c in ("p", "Holm p", "τ_b", "top-3 Jaccard")})
+    st.dataframe(tidy(table, decimals=3), hide_index=True, key="wise_forms")  # '—' for the reference form's p
     contrasts = res.forms.drop(index=res.reference).rename_axis("form").reset_index()
     contrasts = contrasts.assign(delta=100 * contrasts["delta"], lo=100 * contrasts["delta_low"],
                                  hi=100 * contrasts["delta_high"])

@@ -46,7 +46,7 @@ from reform_core.services.auth import Principal, require
 
 RULES = ("pooled", "stratified")
 RULE_TEXT = {
-    "pooled": ("auxiliary analyses: the paper's pooled rule (seed 000 App. A.3.2) — p = agreed label, else "
+    "pooled": ("auxiliary analyses: the ReFormBench paper's pooled rule (its App. A.3.2) — p = agreed label, else "
                "W_A·label_A + (1 − W_A)·label_B with W_A from the main adjudication pool; main scores use main "
                "judgments and main adjudications only"),
     "stratified": ("auxiliary analyses: the stratified rule per condition — each condition calibrated from its own "

@@ -64,8 +64,9 @@ def test_wording_results_shows_the_demo_wise_study(demo_db):
     for form, f in expected["forms"].items():
         assert forms.loc[form, "compliance %"] == pytest.approx(f["compliance"], abs=0.01)
         if form != "POS":
-            assert forms.loc[form, "Holm p"] == pytest.approx(f["p_holm"], abs=1e-8)
-            assert forms.loc[form, "τ_b"] == pytest.approx(f["tau_b"], abs=1e-8)
+            # text to 3 decimals: the reference form's row says "—" there, not None
+            assert float(forms.loc[form, "Holm p"]) == pytest.approx(f["p_holm"], abs=5e-4)
+            assert float(forms.loc[form, "τ_b"]) == pytest.approx(f["tau_b"], abs=5e-4)
             for column, key, scale, digits in (("reversals 95% CI", "reversal_rate", 100, 1),
                                                ("top-3 95% CI", "top3_jaccard", 1, 2),
                                                ("shift 95% CI", "max_rank_shift", 1, 1)):
