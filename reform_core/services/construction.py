@@ -157,8 +157,27 @@ def extract_features(engine: Engine, *, provider: str = "rules", model: str = ""
         mapped.assign(features=mapped["features"].map(",".join), dropped=mapped["dropped"].map(",".join)).to_csv(
             out, index=False)
     cov = catalog_coverage(mapped) if len(mapped) else pd.DataFrame()
-    result.update(extracted=int(len(mapped)), failed=failed, coverage=cov.to_dict("records"))
+    stored = _store_extractions(engine, mapped, source=f"llm:{provider}")
+    result.update(extracted=int(len(mapped)), failed=failed, coverage=cov.to_dict("records"), stored=stored)
     return result
+
+
+def _store_extractions(engine: Engine, mapped: pd.DataFrame, *, source: str) -> int:
+    """Keep the mapped open-ended extractions in the project (``feature_extraction``, the
+    bundle's ``extractions.jsonl``) so ``analyses`` and the Scores page show Table A4; a rerun
+    replaces the labels it extracts again. Returns the rows written."""
+    from reform_core.services.importer import frames_bundle, import_bundle_obj
+
+    if mapped.empty:
+        return 0
+    feats = mapped["features"].map(lambda f: f[0] if len(f) else "")
+    ext = pd.DataFrame({"model": mapped["model"].astype(str), "question": mapped["question"].astype(str),
+                        "label": mapped["name"].astype(str).str.slice(0, 200),
+                        "feature": np.where(mapped["mapping"].isin(["uncovered", "not_format"]), "", feats),
+                        "match": mapped["mapping"].astype(str), "source": source})
+    ext = ext[ext["label"].str.strip() != ""].drop_duplicates(["model", "question", "label"])
+    counts = import_bundle_obj(engine, frames_bundle({"extractions": ext}), replace=True)
+    return int(counts.get("extractions", 0))
 
 
 def mosaic_prompts(*, n: int = 4000, seed: int = 0) -> tuple[list[dict], dict[str, pd.DataFrame]]:

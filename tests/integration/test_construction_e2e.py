@@ -75,6 +75,13 @@ def test_questions_to_exported_scores(engine, servers, tmp_path):
     assert ext["annotation"]["rule"] > 0
     pooled = {r["model"]: r for r in ext["coverage"]}["Pooled"]
     assert pooled["valid"] == 12 and pooled["coverage"] == pytest.approx(50.0)  # bullets covered, code spans not
+    # the extractions stay in the project: analyses (and the Scores page) show the same Table A4 (issue 17)
+    from reform_core.services.analyses import analyses as run_analyses
+    from reform_core.services.users import cli_principal
+
+    assert ext["stored"] == ext["extracted"]
+    a4 = run_analyses(engine, cli_principal(engine), n_boot=5).tables["table_a4_coverage"].set_index("model")
+    assert a4.loc["Pooled", "valid"] == 12 and a4.loc["Pooled", "coverage"] == pytest.approx(50.0)
 
     built = construction.build_variants(engine, per_question=4, seed=1, single=True, prompted=True,
                                         integrate={"provider": "openai", "model": "writer",
