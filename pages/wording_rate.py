@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages.components import state
-from pages.components.render import md, md_lines
+from pages.components.render import md, md_lines, tidy
 from pages.components.session import require_page
 from reform_core.services import wording
 
@@ -37,26 +37,49 @@ if pos_key not in st.session_state:  # resume: open the first unanswered item
     st.session_state[pos_key] = int(todo[0]) if len(todo) else 0
 
 
-def _go(step: int) -> None:
+def _save_item(item_id: int, stored: dict) -> None:
+    """One save per item (issue 15 item 17: every click on a scale used to record a save): the
+    answers given on screen that differ from the stored ones, in one row."""
+    values = {}
+    for field in (wording.ANSWER, *wording.RATINGS):
+        value = st.session_state.get(f"wording_{field}_{item_id}")
+        if field == wording.ANSWER and value is not None:
+            value = value == "Yes"
+        if value is not None and value != stored.get(field):
+            values[field] = value
+    if not values:
+        return
+    try:
+        wording.save_rating(eng, principal, item_id=item_id, **values)
+    except ValueError as exc:
+        st.session_state["wording_rate_error"] = md_lines(exc)
+
+
+def _stored(row) -> dict:
+    out = {}
+    for field in (wording.ANSWER, *wording.RATINGS):
+        v = row[field]
+        out[field] = None if v is None or v != v else (bool(v) if field == wording.ANSWER else int(v))
+    return out
+
+
+def _go(step: int, item_id: int, stored: dict) -> None:
+    _save_item(item_id, stored)
     st.session_state[pos_key] = (st.session_state[pos_key] + step) % total
 
 
-def _next_unanswered() -> None:
+def _save_here(item_id: int, stored: dict) -> None:
+    _save_item(item_id, stored)
+    st.session_state["wording_rate_saved"] = True
+
+
+def _next_unanswered(item_id: int, stored: dict) -> None:
+    _save_item(item_id, stored)
     fresh = wording.annotator_queue(eng, principal, study_id=sid)
     here = st.session_state[pos_key]
     todo = [i for i in fresh.index[~fresh["answered"]] if i != here]
     after = [i for i in todo if i > here]
     st.session_state[pos_key] = int((after or todo or [min(here + 1, total - 1)])[0])
-
-
-def _save(item_id: int, field: str) -> None:
-    value = st.session_state[f"wording_{field}_{item_id}"]
-    if field == wording.ANSWER and value is not None:
-        value = value == "Yes"
-    try:
-        wording.save_rating(eng, principal, item_id=item_id, **{field: value})
-    except ValueError as exc:
-        st.session_state["wording_rate_error"] = md_lines(exc)
 
 
 answered = int(queue["answered"].sum())
@@ -72,24 +95,29 @@ st.subheader(f"Item {row['position']} of {total}")
 st.markdown(f"**Target:** {md(row['target'])}")
 st.markdown(f"> {md(row['text'])}")
 
-current = row[wording.ANSWER]
+stored = _stored(row)
+current = stored[wording.ANSWER]
 st.radio(md(row["question"]), YES_NO, index=None if current is None else (0 if current else 1), horizontal=True,
-         key=f"wording_{wording.ANSWER}_{item_id}", on_change=_save, args=(item_id, wording.ANSWER))
-cols = st.columns(len(wording.RATINGS))
-for col, field in zip(cols, wording.RATINGS):
-    v = row[field]
-    col.radio(field.capitalize(), [1, 2, 3, 4, 5], index=None if v != v or v is None else int(v) - 1,
-              horizontal=True, help=RATING_HELP[field], key=f"wording_{field}_{item_id}",
-              on_change=_save, args=(item_id, field))
-st.caption("Each answer is saved as soon as you give it; the item counts as answered when all five are given.")
+         key=f"wording_{wording.ANSWER}_{item_id}")
+for pair in (wording.RATINGS[:2], wording.RATINGS[2:]):  # two per row: a 1–5 scale never wraps its "5"
+    for col, field in zip(st.columns(2), pair):
+        v = stored[field]
+        col.radio(field.capitalize(), [1, 2, 3, 4, 5], index=None if v is None else v - 1,
+                  horizontal=True, help=RATING_HELP[field], key=f"wording_{field}_{item_id}")
+st.caption("Your answers to an item are saved once, when you save or move to another item; the item counts as "
+           "answered when all five are given. Keys: S save, P previous, N next, U next unanswered.")
+if st.session_state.pop("wording_rate_saved", False):
+    st.success(f"Saved item {row['position']}.")
 
-c1, c2, c3 = st.columns(3)
-c1.button("← Previous", on_click=_go, args=(-1,), key="wording_prev", width="stretch")
-c2.button("Next →", on_click=_go, args=(1,), key="wording_next", width="stretch")
-c3.button("Next unanswered", on_click=_next_unanswered, key="wording_next_todo", width="stretch",
-          type="primary")
+args = (item_id, stored)
+c1, c2, c3, c4 = st.columns(4)
+c1.button("← Previous", on_click=_go, args=(-1, *args), key="wording_prev", width="stretch", shortcut="p")
+c2.button("Save", on_click=_save_here, args=args, key="wording_save", width="stretch", shortcut="s")
+c3.button("Next →", on_click=_go, args=(1, *args), key="wording_next", width="stretch", shortcut="n")
+c4.button("Next unanswered", on_click=_next_unanswered, args=args, key="wording_next_todo", width="stretch",
+          type="primary", shortcut="u")
 
 history = wording.rating_history(eng, principal, item_id=item_id)
 if len(history) > 1:
     with st.expander(f"History of your answers to this item ({len(history)} saves)"):
-        st.dataframe(history.drop(columns=["id", "supersedes_id"]), hide_index=True)
+        st.dataframe(tidy(history.drop(columns=["id", "supersedes_id"])), hide_index=True)

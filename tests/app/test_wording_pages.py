@@ -98,15 +98,20 @@ def test_three_annotators_complete_a_study_and_results_match_the_library(app_env
             assert not at.exception, at.exception
             given[(item, name)] = values
         assert any("Every item is answered" in s.value for s in at.success)
+        # one save per item (issue 15 item 17): five answers given, one row each, not five
+        saves = [len(w.rating_history(eng, users[name], item_id=int(i))) for i in items["item_id"]]
+        assert saves == [1] * len(saves), saves
 
     # ann2 goes back one item and changes the answer: a new row supersedes, the old one stays
     at.button(key="wording_prev").click().run()
     item = _current_item(at)
     flipped = not given[(item, "ann2")][w.ANSWER]
     at.radio(key=f"wording_{w.ANSWER}_{item}").set_value("Yes" if flipped else "No").run()
+    assert len(w.rating_history(eng, users["ann2"], item_id=item)) == 1, "a click on a scale is not a save"
+    at.button(key="wording_save").click().run()
     given[(item, "ann2")] = {**given[(item, "ann2")], w.ANSWER: flipped}
     hist = w.rating_history(eng, users["ann2"], item_id=item)
-    assert len(hist) >= 2 and list(hist[w.ANSWER].iloc[-2:]) == [not flipped, flipped]
+    assert len(hist) == 2 and list(hist[w.ANSWER].iloc[-2:]) == [not flipped, flipped]
 
     # an annotator may not open the results
     denied = AppTest.from_file(str(REPO / "pages" / "wording_results.py"), default_timeout=TIMEOUT)

@@ -82,3 +82,62 @@ def test_no_deploy_button(demo_app, tmp_path):
     env = {"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "false", "REFORM_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}"}
     with streamlit_app(env, "--client.toolbarMode", "developer") as control:
         assert _deploy_buttons(control, "") > 0, "the check cannot see a Deploy button"
+
+
+@pytest.fixture(scope="module")
+def rating_app(tmp_path_factory):
+    from reform_core.services import wording
+    from reform_core.services.data import ensure_demo
+    from reform_core.services.uow import dispose_engines, get_engine
+    from reform_core.services.users import local_principal
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('rating') / 'rating.db'}"
+    engine = get_engine(url)
+    ensure_demo(engine)
+    lead = local_principal(engine)
+    wording.create_study(engine, lead, name="scale", targets=[5, 8], forms=[
+        {"key": "POS", "template": "Answer using exactly {N} words."},
+        {"key": "NEG", "template": "Do not use more or fewer than {N} words."}])
+    dispose_engines()
+    with streamlit_app({"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "false", "REFORM_DATABASE_URL": url}) as base:
+        yield base, url
+
+
+def test_wording_scale_does_not_wrap_and_keys_save_once_per_item(rating_app):
+    """The 1–5 scales wrapped their "5" onto a second line, every click was a save, and there
+    were no keyboard shortcuts: now each scale is one line, S saves the item once, N moves on."""
+    from playwright.sync_api import expect
+
+    from reform_core.services import wording
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import local_principal
+
+    base, url = rating_app
+    with browser_context(viewport={"width": 1400, "height": 1000}) as context:
+        page = context.new_page()
+        page.goto(f"{base}/wording_rate")
+        heading = page.get_by_role("heading", name="Item 1 of 4")
+        expect(heading).to_be_visible(timeout=90_000)
+        groups = page.get_by_role("radiogroup")
+        expect(groups).to_have_count(5)
+        for g in range(1, 5):  # the four 1–5 scales
+            tops = [page.get_by_role("radiogroup").nth(g).get_by_text(str(k), exact=True).bounding_box()["y"]
+                    for k in range(1, 6)]
+            assert max(tops) - min(tops) < 2, f"scale {g} wraps: label tops {tops}"
+        page.get_by_role("radiogroup").nth(0).get_by_text("Yes", exact=True).click()
+        for g in range(1, 5):
+            page.get_by_role("radiogroup").nth(g).get_by_text(str(g), exact=True).click()
+        page.wait_for_timeout(500)
+        heading.click()  # keys go to the page, not a radio
+        page.keyboard.press("s")
+        expect(page.get_by_text("Saved item 1.")).to_be_visible()
+        page.keyboard.press("n")
+        expect(page.get_by_role("heading", name="Item 2 of 4")).to_be_visible()
+
+    engine = get_engine(url)
+    lead = local_principal(engine)
+    sid = int(wording.list_studies(engine, lead)["id"].max())
+    first = wording.annotator_queue(engine, lead, study_id=sid).iloc[0]
+    history = wording.rating_history(engine, lead, item_id=int(first["item_id"]))
+    assert len(history) == 1, f"{len(history)} saves for one item"
+    assert bool(first[wording.ANSWER]) and [int(first[r]) for r in wording.RATINGS] == [1, 2, 3, 4]
