@@ -27,8 +27,8 @@ import pandas as pd
 
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, stratum_rates
 from reform_core.frames import INSTANCE_KEY, require_columns
-from reform_core.metrics.intervals import METRICS, replicate_scores
-from reform_core.metrics.reform import UnitIndex, build_index, group_sums, rates_from_sums
+from reform_core.metrics.intervals import METRICS, point_scores, replicate_scores
+from reform_core.metrics.reform import UnitIndex, build_index
 
 
 def _percentile(reps: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +54,7 @@ def _intervals(index: UnitIndex, pv: np.ndarray, row_param: np.ndarray, draws: n
     has = row_param is not None and (row_param >= 0).any()
     meas = replicate_scores(index, pv, ones, row_stratum=row_param if has else None, pi=draws if has else None)
     pop = replicate_scores(index, pv, boot, row_stratum=row_param if has else None, pi=draws if has else None)
-    point = rates_from_sums(group_sums(index, pv))
+    point = point_scores(index, pv)
     rows = []
     for metric in METRICS:
         mlo, mhi = _percentile(meas[metric], level)

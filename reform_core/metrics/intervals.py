@@ -92,6 +92,13 @@ def constraint_level_replicates(index: UnitIndex, pv: np.ndarray, weights: np.nd
         return np.where(den > 0, 100 * num / np.where(den > 0, den, 1), np.nan)
 
 
+def point_scores(index: UnitIndex, pv: np.ndarray) -> dict[str, np.ndarray]:
+    """The point value (%) of every metric of :data:`METRICS` per model (the replicates' keys)."""
+    out = rates_from_sums(group_sums(index, pv))
+    out["constraint_level"] = constraint_level_replicates(index, pv, np.ones((1, len(index.questions))))[0]
+    return out
+
+
 def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, row_stratum: np.ndarray | None = None,
                      pi: np.ndarray | None = None, chunk: int = 64) -> dict[str, np.ndarray]:
     """Scores (%) of bootstrap replicates given question weights and stratum rates.
@@ -225,8 +232,7 @@ def bootstrap_intervals(
         h, pi_hat, n_rev = row_strata(index, instances, rates, pv, stratum=stratum, source=source)
         pi = rng.binomial(n_rev[:, None], pi_hat[:, None], size=(len(pi_hat), n_boot)) / n_rev[:, None]
     reps = replicate_scores(index, pv, weights, row_stratum=h, pi=pi)
-    point = rates_from_sums(group_sums(index, pv))
-    point["constraint_level"] = constraint_level_replicates(index, pv, np.ones((1, nq)))[0]
+    point = point_scores(index, pv)
     alpha = 100 * (1 - level) / 2
     rows = []
     for metric in METRICS:
