@@ -90,7 +90,7 @@ def test_lead_manages_an_account_and_its_open_session_ends(team):
         with pytest.raises(SignInError):
             sign_in(team, "ann-a", "wrong-password")
     lead.run()
-    assert list(lead.dataframe[0].value.set_index("username")["locked"].items()) == [("ann-a", True), ("lead-a", False)]
+    assert list(lead.dataframe[0].value.set_index("username")["locked"].items()) == [("ann-a", "yes"), ("lead-a", "no")]
     _apply(lead, **{"Unlock (forget failed sign-ins)": True})
     assert sign_in(team, "ann-a", "fresh-password").role == "analyst"
 
