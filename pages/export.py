@@ -26,7 +26,9 @@ else:
 
 c1, c2 = st.columns(2)
 calibration = c1.selectbox("Calibration", CALIBRATIONS, key="export_calibration",
-                           help="stratified: main results; pooled: the auxiliary rule.")
+                           help="cluster: the default estimator (question-cluster plan; exports both intervals, "
+                                "the audit's both-wrong rates and the cluster totals); stratified / pooled: the "
+                                "paper's rules.")
 seed = c2.number_input("Bootstrap seed (intervals)", min_value=0, value=0, step=1, key="export_seed")
 if st.button("Run export", type="primary", key="export_run"):
     try:

@@ -1,4 +1,6 @@
-"""Scores: Table 2 with 95 % intervals, the appendix tables, the task × model heatmap and
+"""Scores: Table 2 from the default estimator (or a paper rule / a raw judge) with its
+measurement and population intervals, the planner's verdict, the audit's both-wrong rates
+and the annotators' estimated accuracy (leads); the appendix tables, the task × model heatmap and
 failing units per cell (SPEC §3; seed 000 Figure 3, Tables 2, 3, A2, A3, A5–A8); IFEval's
 accuracies for IFEval projects. Every number that is missing says why (SPEC §4.2)."""
 
@@ -10,6 +12,7 @@ import streamlit as st
 from pages.components import analyses_view, render
 from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import explore
+from reform_core.services.estimates import MEASUREMENT_TEXT, POPULATION_TEXT, estimator_label, interval_method, verdict
 from reform_core.services.scoring import ScoringError
 
 principal = require_page("view_scores")
@@ -18,8 +21,9 @@ st.title("Scores")
 engine = render.state.engine()
 pair = explore.pair(engine, principal)
 judges = explore.judges(engine, principal)
-CALIBRATED = {"Calibrated — stratified (main results)": ("stratified", None),
-              "Calibrated — pooled (auxiliary)": ("pooled", None)}
+CALIBRATED = {"Default estimator — question-cluster (main results)": ("cluster", None),
+              "Paper — stratified (the paper's main results)": ("stratified", None),
+              "Paper — pooled (auxiliary)": ("pooled", None)}
 options = {**(CALIBRATED if pair.pair else {}), **{f"Raw — judge {render.md(j)}": ("stratified", j) for j in judges}}
 if pair.pair:
     st.caption(f"Scoring pair: {render.md(pair.describe())}.")
@@ -29,7 +33,9 @@ if not options:
     st.info(f"Nothing to score yet: {render.md(pair.message)}")
     st.stop()
 choice = st.radio("Labels", list(options), horizontal=True, key="scores_labels",
-                  help="Calibrated: agreed labels, adjudications and stratum pass rates. Raw: one judge's labels.")
+                  help="Default: the question-cluster estimator over the pair's default plan (unbiased under "
+                       "correlated variants, audited agreements, fallible adjudicators). Paper: the paper's rules, "
+                       "kept for reproduction. Raw: one judge's labels.")
 calibration, judge = options[choice]
 
 try:
@@ -39,6 +45,8 @@ except ScoringError as exc:
     st.stop()
 tables = result.tables
 emcr_applies = "emcr" in result.metrics
+for line in result.messages[1:] if result.pair else result.messages:
+    st.caption(render.md(line))
 
 if result.provisional:
     n = int(result.rates["provisional"].sum()) if result.rates is not None else 0
@@ -53,6 +61,7 @@ for r in small.itertuples(index=False):
                f"({100 * r.share_scored:.0f} %): the others lack a label for some constraint.")
 
 st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)" if emcr_applies else "Table 2 — TCPR (%)")
+st.markdown(f"**Estimator:** {render.md(estimator_label(result))}")
 _ivl = render.intervals(principal, calibration=calibration, judge=judge)
 
 
@@ -67,9 +76,9 @@ def table2() -> None:
     if ivl.error:
         st.warning(f"No intervals: {render.md(ivl.error)}")
     if not ivl.fresh:
-        st.caption("⏳ Intervals updating: the scores below include every decision; the 95 % intervals shown are "
+        st.caption("⏳ Intervals updating: the scores below include every decision; the intervals shown are "
                    "from an earlier state and are being recomputed." if ivl.frame is not None else
-                   "⏳ Intervals updating: the 95 % intervals are being computed.")
+                   "⏳ Intervals updating: the measurement and population intervals are being computed.")
     shown = render.table2_display(render.score_result(principal, calibration=calibration, judge=judge).tables["table2"],
                                   ivl.frame, emcr=emcr_applies)
     st.dataframe(shown, hide_index=True, column_config=render.table2_columns(shown))
@@ -77,9 +86,26 @@ def table2() -> None:
 
 table2()
 st.markdown("  \n".join(render.METRIC_DEFINITIONS if emcr_applies else render.METRIC_DEFINITIONS[:1]))
-st.caption("95 % intervals: cluster bootstrap over questions (2,000 replicates, seed 0)"
-           + ("; adjudications resampled within each stratum." if result.method == "stratified" else ".")
+st.caption("**Measurement** — " + MEASUREMENT_TEXT.split(": ", 1)[1])
+st.caption("**Population** — " + POPULATION_TEXT.split(": ", 1)[1])
+st.caption(interval_method(result)
            + " Counts: instructions (TCPR)" + (", eligible units (EMCR, R¹–R³)." if emcr_applies else "."))
+# the estimate behind the intervals carries the adjudicator-error term; until it is in, the scored one
+est = (_ivl.frame.attrs.get("estimate") if _ivl.fresh and _ivl.frame is not None else None) or result.estimate
+if est is not None:
+    v = verdict(est)
+    (st.success if v["reached"] else st.warning)(f"Planner's verdict — {render.md(v['message'])}")
+    st.markdown("**Agreement audit — both judges wrong** (share of each model's agreements, debiased for "
+                "adjudicator error; these errors are corrected in the scores above)")
+    st.dataframe(render.both_wrong_display(est.both_wrong), hide_index=True)
+    if principal.can("plan_sampling"):
+        st.markdown("**Annotators' estimated accuracy** (%, latent-class model over the double-adjudicated items; "
+                    "the scores correct for it)")
+        if est.annotators.empty:
+            st.info("No item was decided by two annotators yet: adjudicator error cannot be estimated and is "
+                    "assumed zero.")
+        else:
+            st.dataframe(render.annotators_display(est.annotators), hide_index=True)
 notes = render.model_notes(result)
 if notes:
     st.info("What the numbers leave out, and why a number is missing:\n\n" + "\n".join(f"- {n}" for n in notes))

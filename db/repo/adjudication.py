@@ -226,7 +226,7 @@ def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
 
 def plan_tasks(conn: Connection, *, plan_id: int) -> pd.DataFrame:
     res = conn.execute(text(
-        "SELECT id, response_id, constraint_id, stratum, kind, required, decided, status, claimed_by, a_left "
+        "SELECT id, response_id, constraint_id, stratum, kind, required, decided, status, claimed_by, a_left, order_key "
         "FROM adjudication_task WHERE plan_id = :p ORDER BY id"), {"p": plan_id})
     return pd.DataFrame(res.all(), columns=list(res.keys()))
 

@@ -146,7 +146,7 @@ _DENOMINATORS = {"instructions": "TCPR", "units": "EMCR", "n1": "R1", "n2": "R2"
 
 def table2_columns(shown: pd.DataFrame) -> dict:
     """Column settings that keep :func:`table2_display` within the page at 1400 px: short
-    headers ("95% CI", "n") with the full meaning in each header's tooltip."""
+    headers ("meas. 95%", "pop. 95%", "n") with the full meaning in each header's tooltip."""
     config = {}
     for c in shown.columns:
         if c in _METRIC_HELP:
@@ -154,14 +154,22 @@ def table2_columns(shown: pd.DataFrame) -> dict:
                                                       help=_METRIC_HELP[c], format="%.2f")
         elif c.endswith(" 95% CI"):
             config[c] = st.column_config.TextColumn("95% CI", help=f"95 % interval of {c.split()[0]}")
+        elif c.endswith(" measurement"):
+            config[c] = st.column_config.TextColumn("meas. 95%", help=f"95 % measurement interval of {c.split()[0]}: "
+                                                    "this fixed benchmark's score (questions held fixed)")
+        elif c.endswith(" population"):
+            config[c] = st.column_config.TextColumn("pop. 95%", help=f"95 % population interval of {c.split()[0]}: "
+                                                    "adds the questions' own sampling")
         elif c in _DENOMINATORS:
             config[c] = st.column_config.NumberColumn("n", help=f"Denominator of {_DENOMINATORS[c]}: {c}")
     return config
 
 
 def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True) -> pd.DataFrame:
-    """Table 2 with a 95 % interval and the denominator next to every rate (percent, 2 dp);
-    ``emcr=False`` (a catalog or project without EMCR) keeps TCPR only."""
+    """Table 2 with its 95 % measurement and population intervals and the denominator next to
+    every rate (percent, 2 dp); ``ci``: long frame ``model, metric, measurement_lo/_hi,
+    population_lo/_hi`` (``services.scoring.compute_intervals``); ``emcr=False`` (a catalog
+    or project without EMCR) keeps TCPR only. A missing interval shows a dash."""
     out = pd.DataFrame({"model": t2["model"]})
     lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
     dens = {"tcpr": ("instructions", t2["n_instructions"]), "emcr": ("units", t2["n1"] + t2["n2"] + t2["n3"]),
@@ -169,12 +177,30 @@ def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool =
     for metric in ("tcpr", "emcr", "r1", "r2", "r3") if emcr else ("tcpr",):
         out[metric.upper()] = t2[metric].round(2)
         if lookup is not None:
-            out[f"{metric.upper()} 95% CI"] = [
-                _ci(*(lookup.loc[(m, metric), ["ci_low", "ci_high"]] if (m, metric) in lookup.index else (None, None)))
-                for m in t2["model"]]
+            for kind in ("measurement", "population"):
+                cols = [f"{kind}_lo", f"{kind}_hi"]
+                out[f"{metric.upper()} {kind}"] = [
+                    _ci(*(lookup.loc[(m, metric), cols] if (m, metric) in lookup.index else (None, None)))
+                    for m in t2["model"]]
         name, values = dens[metric]
         out[name] = values.astype(int).to_numpy()
     return out
+
+
+def both_wrong_display(both_wrong: pd.DataFrame) -> pd.DataFrame:
+    """The audit's both-judges-wrong rate per model (%, clipped at 0) with its 95 % interval."""
+    return pd.DataFrame({"model": both_wrong["model"], "agreements": both_wrong["agreements"],
+                         "audited": both_wrong["audited"],
+                         "both wrong %": both_wrong["both_wrong"].clip(lower=0).round(2),
+                         "95% interval": [_ci(lo, hi) for lo, hi in zip(both_wrong["lo"], both_wrong["hi"])]})
+
+
+def annotators_display(acc: pd.DataFrame) -> pd.DataFrame:
+    """Each annotator's estimated accuracy (%; latent-class fit over the double-adjudicated items)."""
+    out = acc[["annotator", "accuracy", "sensitivity", "specificity", "decisions", "double_items"]].copy()
+    for c in ("accuracy", "sensitivity", "specificity"):
+        out[c] = (100 * out[c].astype(float)).round(1)
+    return out.sort_values("annotator").reset_index(drop=True)
 
 
 def model_notes(result) -> list[str]:
@@ -334,7 +360,7 @@ def data_version() -> tuple[int, ...]:
     return explore.data_version(state.engine())
 
 
-def score_result(principal: Principal, *, calibration: str = "stratified", judge: Optional[str] = None):
+def score_result(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None):
     """The :class:`~reform_core.services.scoring.ScoreResult` of the current data version (shared,
     do not mutate): one scored state per labelling, new decisions applied to it incrementally
     (``reform_core.services.score_state``)."""
@@ -344,7 +370,7 @@ def score_result(principal: Principal, *, calibration: str = "stratified", judge
                                           judge=judge)
 
 
-def intervals(principal: Principal, *, calibration: str = "stratified", judge: Optional[str] = None):
+def intervals(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None):
     """95 % intervals (2,000 replicates, seed 0) of the current state: an
     :class:`~reform_core.services.score_state.Intervals` (``fresh`` False while they are being
     recomputed in the background; ``frame`` then holds the last ones, or None)."""

@@ -29,33 +29,78 @@ def register(app: typer.Typer) -> None:
     @app.command("plan")
     def plan_cmd(db: Optional[str] = DbOption,
                  judges: str = typer.Option(..., "--judges", help="The judge pair A,B (direction A1B0 = A passes)."),
+                 design: str = typer.Option("cluster", "--design",
+                                            help="cluster (default: question-cluster sample + agreement audit + "
+                                                 "double adjudication, for the default estimator) | stratified "
+                                                 "(the paper's Cochran/FPC sample of disagreements)."),
                  confidence: float = typer.Option(0.95, "--confidence"),
                  p: float = typer.Option(0.5, "--p"),
                  margin: float = typer.Option(0.03, "--margin"),
                  seed: int = typer.Option(0, "--seed"),
-                 audit: int = typer.Option(0, "--audit", help="Extra random sample of judge agreements."),
-                 overlap: float = typer.Option(0.0, "--overlap", help="Share of items two annotators decide."),
+                 target_half_width: Optional[float] = typer.Option(
+                     None, "--target-half-width", help="cluster: size for this measurement half-width (pp)."),
+                 metric: str = typer.Option("tcpr", "--metric", help="cluster: metric of the target (tcpr | emcr)."),
+                 audit_share: Optional[float] = typer.Option(
+                     None, "--audit-share", help="cluster: share of a sampled question's agreements audited (default 0.1)."),
+                 audit: int = typer.Option(0, "--audit", help="stratified: extra random sample of judge agreements."),
+                 overlap: Optional[float] = typer.Option(
+                     None, "--overlap", help="Share of items two annotators decide (default: cluster 1, stratified 0)."),
                  name: Optional[str] = typer.Option(None, "--name", help="Plan name (default: 'A vs B #k')."),
                  json_out: bool = typer.Option(False, "--json")):
-        """Draw and store a stratified sample plan of the judges' disagreements."""
+        """Draw and store an adjudication plan: by default the question-cluster design the
+        default estimator needs; --design stratified for the paper's stratified sample."""
         from reform_core.services.adjudication import create_plan
+        from reform_core.services.planning import DESIGNS, create_cluster_plan
         from reform_core.services.users import cli_principal
 
         pair = [j.strip() for j in judges.split(",")]
         if len(pair) != 2 or not all(pair):
             fail(f"--judges {judges!r}: expected two judge names, A,B")
+        if design not in DESIGNS:
+            fail(f"--design must be one of {', '.join(DESIGNS)}, got {design!r}")
+        if metric not in ("tcpr", "emcr"):
+            fail(f"--metric must be tcpr or emcr, got {metric!r}")
+        if target_half_width is not None and not target_half_width > 0:
+            fail(f"--target-half-width must be > 0 percentage points, got {target_half_width!r}")
+        if design == "stratified" and (target_half_width is not None or audit_share is not None):
+            fail("--target-half-width and --audit-share size the cluster design; the stratified design uses "
+                 "--confidence/--p/--margin and --audit N")
+        if design == "cluster" and audit:
+            fail("--audit N sizes the stratified design's audit; the cluster design audits a share (--audit-share)")
         engine = open_engine(db)
         lead = cli_principal(engine)  # the CLI acts as the lead 'cli'
-
+        if design == "cluster":
+            try:
+                made = create_cluster_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], name=name, seed=seed,
+                                           confidence=confidence, p=p, margin=margin,
+                                           target_half_width=target_half_width, metric=metric, audit_pi=audit_share,
+                                           double_fraction=overlap)
+            except ValueError as exc:
+                fail(str(exc))
+            models = {r["model"]: {k: v for k, v in r.items() if k != "model"} for r in made.models.to_dict("records")}
+            if json_out:
+                print_json({"plan": made.name, "design": made.params["design"], "tasks": made.tasks,
+                            "target": made.params.get("target"), "double_fraction": made.params["double_fraction"],
+                            "models": models})
+                return
+            typer.echo(f"plan {made.name!r} (id {made.plan_id}, question-cluster design): {made.tasks} tasks")
+            for model, d in models.items():
+                typer.echo(f"  {model}: {d['questions_sampled']} of {d['questions']} questions, "
+                           f"{d['disagreement_tasks']} of {d['disagreements']} disagreements, {d['audit_tasks']} audits, "
+                           f"{d['decisions_needed']} decisions")
+            t = made.params.get("target") or {}
+            if t:
+                typer.echo(f"  target: ±{t['half_width']:g} pp on {t['metric'].upper()} (measurement interval)")
+            return
         try:
             out = create_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], confidence=confidence, p=p,
-                              margin=margin, seed=seed, audit=audit, overlap_fraction=overlap, name=name)
+                              margin=margin, seed=seed, audit=audit, overlap_fraction=overlap or 0.0, name=name)
         except ValueError as exc:
             fail(str(exc))
         models = {r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
                   for r in out.models.itertuples()}
         if json_out:
-            print_json({"models": models})
+            print_json({"plan": out.name, "design": "stratified", "tasks": out.tasks, "models": models})
             return
         typer.echo(f"plan {out.name!r} (id {out.plan_id}): {out.tasks} tasks")
         for model, d in models.items():

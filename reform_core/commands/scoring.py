@@ -19,6 +19,33 @@ def _pair(judges: Optional[str]):
     return parts[0], parts[1]
 
 
+CALIBRATION_HELP = ("cluster (default: question-cluster difference estimator of the pair's newest question-cluster "
+                    "plan) | stratified | pooled (the paper's rules)")
+
+
+def estimate_lines(out: dict) -> list[str]:
+    """Intervals, both-wrong rates, annotators and the verdict of a ``score`` JSON, as text."""
+    lines = []
+    for m, r in out["models"].items():
+        iv = r.get("intervals")
+        if iv:
+            for kind in ("measurement", "population"):
+                parts = [f"{k.upper()} [{v[0]:.2f}, {v[1]:.2f}]" for k, v in (iv.get(kind) or {}).items()
+                         if v and v[0] is not None]
+                if parts:
+                    lines.append(f"{m}: {kind} 95 %: " + ", ".join(parts))
+        bw = r.get("both_wrong")
+        if bw and bw["rate"] is not None:
+            lines.append(f"{m}: both judges wrong on {bw['rate']:.2f} % of agreements "
+                         f"[{bw['interval'][0]:.2f}, {bw['interval'][1]:.2f}] ({bw['audited']} audited)")
+    for a in out.get("annotators", []):
+        lines.append(f"annotator {a['annotator']}: estimated accuracy {a['accuracy']:.1f} % "
+                     f"({a['decisions']} decisions, {a['double_items']} double-adjudicated)")
+    if out.get("verdict"):
+        lines.append(out["verdict"]["message"])
+    return lines
+
+
 def _pct(v) -> str:
     return f"{v:8.2f}" if v is not None else "       —"
 
@@ -74,18 +101,25 @@ def register(app: typer.Typer) -> None:
     @app.command("score")
     def score_cmd(db: Optional[str] = DbOption,
                   judge: Optional[str] = typer.Option(None, "--judge", help="Score one judge's raw labels."),
-                  calibration: str = typer.Option("stratified", "--calibration", help="stratified | pooled"),
+                  calibration: str = typer.Option("cluster", "--calibration", help=CALIBRATION_HELP),
                   judges: Optional[str] = typer.Option(None, "--judges", help="Judge pair A,B for calibration "
                                                        "(default: the project's pair, see `pair`)."),
+                  with_intervals: bool = typer.Option(False, "--intervals", help="Add measurement and population "
+                                                      "95 % intervals per model."),
+                  reps: int = typer.Option(2000, "--reps", help="Bootstrap replicates of the intervals."),
+                  seed: int = typer.Option(0, "--seed", help="Seed of the intervals."),
                   json_out: bool = typer.Option(False, "--json")):
         """TCPR, EMCR, R1–R3 and the catalog's other scores per model (percentages)."""
         from reform_core.services.scoring import ScoringError, score, score_json
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal
 
+        if reps < 1:
+            fail(f"--reps must be >= 1, got {reps}")
         eng = get_engine(db_url(db))
         try:
-            out = score_json(score(eng, cli_principal(eng), judge=judge, calibration=calibration, judges=_pair(judges)))
+            out = score_json(score(eng, cli_principal(eng), judge=judge, calibration=calibration, judges=_pair(judges),
+                                   with_intervals=with_intervals, reps=reps, seed=seed))
         except ScoringError as exc:
             fail(str(exc))
         if json_out:
@@ -93,13 +127,16 @@ def register(app: typer.Typer) -> None:
             return
         for line in out["notes"]:
             typer.echo(f"note: {line}")
-        typer.echo(f"method: {out['method']}{' (provisional: some strata have no review yet)' if out['provisional'] else ''}")
+        typer.echo(f"estimator: {out['estimator']}{' (provisional: some strata have no review yet)' if out['provisional'] else ''}")
         typer.echo(score_text(out))
+        for line in estimate_lines(out):
+            typer.echo(line)
 
     @app.command("export")
     def export_cmd(out: Path = typer.Option(..., "--out"), db: Optional[str] = DbOption,
-                   calibration: str = typer.Option("stratified", "--calibration", help="stratified | pooled"),
+                   calibration: str = typer.Option("cluster", "--calibration", help=CALIBRATION_HELP),
                    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap intervals."),
+                   reps: int = typer.Option(2000, "--reps", help="Bootstrap replicates of the intervals."),
                    judges: Optional[str] = typer.Option(None, "--judges", help="Judge pair A,B "
                                                         "(default: the project's pair, see `pair`)."),
                    json_out: bool = typer.Option(False, "--json")):
@@ -112,7 +149,7 @@ def register(app: typer.Typer) -> None:
         eng = get_engine(db_url(db))
         try:
             manifest = export(eng, out, principal=cli_principal(eng), calibration=calibration, seed=seed,
-                              judges=_pair(judges))
+                              n_boot=reps, judges=_pair(judges))
         except ScoringError as exc:
             fail(str(exc))
         files = sorted(manifest["files"]) + ["manifest.json"]

@@ -172,15 +172,7 @@ def create_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: 
         "strata": {r.stratum: {"size": int(r.size), "planned": int(r.planned)} for r in strata.itertuples()},
     }
     with repo.write_tx(engine) as conn:
-        ids = repo.judge_ids(conn, names=[judge_a, judge_b])
-        if name is None:
-            taken = set(repo.plan_names(conn))
-            k = 1
-            while f"{judge_a} vs {judge_b} #{k}" in taken:
-                k += 1
-            name = f"{judge_a} vs {judge_b} #{k}"
-        plan_id = repo.insert_plan(conn, name=name, judge_a_id=ids[judge_a], judge_b_id=ids[judge_b],
-                                   params=params, created_by=actor.user_id)
+        plan_id, name = insert_named_plan(conn, judge_a, judge_b, name, params, actor.user_id)
         repo.insert_tasks(conn, rows=[
             {"plan_id": plan_id, "response_id": int(inst["response_id"].iat[r]),
              "constraint_id": int(inst["constraint_id"].iat[r]), "stratum": st, "kind": kind,
@@ -190,6 +182,22 @@ def create_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: 
                                                       order_key, a_left)
         ])
     return PlanCreated(plan_id=plan_id, name=name, models=sizes, tasks=len(sample))
+
+
+def insert_named_plan(conn, judge_a: str, judge_b: str, name: Optional[str], params: dict,
+                      created_by: Optional[int]) -> tuple[int, str]:
+    """Insert a ``sample_plan`` row (default name ``"<A> vs <B> #k"``, the first k free);
+    returns its id and name."""
+    ids = repo.judge_ids(conn, names=[judge_a, judge_b])
+    if name is None:
+        taken = set(repo.plan_names(conn))
+        k = 1
+        while f"{judge_a} vs {judge_b} #{k}" in taken:
+            k += 1
+        name = f"{judge_a} vs {judge_b} #{k}"
+    plan_id = repo.insert_plan(conn, name=name, judge_a_id=ids[judge_a], judge_b_id=ids[judge_b],
+                               params=params, created_by=created_by)
+    return plan_id, name
 
 
 def list_plans(engine: Engine, principal: Principal) -> pd.DataFrame:

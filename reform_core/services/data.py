@@ -64,14 +64,72 @@ DEMO_PAIR = ("gpt-judge", "gemini-judge")
 
 
 def _demo_queue(engine: Engine) -> None:
-    """An open sample plan over the demo's judge disagreements, so the adjudication page has
-    work on first start (the bundle's own decisions live in the imported plan 'demo')."""
+    """The demo's default plan (the question-cluster design of ``plan``, seed 0) with the
+    first 60 % of its queue decided, so the Scores page shows the default estimator, its
+    two intervals, the audit's both-wrong rates, the annotators' accuracy and the planner's
+    verdict on first start, and the Adjudicate page still has work (the bundle's own
+    decisions live in the imported plan 'demo')."""
     from reform_core.services import adjudication
+    from reform_core.services.planning import create_cluster_plan
     from reform_core.services.users import local_principal
 
     lead = local_principal(engine)
     if DEMO_PLAN not in set(adjudication.list_plans(engine, lead)["name"]):
-        adjudication.create_plan(engine, lead, judge_a=DEMO_PAIR[0], judge_b=DEMO_PAIR[1], seed=0, name=DEMO_PLAN)
+        create_cluster_plan(engine, lead, judge_a=DEMO_PAIR[0], judge_b=DEMO_PAIR[1], seed=0, name=DEMO_PLAN)
+        _demo_decisions(engine)
+
+
+DEMO_DECIDED_SHARE = 0.6
+DEMO_ANNOTATORS = {"alice": 0.0, "bob": 0.04, "carol": 0.12}  # outside annotators and how often each errs
+
+
+def _demo_decisions(engine: Engine) -> None:
+    """Decisions on the demo queue's first tasks by three outside annotators who report the
+    demo's ground truth (on a disagreement the judge the bundle did not make err; on an
+    agreement the agreed label, both demo judges being right there) and err at the rates of
+    :data:`DEMO_ANNOTATORS` (hash-seeded: the demo is the same on every load). Written
+    through the ordinary ``import`` path (``adjudications.jsonl``)."""
+    import tempfile
+
+    from db.repo import adjudication as adj_repo
+    from reform_core.services import adjudication
+    from reform_core.demo.build import _u
+    from reform_core.services.instances import instance_id, load_instances
+    from reform_core.services.users import local_principal
+
+    inst = load_instances(engine, *DEMO_PAIR)
+    la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
+    plans = adjudication.list_plans(engine, local_principal(engine))
+    with engine.connect() as conn:
+        tasks = adj_repo.plan_tasks(conn, plan_id=int(plans.set_index("name").loc[DEMO_PLAN, "id"]))
+    tasks = tasks.sort_values("order_key").head(int(round(DEMO_DECIDED_SHARE * len(tasks))))
+    info = inst.set_index("iid").loc[instance_id(tasks["response_id"], tasks["constraint_id"])]
+    names = list(DEMO_ANNOTATORS)
+    lines = []
+    for t, (_, r) in zip(tasks.itertuples(index=False), info.iterrows()):
+        unit = (r["model"], r["instruction"], int(r["position"]))
+        g, m = int(r[la]), int(r[lb])
+        if g == m:
+            truth = g
+        else:
+            truth = m if _u("which", *unit) < 0.5 else g  # the bundle's erring judge (build.py)
+        first = int(_u("demo-annotator", *unit) * len(names))
+        for k in range(int(t.required)):
+            who = names[(first + k) % len(names)]
+            said = 1 - truth if _u("demo-error", who, *unit) < DEMO_ANNOTATORS[who] else truth
+            if g == m:
+                choice, note = ("A", "") if said == g else ("neither", "Both judges are wrong here.")
+            else:
+                choice, note = ("A" if said == g else "B"), ""
+            lines.append({"judge_a": DEMO_PAIR[0], "judge_b": DEMO_PAIR[1], "model": r["model"],
+                          "instruction": r["instruction"], "position": int(r["position"]), "choice": choice,
+                          "note": note, "annotator": who, "seconds": round(20 + 90 * _u("demo-seconds", who, *unit), 1),
+                          "plan": DEMO_PLAN})
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "questions.jsonl").write_text("", encoding="utf-8")  # a bundle of decisions only
+        path = Path(tmp) / "adjudications.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+        import_bundle(engine, tmp)
 
 
 def ensure_demo(engine: Engine) -> bool:

@@ -38,7 +38,7 @@ def data_version(engine: Engine) -> tuple:
 # ----------------------------------------------------------------------------- scores
 
 
-def scores(engine: Engine, principal: Optional[Principal], *, calibration: str = "stratified",
+def scores(engine: Engine, principal: Optional[Principal], *, calibration: str = scoring.DEFAULT_CALIBRATION,
            judge: Optional[str] = None) -> scoring.ScoreResult:
     """Every SPEC §3 table: one judge's raw labels (``judge``) or calibrated p (``calibration``).
 
@@ -62,9 +62,13 @@ def pair(engine: Engine, principal: Optional[Principal]) -> scoring.PairChoice:
 
 def score_intervals(principal: Optional[Principal], result: scoring.ScoreResult, *, n_boot: int = 2000,
                     seed: int = 0) -> pd.DataFrame:
-    """95 % cluster-bootstrap intervals of TCPR, EMCR, R1–R3 per model (SPEC §3, seeded)."""
+    """Measurement and population 95 % intervals of TCPR, EMCR, R1–R3 per model (seeded;
+    :func:`reform_core.services.scoring.compute_intervals`); the default estimator's rerun
+    estimate (with the adjudicator-error term) rides along as ``attrs["estimate"]``."""
     require(principal, "view_scores")
-    return scoring.intervals(result, n_boot=n_boot, seed=seed)
+    ci, est = scoring.compute_intervals(result, reps=n_boot, seed=seed)
+    ci.attrs["estimate"] = est
+    return ci
 
 
 def condition_tables(principal: Optional[Principal], result: scoring.ScoreResult) -> dict[str, pd.DataFrame]:
@@ -253,7 +257,7 @@ def example(engine: Engine, principal: Optional[Principal], *, model: str, quest
 # ----------------------------------------------------------------------------- export archive
 
 
-def export_archive(engine: Engine, principal: Optional[Principal], *, calibration: str = "stratified",
+def export_archive(engine: Engine, principal: Optional[Principal], *, calibration: str = scoring.DEFAULT_CALIBRATION,
                    seed: int = 0) -> tuple[bytes, dict]:
     """Run the SPEC §8 export into a temporary directory; return it as a zip and the manifest.
 

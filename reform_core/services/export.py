@@ -18,7 +18,8 @@ from sqlalchemy.engine import Engine
 import reform_core
 from reform_core.services.analyses import analyses, analyses_json
 from reform_core.services.auth import Principal, require
-from reform_core.services.scoring import ScoreResult, intervals, json_number, score, score_json
+from reform_core.services import estimates
+from reform_core.services.scoring import DEFAULT_CALIBRATION, ScoreResult, json_number, score, score_json
 from reform_core.services.study_export import export_studies_only, has_scores, has_studies, write_study_tables
 
 INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "pair_group", "task_type", "position", "feature",
@@ -107,7 +108,7 @@ def _records(engine: Engine) -> dict[str, pd.DataFrame]:
         }
 
 
-def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibration: str = "stratified",
+def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibration: str = DEFAULT_CALIBRATION,
            n_boot: int = 2000, seed: int = 0, judges: tuple[str, str] | None = None) -> dict:
     """Write every export file and the manifest into ``out_dir``; return the manifest.
 
@@ -118,7 +119,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     out.mkdir(parents=True, exist_ok=True)
     if not has_scores(engine) and has_studies(engine):  # a project of MOSAIC / WISE studies only
         return export_studies_only(engine, out, principal=principal, n_boot=n_boot, seed=seed)
-    result = score(engine, principal, calibration=calibration, judges=judges)
+    result = score(engine, principal, calibration=calibration, judges=judges, with_intervals=True, reps=n_boot, seed=seed)
     scored = score_json(result)
     files: list[str] = []
     aux = analyses(engine, principal, judges=judges, n_boot=min(n_boot, ANALYSIS_BOOT), seed=seed, frames=result.frames)
@@ -130,14 +131,19 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     for key, stem in TABLE_FILES.items():
         if key in result.tables:
             _write_table(result.tables[key], out, stem, files)
-    ci = intervals(result, n_boot=n_boot, seed=seed)
-    _write_table(ci, out, "intervals", files)
+    _write_table(result.intervals, out, "intervals", files)
     for key, stem in ANALYSIS_FILES.items():
         if key in aux.tables:
             _write_table(aux.tables[key], out, stem, files)
     _write_table(aux.exclusions, out, "analysis_exclusions", files)
     if result.rates is not None:
         _write_table(result.rates, out, "strata", files)
+    est = result.estimate
+    if est is not None:
+        _write_table(est.totals, out, "estimator_clusters", files)
+        _write_table(est.both_wrong, out, "both_wrong", files)
+        if principal.can("plan_sampling"):  # annotators' estimated accuracy: leads only (as on the Scores page)
+            _write_table(est.annotators, out, "annotators", files)
     rec = _records(engine)
     for name in ("adjudications", "ratings"):
         df = rec[name].copy()
@@ -160,19 +166,28 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "judge_pair_source": result.pair_source,
         "catalogs": rec["catalogs"].to_dict("records"),
         "metrics": result.metrics,
-        "models": {m: {"instructions": r["instructions"], "excluded": r["excluded"], "notes": r["notes"]}
+        "models": {m: {"instructions": r["instructions"], "excluded": r["excluded"], "notes": r["notes"],
+                       **{k: r[k] for k in ("intervals", "both_wrong") if k in r}}
                    for m, r in scored["models"].items()},
+        "estimator": result.estimator,
+        **({"estimator_plan": scored["plan"], "verdict": scored["verdict"]} if est is not None else {}),
+        **({"annotators": scored["annotators"]} if est is not None and principal.can("plan_sampling") else {}),
         "notes": scored["notes"],
         "other_pair_decisions": result.other_pair_decisions,
         "sample_plans": plans,
         "calibration": {"rule": result.method, "provisional": result.provisional,
                         "description": {
                             "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass rate (SPEC §4)",
-                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from all adjudications (SPEC §4)",
+                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from the decisions on disagreements (SPEC §4)",
+                            "cluster": CLUSTER_DESCRIPTION,
                         }.get(result.method, result.method)},
-        "intervals": {"method": "cluster bootstrap over questions" + (" with adjudications resampled within strata" if result.method == "stratified" else ""),
-                      "replicates": n_boot, "seed": seed, "level": 0.95},
-        "scores_from": "instances.csv (recompute: python -m reform_core score-export DIR --json)",
+        "intervals": {"measurement": estimates.MEASUREMENT_TEXT, "population": estimates.POPULATION_TEXT,
+                      "method": INTERVAL_METHODS.get(result.method, INTERVAL_METHODS["raw"]),
+                      "replicates": n_boot, "seed": seed, "level": 0.95, "file": "intervals.csv"},
+        "scores_from": ("estimator_clusters.csv (per model × question totals of the estimator; recompute: python -m "
+                        "reform_core score-export DIR --json); instances.csv p = each instance's point estimate, for the "
+                        "breakdown tables" if est is not None else
+                        "instances.csv (recompute: python -m reform_core score-export DIR --json)"),
         "analyses": {k: v for k, v in analyses_json(aux).items() if k not in ("tables", "exclusions")}
         | {"files": {k: ANALYSIS_FILES[k] for k in aux.tables}, "p_auxiliary": "instances.csv column p_auxiliary"},
         "studies": studies,
@@ -182,10 +197,48 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     return manifest
 
 
+CLUSTER_DESCRIPTION = ("question-cluster difference estimator (reform_core.estimators.cluster): per model × question "
+                       "the judges' prediction plus the adjudicated questions' inverse-probability-weighted correction, "
+                       "audited agreements correcting errors of both judges, decisions debiased for adjudicator error; "
+                       "Table 2 = sum of the cluster totals / denominators (estimator_clusters.csv)")
+INTERVAL_METHODS = {
+    "cluster": "measurement: linearised two-stage variance (cluster sample, agreement audit, adjudicator-error refits), "
+               "t quantile; population: cluster bootstrap over questions of the estimator's totals",
+    "stratified": "measurement: stratum pass rates drawn from their Jeffreys posteriors; population: plus a cluster "
+                  "bootstrap over questions (reform_core.estimators.paper)",
+    "pooled": "measurement: W_A drawn from its Jeffreys posterior; population: plus a cluster bootstrap over questions "
+              "(reform_core.estimators.paper)",
+    "raw": "one judge's raw labels: no measurement interval (nothing is estimated); population: cluster bootstrap over "
+           "questions",
+}
+
+
+def _recompute_clusters(path: Path) -> dict:
+    """Table 2 from the default estimator's per-cluster totals: rate = 100 Σ_q T / Σ_q D,
+    clipped to [0, 100] as ``score`` shows it."""
+    t = pd.read_csv(path, dtype={"model": str, "question": str})
+    g = t.groupby("model").sum(numeric_only=True)
+    out = {}
+    for model, r in g.iterrows():
+        rate = {k: (100 * r[f"t_{num}"] / r[f"d_{num}"] if r[f"d_{num}"] > 0 else None)
+                for k, num in (("tcpr", "allpass"), ("r1", "joint1"), ("r2", "joint2"), ("r3", "joint3"))}
+        rs = [rate[f"r{k}"] for k in (1, 2, 3)]
+        rate["emcr"] = sum(rs) / 3 if all(v is not None for v in rs) else None
+        rate = {k: (None if v is None else min(max(v, 0.0), 100.0)) for k, v in rate.items()}
+        out[str(model)] = {**{k: json_number(rate[k]) for k in ("tcpr", "emcr", "r1", "r2", "r3")},
+                           "units": [int(r[f"d_joint{k}"]) for k in (1, 2, 3)]}
+    return {"models": out}
+
+
 def recompute(export_dir: str | Path) -> dict:
-    """Table 2 recomputed from an export's ``instances.csv`` alone (SPEC §8 ``score`` shape)."""
+    """Table 2 recomputed from an export's own files (SPEC §8 ``score`` shape): from the
+    default estimator's ``estimator_clusters.csv`` when present, else from ``instances.csv``
+    alone (the paper's rules and raw judges: a plug-in of ``p``)."""
     from reform_core.metrics.reform import table2
 
+    clusters = Path(export_dir) / "estimator_clusters.csv"
+    if clusters.exists():
+        return _recompute_clusters(clusters)
     path = Path(export_dir) / "instances.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path}: not found (is this a ReForm export directory?)")

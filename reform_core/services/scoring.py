@@ -38,7 +38,8 @@ from reform_core.metrics.reform import KS, build_index, reform_tables, unknown_b
 from reform_core.services.auth import Principal, require
 from reform_core.services.instances import label_column, load_adjudications, load_judged
 
-CALIBRATIONS = ("stratified", "pooled")
+CALIBRATIONS = ("cluster", "stratified", "pooled")  # cluster: the default estimator (services/estimates.py)
+DEFAULT_CALIBRATION = "cluster"
 PAIR_META = status_repo.PAIR_META
 SET_PAIR_ACTION = "set_pair"  # lead only
 EMCR_METRICS = ("emcr", "r1", "r2", "r3")
@@ -215,6 +216,11 @@ class ScoreResult:
     index: Optional[object] = None  # UnitIndex of the main rows (reused by rescore)
     facts: Optional[dict] = None  # label-independent project facts (reused by rescore)
     unlabelled: pd.Series = field(default_factory=lambda: pd.Series(dtype=int))  # dropped instructions per model
+    estimator: str = ""  # "cluster" | "stratified" | "pooled" | "judge:<name>" (score --json "estimator")
+    estimate: Optional[object] = None  # services.estimates.Estimate when the default estimator scored
+    intervals: Optional[pd.DataFrame] = None  # model, metric, estimate, measurement_lo/_hi, population_lo/_hi
+    interval_reps: int = 0
+    interval_seed: int = 0
 
 
 def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.Series]:
@@ -235,6 +241,16 @@ def main_adjudications(frames: ProjectFrames) -> pd.DataFrame:
     return adj[adj["iid"].isin(main_iids)]
 
 
+def disagreement_decisions(inst: pd.DataFrame, adj: pd.DataFrame) -> pd.DataFrame:
+    """The decisions on instances where the pair's judges disagree. A decision on an audited
+    agreement picks between two equal labels, so it says nothing about which judge to trust
+    and must not enter the pooled weights (issue 13 point 7)."""
+    g = pd.to_numeric(inst["label_a"], errors="coerce").to_numpy(dtype=float)
+    m = pd.to_numeric(inst["label_b"], errors="coerce").to_numpy(dtype=float)
+    dis = inst["iid"].to_numpy()[~np.isnan(g) & ~np.isnan(m) & (g != m)]
+    return adj[adj["iid"].isin(dis)]
+
+
 def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified") -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
     """INSTANCES with ``p`` by the chosen calibration rule, and π̂_h (stratified only)."""
     if frames.judge_a is None:
@@ -244,12 +260,17 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
         rates = stratum_rates(inst, adj[["iid", "a"]])
         return calibrate_stratified(inst, adj[["iid", "a"]], rates=rates), rates
     if calibration == "pooled":
-        pool = main_adjudications(frames)  # the paper's fixed pool: decisions on main-condition instances
-        if pool.empty:
-            raise ScoringError("pooled calibration needs adjudications of the main condition to fix the judge weights")
-        w = pooled_weights(pool, choice="choice")
+        # the paper's fixed pool: decisions on main-condition instances where the judges disagree
+        inst_main = inst[inst["condition"] == "main"]
+        pool = disagreement_decisions(inst_main, main_adjudications(frames))
+        g, m = inst_main["label_a"].to_numpy(dtype=float), inst_main["label_b"].to_numpy(dtype=float)
+        if pool.empty and (g != m)[~np.isnan(g) & ~np.isnan(m)].any():
+            raise ScoringError("pooled calibration needs decisions on disagreements of the main condition to fix the "
+                               "judge weights (decisions on audited agreements do not count)")
+        w = pooled_weights(pool, choice="choice") if len(pool) else pd.Series({"A": 0.5})  # no disagreement: unused
         out = calibrate_pooled(inst, float(w.get("A", 0.0)))
         out["provisional"] = False
+        out.attrs.update(w_a=float(w.get("A", 0.0)), n_pool=int(len(pool)))
         return out, None
     raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
 
@@ -332,7 +353,8 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
         if n_scored == 0:
             note.append("no instruction of this model has a label for every constraint: nothing to score")
         if n_unlab:
-            who = f"judge {method[6:]} did not label" if method.startswith("judge:") else "neither judge of the pair labelled"
+            who = (f"judge {method[6:]} did not label" if method.startswith("judge:")
+                   else "a judge of the pair did not label" if method == "cluster" else "neither judge of the pair labelled")
             note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
         elif n_answered > n_scored:
             note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
@@ -371,10 +393,18 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
     return pd.DataFrame(rows), notes
 
 
-def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, calibration: str = "stratified",
-          judges: Optional[tuple[str, str]] = None, frames: Optional[ProjectFrames] = None) -> ScoreResult:
-    """Every table of SPEC §3 from one judge's raw labels or calibrated probabilities, with
-    the pair, exclusions, applicable metrics and notes (module docstring)."""
+def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, calibration: str = DEFAULT_CALIBRATION,
+          judges: Optional[tuple[str, str]] = None, frames: Optional[ProjectFrames] = None,
+          with_intervals: bool = False, reps: int = 2000, seed: int = 0) -> ScoreResult:
+    """Every table of SPEC §3 from one judge's raw labels, the default estimator or a paper
+    rule, with the pair, exclusions, applicable metrics and notes (module docstring).
+
+    ``calibration``: ``cluster`` (default: the question-cluster estimator of the pair's newest
+    question-cluster plan, :mod:`reform_core.services.estimates`; Table 2 and the constraint
+    level are its estimates, the breakdown tables plug in each instance's point estimate; a
+    pair without such a plan is scored with ``stratified`` and a note), ``stratified`` or
+    ``pooled`` (the paper's rules). ``with_intervals`` adds the measurement and population
+    intervals (``reps`` bootstrap replicates, ``seed``) as ``result.intervals``."""
     require(principal, "view_scores")
     frames = frames or load_project(engine, judges=judges, need_pair=judge is None)
     if frames.instances.empty:
@@ -394,24 +424,46 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
         inst = frames.instances.assign(p=frames.instances[col])  # copy-on-write: the frames' columns are shared
         method, rates = f"judge:{judge}", None
     else:
-        inst, rates = calibrated_instances(frames, calibration)
+        if calibration not in CALIBRATIONS:
+            raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
         method = calibration
+        plan = None
+        if calibration == "cluster":
+            from reform_core.services import estimates
+
+            plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
+            if plan is None:
+                method = "stratified"
+                messages.append("no question-cluster plan for the scoring pair yet, so the default estimator cannot run: "
+                                "scored with the paper's stratified rule — create one with `python -m reform_core plan "
+                                f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page")
+        inst, rates = calibrated_instances(frames, "stratified" if method == "cluster" else method)
+        if method == "cluster":
+            inst, rates = _both_labels_required(inst), None
     inst, unlabelled = drop_unlabelled(inst)
     if inst.empty:
         raise ScoringError(f"no instruction has a label for every constraint ({method})")
     main = inst["condition"] == "main"
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
-    return _assemble(engine, frames, inst, rates, method, unlabelled, messages)
+    est = None
+    if method == "cluster":
+        inst, est = _cluster_scored(engine, frames, inst, main, plan, with_intervals=with_intervals, reps=reps, seed=seed)
+    result = _assemble(engine, frames, inst, rates, method, unlabelled, messages, estimate=est)
+    if with_intervals:
+        add_intervals(result, reps=reps, seed=seed)
+    return result
 
 
 def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: Optional[pd.DataFrame], method: str,
-              unlabelled: pd.Series, messages: list[str], *, index=None, facts: Optional[dict] = None) -> ScoreResult:
+              unlabelled: pd.Series, messages: list[str], *, index=None, facts: Optional[dict] = None,
+              estimate=None) -> ScoreResult:
     """The tables, per-model facts and notes of scored rows ``inst``. ``index`` (the unit index
     of the main rows) and ``facts`` (the label-independent project facts) may come from an
     earlier result of the same instances (:func:`rescore`)."""
     choice = frames.pair
-    provisional = False if method.startswith("judge:") else bool(inst.get("provisional", pd.Series(False)).any())
+    provisional = False if method.startswith("judge:") or method == "cluster" else \
+        bool(inst.get("provisional", pd.Series(False)).any())
     main = inst["condition"] == "main"
     fixed = dict(facts or {})
     facts = _project_facts(engine, decisions_only=bool(fixed))
@@ -422,6 +474,9 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     index = index if index is not None else build_index(main_rows)
     tables = reform_tables(main_rows, baseline=frames.baseline, adjudications=main_adjudications(frames),
                            choice="choice", index=index)
+    if estimate is not None:
+        _estimator_table2(tables, estimate)
+        messages += [f"default estimator (plan {estimate.plan!r}): {n}" for n in estimate.notes]
     if "emcr" not in metrics:
         tables["table2"][list(EMCR_METRICS)] = np.nan
     if "rules" not in facts:
@@ -436,6 +491,8 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
         for key in ("prompt_level", "instruction_level"):
             models[f"{mode}_{key}"] = models["model"].map({m: a[key] for m, a in acc.items()})
         models[f"{mode}_judge"] = rules[mode]
+    if estimate is not None:
+        models["constraint_level"] = models["model"].map(estimate.table.set_index("model")["constraint_level"])
     if frames.judge_a is not None and choice is not None:
         messages.insert(0, f"scoring pair: {choice.describe()}")
     return ScoreResult(tables=tables, instances=inst, method=method, provisional=provisional, rates=rates, frames=frames,
@@ -444,7 +501,101 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
                        catalogs=facts["catalogs"], metrics=metrics, models=models, notes=notes, messages=messages,
                        other_pair_decisions=_other_pair_decisions(facts["decisions"], frames.judge_a and
                                                                   (frames.judge_a, frames.judge_b)),
-                       index=index, facts={k: v for k, v in facts.items() if k != "decisions"}, unlabelled=unlabelled)
+                       index=index, facts={k: v for k, v in facts.items() if k != "decisions"}, unlabelled=unlabelled,
+                       estimator=method, estimate=estimate)
+
+
+def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
+    """The default estimator needs both judges' labels on every scored main row: a main row
+    with one label only gets ``p`` NaN, so its instruction is left out and counted."""
+    out = inst.copy()
+    one = (out["condition"] == "main").to_numpy() & (out["label_a"].isna() | out["label_b"].isna()).to_numpy()
+    out.loc[one, "p"] = np.nan
+    return out
+
+
+def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: pd.Series, plan: dict, *,
+                    with_intervals: bool, reps: int, seed: int):
+    """Run the default estimator on the scored main rows; ``p`` of those rows becomes each
+    instance's point estimate (``source = 'cluster'``) for the plug-in breakdown tables."""
+    from reform_core.services import estimates
+
+    rows = inst[main]
+    inputs = estimates.plan_inputs(engine, plan, frames.instances)
+    est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed)
+    other = estimates.other_plan_decisions(engine, plan)
+    if other:
+        est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs the "
+                         "design of its own plan); the paper's rules use them")
+    inst = inst.copy()
+    inst.loc[main, "p"] = rows["iid"].map(est.smooth).to_numpy(dtype=float)
+    if "source" in inst.columns:
+        inst.loc[main, "source"] = "cluster"
+    return inst, est
+
+
+def _estimator_table2(tables: dict, est) -> None:
+    """Table 2's rates from the estimator (the plug-in of point estimates is biased for
+    products); the TCPR / EMCR rank comparison follows them."""
+    from reform_core.metrics.reform import rank_comparison
+
+    t2 = tables["table2"]
+    e = est.table.set_index("model")
+    for col in ("tcpr", "emcr", "r1", "r2", "r3"):
+        raw = t2["model"].map(e[col]).to_numpy(dtype=float)
+        for m, v in zip(t2["model"], raw):
+            if not np.isnan(v) and not 0.0 <= v <= 100.0:
+                est.notes.append(f"{m}: {col}: the estimator's unbiased value {v:.2f} lies outside [0, 100] (a few "
+                                 "decisions carry large design weights); shown clipped — adjudicate more to steady it")
+        t2[col] = np.clip(raw, 0.0, 100.0)
+    tables["ranks"] = rank_comparison(t2)
+
+
+def add_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Fill ``result.intervals`` (and, for the default estimator, replace ``result.estimate``
+    by the run with the adjudicator-error refits) from :func:`compute_intervals`."""
+    ci, est = compute_intervals(result, reps=reps, seed=seed)
+    result.intervals, result.interval_reps, result.interval_seed = ci, int(reps), int(seed)
+    if est is not None:
+        result.estimate = est
+    return ci
+
+
+def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
+    """Measurement and population 95 % intervals for the result's method, without changing
+    ``result``: the default estimator (rerun with the adjudicator-error refits and the
+    population bootstrap), the paper's stratified / pooled rules
+    (:mod:`reform_core.estimators.paper`) or one judge's raw labels (population only).
+    Bounds are clipped to [0, 100] (a score's range: clipping never loses coverage).
+
+    Returns ``(frame, estimate)``: ``model, metric, estimate, measurement_lo/_hi,
+    population_lo/_hi`` and the rerun :class:`~reform_core.services.estimates.Estimate`
+    (None unless the default estimator scored)."""
+    from reform_core.services import estimates
+
+    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
+        raise ScoringError(f"--reps must be a positive integer, got {reps!r}")
+    main = result.instances[result.instances["condition"] == "main"]
+    est = result.estimate
+    if est is not None:
+        if not est.with_population or est.reps != reps or est.seed != seed:
+            plan = {"id": None, "name": est.plan, "params": est.params}
+            full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed)
+            full.notes = est.notes
+            est = full
+        ci = est.scores
+    elif result.method in ("stratified", "pooled"):
+        ci = estimates.paper_intervals(main, result.frames.adjudications, result.method, reps=reps, seed=seed)
+    else:
+        ci = estimates.raw_intervals(main, reps=reps, seed=seed)
+    t2 = result.tables["table2"].set_index("model")
+    ci = ci[ci["metric"].isin(estimates.INTERVAL_METRICS)].reset_index(drop=True)
+    bounds = ["measurement_lo", "measurement_hi", "population_lo", "population_hi"]
+    if "emcr" not in result.metrics:
+        ci.loc[ci["metric"].isin(EMCR_METRICS), bounds] = np.nan
+    ci["estimate"] = [t2.loc[m, k] if m in t2.index else np.nan for m, k in zip(ci["model"], ci["metric"])]
+    ci[bounds] = ci[bounds].clip(0.0, 100.0)
+    return ci[["model", "metric", "estimate", *bounds]], est
 
 
 def rescore(engine: Engine, principal: Principal, previous: ScoreResult, adjudications: pd.DataFrame) -> ScoreResult:
@@ -465,6 +616,8 @@ def rescore(engine: Engine, principal: Principal, previous: ScoreResult, adjudic
 
     adj = adjudications[["iid", "a", "choice", "annotator"]].reset_index(drop=True)
     frames = replace(previous.frames, adjudications=adj)
+    if previous.method == "cluster":  # the estimator is not incremental: rerun it (the frames are kept)
+        return score(engine, principal, calibration="cluster", frames=frames)
     old, inst, rates = previous.instances, previous.instances, previous.rates
     if previous.method == "pooled":
         full, rates = calibrated_instances(frames, "pooled")
@@ -520,11 +673,23 @@ def score_json(result: ScoreResult) -> dict:
         out["excluded"] = {"no_baseline_targets": int(r.no_baseline_targets),
                            "unlabelled_instructions": int(r.unlabelled_instructions)}
         out["notes"] = list(result.notes.get(m, []))
+        if result.intervals is not None:
+            from reform_core.services.estimates import intervals_json
+
+            out["intervals"] = intervals_json(result.intervals, m)
         models[m] = out
-    return {"models": models, "method": result.method, "provisional": result.provisional,
-            "pair": list(result.pair) if result.pair else None, "pair_source": result.pair_source or None,
-            "catalogs": result.catalogs, "metrics": result.metrics, "notes": result.messages,
-            "other_pair_decisions": result.other_pair_decisions}
+    doc = {"models": models, "method": result.method, "estimator": result.estimator or result.method,
+           "provisional": result.provisional,
+           "pair": list(result.pair) if result.pair else None, "pair_source": result.pair_source or None,
+           "catalogs": result.catalogs, "metrics": result.metrics, "notes": result.messages,
+           "other_pair_decisions": result.other_pair_decisions}
+    if result.intervals is not None:
+        doc["intervals"] = {"level": 0.95, "reps": result.interval_reps, "seed": result.interval_seed}
+    if result.estimate is not None:
+        from reform_core.services.estimates import estimate_json
+
+        estimate_json(result.estimate, doc)
+    return doc
 
 
 def json_number(v) -> Optional[float]:

@@ -34,7 +34,9 @@ def _move_lease_to_someone_else(url: str) -> None:
             conn.execute(text("INSERT INTO app_user (username, display_name, role, password_hash, active, created_at) "
                               "VALUES ('someone-else', '', 'annotator', '', TRUE, CURRENT_TIMESTAMP)"))
             other = conn.execute(text("SELECT id FROM app_user WHERE username = 'someone-else'")).scalar()
-        conn.execute(text("UPDATE adjudication_task SET claimed_by = :o WHERE status = 'claimed'"), {"o": other})
+        # single-annotator tasks (a second annotator may still decide a task that needs two)
+        conn.execute(text("UPDATE adjudication_task SET claimed_by = :o, required = 1 WHERE status = 'claimed'"),
+                     {"o": other})
 
 
 def test_skip_and_undo_after_the_lease_moved_on_show_one_message(demo_db):

@@ -49,19 +49,54 @@ def _raw_tcpr(url: str, judge: str) -> dict[str, float]:
 def test_table2_has_intervals_and_counts(scores_app):
     t2 = scores_app.dataframe[0].value
     for metric in ("TCPR", "EMCR", "R1", "R2", "R3"):
-        assert f"{metric} 95% CI" in t2.columns
+        assert f"{metric} measurement" in t2.columns and f"{metric} population" in t2.columns
     assert {"instructions", "units", "n1", "n2", "n3"} <= set(t2.columns)
     assert (t2["units"] == t2["n1"] + t2["n2"] + t2["n3"]).all()
     for _, r in t2.iterrows():
-        lo, hi = map(float, r["TCPR 95% CI"].split("–"))
-        assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
+        for kind in ("measurement", "population"):
+            lo, hi = map(float, r[f"TCPR {kind}"].split("–"))
+            assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
+
+
+def test_default_estimator_shows_intervals_verdict_audit_and_annotators(scores_app, demo_db):
+    """Issue 13 'Done when': on first start the demo's Scores page shows the default estimator,
+    both intervals with one sentence each, the planner's verdict, the audit's both-wrong rate per
+    model and (to the lead) each annotator's estimated accuracy — the same numbers as the CLI."""
+    from reform_core.services.scoring import score, score_json
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import local_principal
+
+    at = scores_app
+    assert at.radio(key="scores_labels").value.startswith("Default estimator")
+    shown = [m.value.replace("\\", "") for m in at.markdown]  # names are Markdown-escaped
+    assert any("question-cluster difference estimator" in m and "demo queue" in m for m in shown)
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("**Measurement** — the score of this fixed benchmark") for c in captions)
+    assert any(c.startswith("**Population** — adds the questions' own sampling") for c in captions)
+    verdicts = [x.value for x in (*at.success, *at.warning) if x.value.startswith("Planner's verdict — ")]
+    assert len(verdicts) == 1 and ("Precise enough" in verdicts[0] or "Not yet" in verdicts[0])
+    frames = [d.value for d in at.dataframe]
+    bw = next(f for f in frames if "both wrong %" in f.columns)
+    acc = next(f for f in frames if "accuracy" in f.columns and "annotator" in f.columns)
+    eng = get_engine(demo_db)
+    cli = score_json(score(eng, local_principal(eng)))
+    assert set(bw["model"]) == set(cli["models"]) and (bw["audited"] > 0).all()
+    for r in bw.itertuples(index=False):
+        assert r[3] == pytest.approx(max(cli["models"][r.model]["both_wrong"]["rate"], 0), abs=0.006)
+    assert set(acc["annotator"]) == {a["annotator"] for a in cli["annotators"]} == {"alice", "bob", "carol"}
+    t2 = frames[0].set_index("model")
+    for m, r in cli["models"].items():
+        assert t2.loc[m, "TCPR"] == pytest.approx(r["tcpr"], abs=0.006)
 
 
 def test_provisional_warning_only_when_strata_lack_reviews(scores_app):
+    scores_app.radio(key="scores_labels").set_value("Paper — stratified (the paper's main results)").run()
     assert any("Provisional" in w.value for w in scores_app.warning), "demo has strata without review"
-    scores_app.radio(key="scores_labels").set_value("Calibrated — pooled (auxiliary)").run()
+    assert not any("both wrong %" in d.value.columns for d in scores_app.dataframe), "no audit table for a paper rule"
+    scores_app.radio(key="scores_labels").set_value("Paper — pooled (auxiliary)").run()
     assert not scores_app.exception
     assert not any("Provisional" in w.value for w in scores_app.warning)
+    scores_app.radio(key="scores_labels").set_value(scores_app.radio(key="scores_labels").options[0]).run()
 
 
 def test_raw_judge_toggle_matches_sql(scores_app, demo_db):
@@ -93,9 +128,9 @@ def test_failing_units_link_to_the_explorer(scores_app, demo_db):
     at.selectbox(key="scores_cell_model").set_value("pixel-mini").run()
     for task in at.selectbox(key="scores_cell_task").options:
         at.selectbox(key="scores_cell_task").set_value(task).run()
-        if len(at.dataframe) > 1 and "j_hat" in at.dataframe[1].value.columns:
+        if any("j_hat" in d.value.columns for d in at.dataframe):
             break
-    units = at.dataframe[1].value
+    units = next(d.value for d in at.dataframe if "j_hat" in d.value.columns)
     assert (units["j_hat"] < 100).all() and (units["j_hat"] >= 0).all()
     assert units["j_hat"].is_monotonic_increasing
     assert set(units["k"]) <= {1, 2, 3}

@@ -8,17 +8,33 @@ from pages.components import render
 from reform_core.metrics.reform import rank_comparison
 
 
-def test_table2_display_puts_ci_and_counts_next_to_rates():
+def test_table2_display_puts_both_intervals_and_counts_next_to_rates():
     t2 = pd.DataFrame({"model": ["m1", "m2"], "tcpr": [70.0, 60.0], "emcr": [50.0, 55.0], "r1": [60.0, 61.0],
                        "r2": [50.0, 52.0], "r3": [40.0, 52.0], "n_instructions": [10, 10], "n1": [4, 5],
                        "n2": [3, 3], "n3": [1, 2]})
-    ci = pd.DataFrame({"model": ["m1", "m2"], "metric": ["tcpr", "tcpr"], "ci_low": [65.04, 55.0],
-                       "ci_high": [75.0, 64.96]})
+    ci = pd.DataFrame({"model": ["m1", "m2"], "metric": ["tcpr", "tcpr"], "measurement_lo": [65.04, 55.0],
+                       "measurement_hi": [75.0, 64.96], "population_lo": [60.0, float("nan")],
+                       "population_hi": [80.0, float("nan")]})
     out = render.table2_display(t2, ci)
-    assert out.columns.tolist()[:4] == ["model", "TCPR", "TCPR 95% CI", "instructions"]
-    assert out["TCPR 95% CI"].tolist() == ["65.0–75.0", "55.0–65.0"]
-    assert out["EMCR 95% CI"].tolist() == ["—", "—"], "missing intervals are shown as a dash"
+    assert out.columns.tolist()[:5] == ["model", "TCPR", "TCPR measurement", "TCPR population", "instructions"]
+    assert out["TCPR measurement"].tolist() == ["65.0–75.0", "55.0–65.0"]
+    assert out["TCPR population"].tolist() == ["60.0–80.0", "—"]
+    assert out["EMCR measurement"].tolist() == ["—", "—"], "missing intervals are shown as a dash"
     assert out["units"].tolist() == [8, 10]
+    config = render.table2_columns(out)
+    assert config["TCPR measurement"]["label"] == "meas. 95%" and config["TCPR population"]["label"] == "pop. 95%"
+
+
+def test_both_wrong_and_annotator_tables():
+    bw = pd.DataFrame({"model": ["m1"], "agreements": [100], "audited": [10], "both_wrong": [-0.2], "lo": [0.0],
+                       "hi": [9.5]})
+    out = render.both_wrong_display(bw)
+    assert out.iloc[0].to_dict() == {"model": "m1", "agreements": 100, "audited": 10, "both wrong %": 0.0,
+                                     "95% interval": "0.0–9.5"}
+    acc = pd.DataFrame({"annotator": ["bo", "al"], "sensitivity": [0.9, 1.0], "specificity": [0.8, 0.99],
+                        "accuracy": [0.85, 0.995], "decisions": [4, 5], "double_items": [4, 5]})
+    shown = render.annotators_display(acc)
+    assert shown["annotator"].tolist() == ["al", "bo"] and shown["accuracy"].tolist() == [99.5, 85.0]
 
 
 def test_rank_notes_name_each_discordant_pair():

@@ -134,7 +134,7 @@ def test_lead_explores_and_downloads_an_export(page, server):
     with page.expect_download() as info:
         download_button.click()
     download = info.value
-    assert download.suggested_filename.startswith("reform-export-stratified-")
+    assert download.suggested_filename.startswith("reform-export-cluster-")  # the default estimator
     data = Path(download.path()).read_bytes()
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         manifest = json.loads(zf.read("manifest.json"))

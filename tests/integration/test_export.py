@@ -55,8 +55,30 @@ def test_manifest_lists_every_file_and_hashes_match(exported):
     assert sorted(listed["files"]) == sorted(on_disk)
     for name, digest in manifest["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
-    assert {"table2.csv", "table_a8_units.csv", "intervals.csv", "instances.csv", "strata.csv"} <= on_disk
-    assert manifest["calibration"]["rule"] == "stratified"
+    assert {"table2.csv", "table_a8_units.csv", "intervals.csv", "instances.csv", "estimator_clusters.csv",
+            "both_wrong.csv", "annotators.csv"} <= on_disk
+    assert manifest["calibration"]["rule"] == manifest["estimator"] == "cluster"  # the demo opens a default plan
+    assert manifest["estimator_plan"] == "demo queue" and manifest["verdict"]["metric"] == "tcpr"
+    assert set(manifest["intervals"]) >= {"measurement", "population", "replicates", "seed", "level"}
+    ci = pd.read_csv(out / "intervals.csv")
+    assert list(ci.columns) == ["model", "metric", "estimate", "measurement_lo", "measurement_hi", "population_lo",
+                                "population_hi"]
+    for m, r in manifest["models"].items():
+        assert set(r["intervals"]) == {"measurement", "population"} and "both_wrong" in r, m
+    assert {a["annotator"] for a in manifest["annotators"]} == {"alice", "bob", "carol"}
+
+
+def test_stratified_export_keeps_the_paper_files(demo, tmp_path):
+    eng = get_engine(demo)
+    manifest = export(eng, tmp_path, principal=local_principal(eng), calibration="stratified", n_boot=200)
+    assert manifest["estimator"] == "stratified" and "strata.csv" in manifest["files"]
+    assert "estimator_clusters.csv" not in manifest["files"]
+    ci = pd.read_csv(tmp_path / "intervals.csv")
+    assert (ci["measurement_lo"] <= ci["estimate"] + 1e-9).all() and (ci["estimate"] <= ci["population_hi"] + 1e-9).all()
+    recomputed = _cli("score-export", str(tmp_path), "--json")["models"]
+    t2 = pd.read_csv(tmp_path / "table2.csv").set_index("model")
+    for model, r in recomputed.items():
+        assert r["tcpr"] == pytest.approx(t2.loc[model, "tcpr"], abs=1e-6)
     assert len(manifest["dataset_sha256"]) == 64
 
 

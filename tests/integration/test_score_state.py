@@ -91,7 +91,7 @@ def test_cache_applies_decisions_incrementally_and_rebuilds_on_other_changes(pro
     assert split_version(v1)[0] == split_version(v0)[0] and v1 != v0
     r1 = cache.result(eng, lead, v1)
     assert cache.stats(eng) == {"rescored": 1, "rebuilt": 1}
-    _same(r1, scoring.score(eng, lead))
+    _same(r1, scoring.score(eng, lead, calibration="stratified"))
     assert r1.frames.instances is r0.frames.instances, "the instances are not loaded again"
     # a judgment is replaced (a re-run of the judge): the state is rebuilt from the database
     with eng.begin() as conn:
@@ -105,7 +105,7 @@ def test_cache_applies_decisions_incrementally_and_rebuilds_on_other_changes(pro
     v2 = explore.data_version(eng)
     r2 = cache.result(eng, lead, v2)
     assert cache.stats(eng) == {"rescored": 1, "rebuilt": 2}
-    _same(r2, scoring.score(eng, lead))
+    _same(r2, scoring.score(eng, lead, calibration="stratified"))
 
 
 def test_cache_is_bounded(project):
@@ -143,7 +143,7 @@ def test_intervals_are_recomputed_in_the_background(project):
     assert cache.wait_intervals(eng)
     done = cache.intervals(eng, lead, v1, fn)
     assert done.fresh
-    pd.testing.assert_frame_equal(done.frame, explore.score_intervals(lead, scoring.score(eng, lead), n_boot=50))
+    pd.testing.assert_frame_equal(done.frame, explore.score_intervals(lead, scoring.score(eng, lead, calibration="stratified"), n_boot=50))
     assert not done.frame.equals(first.frame)
 
 
@@ -180,5 +180,5 @@ def test_an_error_judgment_overwritten_in_place_changes_the_data_version(project
         s.commit()
     v1 = explore.data_version(eng)
     assert v1 != v0 and split_version(v1)[0] != split_version(v0)[0]
-    _same(cache.result(eng, lead, v1), scoring.score(eng, lead))
+    _same(cache.result(eng, lead, v1), scoring.score(eng, lead, calibration="stratified"))
     assert cache.stats(eng)["rebuilt"] == 2

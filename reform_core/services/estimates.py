@@ -1,0 +1,366 @@
+"""The default estimator in the product: a judge pair's question-cluster plan, its decisions,
+the estimate with its two named intervals, the audit's both-wrong rates, the annotators'
+estimated accuracy and the planner's verdict (issue 13).
+
+The maths lives in :mod:`reform_core.estimators` (pure); this module only gathers its
+inputs from the database and turns its outputs into the shapes the CLI, the export and
+the pages show:
+
+* :func:`design_plan` — the newest *question-cluster* plan of the pair (the design of
+  :mod:`reform_core.estimators.design`, stored in ``sample_plan.params``); the estimator
+  is defined only for such a plan (its hashed draws tell which questions were sampled);
+* :func:`plan_inputs` — that plan's tasks and every annotator's current decision as the
+  truth the annotator reported (``h``): on a disagreement the chosen judge's label
+  ("neither" = unsure: no label, counted); on an audited agreement the agreed label, or
+  its opposite for "neither" (both judges wrong);
+* :func:`cluster_estimate` — :func:`reform_core.estimators.cluster.estimate` (and, with
+  ``intervals``, :func:`~reform_core.estimators.cluster.population_intervals`);
+* :func:`paper_intervals` — the two intervals of the paper's stratified / pooled rules
+  (:mod:`reform_core.estimators.paper`);
+* :func:`verdict` — whether the plan's target half-width is reached ("stop when precise
+  enough").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import adjudication as repo
+
+ESTIMATOR = "cluster"  # the default estimator's name (score / export "estimator")
+INTERVAL_METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
+DEFAULT_REPS = 2000
+MEASUREMENT_TEXT = ("Measurement interval (95 %): the score of this fixed benchmark — how far it may move because "
+                    "only a sample of questions was adjudicated, unreviewed disagreements are predicted, agreements "
+                    "are audited on a sample and adjudicators err; the questions themselves are held fixed.")
+POPULATION_TEXT = ("Population interval (95 %): adds the questions' own sampling — the score a benchmark of new "
+                   "questions drawn the same way would get; use it to compare models beyond these questions.")
+DEFAULT_TARGET = {"metric": "tcpr", "half_width": 3.0}  # the Cochran margin e = 0.03 of the default sizing
+
+
+def design_name() -> str:
+    from reform_core.estimators.design import DESIGN_NAME
+
+    return DESIGN_NAME
+
+
+def is_cluster_plan(params) -> bool:
+    return isinstance(params, dict) and params.get("design") == design_name()
+
+
+def design_plan(engine: Engine, judge_a: str, judge_b: str) -> Optional[dict]:
+    """The newest question-cluster plan of the pair (either order), as ``repo.plan_row``; None if none."""
+    with engine.connect() as conn:
+        plans = repo.plans(conn)
+        mine = plans[((plans["judge_a"] == judge_a) & (plans["judge_b"] == judge_b))
+                     | ((plans["judge_a"] == judge_b) & (plans["judge_b"] == judge_a))]
+        for pid in reversed(mine["id"].tolist()):
+            row = repo.plan_row(conn, plan_id=int(pid))
+            if row is not None and is_cluster_plan(row["params"]):
+                return row
+    return None
+
+
+@dataclass
+class PlanInputs:
+    tasks: pd.DataFrame  # iid, kind, required, decided, status
+    decisions: pd.DataFrame  # iid, annotator, h, kind
+    unsure: int  # "neither / unsure" decisions on disagreements (no label, not used)
+    other_plans: int = 0  # current decisions of the pair's other plans (not used by the estimator)
+
+
+def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a: str = "label_a",
+                judge_b: str = "label_b") -> PlanInputs:
+    """The plan's tasks and current decisions (module docstring), read against the pair's
+    current labels in ``instances`` (columns ``iid``, ``judge_a``, ``judge_b``)."""
+    from reform_core.services.instances import current_decisions, instance_id
+
+    with engine.connect() as conn:
+        tasks = repo.plan_tasks(conn, plan_id=int(plan["id"]))
+        rows = repo.adjudication_rows(conn, plan_id=int(plan["id"]))
+    t = pd.DataFrame({"iid": instance_id(tasks["response_id"], tasks["constraint_id"]),
+                      "kind": tasks["kind"].astype(str).to_numpy(), "required": tasks["required"].astype(int).to_numpy(),
+                      "decided": tasks["decided"].astype(int).to_numpy(), "status": tasks["status"].astype(str).to_numpy()})
+    cur = current_decisions(rows)
+    if cur.empty:
+        return PlanInputs(t, pd.DataFrame({"iid": pd.Series(dtype="int64"), "annotator": pd.Series(dtype=object),
+                                           "h": pd.Series(dtype=float), "kind": pd.Series(dtype=object)}), 0)
+    iid = instance_id(cur["response_id"], cur["constraint_id"])
+    lab = instances.set_index("iid")[[judge_a, judge_b]].reindex(iid)
+    g, m = lab[judge_a].to_numpy(dtype=float), lab[judge_b].to_numpy(dtype=float)
+    agree = ~np.isnan(g) & (g == m)
+    choice = cur["choice"].astype(str).to_numpy()
+    label = pd.to_numeric(cur["label"], errors="coerce").to_numpy(dtype=float)
+    # an audited agreement: A / B confirm the agreed label, "neither" says both judges are wrong
+    h = np.where(agree, np.where(choice == "neither", 1.0 - g, g), label)
+    ok = ~np.isnan(h)
+    unsure = int((~agree & (choice == "neither")).sum())
+    dec = pd.DataFrame({"iid": iid[ok], "annotator": cur["annotator"].astype(str).to_numpy()[ok], "h": h[ok],
+                        "kind": np.where(agree, "audit", "disagreement")[ok]})
+    return PlanInputs(t, dec.reset_index(drop=True), unsure)
+
+
+@dataclass
+class Estimate:
+    """The default estimator's result in product shape.
+
+    ``table``: per model the point estimates (%) of :data:`INTERVAL_METRICS` and
+    ``constraint_level``; ``scores``: long frame ``model, metric, estimate,
+    measurement_lo/_hi, population_lo/_hi`` (population NaN unless intervals were asked
+    for); ``both_wrong``: per model ``agreements, audited, both_wrong, lo, hi`` (%);
+    ``annotators``: per annotator estimated sensitivity, specificity, accuracy and counts
+    (empty when no item was decided twice); ``progress``: per model planned / decided
+    clusters and audits; ``smooth``: each scored main row's point estimate of its truth
+    (for the plug-in breakdown tables), by iid; ``totals``: per (model, question) cluster
+    totals and denominators (lets an export recompute Table 2).
+    """
+
+    name: str
+    plan: str
+    params: dict
+    table: pd.DataFrame
+    scores: pd.DataFrame
+    both_wrong: pd.DataFrame
+    annotators: pd.DataFrame
+    progress: pd.DataFrame
+    smooth: pd.Series
+    totals: pd.DataFrame
+    error_identified: bool
+    with_population: bool
+    reps: int
+    seed: int
+    notes: list = field(default_factory=list)
+    inputs: Optional[PlanInputs] = None
+
+
+def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *, intervals: bool = False,
+                     reps: int = DEFAULT_REPS, seed: int = 0, judge_a: str = "label_a",
+                     judge_b: str = "label_b") -> Estimate:
+    """The question-cluster difference estimate of the main condition (``instances``: the
+    scored main rows, both labels present). ``intervals`` adds the population bootstrap
+    (``reps`` replicates) and the adjudicator-error refits; the measurement interval is
+    always computed (analytic)."""
+    from reform_core.estimators import cluster
+    from reform_core.metrics.reform import build_index
+
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps!r}")
+    params = plan["params"]
+    rng = np.random.default_rng(int(seed))
+    index = build_index(instances, condition=None)
+    est = cluster.estimate(instances, inputs.tasks[["iid"]], inputs.decisions[["iid", "annotator", "h"]], params,
+                           judge_a=judge_a, judge_b=judge_b, condition=None, index=index, rng=rng,
+                           error_boot=cluster.ERROR_BOOT if intervals else 0)
+    pop = cluster.population_intervals(est, n_boot=int(reps), rng=rng) if intervals else None
+    scores = cluster.scores_frame(est, pop)
+    unmeasured = _unmeasured(est.progress)
+    scores.loc[scores["model"].isin(unmeasured), ["measurement_lo", "measurement_hi"]] = np.nan
+    table = est.table[["model", *INTERVAL_METRICS, "constraint_level"]].copy()
+    rows = instances.iloc[index.row_pos]
+    # debiased decisions may leave [0, 1]; the plug-in breakdown tables need probabilities
+    smooth = pd.Series(np.clip(est.smooth, 0.0, 1.0), index=rows["iid"].to_numpy())
+    tot = []
+    for qi, q in enumerate(est.questions):
+        for mi, mm in enumerate(est.models):
+            r = {"model": mm, "question": q}
+            for num in est.totals:
+                r[f"t_{num}"] = float(est.totals[num][mi, qi])
+                r[f"d_{num}"] = float(est.denominators[num][mi, qi])
+            if r["d_rows"] > 0:
+                tot.append(r)
+    acc = est.error_model.accuracy() if est.error_model.identified else pd.DataFrame(
+        columns=["annotator", "sensitivity", "specificity", "accuracy", "decisions", "double_items"])
+    notes = list(est.notes)
+    if inputs.unsure:
+        notes.append(f"{inputs.unsure} 'neither / unsure' decision(s) on disagreements carry no label; their "
+                     "questions count as not yet adjudicated until another annotator decides them")
+    return Estimate(name=ESTIMATOR, plan=str(plan["name"]), params=params, table=table, scores=scores,
+                    both_wrong=est.both_wrong.copy(), annotators=acc.reset_index(drop=True), progress=est.progress.copy(),
+                    smooth=smooth, totals=pd.DataFrame(tot), error_identified=bool(est.error_model.identified),
+                    with_population=intervals, reps=int(reps), seed=int(seed), notes=notes, inputs=inputs)
+
+
+def _unmeasured(progress: pd.DataFrame) -> list[str]:
+    """Models whose disagreements have no fully adjudicated question yet: their estimate is
+    the predictions alone and the variance formula has nothing to measure, so they get no
+    measurement interval (never a zero-width one) and no "precise enough" verdict."""
+    p = progress
+    return p.loc[(p["disagreements"] > 0) & (p["clusters_observed"] == 0), "model"].astype(str).tolist()
+
+
+def paper_intervals(instances: pd.DataFrame, adjudications: pd.DataFrame, method: str, *, reps: int = DEFAULT_REPS,
+                    seed: int = 0) -> pd.DataFrame:
+    """Measurement and population intervals of the paper's rules (``stratified`` | ``pooled``)
+    for the scored main rows, from the pair's decisions (``iid, a``): long frame as
+    :attr:`Estimate.scores`."""
+    from reform_core.estimators import paper
+
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps!r}")
+    fn = {"stratified": paper.stratified, "pooled": paper.pooled}[method]
+    dec = pd.DataFrame({"iid": adjudications["iid"].to_numpy(dtype=np.int64), "h": adjudications["a"].to_numpy(float)})
+    scores, _ = fn(instances, dec, n_boot=int(reps), rng=np.random.default_rng(int(seed)), condition=None)
+    return scores
+
+
+def intervals_json(scores: pd.DataFrame, model: str, *, population: bool = True) -> dict:
+    """``{"measurement": {metric: [lo, hi]}, "population": {…}}`` of one model (None where undefined)."""
+    from reform_core.services.scoring import json_number
+
+    s = scores[scores["model"] == model].set_index("metric")
+    out = {}
+    for kind in ("measurement", "population") if population else ("measurement",):
+        out[kind] = {m: ([json_number(s.loc[m, f"{kind}_lo"]), json_number(s.loc[m, f"{kind}_hi"])]
+                         if m in s.index and pd.notna(s.loc[m, f"{kind}_lo"]) else None) for m in INTERVAL_METRICS}
+    return out
+
+
+def target_of(params: dict) -> dict:
+    """The plan's precision target: ``params["target"]`` (``plan --target-half-width``), else
+    the default sizing's ±3 pp on TCPR (Cochran's margin e = 0.03)."""
+    t = params.get("target") if isinstance(params, dict) else None
+    if isinstance(t, dict) and t.get("metric") in ("tcpr", "emcr") and float(t.get("half_width", 0)) > 0:
+        return {"metric": t["metric"], "half_width": float(t["half_width"]), "source": "plan"}
+    return {**DEFAULT_TARGET, "source": "default (Cochran margin 3 pp)"}
+
+
+def verdict(est: Estimate) -> dict:
+    """Whether every model's measurement half-width of the target metric is within the plan's
+    target: ``{metric, half_width, reached, models: {model: half-width}, message}``."""
+    t = target_of(est.params)
+    s = est.scores[est.scores["metric"] == t["metric"]]
+    hw = {str(r.model): (float(r.measurement_hi - r.measurement_lo) / 2 if pd.notna(r.measurement_lo) else None)
+          for r in s.itertuples(index=False)}
+    known = [v for v in hw.values() if v is not None]
+    p = est.progress
+    unaudited = p.loc[(p["audits_planned"] > 0) & (p["audits_decided"] == 0), "model"].astype(str).tolist()
+    reached = (bool(known) and len(known) == len(hw) and max(known) <= t["half_width"] and not unaudited)
+    worst = max(known) if known else None
+    if reached:
+        msg = (f"Precise enough: every model's {t['metric'].upper()} measurement half-width is within the target "
+               f"±{t['half_width']:g} pp (largest ±{worst:.2f} pp) — you may stop adjudicating this plan.")
+    elif worst is None or len(known) < len(hw):
+        missing = ", ".join(m for m, v in hw.items() if v is None)
+        msg = (f"Not yet: no fully adjudicated question yet for {missing}, so no {t['metric'].upper()} measurement "
+               f"interval (target ±{t['half_width']:g} pp).")
+    elif unaudited:
+        msg = (f"Not yet: no audited agreement decided yet for {', '.join(unaudited)}, so errors of both judges are "
+               f"not measured (target ±{t['half_width']:g} pp).")
+    else:
+        msg = (f"Not yet: the largest {t['metric'].upper()} measurement half-width is ±{worst:.2f} pp, the target "
+               f"±{t['half_width']:g} pp — keep adjudicating.")
+    return {"metric": t["metric"], "half_width": t["half_width"], "target_source": t["source"], "reached": reached,
+            "models": hw, "message": msg}
+
+
+def other_plan_decisions(engine: Engine, plan: dict) -> int:
+    """Current decisions of the pair's *other* plans (the estimator uses its own plan's only)."""
+    from reform_core.services.instances import current_decisions
+
+    with engine.connect() as conn:
+        rows = repo.adjudication_rows(conn, judge_a_id=int(plan["judge_a_id"]), judge_b_id=int(plan["judge_b_id"]))
+    cur = current_decisions(rows)
+    return int((cur["plan_id"] != int(plan["id"])).sum()) if len(cur) else 0
+
+
+def raw_intervals(instances: pd.DataFrame, *, reps: int = DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+    """One judge's raw labels: no measurement interval (its labels are taken as given, nothing
+    is estimated), a population interval from the question bootstrap."""
+    from reform_core.metrics.intervals import bootstrap_intervals
+
+    ci = bootstrap_intervals(instances, n_boot=int(reps), rng=np.random.default_rng(int(seed)), condition=None)
+    return pd.DataFrame({"model": ci["model"], "metric": ci["metric"], "estimate": ci["estimate"],
+                         "measurement_lo": np.nan, "measurement_hi": np.nan,
+                         "population_lo": ci["ci_low"], "population_hi": ci["ci_high"]})
+
+
+def estimate_json(est: Estimate, doc: dict) -> None:
+    """Add the default estimator's facts to a ``score --json`` document: per model
+    ``both_wrong`` (the audit's both-judges-wrong rate among agreements, %, with its 95 %
+    interval) and ``progress``; top level ``plan``, ``annotators`` (estimated accuracy)
+    and ``verdict`` (the plan's target reached or not)."""
+    from reform_core.services.scoring import json_number
+
+    bw = est.both_wrong.set_index("model")
+    pr = est.progress.set_index("model")
+    for m, out in doc["models"].items():
+        if m in bw.index:
+            r = bw.loc[m]
+            # the debiased rate can dip below 0 when the audit found no error: reported at 0 (its range)
+            out["both_wrong"] = {"rate": json_number(max(r["both_wrong"], 0.0) if pd.notna(r["both_wrong"]) else None),
+                                 "interval": [json_number(r["lo"]), json_number(r["hi"])],
+                                 "audited": int(r["audited"]), "agreements": int(r["agreements"])}
+        if m in pr.index:
+            out["progress"] = {k: int(v) for k, v in pr.loc[m].items()}
+    doc["plan"] = est.plan
+    doc["annotators"] = [{"annotator": str(r.annotator), "accuracy": json_number(100 * r.accuracy),
+                          "sensitivity": json_number(100 * r.sensitivity), "specificity": json_number(100 * r.specificity),
+                          "decisions": int(r.decisions), "double_items": int(r.double_items)}
+                         for r in est.annotators.itertuples(index=False)]
+    doc["verdict"] = verdict(est)
+
+
+def estimator_label(result) -> str:
+    """One line naming the estimator of a :class:`~reform_core.services.scoring.ScoreResult`."""
+    if result.estimate is not None:
+        return (f"question-cluster difference estimator (default; plan '{result.estimate.plan}') — unbiased for "
+                "TCPR, EMCR and R¹–R³ under correlated variants, with audited agreements and adjudicator error corrected")
+    if result.method == "stratified":
+        return "the paper's stratified calibration (its main-results rule)"
+    if result.method == "pooled":
+        return "the paper's pooled calibration (its auxiliary rule; W from decisions on disagreements)"
+    return f"raw labels of judge {result.method.removeprefix('judge:')} (no calibration)"
+
+
+def interval_method(result) -> str:
+    """How the intervals of a result's method are computed (one sentence)."""
+    if result.estimate is not None:
+        return ("Measurement: linearised two-stage variance of the estimator (question sample, agreement audit, "
+                "adjudicator-error refits), t quantile; population: cluster bootstrap over questions (2,000 "
+                "replicates, seed 0). Bounds clipped to [0, 100].")
+    if result.method in ("stratified", "pooled"):
+        return ("Measurement: the calibration's rates drawn from their Jeffreys posteriors (a stratum reviewed at "
+                "0 % or 100 % still varies); population: plus a cluster bootstrap over questions (2,000 replicates, "
+                "seed 0).")
+    return "A raw judge's labels are taken as given: no measurement interval; population: cluster bootstrap over questions."
+
+
+@dataclass(frozen=True)
+class PlanPrecision:
+    """Where a question-cluster plan stands against its target (Sampling page)."""
+
+    verdict: dict
+    progress: pd.DataFrame  # per model: questions sampled / fully decided, audits planned / decided, half-width
+
+
+def plan_precision(engine: Engine, principal, plan_id: int) -> Optional[PlanPrecision]:
+    """The plan's measurement half-widths so far and the verdict against its target (None for a
+    plan that is not a question-cluster design). Scores the main condition as ``score`` does
+    (an instruction with a constraint either judge did not label is left out); the
+    adjudicator-error refits are left out here for speed (the Scores page adds them)."""
+    from reform_core.services.auth import require
+    from reform_core.services.instances import load_instances
+
+    require(principal, "plan_sampling")
+    with engine.connect() as conn:
+        plan = repo.plan_row(conn, plan_id=plan_id)
+    if plan is None:
+        raise ValueError(f"no sample plan with id {plan_id}")
+    if not is_cluster_plan(plan["params"]):
+        return None
+    inst = load_instances(engine, plan["judge_a"], plan["judge_b"])
+    inst["label_a"], inst["label_b"] = inst[inst.attrs["judge_a"]], inst[inst.attrs["judge_b"]]
+    main = inst[inst["condition"] == "main"]
+    missing = (main["label_a"].isna() | main["label_b"].isna()).groupby([main["model"], main["instruction"]]).transform("any")
+    main = main[~missing.to_numpy()]
+    est = cluster_estimate(main, plan, plan_inputs(engine, plan, inst))
+    v = verdict(est)
+    prog = est.progress[["model", "clusters_sampled", "clusters_observed", "disagreements_decided", "audits_planned",
+                         "audits_decided"]].copy()
+    prog[f"{v['metric']} half-width (pp)"] = prog["model"].map(v["models"])
+    return PlanPrecision(verdict=v, progress=prog)

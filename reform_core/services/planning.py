@@ -1,0 +1,182 @@
+"""The default plan: the question-cluster design the default estimator needs (issue 13).
+
+:func:`preview_cluster_plan` sizes the design and :func:`create_cluster_plan` stores it as a
+``sample_plan`` (``params``: the design of :mod:`reform_core.estimators.design` — cluster and
+audit probabilities, double-adjudicated share, seed — plus the judges, the planner's
+per-model table and the target) with one ``adjudication_task`` per drawn item: every
+disagreement of a sampled question (``kind = 'disagreement'``) and the audited agreements of
+those questions (``kind = 'audit'``), each with ``required`` = 1 or 2 distinct annotators.
+
+Sizes (per evaluated model):
+
+* default — ``design.default_params``: questions sampled with ``π = n/N`` from Cochran's
+  size ``n`` for the model's ``N`` disagreements (``confidence``, ``p``, ``margin``), 10 %
+  of the agreements of sampled questions audited, every item double-adjudicated; the
+  plan's precision target is then ±``100·margin`` pp on TCPR;
+* ``target_half_width`` — ``design.plan_for_half_width``: the cheapest (π, π_A) whose
+  predicted measurement half-width of ``metric`` (tcpr | emcr) is within the target.
+
+Only the main condition is planned (main results are scored from it). The queue follows the
+design's order (questions in a random order, a question's tasks together), so the questions
+completed at any time are a random subset and interim estimates stay valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.engine import Engine
+
+from db.repo import adjudication as repo
+from reform_core.services.auth import Principal, require
+from reform_core.services.instances import load_instances
+
+PLAN_ACTION = "plan_sampling"
+DESIGNS = ("cluster", "stratified")  # plan --design; cluster = the default estimator's design
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """A sized design: ``params`` (stored with the plan), ``tasks`` (``design.draw``) and the
+    per-model ``models`` table (disagreements, agreements, sampled questions, tasks,
+    decisions needed, cluster / audit probabilities, predicted half-width when sized by
+    target)."""
+
+    params: dict
+    tasks: pd.DataFrame
+    models: pd.DataFrame
+
+
+def _check(seed, double_fraction, audit_pi) -> None:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    for name, v in (("double-adjudicated share", double_fraction), ("audit share", audit_pi)):
+        if v is not None and not 0.0 <= float(v) <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {v!r}")
+
+
+def size_cluster_plan(instances: pd.DataFrame, *, judge_a: str, judge_b: str, seed: int = 0,
+                      confidence: float = 0.95, p: float = 0.5, margin: float = 0.03,
+                      target_half_width: Optional[float] = None, metric: str = "tcpr",
+                      audit_pi: Optional[float] = None, double_fraction: Optional[float] = None) -> ClusterPlan:
+    """Size and draw the design for ``instances`` (INSTANCES with the pair's label columns
+    ``judge_a`` / ``judge_b``); pure."""
+    from reform_core import sampling
+    from reform_core.estimators import design
+
+    _check(seed, double_fraction, audit_pi)
+    sampling.cochran_size(1, confidence=confidence, p=p, margin=margin)  # validates the three
+    main = instances[instances["condition"] == "main"].reset_index(drop=True)
+    g = pd.to_numeric(main[judge_a], errors="coerce")
+    m = pd.to_numeric(main[judge_b], errors="coerce")
+    if not (g.notna() & m.notna() & (g != m)).any():
+        raise ValueError("the judges disagree on no instance of the main condition: nothing to sample")
+    dfrac = design.DEFAULT_DOUBLE if double_fraction is None else float(double_fraction)
+    table = None
+    if target_half_width is not None:
+        if audit_pi is not None:
+            raise ValueError("--audit-share is chosen by the planner when sizing by --target-half-width; give one")
+        params, table = design.plan_for_half_width(main, half_width=float(target_half_width), metric=metric,
+                                                   seed=int(seed), judge_a=judge_a, judge_b=judge_b,
+                                                   double_fraction=dfrac)
+        params["target"]["source"] = "plan --target-half-width"
+    else:
+        params = design.default_params(main, seed=int(seed), judge_a=judge_a, judge_b=judge_b, confidence=confidence,
+                                       p=p, margin=margin, double_fraction=dfrac,
+                                       audit_pi=design.DEFAULT_AUDIT if audit_pi is None else float(audit_pi))
+        params["target"] = {"metric": "tcpr", "half_width": round(100 * float(margin), 6),
+                            "source": "Cochran margin"}
+        params.update(confidence=float(confidence), p=float(p), margin=float(margin))
+    tasks = design.draw(main, params, judge_a=judge_a, judge_b=judge_b)
+    models = _model_table(main, tasks, params, judge_a, judge_b, table)
+    return ClusterPlan(params=params, tasks=tasks, models=models)
+
+
+def _model_table(main: pd.DataFrame, tasks: pd.DataFrame, params: dict, ja: str, jb: str,
+                 planner: Optional[pd.DataFrame]) -> pd.DataFrame:
+    from reform_core.estimators.design import audit_probability, cluster_key
+
+    g = pd.to_numeric(main[ja], errors="coerce").to_numpy(dtype=float)
+    m = pd.to_numeric(main[jb], errors="coerce").to_numpy(dtype=float)
+    both = ~np.isnan(g) & ~np.isnan(m)
+    rows = []
+    for name in sorted(main["model"].astype(str).unique()):
+        mine = main["model"].astype(str).to_numpy() == name
+        t = tasks[tasks["model"] == name]
+        dis = mine & both & (g != m)
+        r = {"model": name, "disagreements": int(dis.sum()), "agreements": int((mine & both & (g == m)).sum()),
+             "questions": int(main.loc[mine, "question"].nunique()),
+             "questions_sampled": int(pd.unique(cluster_key(t["model"], t["question"])).size),
+             "disagreement_tasks": int((t["kind"] == "disagreement").sum()),
+             "audit_tasks": int((t["kind"] == "audit").sum()), "decisions_needed": int(t["required"].sum()),
+             "cluster_pi": float(params["cluster_pi"].get(name, 0.0)),
+             "audit_pi": float(audit_probability(params, [name])[0])}
+        if planner is not None:
+            pr = planner.set_index("model")
+            r["predicted_half_width"] = float(pr.loc[name, "predicted_half_width"]) if name in pr.index else np.nan
+            r["reachable"] = bool(pr.loc[name, "reachable"]) if name in pr.index else False
+        rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def preview_cluster_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str, **options) -> ClusterPlan:
+    """The plan :func:`create_cluster_plan` would store with these options; writes nothing."""
+    require(principal, PLAN_ACTION)
+    inst = load_instances(engine, judge_a, judge_b)
+    return size_cluster_plan(inst, judge_a=inst.attrs["judge_a"], judge_b=inst.attrs["judge_b"], **options)
+
+
+@dataclass(frozen=True)
+class ClusterPlanCreated:
+    plan_id: int
+    name: str
+    params: dict
+    models: pd.DataFrame
+    tasks: int
+
+
+def create_cluster_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str,
+                        name: Optional[str] = None, **options) -> ClusterPlanCreated:
+    """Draw and store the default (question-cluster) plan of a judge pair (module docstring).
+
+    ``options``: ``seed``, ``confidence``, ``p``, ``margin``, ``target_half_width``,
+    ``metric``, ``audit_pi``, ``double_fraction`` (:func:`size_cluster_plan`). The seed also
+    fixes which judge each task shows on the left.
+    """
+    actor = require(principal, PLAN_ACTION)
+    inst = load_instances(engine, judge_a, judge_b)
+    plan = size_cluster_plan(inst, judge_a=inst.attrs["judge_a"], judge_b=inst.attrs["judge_b"], **options)
+    from reform_core.estimators.design import uniform
+
+    tasks = plan.tasks
+    row = pd.Index(inst["iid"]).get_indexer(tasks["iid"])
+    a_left = np.where(uniform(int(plan.params["seed"]) + 11, tasks["iid"].to_numpy()) < 0.5, "A", "B")
+    params = {**plan.params, "judge_a": judge_a, "judge_b": judge_b,
+              "models": {r["model"]: {k: v for k, v in r.items() if k != "model"} for r in plan.models.to_dict("records")}}
+    from reform_core.services.adjudication import insert_named_plan
+
+    with repo.write_tx(engine) as conn:
+        plan_id, name = insert_named_plan(conn, judge_a, judge_b, name, _jsonable(params), actor.user_id)
+        repo.insert_tasks(conn, rows=[
+            {"plan_id": plan_id, "response_id": int(inst["response_id"].iat[r]),
+             "constraint_id": int(inst["constraint_id"].iat[r]), "stratum": str(st), "kind": str(kind),
+             "required": int(req), "decided": 0, "status": "open", "claimed_by": None, "lease_until": None,
+             "order_key": float(order), "a_left": str(left)}
+            for r, st, kind, req, order, left in zip(row, tasks["stratum"], tasks["kind"], tasks["required"],
+                                                      tasks["queue_order"], a_left)])
+    return ClusterPlanCreated(plan_id=plan_id, name=name, params=params, models=plan.models, tasks=len(tasks))
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and np.isnan(value):
+        return None
+    return value
