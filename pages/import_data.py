@@ -8,7 +8,7 @@ from pages.components.render import md
 from pages.components.session import require_page
 from reform_core.services import table_import
 
-principal = require_page(table_import.IMPORT_ACTION)
+principal = require_page("import_data")
 eng = state.engine()
 st.title("Import")
 st.caption("One row per (model, prompt, constraint), with optional response text, judge labels and rationales "
