@@ -173,7 +173,7 @@ def test_cli_plan_size_and_plan(tmp_path):
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     simulate_into(get_engine(db), seed=2, scale="small")
     r = subprocess.run([sys.executable, "-m", "reform_core", "plan", "--db", db, "--judges", "judge_a,judge_b",
-                        "--seed", "1", "--margin", "0.1", "--json"], capture_output=True, text=True, cwd=REPO)
+                        "--design", "stratified", "--seed", "1", "--margin", "0.1", "--json"], capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)["models"]
     inst = load_instances(get_engine(db), "judge_a", "judge_b")
