@@ -134,6 +134,7 @@ st.caption(", ".join(f"{k} = {md(summary.params[k])}" for k in
 @st.fragment(run_every="30s")
 def precision(plan_id: int) -> None:
     """The plan's measurement half-widths against its target, refreshed as decisions come in."""
+    leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     got = E.plan_precision(engine, principal, plan_id)
     if got is None:
         return
