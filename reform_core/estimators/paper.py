@@ -9,6 +9,8 @@ A.3.2 eq. 13; the paper's auxiliary analyses) keep their point estimates exactly
   ``Beta(s + ½, n − s + ½)`` (s = sum of the decisions' labels, n = decisions), so a
   stratum reviewed at 0 % or 100 % still varies (a binomial resample of ``n`` identical
   labels would not: 130 of 311 strata of a paper-scale run had that zero variance);
+  a stratum with no review yet (provisional fallback point) draws from the prior
+  ``Beta(½, ½)`` — its rate is unknown, so it never contributes zero variance either;
   the pooled weight ``W_A`` likewise from ``Beta(k + ½, n − k + ½)``;
 * **population** — adds a cluster bootstrap over questions (question weights shared by
   all models) to the same rate draws.
@@ -102,13 +104,15 @@ def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str
     cal = calibrate_stratified(instances, adj[[INSTANCE_KEY, "a"]], judge_a=judge_a, judge_b=judge_b, rates=rates)
     index = index if index is not None else build_index(cal, condition=condition)
     pv = index.pass_vector(cal, "p")
-    reviewed = rates[rates["n_reviewed"] > 0].reset_index(drop=True)
+    reviewed = rates.reset_index(drop=True)
     code = pd.Index(reviewed["stratum"].astype(str))
     scored = cal.iloc[index.row_pos]
-    h = np.where(scored["source"].to_numpy() == "stratum", code.get_indexer(scored["stratum"].astype(str)), -1)
-    # Jeffreys posterior of each reviewed stratum's rate: Beta(s + ½, n − s + ½)
-    s_ = reviewed["pi_hat"].to_numpy(dtype=float) * reviewed["n_reviewed"].to_numpy(dtype=float)
+    h = np.where(np.isin(scored["source"].to_numpy(), ("stratum", "fallback")),
+                 code.get_indexer(scored["stratum"].astype(str)), -1)
+    # Jeffreys posterior of each stratum's rate: Beta(s + ½, n − s + ½); a stratum with no review
+    # yet (its point is the provisional fallback) draws from the prior Beta(½, ½): its rate is unknown
     n_ = reviewed["n_reviewed"].to_numpy(dtype=float)
+    s_ = np.nan_to_num(reviewed["pi_hat"].to_numpy(dtype=float)) * n_
     draws = rng.beta(s_[:, None] + 0.5, (n_ - s_)[:, None] + 0.5, size=(len(reviewed), n_boot))
     return _intervals(index, pv, h, draws, n_boot=n_boot, level=level, rng=rng), cal
 

@@ -216,7 +216,8 @@ def intervals_json(scores: pd.DataFrame, model: str, *, population: bool = True)
     out = {}
     for kind in ("measurement", "population") if population else ("measurement",):
         out[kind] = {m: ([json_number(s.loc[m, f"{kind}_lo"]), json_number(s.loc[m, f"{kind}_hi"])]
-                         if m in s.index and pd.notna(s.loc[m, f"{kind}_lo"]) else None) for m in INTERVAL_METRICS}
+                         if m in s.index and pd.notna(s.loc[m, f"{kind}_lo"]) else None)
+                     for m in (*INTERVAL_METRICS, "constraint_level")}
     return out
 
 

@@ -589,11 +589,13 @@ def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
     else:
         ci = estimates.raw_intervals(main, reps=reps, seed=seed)
     t2 = result.tables["table2"].set_index("model")
-    ci = ci[ci["metric"].isin(estimates.INTERVAL_METRICS)].reset_index(drop=True)
+    ci = ci[ci["metric"].isin((*estimates.INTERVAL_METRICS, "constraint_level"))].reset_index(drop=True)
     bounds = ["measurement_lo", "measurement_hi", "population_lo", "population_hi"]
     if "emcr" not in result.metrics:
         ci.loc[ci["metric"].isin(EMCR_METRICS), bounds] = np.nan
-    ci["estimate"] = [t2.loc[m, k] if m in t2.index else np.nan for m, k in zip(ci["model"], ci["metric"])]
+    level = result.models.set_index("model")["constraint_level"]
+    ci["estimate"] = [(level.get(m, np.nan) if k == "constraint_level" else t2.loc[m, k] if m in t2.index else np.nan)
+                      for m, k in zip(ci["model"], ci["metric"])]
     ci[bounds] = ci[bounds].clip(0.0, 100.0)
     return ci[["model", "metric", "estimate", *bounds]], est
 

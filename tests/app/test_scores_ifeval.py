@@ -32,7 +32,6 @@ def ifeval_app_db(tmp_path_factory):
         yield url
 
 
-@pytest.mark.xfail(reason='after the default-estimator change the IFEval prompt-level measurement interval can be zero width (lo == hi); open, see the closing note', strict=False)
 def test_ifeval_accuracies_on_the_scores_page(ifeval_app_db):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("pages/scores.py").run()

@@ -122,8 +122,8 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
         iv = r["intervals"]
         assert set(iv) == {"measurement", "population"}
         for kind in ("measurement", "population"):
-            assert set(iv[kind]) == set(METRICS)
-            for metric in METRICS:
+            assert set(iv[kind]) == {*METRICS, "constraint_level"}  # the constraint level has its intervals too
+            for metric in (*METRICS, "constraint_level"):
                 lo, hi = iv[kind][metric]
                 assert 0 <= lo <= r[metric] <= hi <= 100, (m, kind, metric, lo, hi, r[metric])
         bw = r["both_wrong"]

@@ -46,6 +46,20 @@ def test_stratified_point_and_a_fully_passing_stratum_still_varies_like_its_jeff
     assert s["measurement_hi"] - s["measurement_lo"] > 5  # a 100 % stratum does not claim certainty
 
 
+def test_stratified_with_no_review_yet_draws_the_unknown_rate_from_the_jeffreys_prior():
+    """No decision at all: the provisional point (fallback ½ per disagreement) must not come with a
+    zero-width measurement interval (the IFEval Scores page showed lo == hi before any review)."""
+    inst = hand_project()
+    scores, cal = paper.stratified(inst, pd.DataFrame({"iid": [], "h": []}), n_boot=40_000,
+                                   rng=np.random.default_rng(3))
+    s = scores.set_index("metric").loc["tcpr"]
+    assert cal["provisional"].any() and s["estimate"] == pytest.approx(50.0)  # 4 instructions × p = ½
+    # the one stratum's rate p ~ Beta(½, ½) (prior: nothing reviewed); TCPR = 100 p
+    q_lo, q_hi = stats.beta.ppf([0.025, 0.975], 0.5, 0.5)
+    assert s["measurement_lo"] == pytest.approx(100 * q_lo, abs=0.1)
+    assert s["measurement_hi"] == pytest.approx(100 * q_hi, abs=0.1)
+
+
 def test_pooled_weight_by_hand_and_audit_decisions_are_ignored():
     inst = hand_project()
     # decisions on disagreements: 2 side with A (h = 1 = A's label), 1 with B; on agreements (audits): 3 "wrong"
