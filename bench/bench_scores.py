@@ -127,11 +127,11 @@ def child(url: str, cycles: int) -> None:
         after.append(timed(lambda: at.run()))
         assert not at.exception, at.exception
         updating.append(any("Intervals updating" in c.value for c in at.caption))
-        cache.wait_intervals(eng)
-        ivl_bg.append(cache.interval_seconds(eng))
+        cache.wait_intervals(eng, calibration="cluster")  # the Scores page's default
+        ivl_bg.append(cache.interval_seconds(eng, calibration="cluster"))
         rss.append(rss_mb())
     unchanged_after = [timed(lambda: at.run()) for _ in range(3)]
-    stats = cache.stats(eng)
+    stats = cache.stats(eng, calibration="cluster")
     # Overview: unchanged rerun, then after a new decision
     at.switch_page("pages/overview.py")
     at.run()

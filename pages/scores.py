@@ -79,9 +79,14 @@ def table2() -> None:
         st.caption("⏳ Intervals updating: the scores below include every decision; the intervals shown are "
                    "from an earlier state and are being recomputed." if ivl.frame is not None else
                    "⏳ Intervals updating: the measurement and population intervals are being computed.")
-    shown = render.table2_display(render.score_result(principal, calibration=calibration, judge=judge).tables["table2"],
-                                  ivl.frame, emcr=emcr_applies)
+    t2 = render.score_result(principal, calibration=calibration, judge=judge).tables["table2"]
+    shown = render.table2_display(t2, ivl.frame, emcr=emcr_applies, kinds=("measurement",))
+    st.markdown("**Rates with their measurement intervals** (95 %, *meas.*) and denominators (*n*)")
     st.dataframe(shown, hide_index=True, column_config=render.table2_columns(shown))
+    if ivl.frame is not None:
+        st.markdown("**The same rates with their population intervals** (95 %; they add the questions' own sampling)")
+        pop = render.population_display(t2, ivl.frame, emcr=emcr_applies)
+        st.dataframe(pop, hide_index=True, column_config=render.table2_columns(pop))
 
 
 table2()

@@ -146,7 +146,7 @@ _DENOMINATORS = {"instructions": "TCPR", "units": "EMCR", "n1": "R1", "n2": "R2"
 
 def table2_columns(shown: pd.DataFrame) -> dict:
     """Column settings that keep :func:`table2_display` within the page at 1400 px: short
-    headers ("meas. 95%", "pop. 95%", "n") with the full meaning in each header's tooltip."""
+    headers ("meas.", "pop.", "n") with the full meaning in each header's tooltip."""
     config = {}
     for c in shown.columns:
         if c in _METRIC_HELP:
@@ -155,21 +155,26 @@ def table2_columns(shown: pd.DataFrame) -> dict:
         elif c.endswith(" 95% CI"):
             config[c] = st.column_config.TextColumn("95% CI", help=f"95 % interval of {c.split()[0]}")
         elif c.endswith(" measurement"):
-            config[c] = st.column_config.TextColumn("meas. 95%", help=f"95 % measurement interval of {c.split()[0]}: "
+            config[c] = st.column_config.TextColumn("meas.", help=f"95 % measurement interval of {c.split()[0]}: "
                                                     "this fixed benchmark's score (questions held fixed)")
         elif c.endswith(" population"):
-            config[c] = st.column_config.TextColumn("pop. 95%", help=f"95 % population interval of {c.split()[0]}: "
+            config[c] = st.column_config.TextColumn("pop.", help=f"95 % population interval of {c.split()[0]}: "
                                                     "adds the questions' own sampling")
         elif c in _DENOMINATORS:
-            config[c] = st.column_config.NumberColumn("n", help=f"Denominator of {_DENOMINATORS[c]}: {c}")
+            # narrow: a denominator's digits, not its header, set the width (Table 2 fits 1400 px)
+            config[c] = st.column_config.NumberColumn("n", help=f"Denominator of {_DENOMINATORS[c]}: {c}",
+                                                      width=max(44, 12 + 9 * len(f"{int(shown[c].max() if len(shown) else 0):,}")))
     return config
 
 
-def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True) -> pd.DataFrame:
-    """Table 2 with its 95 % measurement and population intervals and the denominator next to
-    every rate (percent, 2 dp); ``ci``: long frame ``model, metric, measurement_lo/_hi,
-    population_lo/_hi`` (``services.scoring.compute_intervals``); ``emcr=False`` (a catalog
-    or project without EMCR) keeps TCPR only. A missing interval shows a dash."""
+def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True,
+                   kinds: tuple[str, ...] = ("measurement", "population")) -> pd.DataFrame:
+    """Table 2 with its 95 % intervals (``kinds``: measurement and / or population) and the
+    denominator next to every rate (percent, 2 dp); ``ci``: long frame ``model, metric,
+    measurement_lo/_hi, population_lo/_hi`` (``services.scoring.compute_intervals``);
+    ``emcr=False`` (a catalog or project without EMCR) keeps TCPR only. A missing interval
+    shows a dash. (The Scores page shows the measurement intervals in Table 2 and the
+    population ones in :func:`population_display` beside it: 21 columns do not fit a page.)"""
     out = pd.DataFrame({"model": t2["model"]})
     lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
     dens = {"tcpr": ("instructions", t2["n_instructions"]), "emcr": ("units", t2["n1"] + t2["n2"] + t2["n3"]),
@@ -177,7 +182,7 @@ def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool =
     for metric in ("tcpr", "emcr", "r1", "r2", "r3") if emcr else ("tcpr",):
         out[metric.upper()] = t2[metric].round(2)
         if lookup is not None:
-            for kind in ("measurement", "population"):
+            for kind in kinds:
                 cols = [f"{kind}_lo", f"{kind}_hi"]
                 out[f"{metric.upper()} {kind}"] = [
                     _ci(*(lookup.loc[(m, metric), cols] if (m, metric) in lookup.index else (None, None)))
@@ -185,6 +190,13 @@ def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool =
         name, values = dens[metric]
         out[name] = values.astype(int).to_numpy()
     return out
+
+
+def population_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True) -> pd.DataFrame:
+    """Table 2's rates with their 95 % *population* intervals only (model, then per metric the
+    rate and ``<METRIC> population``); None-safe as :func:`table2_display`."""
+    out = table2_display(t2, ci, emcr=emcr, kinds=("population",))
+    return out[[c for c in out.columns if c not in _DENOMINATORS]]
 
 
 def both_wrong_display(both_wrong: pd.DataFrame) -> pd.DataFrame:

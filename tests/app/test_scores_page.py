@@ -47,15 +47,20 @@ def _raw_tcpr(url: str, judge: str) -> dict[str, float]:
 
 
 def test_table2_has_intervals_and_counts(scores_app):
-    t2 = scores_app.dataframe[0].value
+    """Table 2: rates, measurement intervals, denominators; the table below it: the same rates
+    with their population intervals (21 columns would not fit the page)."""
+    t2, pop = scores_app.dataframe[0].value, scores_app.dataframe[1].value
     for metric in ("TCPR", "EMCR", "R1", "R2", "R3"):
-        assert f"{metric} measurement" in t2.columns and f"{metric} population" in t2.columns
+        assert f"{metric} measurement" in t2.columns and f"{metric} population" in pop.columns
+        assert pop[metric].tolist() == t2[metric].tolist()
     assert {"instructions", "units", "n1", "n2", "n3"} <= set(t2.columns)
     assert (t2["units"] == t2["n1"] + t2["n2"] + t2["n3"]).all()
-    for _, r in t2.iterrows():
-        for kind in ("measurement", "population"):
-            lo, hi = map(float, r[f"TCPR {kind}"].split("–"))
-            assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
+    for table in (t2, pop):
+        for _, r in table.iterrows():
+            for kind in ("measurement", "population"):
+                if f"TCPR {kind}" in table.columns:
+                    lo, hi = map(float, r[f"TCPR {kind}"].split("–"))
+                    assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
 
 
 def test_default_estimator_shows_intervals_verdict_audit_and_annotators(scores_app, demo_db):

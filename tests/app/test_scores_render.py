@@ -22,7 +22,7 @@ def test_table2_display_puts_both_intervals_and_counts_next_to_rates():
     assert out["EMCR measurement"].tolist() == ["—", "—"], "missing intervals are shown as a dash"
     assert out["units"].tolist() == [8, 10]
     config = render.table2_columns(out)
-    assert config["TCPR measurement"]["label"] == "meas. 95%" and config["TCPR population"]["label"] == "pop. 95%"
+    assert config["TCPR measurement"]["label"] == "meas." and config["TCPR population"]["label"] == "pop."
 
 
 def test_both_wrong_and_annotator_tables():

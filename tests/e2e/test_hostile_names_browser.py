@@ -22,6 +22,16 @@ from tests.hostile_names import HOST, PROJECT, URL_VALUE, load_project
 pytestmark = pytest.mark.e2e
 
 LIVE = f"[href*='{HOST}'], [src*='{HOST}'], [srcset*='{HOST}'], [action*='{HOST}'], [data*='{HOST}']"
+# Of the elements LIVE matches, those whose URL leads to the attacker's host. A same-origin link
+# whose *query* carries a hostile name (the Scores page's link to a model's examples in Explore)
+# is text in a parameter, not a link to that host: it is checked to stay same-origin instead.
+TO_HOST = """(es, host) => es.flatMap(e => ['href', 'src', 'action', 'data', 'srcset']
+    .filter(a => e.hasAttribute(a))
+    .flatMap(a => a === 'srcset' ? e.getAttribute(a).split(',').map(x => x.trim().split(/\\s+/)[0]) : [e.getAttribute(a)])
+    .filter(v => { try { const u = new URL(v, document.baseURI);
+                         return u.origin !== location.origin || u.hostname.endsWith(host); }
+                   catch (err) { return true; } })
+    .map(v => e.outerHTML.slice(0, 160)))"""
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +69,6 @@ def _visits(names) -> list[tuple[str, str, dict]]:
     return out
 
 
-@pytest.mark.xfail(reason="the Scores page's explore page-link carries the hostile model name URL-encoded in its href since the last Scores changes; not yet triaged (issue 15 item 2 reopened)", strict=False)
 def test_no_hostile_name_or_url_parameter_sends_a_request_or_makes_a_link(hostile_app):
     base, names = hostile_app
     from playwright.sync_api import expect
@@ -85,12 +94,11 @@ def test_no_hostile_name_or_url_parameter_sends_a_request_or_makes_a_link(hostil
             expect(page.locator("h1").first).to_be_visible()
             page.wait_for_timeout(1500)  # images, fonts and late fragments
             page.wait_for_load_state("networkidle")
-            live = page.locator(LIVE)
             if remote:
                 problems.append(f"{label}: requests left the page: {sorted(set(remote))}")
-            if live.count():
-                problems.append(f"{label}: live elements to {HOST}: "
-                                f"{live.evaluate_all('es => es.map(e => e.outerHTML.slice(0, 160))')}")
+            live = page.locator(LIVE).evaluate_all(TO_HOST, HOST)
+            if live:
+                problems.append(f"{label}: live elements to {HOST}: {live}")
             shown[label] = page.locator("body").inner_text().count(f".{HOST}/")
         assert not problems, "\n".join(problems)
         # not vacuous: the names were on screen, as their literal text
