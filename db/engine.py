@@ -13,9 +13,9 @@ from sqlalchemy import create_engine, event  # sqlmodel.create_engine is this on
 from sqlalchemy.engine import Engine, make_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-# The newest Alembic revision; a test keeps it equal to the migration scripts' head. With it,
-# opening an up-to-date database costs one SELECT instead of loading Alembic.
-SCHEMA_HEAD = "0007_feature_extractions"
+# The newest Alembic revision (db/schema_head.py; a test keeps it equal to the migration scripts'
+# head). With it, opening an up-to-date database costs one SELECT instead of loading Alembic.
+from db.schema_head import SCHEMA_HEAD  # noqa: E402,F401 - re-exported
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 

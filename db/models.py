@@ -159,7 +159,8 @@ class Judgment(SQLModel, table=True):
         UniqueConstraint(
             "judge_id", "response_id", "constraint_id", "prompt_version", name="uq_judgment_key"
         ),
-        Index("ix_judgment_response_constraint", "response_id", "constraint_id"),
+        # covering: the disagreement count (status, Overview) reads this index alone (migration 0008)
+        Index("ix_judgment_response_constraint_label", "response_id", "constraint_id", "label"),
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     judge_id: int = Field(foreign_key="judge.id", index=True)

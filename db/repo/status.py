@@ -4,10 +4,26 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+import sqlite3
+from typing import TYPE_CHECKING, Optional, Union
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+# Every read here runs on a SQLAlchemy connection or, for ``status`` on a SQLite file, on a
+# stdlib ``sqlite3`` connection (no SQLAlchemy import: reform_core.services.status).
+Conn = Union["Connection", sqlite3.Connection]
+
+
+def _rows(conn: Conn, sql: str, params: Optional[dict] = None) -> list[dict]:
+    """The rows of one SELECT as dicts, on either kind of connection (``:name`` parameters)."""
+    if isinstance(conn, sqlite3.Connection):
+        cur = conn.execute(sql, params or {})
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    from sqlalchemy import text
+
+    return [dict(r) for r in conn.execute(text(sql), params or {}).mappings().all()]
 
 # status key → table (fixed names: never built from input)
 _COUNTED = {"questions": "question", "instructions": "instruction", "constraints": "constraint_item",
@@ -16,53 +32,59 @@ PAIR_META = "scoring_pair"
 REVISION_META = "data_revision"
 
 
-def bump_revision(conn: Connection) -> None:
+def bump_revision(conn: "Connection") -> None:
     """Mark the scored data as changed in place (an UPDATE keeps row counts and max ids, the
     rest of the data version): writers that overwrite scored rows call this in their
     transaction, so no cached score outlives the rows it was computed from."""
     import uuid
+
+    from sqlalchemy import text
 
     conn.execute(text("INSERT INTO project_meta (key, value) VALUES (:k, :v) "
                       "ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
                  {"k": REVISION_META, "v": uuid.uuid4().hex})
 
 
-def data_counts(conn: Connection) -> dict:
+# Disagreements: pairs judged with opposite labels by two judges (any pair of judges); the
+# covering index ix_judgment_response_constraint_label answers it without reading the rows.
+DISAGREEMENTS_SQL = ("SELECT COUNT(*) FROM (SELECT response_id, constraint_id FROM judgment WHERE label IS NOT NULL "
+                     "GROUP BY response_id, constraint_id HAVING MIN(label) <> MAX(label)) d")
+
+
+def data_counts(conn: Conn) -> dict:
     """The counts of ``status`` that decisions do not change (SPEC §8), in one statement."""
     parts = [f"(SELECT COUNT(*) FROM {t}) AS {k}" for k, t in _COUNTED.items()]
-    # Disagreements: pairs judged with opposite labels by two judges (any pair of judges).
-    parts.append("(SELECT COUNT(*) FROM (SELECT response_id, constraint_id FROM judgment WHERE label IS NOT NULL "
-                 "GROUP BY response_id, constraint_id HAVING MIN(label) <> MAX(label)) d) AS disagreements")
-    row = conn.execute(text("SELECT " + ", ".join(parts))).mappings().one()
+    parts.append(f"({DISAGREEMENTS_SQL}) AS disagreements")
+    row = _rows(conn, "SELECT " + ", ".join(parts))[0]
     return {k: int(v) for k, v in row.items()}
 
 
-def adjudication_count(conn: Connection) -> int:
+def adjudication_count(conn: Conn) -> int:
     """Current decisions: neither retracted nor superseded (the supersedes index answers it)."""
-    return int(conn.execute(text(
-        "SELECT COUNT(*) FROM adjudication a WHERE a.choice <> 'retracted' AND NOT EXISTS "
-        "(SELECT 1 FROM adjudication b WHERE b.supersedes_id = a.id)")).scalar_one())
+    return int(_rows(conn, "SELECT COUNT(*) AS n FROM adjudication a WHERE a.choice <> 'retracted' AND NOT EXISTS "
+                           "(SELECT 1 FROM adjudication b WHERE b.supersedes_id = a.id)")[0]["n"])
 
 
-def status_counts(conn: Connection) -> dict:
+def status_counts(conn: Conn) -> dict:
     """The counts printed by ``status`` (SPEC §8)."""
     return {**data_counts(conn), "adjudications": adjudication_count(conn)}
 
 
-def plans(conn: Connection) -> list[dict]:
+def plans(conn: Conn) -> list[dict]:
     """Every plan with its judges and task counts (from the progress counters), oldest first."""
-    rows = conn.execute(text(
+    rows = _rows(conn, (
         "SELECT p.name, ja.name AS judge_a, jb.name AS judge_b, COALESCE(c.tasks, 0) AS tasks, COALESCE(c.done, 0) AS done "
         "FROM sample_plan p JOIN judge ja ON ja.id = p.judge_a_id JOIN judge jb ON jb.id = p.judge_b_id "
         "LEFT JOIN (SELECT plan_id, SUM(tasks) AS tasks, SUM(done) AS done FROM plan_stratum_count "
-        "GROUP BY plan_id) c ON c.plan_id = p.id ORDER BY p.id")).mappings().all()
+        "GROUP BY plan_id) c ON c.plan_id = p.id ORDER BY p.id"))
     return [{"name": str(r["name"]), "judge_a": str(r["judge_a"]), "judge_b": str(r["judge_b"]),
              "tasks": int(r["tasks"]), "done": int(r["done"])} for r in rows]
 
 
-def stored_pair(conn: Connection) -> Optional[list[str]]:
+def stored_pair(conn: Conn) -> Optional[list[str]]:
     """The project's scoring pair (``pair A B``) as ``[A, B]``, or None."""
-    raw = conn.execute(text("SELECT value FROM project_meta WHERE key = :k"), {"k": PAIR_META}).scalar()
+    found = _rows(conn, "SELECT value FROM project_meta WHERE key = :k", {"k": PAIR_META})
+    raw = found[0]["value"] if found else None
     try:
         pair = json.loads(raw) if raw else None
     except ValueError:

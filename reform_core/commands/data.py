@@ -31,9 +31,11 @@ def register(app: typer.Typer) -> None:
     def status_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
         """Counts of questions, instructions, constraints, models, responses, judgments, disagreements,
         adjudications; the scoring pair and the sample plans."""
-        from reform_core.services.status import status
+        from reform_core.commands.common import db_url
+        from reform_core.services.status import sqlite_status, status
 
-        out = status(_engine(db))
+        # a current SQLite file is read with sqlite3 alone (no SQLAlchemy import); else the engine
+        out = sqlite_status(db_url(db)) or status(_engine(db))
         if json_out:
             print_json(out)
             return
