@@ -124,16 +124,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def stale_reason(job: dict, now: Optional[datetime] = None) -> str:
-    """Why a running job's process is gone ('' when it looks alive)."""
+def active_snapshot() -> frozenset[int]:
+    """The jobs this process is working on *now*. Take it before reading job rows: a job ends
+    by committing its final status and only then leaving the set, so a row read after the
+    snapshot that still says ``running`` while its id is not in the snapshot really has no
+    worker (checking the set after the read would call a job that just finished stale)."""
+    with _ACTIVE_LOCK:
+        return frozenset(_ACTIVE)
+
+
+def stale_reason(job: dict, now: Optional[datetime] = None, active: Optional[frozenset[int]] = None) -> str:
+    """Why a running job's process is gone ('' when it looks alive); ``active``: the
+    :func:`active_snapshot` taken before ``job`` was read (default: one taken now)."""
     if job["status"] != "running":
         return ""
     host, _, pid = job["owner"].rpartition(":")
     if host == HOST and pid.isdigit():
         if int(pid) == os.getpid():
-            with _ACTIVE_LOCK:
-                if job["id"] not in _ACTIVE:
-                    return f"this process ({job['owner']}) is no longer working on it"
+            if job["id"] not in (active if active is not None else active_snapshot()):
+                return f"this process ({job['owner']}) is no longer working on it"
         elif not _pid_alive(int(pid)):
             return f"its process {job['owner']} has exited"
     age = ((now or _now()) - job["heartbeat_at"]).total_seconds()
@@ -142,8 +151,8 @@ def stale_reason(job: dict, now: Optional[datetime] = None) -> str:
     return ""
 
 
-def _view(job: dict, now: Optional[datetime] = None) -> JobView:
-    reason = stale_reason(job, now)
+def _view(job: dict, now: Optional[datetime] = None, active: Optional[frozenset[int]] = None) -> JobView:
+    reason = stale_reason(job, now, active)
     return JobView(**job, state="stale" if reason else job["status"], stale_reason=reason)
 
 
@@ -173,11 +182,12 @@ def claim(engine: Engine, *, kind: str, lock_key: str, params: dict, created_by:
             if not isinstance(exc, IntegrityError):
                 raise
         # the key is held: look at the holder
+        active = active_snapshot()
         with unit_of_work(engine) as s:
             holder = repo.running_with_key(s, lock_key=lock_key)
             if holder is None:
                 continue  # it finished meanwhile
-            reason = stale_reason(holder)
+            reason = stale_reason(holder, active=active)
             if not reason:
                 raise JobBusy(_busy_message(holder))
             repo.take_over(s, job_id=holder["id"], heartbeat_at=holder["heartbeat_at"],
@@ -277,18 +287,20 @@ def cancel(engine: Engine, job_id: int) -> bool:
 
 
 def get(engine: Engine, job_id: int) -> Optional[JobView]:
+    active = active_snapshot()
     with unit_of_work(engine) as s:
         job = repo.get(s, job_id=job_id)
-    return None if job is None else _view(job)
+    return None if job is None else _view(job, active=active)
 
 
 def recent(engine: Engine, *, kind: Optional[str] = None, kinds: Optional[tuple[str, ...]] = None,
            limit: int = 20) -> list[JobView]:
     """The newest jobs first (of ``kind`` or ``kinds`` only, when given)."""
+    active = active_snapshot()
     with unit_of_work(engine) as s:
         rows = repo.recent(s, kinds=(kind,) if kind is not None else kinds, limit=limit)
     now = _now()
-    return [_view(r, now) for r in rows]
+    return [_view(r, now, active) for r in rows]
 
 
 def version(engine: Engine) -> tuple:

@@ -177,3 +177,28 @@ def test_cancel_from_another_process(any_db_url, server):
     calls = len(server.calls)
     assert calls < N and _judgments(engine, "c")[0] == 3 * job.result["calls"] == 3 * calls
     assert not jobs.cancel(engine, job.id)  # nothing left to cancel
+
+
+def test_a_job_that_ends_while_its_row_is_read_is_not_called_stale(sqlite_url, monkeypatch):
+    """The race behind a flaky 'stale' on the Judges page under load: the page reads the job
+    row while it runs, the job then commits 'done' and leaves this process's active set, and
+    only then the view is computed. The active set is snapshotted *before* the read."""
+    from db.repo import jobs as repo
+
+    engine = get_engine(sqlite_url)
+    job_id = jobs.claim(engine, kind="judge", lock_key="judge:race", params={})
+    real_recent = repo.recent
+
+    def recent_then_finish(s, **kw):  # the job ends right after its 'running' row was read
+        rows = real_recent(s, **kw)
+        with jobs._ACTIVE_LOCK:
+            jobs._ACTIVE.discard(job_id)
+        return rows
+
+    monkeypatch.setattr(repo, "recent", recent_then_finish)
+    [view] = jobs.recent(engine, kind="judge")
+    assert view.status == "running" and view.state == "running" and not view.stale_reason
+    # a running row of this process that nobody works on any more is stale
+    monkeypatch.setattr(repo, "recent", real_recent)
+    [view] = jobs.recent(engine, kind="judge")
+    assert view.state == "stale" and "no longer working on it" in view.stale_reason
