@@ -332,8 +332,9 @@ def newest_judgments(conn: Connection, *, judge_ids: list[int], response_id: int
     for k, j in enumerate(judge_ids):
         params[f"j{k}"] = j
         for col in ("id", "label"):
+            # ORDER BY +id: SQLite would otherwise walk the judge's whole index (id order) to skip a sort of 1–2 rows
             cols.append(f"(SELECT {col} FROM judgment WHERE judge_id = :j{k} AND response_id = :r "
-                        "AND constraint_id = :c ORDER BY id DESC LIMIT 1)")
+                        "AND constraint_id = :c ORDER BY +id DESC LIMIT 1)")
     r = conn.execute(text("SELECT " + ", ".join(cols)), params).one()
     return {j: (int(r[2 * k]), None if r[2 * k + 1] is None else int(r[2 * k + 1]))
             for k, j in enumerate(judge_ids) if r[2 * k] is not None}
@@ -428,8 +429,9 @@ def _item_select(dialect: str) -> str:
     """What an annotator sees for the task named by a CTE ``got (id, lease_until)``: one row
     per constraint of the instruction, with the task, the instruction, the response and the
     newest judgment of each judge (columns ``_ITEM_HEAD + _ITEM_CONSTRAINT``)."""
+    # ORDER BY +id: SQLite would otherwise walk the judge's whole index (id order) to skip a sort of 1–2 rows
     newest = ("SELECT {col} FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
-              "AND constraint_id = t.constraint_id ORDER BY id DESC LIMIT 1")
+              "AND constraint_id = t.constraint_id ORDER BY +id DESC LIMIT 1")
     if dialect == "postgresql":
         judgments = ("ja.id, ja.label, ja.rationale, jb.id, jb.label, jb.rationale",
                      f"LEFT JOIN LATERAL ({newest.format(col='id, label, rationale', j='judge_a_id')}) ja ON TRUE "

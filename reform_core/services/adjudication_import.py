@@ -88,8 +88,9 @@ def _labels(conn: Connection, judge_ids: list[int], response_id: int, constraint
     """``{judge_id: (judgment id, label)}``: each judge's newest usable (``ok``) judgment."""
     out = {}
     for j in judge_ids:
+        # ORDER BY +id: SQLite would otherwise walk the judge's whole index (id order) to skip a sort of 1–2 rows
         r = conn.execute(text("SELECT id, label FROM judgment WHERE judge_id = :j AND response_id = :r "
-                              "AND constraint_id = :c AND status = 'ok' ORDER BY id DESC LIMIT 1"),
+                              "AND constraint_id = :c AND status = 'ok' ORDER BY +id DESC LIMIT 1"),
                          {"j": int(j), "r": response_id, "c": constraint_id}).first()
         out[int(j)] = (None, None) if r is None else (int(r[0]), None if r[1] is None else int(r[1]))
     return out
