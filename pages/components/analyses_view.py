@@ -13,16 +13,33 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import render
-from reform_core.services.analyses import RULES, AnalysesResult, analyses, inputs_version
+from reform_core.services.analyses import (RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
+                                           static_analyses)
 from reform_core.services.auth import Principal
 
 RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "Stratified per condition"}
 
 
+@st.cache_resource(ttl=600, max_entries=2, show_spinner="Computing A4 coverage and Table 4…")
+def _static(url: str, version: tuple, _principal: Principal) -> StaticAnalyses:
+    # read neither judgments nor decisions: kept across decisions (version without them)
+    return static_analyses(render.state.engine(), _principal, n_boot=200, seed=0)
+
+
 @st.cache_resource(ttl=600, max_entries=4, show_spinner="Computing the auxiliary analyses…")
-def _analyses(version: tuple, rule: str, judge: Optional[str], _principal: Principal, _frames=None) -> AnalysesResult:
+def _analyses(version: tuple, rule: str, judge: Optional[str], _principal: Principal, _frames=None,
+              _static_part: Optional[StaticAnalyses] = None) -> AnalysesResult:
     # the scored frames of the page (same data version) are reused: no second load of the project
-    return analyses(render.state.engine(), _principal, rule=rule, judge=judge, n_boot=200, seed=0, frames=_frames)
+    return analyses(render.state.engine(), _principal, rule=rule, judge=judge, n_boot=200, seed=0, frames=_frames,
+                    static=_static_part)
+
+
+def static_version(version: tuple, inputs: tuple) -> tuple:
+    """The cache key of :func:`static_analyses`: the data version without its judge, judgment
+    and adjudication stamps (``explore.data_version``: (count, max id) of the question,
+    instruction, constraint, response and baseline tables first), the in-place revision and the
+    analyses' own inputs."""
+    return (*version[:10], version[-2], *inputs)
 
 
 def guarded(name: str, draw: Callable[[], None]) -> None:
@@ -125,8 +142,9 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
             if judge is None:
                 rule = st.radio("Calibration of the auxiliary analyses", list(RULES), format_func=RULE_LABELS.get,
                                 horizontal=True, key="scores_aux_rule")
-            version = (*render.data_version(), *inputs_version(render.state.engine()))
-            res = _analyses(version, rule, judge, principal, getattr(result, "frames", None))
+            data, inputs = render.data_version(), inputs_version(render.state.engine())
+            part = _static(str(render.state.engine().url), static_version(data, inputs), principal)
+            res = _analyses((*data, *inputs), rule, judge, principal, getattr(result, "frames", None), part)
             st.caption(render.md(res.rule_text[0].upper() + res.rule_text[1:] + "."))
         guarded("The auxiliary analyses", load)
         if res is not None:

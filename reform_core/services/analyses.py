@@ -318,10 +318,11 @@ def _table4(baseline: pd.DataFrame, features: list[str], common: list[str], mode
 
 def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "pooled", judge: Optional[str] = None,
              judges: Optional[tuple[str, str]] = None, n_boot: int = 200, seed: int = 0, level: float = 0.95,
-             frames=None, reference: Optional[list[str]] = None) -> AnalysesResult:
+             frames=None, reference: Optional[list[str]] = None,
+             static: Optional["StaticAnalyses"] = None) -> AnalysesResult:
     """Every auxiliary analysis of the project (module docstring). An analysis that cannot run
-    says why in ``notes`` / ``errors``; it never stops the others."""
-    from db.repo import analyses as repo
+    says why in ``notes`` / ``errors``; it never stops the others. ``static``: the result of
+    :func:`static_analyses` for the same inputs (the Scores page keeps it across decisions)."""
     from reform_core.services.scoring import ScoringError, load_project
 
     require(principal, "view_scores")
@@ -370,6 +371,39 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
                 res.tables["prompting"] = table
         exclusions.append(excl)
         res.notes[key] = notes + [f"{n} group(s) left out: {reason}" for reason, n in A.exclusion_counts(excl).items() if n]
+    part = static if static is not None else static_analyses(engine, principal, n_boot=n_boot, seed=seed,
+                                                             level=level, reference=reference)
+    res.tables.update(part.tables)
+    res.notes.update(part.notes)
+    res.errors.update(part.errors)
+    if exclusions:
+        res.exclusions = pd.concat(exclusions, ignore_index=True)
+    return res
+
+
+@dataclass
+class StaticAnalyses:
+    """The analyses that read neither judgments nor decisions (A4 coverage of the extractions,
+    Table 4 feature frequencies of the baseline annotations): computed once per version of
+    those inputs, not again after every decision."""
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+STATIC_STREAM = 4  # their bootstrap draws: np.random.default_rng([seed, STATIC_STREAM]), apart from the others'
+
+
+def static_analyses(engine: Engine, principal: Optional[Principal], *, n_boot: int = 200, seed: int = 0,
+                    level: float = 0.95, reference: Optional[list[str]] = None) -> StaticAnalyses:
+    """A4 coverage and Table 4 (:class:`StaticAnalyses`), with their own random stream so that
+    they do not depend on how many draws the decision-dependent analyses took."""
+    from db.repo import analyses as repo
+
+    require(principal, "view_scores")
+    rng = np.random.default_rng([int(seed), STATIC_STREAM])
+    out = StaticAnalyses()
     with engine.connect() as conn:
         extracted = repo.extractions(conn)
         baseline = repo.baseline_annotations(conn)
@@ -379,10 +413,10 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
     try:
         cov, notes = _coverage(extracted, int(n_boot), rng, level)
         if cov is not None:
-            res.tables["table_a4_coverage"] = cov
-        res.notes["coverage"] = notes
+            out.tables["table_a4_coverage"] = cov
+        out.notes["coverage"] = notes
     except Exception as exc:  # noqa: BLE001
-        res.errors["coverage"] = f"{type(exc).__name__}: {exc}"
+        out.errors["coverage"] = f"{type(exc).__name__}: {exc}"
     try:
         ref = list(reference) if reference else construction
         unknown = [m for m in ref if m not in models]
@@ -390,17 +424,15 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
             raise AnalysisError(f"reference model(s) not in the project: {', '.join(unknown)}")
         freq, corr, notes = _table4(baseline, features, common, models, ref, int(n_boot), rng, level)
         if freq is not None:
-            res.tables["table4_frequency"] = freq
+            out.tables["table4_frequency"] = freq
         if corr is not None:
-            res.tables["table4_correlation"] = corr
-        res.notes["table4"] = notes
+            out.tables["table4_correlation"] = corr
+        out.notes["table4"] = notes
     except AnalysisError as exc:
-        res.errors["table4"] = str(exc)
+        out.errors["table4"] = str(exc)
     except Exception as exc:  # noqa: BLE001
-        res.errors["table4"] = f"{type(exc).__name__}: {exc}"
-    if exclusions:
-        res.exclusions = pd.concat(exclusions, ignore_index=True)
-    return res
+        out.errors["table4"] = f"{type(exc).__name__}: {exc}"
+    return out
 
 
 def inputs_version(engine: Engine) -> tuple:

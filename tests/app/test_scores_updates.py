@@ -74,3 +74,45 @@ def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_d
     for model, r in done.iterrows():
         lo, hi = map(float, r["TCPR measurement"].split("–"))
         assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
+
+
+def test_a_decision_recomputes_the_auxiliary_analyses_but_not_a4_and_table4(fresh_demo, monkeypatch):
+    """A4 coverage and Table 4 read neither judgments nor decisions: after a decision the Scores
+    page recomputes the decision-dependent analyses only (issue 16: Table 4's bootstrap was
+    most of the page's time after a decision)."""
+    from pages.components import analyses_view
+    from reform_core.services import adjudication as S
+    from reform_core.services.data import DEMO_PLAN
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import local_principal
+
+    calls = {"static": 0, "all": 0}
+    real_static, real_all = analyses_view.static_analyses, analyses_view.analyses
+
+    def static(*a, **kw):
+        calls["static"] += 1
+        return real_static(*a, **kw)
+
+    def everything(*a, **kw):
+        calls["all"] += 1
+        assert kw.get("static") is not None, "the page passes its kept static part"
+        return real_all(*a, **kw)
+
+    monkeypatch.setattr(analyses_view, "static_analyses", static)
+    monkeypatch.setattr(analyses_view, "analyses", everything)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.switch_page("pages/scores.py").run()
+    assert not at.exception, at.exception
+    before = [d.value for d in at.dataframe if "coverage" in d.value.columns]
+    assert before and calls == {"static": 1, "all": 1}
+    eng = get_engine(fresh_demo)
+    lead = local_principal(eng)
+    with eng.connect() as conn:
+        plan = conn.execute(text("SELECT id FROM sample_plan WHERE name = :n"), {"n": DEMO_PLAN}).scalar()
+    item = S.claim_next(eng, lead, plan)
+    S.decide(eng, lead, item.task_id, "A", seconds=1)
+    at.run()
+    assert not at.exception, at.exception
+    assert calls == {"static": 1, "all": 2}
+    after = [d.value for d in at.dataframe if "coverage" in d.value.columns]
+    assert after[0].equals(before[0])
