@@ -62,7 +62,7 @@ for r in small.itertuples(index=False):
 
 st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)" if emcr_applies else "Table 2 — TCPR (%)")
 st.markdown(f"**Estimator:** {render.md(estimator_label(result))}")
-_ivl = render.intervals(principal, calibration=calibration, judge=judge)
+_ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)  # started at the page's end
 
 
 @st.fragment(run_every=None if _ivl.fresh else 2)
@@ -70,7 +70,7 @@ def table2() -> None:
     """Table 2 with its intervals; while they are recomputed in the background (after a new
     decision) the points are current and the last intervals are shown, marked as updating."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
-    ivl = render.intervals(principal, calibration=calibration, judge=judge)
+    ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)
     if ivl.fresh != _ivl.fresh:
         st.rerun()  # the intervals are in: redraw once without polling
     if ivl.error:
@@ -169,3 +169,6 @@ if emcr_applies:
 
 st.subheader("Appendix tables")
 analyses_view.appendix(principal, result, tables, emcr_applies=emcr_applies, judge=judge)
+# the stale intervals' recomputation starts now that the page is drawn (it would otherwise compete
+# with this rerun for the two cores and the GIL); the Table 2 fragment polls until they are in
+render.intervals(principal, calibration=calibration, judge=judge)

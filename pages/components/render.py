@@ -383,14 +383,16 @@ def score_result(principal: Principal, *, calibration: str = "cluster", judge: O
                                           judge=judge)
 
 
-def intervals(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None):
+def intervals(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None,
+              start: bool = True):
     """95 % intervals (2,000 replicates, seed 0) of the current state: an
     :class:`~reform_core.services.score_state.Intervals` (``fresh`` False while they are being
-    recomputed in the background; ``frame`` then holds the last ones, or None)."""
+    recomputed in the background; ``frame`` then holds the last ones, or None). ``start=False``:
+    look only (the page calls it again with ``start=True`` at its end)."""
     require(principal, "view_scores")
     return state.score_cache().intervals(state.engine(), principal, data_version(),
                                          lambda r: explore.score_intervals(principal, r),
-                                         calibration=calibration, judge=judge)
+                                         calibration=calibration, judge=judge, start=start)
 
 
 @st.cache_resource(ttl=600, max_entries=1, show_spinner="Indexing examples…")  # one version: bounded memory

@@ -130,11 +130,15 @@ class ScoreCache:
 
     # ------------------------------------------------------------------ intervals
     def intervals(self, engine: Engine, principal: Principal, version: tuple, fn: IntervalFn, *,
-                  calibration: str = "stratified", judge: Optional[str] = None, block_first: bool = True) -> Intervals:
+                  calibration: str = "stratified", judge: Optional[str] = None, block_first: bool = True,
+                  start: bool = True) -> Intervals:
         """Intervals of this labelling: fresh if computed for ``version``, else the last ones
         (``fresh=False``) while a background thread computes the new ones (one at a time; when
         it ends on an older state it starts again on the newest). The very first intervals of a
-        labelling are computed in the call (``block_first``): there is nothing older to show."""
+        labelling are computed in the call (``block_first``): there is nothing older to show.
+        ``start=False`` only looks: a page reads the intervals early and starts their
+        recomputation at its end, so the thread does not compete (2 cores, one GIL) with the
+        rest of the page's rerun."""
         result = self.result(engine, principal, version, calibration=calibration, judge=judge)
         st = self._state((str(engine.url), calibration, judge))
         with st.lock:
@@ -142,7 +146,7 @@ class ScoreCache:
                 return Intervals(st.ivl, True, st.ivl_error)
             first = st.ivl_version is None and st.ivl_running is None and block_first
             if not first:
-                if st.ivl_running is None:
+                if st.ivl_running is None and start:
                     self._start(st, fn)
                 return Intervals(st.ivl, False, st.ivl_error if st.ivl is None else None)
         # the first intervals of this labelling: nothing older to show, compute them here
