@@ -65,14 +65,19 @@ st.markdown(f"**Estimator:** {render.md(estimator_label(result))}")
 _ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)  # started at the page's end
 
 
-@st.fragment(run_every=None if _ivl.fresh else 2)
+_aux_busy = analyses_view.analyses_updating(st.session_state.get("scores_aux_rule", "pooled"), judge)
+
+
+@st.fragment(run_every=None if _ivl.fresh and not _aux_busy else 2)
 def table2() -> None:
     """Table 2 with its intervals; while they are recomputed in the background (after a new
-    decision) the points are current and the last intervals are shown, marked as updating."""
+    decision) the points are current and the last intervals are shown, marked as updating.
+    Polls while the intervals or the auxiliary analyses are being recomputed."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)
-    if ivl.fresh != _ivl.fresh:
-        st.rerun()  # the intervals are in: redraw once without polling
+    busy = analyses_view.analyses_updating(st.session_state.get("scores_aux_rule", "pooled"), judge)
+    if ivl.fresh != _ivl.fresh or busy != _aux_busy:
+        st.rerun()  # the intervals / analyses are in: redraw once without polling
     if ivl.error:
         st.warning(f"No intervals: {render.md(ivl.error)}")
     if not ivl.fresh:
@@ -168,7 +173,9 @@ if emcr_applies:
                  icon="🔎", query_params=explore.Filters(model=cell_model, task=cell_task, opposed="opposed").to_params())
 
 st.subheader("Appendix tables")
-analyses_view.appendix(principal, result, tables, emcr_applies=emcr_applies, judge=judge)
-# the stale intervals' recomputation starts now that the page is drawn (it would otherwise compete
-# with this rerun for the two cores and the GIL); the Table 2 fragment polls until they are in
+aux_rule = analyses_view.appendix(principal, result, tables, emcr_applies=emcr_applies, judge=judge)
+# the stale intervals' and analyses' recomputations start now that the page is drawn (they would
+# otherwise compete with this rerun for the two cores and the GIL); the Table 2 fragment polls
+# until they are in and then redraws the page once
 render.intervals(principal, calibration=calibration, judge=judge)
+analyses_view.start_pending(aux_rule, judge)

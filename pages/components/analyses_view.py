@@ -7,6 +7,7 @@ rule and interval methods and offer the list of what they left out as a download
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Optional
 
 import pandas as pd
@@ -16,7 +17,10 @@ from pages.components import render
 from reform_core.services.analyses import (RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
                                            static_analyses)
 from reform_core.services.auth import Principal
+from reform_core.services.background import Latest, Refreshers
 
+STATIC_TABLES = ("table_a4_coverage", "table4_frequency", "table4_correlation")  # static_analyses' tables
+STATIC_KEYS = ("coverage", "table4")  # … and their notes / errors keys
 RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "Stratified per condition"}
 
 
@@ -26,12 +30,32 @@ def _static(url: str, version: tuple, _principal: Principal) -> StaticAnalyses:
     return static_analyses(render.state.engine(), _principal, n_boot=200, seed=0)
 
 
-@st.cache_resource(ttl=600, max_entries=4, show_spinner="Computing the auxiliary analyses…")
-def _analyses(version: tuple, rule: str, judge: Optional[str], _principal: Principal, _frames=None,
-              _static_part: Optional[StaticAnalyses] = None) -> AnalysesResult:
+@st.cache_resource(show_spinner=False)
+def _refreshers() -> Refreshers:
+    return Refreshers(max_keys=4)
+
+
+def latest_analyses(principal: Principal, version: tuple, rule: str, judge: Optional[str], frames,
+                    static_part: StaticAnalyses) -> Latest[AnalysesResult]:
+    """The decision-dependent analyses of ``version``: computed in the call the first time,
+    afterwards in the background after a decision (the last ones shown meanwhile, marked
+    updating); the recomputation begins when the page calls :func:`start_pending` at its end."""
+    engine = render.state.engine()
     # the scored frames of the page (same data version) are reused: no second load of the project
-    return analyses(render.state.engine(), _principal, rule=rule, judge=judge, n_boot=200, seed=0, frames=_frames,
-                    static=_static_part)
+    fn = lambda: analyses(engine, principal, rule=rule, judge=judge, n_boot=200, seed=0,  # noqa: E731
+                          frames=frames, static=static_part)
+    return _refreshers()((str(engine.url), rule, judge)).get(version, fn, start=False)
+
+
+def start_pending(rule: Optional[str], judge: Optional[str]) -> None:
+    """Begin the analyses' background recomputation the page asked for (end of the Scores page)."""
+    if rule is not None:
+        _refreshers()((str(render.state.engine().url), rule, judge)).start()
+
+
+def analyses_updating(rule: str, judge: Optional[str]) -> bool:
+    """Whether the analyses of ``rule`` are being (or are about to be) recomputed."""
+    return _refreshers()((str(render.state.engine().url), rule, judge)).busy()
 
 
 def static_version(version: tuple, inputs: tuple) -> tuple:
@@ -103,8 +127,9 @@ def _notes(res: AnalysesResult, key: str) -> None:
 
 
 def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool,
-             judge: Optional[str]) -> None:
-    """The appendix tabs of the Scores page, each guarded, then the auxiliary analyses."""
+             judge: Optional[str]) -> str:
+    """The appendix tabs of the Scores page, each guarded, then the auxiliary analyses; returns
+    the analyses' calibration rule (for :func:`start_pending`)."""
     names = (["A8 eligible units", "A2 violation spread"] if emcr_applies else []) + [
         "A3 judge agreement", "A5 tasks", "A6/A7 per task", "Table 3 composition", "Prompting comparison",
         "A4 coverage", "Table 4 frequencies"]
@@ -144,7 +169,22 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
                                 horizontal=True, key="scores_aux_rule")
             data, inputs = render.data_version(), inputs_version(render.state.engine())
             part = _static(str(render.state.engine().url), static_version(data, inputs), principal)
-            res = _analyses((*data, *inputs), rule, judge, principal, getattr(result, "frames", None), part)
+            got = latest_analyses(principal, (*data, *inputs), rule, judge, getattr(result, "frames", None), part)
+            if got.value is None:
+                raise RuntimeError(got.error or "not computed")
+            # A4 coverage and Table 4 always from the current static part (kept apart, recomputed in the
+            # call when their inputs change), even while the other analyses are being recomputed
+            old = got.value
+
+            def keep(d: dict, static_keys: tuple) -> dict:
+                return {k: v for k, v in d.items() if k not in static_keys}
+
+            res = dataclasses.replace(old, tables={**keep(old.tables, STATIC_TABLES), **part.tables},
+                                      notes={**keep(old.notes, STATIC_KEYS), **part.notes},
+                                      errors={**keep(old.errors, STATIC_KEYS), **part.errors})
+            if not got.fresh:
+                st.caption("⏳ Auxiliary analyses updating: these tables are from before the latest decisions and "
+                           "are being recomputed.")
             st.caption(render.md(res.rule_text[0].upper() + res.rule_text[1:] + "."))
         guarded("The auxiliary analyses", load)
         if res is not None:
@@ -162,3 +202,4 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
         st.dataframe(counts, hide_index=True)
         st.download_button("Download the list of left-out groups (CSV)", res.exclusions.to_csv(index=False),
                            file_name="analysis_exclusions.csv", mime="text/csv", key="scores_aux_exclusions")
+    return rule

@@ -113,6 +113,16 @@ def test_a_decision_recomputes_the_auxiliary_analyses_but_not_a4_and_table4(fres
     S.decide(eng, lead, item.task_id, "A", seconds=1)
     at.run()
     assert not at.exception, at.exception
+    # the decision-dependent analyses are recomputed in the background, the last ones shown meanwhile
+    assert any("Auxiliary analyses updating" in c.value for c in at.caption)
+    import time
+
+    deadline = time.monotonic() + 120
+    while analyses_view._refreshers()((str(eng.url), "pooled", None)).busy():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    at.run()
+    assert not any("Auxiliary analyses updating" in c.value for c in at.caption)
     assert calls == {"static": 1, "all": 2}
     after = [d.value for d in at.dataframe if "coverage" in d.value.columns]
     assert after[0].equals(before[0])
