@@ -65,7 +65,8 @@ st.markdown(f"**Estimator:** {render.md(estimator_label(result))}")
 _ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)  # started at the page's end
 
 
-_aux_busy = analyses_view.analyses_updating(st.session_state.get("scores_aux_rule", "pooled"), judge)
+_aux_rule = "pooled" if judge else st.session_state.get("scores_aux_rule", "pooled")  # as appendix() picks it
+_aux_busy = analyses_view.analyses_updating(_aux_rule, judge)
 
 
 @st.fragment(run_every=None if _ivl.fresh and not _aux_busy else 2)
@@ -75,7 +76,7 @@ def table2() -> None:
     Polls while the intervals or the auxiliary analyses are being recomputed."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)
-    busy = analyses_view.analyses_updating(st.session_state.get("scores_aux_rule", "pooled"), judge)
+    busy = analyses_view.analyses_updating(_aux_rule, judge)
     if ivl.fresh != _ivl.fresh or busy != _aux_busy:
         st.rerun()  # the intervals / analyses are in: redraw once without polling
     if ivl.error:
