@@ -43,7 +43,7 @@ class Refresher(Generic[T]):
                 self._pending = (version, fn)
                 if start:
                     self._start_locked()
-                return Latest(self._value, False, None)
+                return Latest(self._value, False, self._error if self._value is None else None)
             self._running = version  # computed here, one at a time as in the background
         self._compute(version, fn)
         with self._lock:
