@@ -30,8 +30,8 @@ def estimate_lines(out: dict) -> list[str]:
         iv = r.get("intervals")
         if iv:
             for kind in ("measurement", "population"):
-                parts = [f"{'constraint level' if k == 'constraint_level' else k.upper()} [{v[0]:.2f}, {v[1]:.2f}]" for k, v in (iv.get(kind) or {}).items()
-                         if v and v[0] is not None]
+                parts = [f"{'constraint level' if k == 'constraint_level' else k.upper()} [{v[0]:.2f}, {v[1]:.2f}]"
+                         for k, v in (iv.get(kind) or {}).items() if v and v[0] is not None]
                 if parts:
                     lines.append(f"{m}: {kind} 95 %: " + ", ".join(parts))
         bw = r.get("both_wrong")
