@@ -178,5 +178,5 @@ aux_rule = analyses_view.appendix(principal, result, tables, emcr_applies=emcr_a
 # the stale intervals' and analyses' recomputations start now that the page is drawn (they would
 # otherwise compete with this rerun for the two cores and the GIL); the Table 2 fragment polls
 # until they are in and then redraws the page once
-render.intervals(principal, calibration=calibration, judge=judge)
+render.start_intervals(principal, calibration=calibration, judge=judge)
 analyses_view.start_pending(aux_rule, judge)

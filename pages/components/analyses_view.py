@@ -7,20 +7,18 @@ rule and interval methods and offer the list of what they left out as a download
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Optional
 
 import pandas as pd
 import streamlit as st
 
+from db.repo.explore import VERSIONED_TABLES
 from pages.components import render
 from reform_core.services.analyses import (RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
-                                           static_analyses)
+                                           static_analyses, with_static)
 from reform_core.services.auth import Principal
 from reform_core.services.background import Latest, Refreshers
 
-STATIC_TABLES = ("table_a4_coverage", "table4_frequency", "table4_correlation")  # static_analyses' tables
-STATIC_KEYS = ("coverage", "table4")  # … and their notes / errors keys
 RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "Stratified per condition"}
 
 
@@ -35,15 +33,16 @@ def _refreshers() -> Refreshers:
     return Refreshers(max_keys=4)
 
 
-def latest_analyses(principal: Principal, version: tuple, rule: str, judge: Optional[str], frames,
-                    static_part: StaticAnalyses) -> Latest[AnalysesResult]:
+def latest_analyses(principal: Principal, version: tuple, rule: str, judge: Optional[str],
+                    frames) -> Latest[AnalysesResult]:
     """The decision-dependent analyses of ``version``: computed in the call the first time,
     afterwards in the background after a decision (the last ones shown meanwhile, marked
     updating); the recomputation begins when the page calls :func:`start_pending` at its end."""
     engine = render.state.engine()
     # the scored frames of the page (same data version) are reused: no second load of the project
+    # computed without the static part (an empty one): the page adds the current one to whatever value it shows
     fn = lambda: analyses(engine, principal, rule=rule, judge=judge, n_boot=200, seed=0,  # noqa: E731
-                          frames=frames, static=static_part)
+                          frames=frames, static=StaticAnalyses())
     return _refreshers()((str(engine.url), rule, judge)).get(version, fn, start=False)
 
 
@@ -58,12 +57,16 @@ def analyses_updating(rule: str, judge: Optional[str]) -> bool:
     return _refreshers()((str(render.state.engine().url), rule, judge)).busy()
 
 
+STATIC_INPUTS = ("question", "instruction", "constraint_item", "response", "baseline_feature")
+
+
 def static_version(version: tuple, inputs: tuple) -> tuple:
-    """The cache key of :func:`static_analyses`: the data version without its judge, judgment
-    and adjudication stamps (``explore.data_version``: (count, max id) of the question,
-    instruction, constraint, response and baseline tables first), the in-place revision and the
+    """The cache key of :func:`static_analyses`: of the data version (``explore.data_version``:
+    (count, max id) per table of ``VERSIONED_TABLES``, the in-place revision, the pair) the
+    stamps of the tables they read (no judge, judgment or adjudication), the revision, and the
     analyses' own inputs."""
-    return (*version[:10], version[-2], *inputs)
+    at = [2 * VERSIONED_TABLES.index(t) for t in STATIC_INPUTS]
+    return (*(v for i in at for v in version[i:i + 2]), version[2 * len(VERSIONED_TABLES)], *inputs)
 
 
 def guarded(name: str, draw: Callable[[], None]) -> None:
@@ -169,19 +172,12 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
                                 horizontal=True, key="scores_aux_rule")
             data, inputs = render.data_version(), inputs_version(render.state.engine())
             part = _static(str(render.state.engine().url), static_version(data, inputs), principal)
-            got = latest_analyses(principal, (*data, *inputs), rule, judge, getattr(result, "frames", None), part)
+            got = latest_analyses(principal, (*data, *inputs), rule, judge, getattr(result, "frames", None))
             if got.value is None:
                 raise RuntimeError(got.error or "not computed")
             # A4 coverage and Table 4 always from the current static part (kept apart, recomputed in the
             # call when their inputs change), even while the other analyses are being recomputed
-            old = got.value
-
-            def keep(d: dict, static_keys: tuple) -> dict:
-                return {k: v for k, v in d.items() if k not in static_keys}
-
-            res = dataclasses.replace(old, tables={**keep(old.tables, STATIC_TABLES), **part.tables},
-                                      notes={**keep(old.notes, STATIC_KEYS), **part.notes},
-                                      errors={**keep(old.errors, STATIC_KEYS), **part.errors})
+            res = with_static(got.value, part)
             if not got.fresh:
                 st.caption("⏳ Auxiliary analyses updating: these tables are from before the latest decisions and "
                            "are being recomputed.")

@@ -162,8 +162,9 @@ def table2_columns(shown: pd.DataFrame) -> dict:
                                                     "adds the questions' own sampling")
         elif c in _DENOMINATORS:
             # narrow: a denominator's digits, not its header, set the width (Table 2 fits 1400 px)
+            digits = len(f"{int(shown[c].max() if len(shown) else 0):,}")
             config[c] = st.column_config.NumberColumn("n", help=f"Denominator of {_DENOMINATORS[c]}: {c}",
-                                                      width=max(44, 12 + 9 * len(f"{int(shown[c].max() if len(shown) else 0):,}")))
+                                                      width=max(44, 12 + 9 * digits))
     return config
 
 
@@ -388,11 +389,22 @@ def intervals(principal: Principal, *, calibration: str = "cluster", judge: Opti
     """95 % intervals (2,000 replicates, seed 0) of the current state: an
     :class:`~reform_core.services.score_state.Intervals` (``fresh`` False while they are being
     recomputed in the background; ``frame`` then holds the last ones, or None). ``start=False``:
-    look only (the page calls it again with ``start=True`` at its end)."""
+    look only (the page then calls :func:`start_intervals` at its end)."""
     require(principal, "view_scores")
-    return state.score_cache().intervals(state.engine(), principal, data_version(),
-                                         lambda r: explore.score_intervals(principal, r),
+    return state.score_cache().intervals(state.engine(), principal, data_version(), _interval_fn(principal),
                                          calibration=calibration, judge=judge, start=start)
+
+
+def _interval_fn(principal: Principal):
+    return lambda r: explore.score_intervals(principal, r)
+
+
+def start_intervals(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None) -> None:
+    """Start the stale intervals' background recomputation (no data-version query: the state
+    the page has just shown is the one recomputed)."""
+    require(principal, "view_scores")
+    state.score_cache().start_intervals(state.engine(), _interval_fn(principal), calibration=calibration,
+                                        judge=judge)
 
 
 @st.cache_resource(ttl=600, max_entries=1, show_spinner="Indexing examples…")  # one version: bounded memory

@@ -31,7 +31,7 @@ Intervals (percentile, ``level``):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -371,14 +371,17 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
                 res.tables["prompting"] = table
         exclusions.append(excl)
         res.notes[key] = notes + [f"{n} group(s) left out: {reason}" for reason, n in A.exclusion_counts(excl).items() if n]
-    part = static if static is not None else static_analyses(engine, principal, n_boot=n_boot, seed=seed,
-                                                             level=level, reference=reference)
-    res.tables.update(part.tables)
-    res.notes.update(part.notes)
-    res.errors.update(part.errors)
     if exclusions:
         res.exclusions = pd.concat(exclusions, ignore_index=True)
-    return res
+    part = static if static is not None else static_analyses(engine, principal, n_boot=n_boot, seed=seed,
+                                                             level=level, reference=reference)
+    return with_static(res, part)
+
+
+def with_static(res: AnalysesResult, part: "StaticAnalyses") -> AnalysesResult:
+    """``res`` (a copy) with the tables, notes and errors of ``part`` added."""
+    return replace(res, tables={**res.tables, **part.tables}, notes={**res.notes, **part.notes},
+                   errors={**res.errors, **part.errors})
 
 
 @dataclass

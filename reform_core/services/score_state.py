@@ -154,6 +154,15 @@ class ScoreCache:
         with st.lock:
             return Intervals(st.ivl, st.ivl_version == version, st.ivl_error)
 
+    def start_intervals(self, engine: Engine, fn: IntervalFn, *, calibration: str = "stratified",
+                        judge: Optional[str] = None) -> None:
+        """Start recomputing the intervals of this labelling's current state if they are stale
+        and none runs (the page's end, after an :meth:`intervals` call with ``start=False``)."""
+        st = self._state((str(engine.url), calibration, judge))
+        with st.lock:
+            if st.result is not None and st.ivl_version != st.version and st.ivl_running is None:
+                self._start(st, fn)
+
     def _start(self, st: _State, fn: IntervalFn) -> None:
         """Start the background computation for the state's current result (``st.lock`` held)."""
         st.ivl_running = st.version

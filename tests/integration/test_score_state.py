@@ -147,6 +147,31 @@ def test_intervals_are_recomputed_in_the_background(project):
     assert not done.frame.equals(first.frame)
 
 
+def test_looking_does_not_start_the_recomputation_start_intervals_does(project):
+    """The Scores page looks at the intervals first (``start=False``) and starts their
+    recomputation at its end (``start_intervals``), so the thread does not compete with its rerun."""
+    eng, lead, ann, plan = project
+    cache = ScoreCache()
+    calls = []
+
+    def fn(result):
+        calls.append(result)
+        return explore.score_intervals(lead, result, n_boot=20)
+
+    cache.intervals(eng, lead, explore.data_version(eng), fn)
+    assert len(calls) == 1
+    _decide(eng, ann, plan, 2)
+    v1 = explore.data_version(eng)
+    assert cache.intervals(eng, lead, v1, fn, start=False).fresh is False
+    assert cache.wait_intervals(eng) and len(calls) == 1, "a look starts nothing"
+    cache.start_intervals(eng, fn)
+    assert cache.wait_intervals(eng) and len(calls) == 2
+    assert calls[-1] is cache.result(eng, lead, v1), "the state just shown is the one recomputed"
+    assert cache.intervals(eng, lead, v1, fn, start=False).fresh
+    cache.start_intervals(eng, fn)  # fresh: nothing to do
+    assert cache.wait_intervals(eng) and len(calls) == 2
+
+
 def test_interval_errors_are_reported(project):
     eng, lead, _, _ = project
 
