@@ -12,10 +12,9 @@ from typing import Callable, Optional
 import pandas as pd
 import streamlit as st
 
-from db.repo.explore import VERSIONED_TABLES
 from pages.components import render
 from reform_core.services.analyses import (RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
-                                           static_analyses, with_static)
+                                           static_analyses, static_version, with_static)
 from reform_core.services.auth import Principal
 from reform_core.services.background import Latest, Refreshers
 
@@ -55,18 +54,6 @@ def start_pending(rule: Optional[str], judge: Optional[str]) -> None:
 def analyses_updating(rule: str, judge: Optional[str]) -> bool:
     """Whether the analyses of ``rule`` are being (or are about to be) recomputed."""
     return _refreshers()((str(render.state.engine().url), rule, judge)).busy()
-
-
-STATIC_INPUTS = ("question", "instruction", "constraint_item", "response", "baseline_feature")
-
-
-def static_version(version: tuple, inputs: tuple) -> tuple:
-    """The cache key of :func:`static_analyses`: of the data version (``explore.data_version``:
-    (count, max id) per table of ``VERSIONED_TABLES``, the in-place revision, the pair) the
-    stamps of the tables they read (no judge, judgment or adjudication), the revision, and the
-    analyses' own inputs."""
-    at = [2 * VERSIONED_TABLES.index(t) for t in STATIC_INPUTS]
-    return (*(v for i in at for v in version[i:i + 2]), version[2 * len(VERSIONED_TABLES)], *inputs)
 
 
 def guarded(name: str, draw: Callable[[], None]) -> None:

@@ -438,6 +438,20 @@ def static_analyses(engine: Engine, principal: Optional[Principal], *, n_boot: i
     return out
 
 
+STATIC_INPUTS = ("question", "instruction", "constraint_item", "response", "baseline_feature")
+
+
+def static_version(version: tuple, inputs: tuple) -> tuple:
+    """The cache key of :func:`static_analyses`: of the data version (``explore.data_version``:
+    (count, max id) per table of ``VERSIONED_TABLES``, the in-place revision, the pair) the
+    stamps of the tables they read (no judge, judgment or adjudication), the revision, and the
+    analyses' own inputs."""
+    from db.repo.explore import VERSIONED_TABLES
+
+    at = [2 * VERSIONED_TABLES.index(t) for t in STATIC_INPUTS]
+    return (*(v for i in at for v in version[i:i + 2]), version[2 * len(VERSIONED_TABLES)], *inputs)
+
+
 def inputs_version(engine: Engine) -> tuple:
     """A cheap stamp of the analyses' inputs beyond the scored tables (extractions, baseline
     annotations, construction models), for cache keys."""
