@@ -228,7 +228,9 @@ def plan_tasks(conn: Connection, *, plan_id: int) -> pd.DataFrame:
     res = conn.execute(text(
         "SELECT id, response_id, constraint_id, stratum, kind, required, decided, status, claimed_by, a_left, order_key "
         "FROM adjudication_task WHERE plan_id = :p ORDER BY id"), {"p": plan_id})
-    return pd.DataFrame(res.all(), columns=list(res.keys()))
+    cols = list(res.keys())
+    # plain tuples: pandas would probe every Row object's attributes (10× slower at 100k tasks)
+    return pd.DataFrame([tuple(r) for r in res.all()], columns=cols)
 
 
 # ----------------------------------------------------------------------------- the queue

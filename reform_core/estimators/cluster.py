@@ -95,8 +95,8 @@ import pandas as pd
 from scipy import stats
 
 from reform_core.estimators import adjudicator_error as ae
-from reform_core.estimators.design import (DEFAULT_FOLDS, agreement_stratum, audit_row_probabilities, audited_rows,
-                                          cluster_key, cluster_probability, fold_of, sampled_clusters)
+from reform_core.estimators.design import (DEFAULT_FOLDS, audit_row_probabilities, audited_rows,
+                                          cluster_probability, fold_of, sampled_clusters)
 from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.reform import KS, UnitIndex, build_index
 
@@ -189,13 +189,14 @@ def _metric_gradient(grads: dict[str, np.ndarray], coef: dict[str, np.ndarray], 
     return g
 
 
-def _smoothed_rate(values: np.ndarray, keys: np.ndarray, parent: np.ndarray, parent_rate: pd.Series,
-                   strength: float) -> pd.Series:
-    """(Σ values + strength · parent rate) / (n + strength) per key."""
-    df = pd.DataFrame({"k": keys, "v": values, "p": parent})
-    g = df.groupby("k").agg(s=("v", "sum"), n=("v", "size"), p=("p", "first"))
-    prior = g["p"].map(parent_rate).to_numpy(dtype=float)
-    return pd.Series((g["s"].to_numpy() + strength * prior) / (g["n"].to_numpy() + strength), index=g.index)
+def _column_codes(rows: pd.DataFrame, columns) -> np.ndarray:
+    """One dense int code per distinct combination of ``columns`` (factorised column by
+    column: no per-row string is built)."""
+    combined = np.zeros(len(rows), dtype=np.int64)
+    for c in columns:
+        codes, uniq = pd.factorize(rows[c].astype(str))
+        combined = combined * (len(uniq) + 1) + codes
+    return np.unique(combined, return_inverse=True)[1].reshape(-1)
 
 
 def target_context(rows: pd.DataFrame, pv: np.ndarray) -> np.ndarray:
@@ -206,9 +207,7 @@ def target_context(rows: pd.DataFrame, pv: np.ndarray) -> np.ndarray:
     variants predict a row's truth. Bin 0: the target occurs once; 1: the other variants'
     mean judge label is below ½; 2: at least ½.
     """
-    key = pd.Series(cluster_key(rows["model"], rows["question"])) + "\x1f" + rows["feature"].astype(str).to_numpy() \
-        + "\x1f" + rows["mode"].astype(str).to_numpy()
-    codes = pd.factorize(key)[0]
+    codes = _column_codes(rows, ("model", "question", "feature", "mode"))
     tot = np.bincount(codes, pv)[codes]
     cnt = np.bincount(codes)[codes]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -217,34 +216,175 @@ def target_context(rows: pd.DataFrame, pv: np.ndarray) -> np.ndarray:
 
 
 def _disagreement_predictions(fold: np.ndarray, folds: int, *, dis: np.ndarray, obs_dis: np.ndarray,
-                              y: np.ndarray, d_stratum: np.ndarray, d_parent: np.ndarray) -> np.ndarray:
+                              y: np.ndarray, d_stratum: np.ndarray, d_parent: np.ndarray,
+                              stratum_parent: np.ndarray) -> np.ndarray:
     """Cross-fitted ``p̂`` of every disagreement: for a cluster of fold k, its stratum's
     mean debiased decision over the observed clusters of the other folds, shrunk to the
-    model × direction rate (Jeffreys-smoothed), clipped into (0, 1)."""
+    model × direction rate (Jeffreys-smoothed), clipped into (0, 1).
+
+    ``d_stratum`` / ``d_parent``: int codes of each row's stratum (model × direction ×
+    context × category × mode) and its parent (model × direction × context);
+    ``stratum_parent``: the parent code of each stratum code."""
     p_hat = np.full(len(fold), np.nan)
+    n_s, n_p = len(stratum_parent), int(stratum_parent.max(initial=-1)) + 1
     for k in range(folds):
         t = (fold != k) & obs_dis
         vals = np.clip(y[t], 0.0, 1.0)
-        par = pd.DataFrame({"p": d_parent[t], "v": vals}).groupby("p")["v"].agg(["sum", "size"])
-        par_rate = (par["sum"] + 0.5) / (par["size"] + 1.0)
-        rate = _smoothed_rate(vals, d_stratum[t], d_parent[t], par_rate, SHRINK)
+        par_sum = np.bincount(d_parent[t], np.nan_to_num(vals), minlength=n_p)
+        par_n = np.bincount(d_parent[t], minlength=n_p)
+        par_rate = (par_sum + 0.5) / (par_n + 1.0)
+        st_sum = np.bincount(d_stratum[t], np.nan_to_num(vals), minlength=n_s)
+        st_n = np.bincount(d_stratum[t], minlength=n_s)
+        rate = (st_sum + SHRINK * par_rate[stratum_parent]) / (st_n + SHRINK)
         sel = (fold == k) & dis
-        pr = pd.Series(d_stratum[sel]).map(rate).fillna(pd.Series(d_parent[sel]).map(par_rate)).fillna(0.5)
-        p_hat[sel] = np.clip(pr.to_numpy(dtype=float), 1e-3, 1 - 1e-3)
+        ds, dp = d_stratum[sel], d_parent[sel]
+        pr = np.where(st_n[ds] > 0, rate[ds], np.where(par_n[dp] > 0, par_rate[dp], 0.5))
+        p_hat[sel] = np.clip(pr, 1e-3, 1 - 1e-3)
     return p_hat
 
 
-def _hajek_rate(keys: np.ndarray, values: np.ndarray, weights: np.ndarray, *, prior: pd.Series, default: float,
-                strength: float = 1.0) -> pd.Series:
-    """Weighted mean of ``values`` per key, shrunk with ``strength`` pseudo-rows towards
-    ``prior[key]`` (or ``default``): ``(Σ w v + s·w̄·prior) / (Σ w + s·w̄)``."""
-    if len(keys) == 0:
-        return pd.Series(dtype=float)
-    df = pd.DataFrame({"k": keys, "wv": weights * values, "w": weights})
-    agg = df.groupby("k").agg(wv=("wv", "sum"), w=("w", "sum"), c=("w", "size"))
-    mean_w = agg["w"] / agg["c"]
-    p0 = agg.index.to_series().map(prior).fillna(default) if len(prior) else pd.Series(default, index=agg.index)
-    return (agg["wv"] + strength * mean_w * p0) / (agg["w"] + strength * mean_w)
+def _hajek_codes(codes: np.ndarray, values: np.ndarray, weights: np.ndarray, n_codes: int, *, prior: np.ndarray,
+                 strength: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted mean of ``values`` per code, shrunk with ``strength`` pseudo-rows towards
+    ``prior[code]``: ``(Σ w v + s·w̄·prior) / (Σ w + s·w̄)``; and whether the code has rows."""
+    wv = np.bincount(codes, weights * values, minlength=n_codes)
+    w = np.bincount(codes, weights, minlength=n_codes)
+    c = np.bincount(codes, minlength=n_codes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_w = w / c
+        rate = (wv + strength * mean_w * prior) / (w + strength * mean_w)
+    return rate, (c > 0) & np.isfinite(rate)
+
+
+@dataclass
+class _Design:
+    """What :func:`estimate` derives from the rows, their labels, the plan's parameters and
+    tasks alone — not from the decisions (kept with the index: :func:`_design`)."""
+
+    n: int
+    nm: int
+    nq: int
+    n_clusters: int
+    c_model: np.ndarray
+    row_cluster: np.ndarray
+    has_dis: np.ndarray
+    c_exists: np.ndarray
+    pi_c: np.ndarray
+    sampled_c: np.ndarray
+    pi_a_row: np.ndarray
+    audit_sel: np.ndarray
+    need: np.ndarray
+    has_task: np.ndarray
+    folds: int
+    fold: np.ndarray
+    d_stratum: np.ndarray
+    d_parent: np.ndarray
+    stratum_parent: np.ndarray
+    a_stratum_code: np.ndarray  # model × agreed label of an agreement, -1 on disagreements
+    a_names: np.ndarray  # its name per code (``model|agree<label>``)
+    a_ctx_code: np.ndarray  # audit stratum × context bin, -1 on disagreements
+    ctx_stratum: np.ndarray  # the audit stratum of each a_ctx code
+    agreement_sizes: list  # per model: agreements per audit stratum (Series by name)
+    counts: dict
+    coef: dict
+    notes: list
+
+    @property
+    def row_model(self) -> np.ndarray:
+        return self.row_cluster // self.nq
+
+
+def _digest(*arrays) -> str:
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: UnitIndex, judge_a: str,
+            judge_b: str, realised: dict | None, g: np.ndarray, m: np.ndarray, iid: np.ndarray) -> _Design:
+    """The decision-independent part of :func:`estimate`. Kept in ``index.memo`` (one entry,
+    keyed by the labels, the parameters and the tasks), so a caller that scores the same rows
+    again after new decisions (the Scores page) reuses it."""
+    import json
+
+    task_iid = np.sort(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64))
+    key = None
+    if realised is None:
+        key = ("cluster-design", judge_a, judge_b, json.dumps(params, sort_keys=True, default=str),
+               _digest(g, m, iid, task_iid))
+        hit = index.memo.get("cluster-design")
+        if hit is not None and hit[0] == key:
+            return hit[1]
+    rows = instances.iloc[index.row_pos]
+    n = len(rows)
+    dis, agree = g != m, g == m
+    nm, nq = len(index.models), len(index.questions)
+    row_model = pd.Index(index.models).get_indexer(rows["model"].astype(str).to_numpy())
+    row_q = pd.Index(index.questions).get_indexer(rows["question"].astype(str).to_numpy())
+    row_cluster = row_model * nq + row_q
+    n_clusters = nm * nq
+    c_model = np.arange(n_clusters) // nq
+    has_dis = np.bincount(row_cluster[dis], minlength=n_clusters) > 0
+    c_exists = np.bincount(row_cluster, minlength=n_clusters) > 0
+    c_models = index.models[c_model]
+    c_questions = index.questions[np.arange(n_clusters) % nq]
+    pi_c = np.where(c_exists, cluster_probability(params, c_models, has_dis), 0.0)
+    if realised is None:
+        sampled_c = c_exists & sampled_clusters(params, c_models, c_questions, has_dis)
+    else:
+        picked = set(map(tuple, realised.get("clusters", [])))
+        sampled_c = c_exists & np.array([(str(a), str(b)) in picked for a, b in zip(c_models, c_questions)], dtype=bool)
+    pi_a_row = audit_row_probabilities(params, index, rows, g, m)
+    drawn = (audited_rows(params, iid, index.models[row_model], pi_a_row) if realised is None
+             else pd.Index(iid).isin(list(realised.get("audits", []))))
+    audit_sel = agree & sampled_c[row_cluster] & drawn
+    need = (dis & sampled_c[row_cluster]) | audit_sel
+    notes = []
+    planned = pd.Index(iid).isin(pd.Index(task_iid))
+    if (need & ~planned).any():
+        notes.append(f"{int((need & ~planned).sum())} instance(s) of sampled questions have no task (judgments changed "
+                     "after the plan was made?); those questions count as not yet adjudicated")
+    has_task = np.bincount(row_cluster[need], minlength=n_clusters) > 0
+    folds = int(params.get("folds", DEFAULT_FOLDS))
+    # a cluster's fold depends on its key alone: computed per cluster, not per row
+    fold = fold_of(c_models, c_questions, seed=int(params.get("seed", 0)), folds=folds)[row_cluster]
+    ctx = target_context(rows, (g + m) / 2)
+    cat = pd.factorize(rows["category"].astype(str))[0]
+    mode = pd.factorize(rows["mode"].astype(str))[0]
+    direction = (g == 1).astype(np.int64)
+    d_parent = np.unique((row_model * 2 + direction) * 3 + ctx, return_inverse=True)[1].reshape(-1)
+    n_cat, n_mode = int(cat.max(initial=-1)) + 2, int(mode.max(initial=-1)) + 2
+    d_code, d_stratum = np.unique((d_parent * n_cat + cat) * n_mode + mode, return_inverse=True)
+    d_stratum = d_stratum.reshape(-1)
+    stratum_parent = np.zeros(len(d_code), dtype=np.int64)
+    stratum_parent[d_stratum] = d_parent
+    lab = np.nan_to_num(g).astype(np.int64)
+    a_stratum_code = np.where(agree, row_model * 2 + lab, -1)
+    a_names = np.array([f"{mm}|agree{k}" for mm in index.models for k in (0, 1)], dtype=object)
+    a_ctx_code = np.where(agree, a_stratum_code * 3 + ctx, -1)
+    ctx_stratum = np.arange(2 * nm * 3) // 3
+    sizes = []
+    for mi in range(nm):
+        c = np.bincount(a_stratum_code[agree & (row_model == mi)] - 2 * mi, minlength=2)
+        order = np.argsort(-c, kind="stable")
+        sizes.append(pd.Series(c[order], index=a_names[2 * mi + order])[lambda s: s > 0])
+    counts = _cluster_counts(index, row_cluster, n_clusters)
+    den_m = {num: counts[DENOMINATORS[num]].reshape(nm, nq).sum(axis=1) for num in NUMERATORS}
+    i32 = np.int32  # row-length codes kept with the index: half the memory of int64
+    out = _Design(n=n, nm=nm, nq=nq, n_clusters=n_clusters, c_model=c_model, row_cluster=row_cluster.astype(i32),
+                  has_dis=has_dis, c_exists=c_exists, pi_c=pi_c, sampled_c=sampled_c, pi_a_row=pi_a_row,
+                  audit_sel=audit_sel, need=need, has_task=has_task, folds=folds, fold=fold.astype(np.int8),
+                  d_stratum=d_stratum.astype(i32), d_parent=d_parent.astype(i32), stratum_parent=stratum_parent,
+                  a_stratum_code=a_stratum_code.astype(i32), a_names=a_names, a_ctx_code=a_ctx_code.astype(i32), ctx_stratum=ctx_stratum, agreement_sizes=sizes, counts=counts,
+                  coef=_coefficients(den_m), notes=notes)
+    if key is not None:
+        index.memo["cluster-design"] = (key, out)
+    return out
 
 
 def _wrong_rates(keys: np.ndarray, wrong: np.ndarray, weight: np.ndarray, noise: np.ndarray) -> pd.DataFrame:
@@ -350,46 +490,24 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     rng = np.random.default_rng(0) if rng is None else rng
     require_columns(tasks, [INSTANCE_KEY], "tasks")
     require_columns(decisions, [INSTANCE_KEY, "annotator", "h"], "decisions")
-    notes: list[str] = []
     index = index if index is not None else build_index(instances, condition=condition)
-    rows = instances.iloc[index.row_pos]
-    n = len(rows)
-    g = pd.to_numeric(rows[judge_a], errors="coerce").to_numpy(dtype=float)
-    m = pd.to_numeric(rows[judge_b], errors="coerce").to_numpy(dtype=float)
+    _require_labels = [judge_a, judge_b, INSTANCE_KEY]
+    require_columns(instances, _require_labels, "instances")
+    g = pd.to_numeric(instances[judge_a], errors="coerce").to_numpy(dtype=float)[index.row_pos]
+    m = pd.to_numeric(instances[judge_b], errors="coerce").to_numpy(dtype=float)[index.row_pos]
     if np.isnan(g).any() or np.isnan(m).any():
         raise ValueError("every scored row needs both judges' labels (exclude unlabelled instructions first)")
-    dis, agree = g != m, g == m
-    nm, nq = len(index.models), len(index.questions)
-    row_model = pd.Index(index.models).get_indexer(rows["model"].astype(str).to_numpy())
-    row_q = pd.Index(index.questions).get_indexer(rows["question"].astype(str).to_numpy())
-    row_cluster = row_model * nq + row_q
-    n_clusters = nm * nq
-    c_model = np.arange(n_clusters) // nq
-    iid = rows[INSTANCE_KEY].to_numpy(dtype=np.int64)
+    iid = instances[INSTANCE_KEY].to_numpy(dtype=np.int64)[index.row_pos]
+    d = _design(instances, tasks, params, index, judge_a, judge_b, realised, g, m, iid)
+    notes: list[str] = list(d.notes)
+    n, dis, agree = d.n, g != m, g == m
+    nm, nq, n_clusters, c_model, row_model, row_cluster = d.nm, d.nq, d.n_clusters, d.c_model, d.row_model, d.row_cluster
+    has_dis, c_exists, pi_c, sampled_c, pi_a_row = d.has_dis, d.c_exists, d.pi_c, d.sampled_c, d.pi_a_row
+    audit_sel, need, has_task, a_code = d.audit_sel, d.need, d.has_task, d.a_stratum_code
 
-    # --- the design as realised so far (hashed draws: recomputed from the plan's parameters)
-    has_dis = np.bincount(row_cluster[dis], minlength=n_clusters) > 0
-    c_exists = np.bincount(row_cluster, minlength=n_clusters) > 0
-    c_models = index.models[c_model]
-    c_questions = index.questions[np.arange(n_clusters) % nq]
-    pi_c = np.where(c_exists, cluster_probability(params, c_models, has_dis), 0.0)
-    if realised is None:
-        sampled_c = c_exists & sampled_clusters(params, c_models, c_questions, has_dis)
-    else:
-        picked = set(map(tuple, realised.get("clusters", [])))
-        sampled_c = c_exists & np.array([(str(a), str(b)) in picked for a, b in zip(c_models, c_questions)], dtype=bool)
-    pi_a_row = audit_row_probabilities(params, index, rows, g, m)
-    drawn = (audited_rows(params, iid, rows["model"].to_numpy(), pi_a_row) if realised is None
-             else pd.Index(iid).isin(list(realised.get("audits", []))))
-    audit_sel = agree & sampled_c[row_cluster] & drawn
-    need = (dis & sampled_c[row_cluster]) | audit_sel
-    planned = pd.Index(iid).isin(pd.Index(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)))
-    if (need & ~planned).any():
-        notes.append(f"{int((need & ~planned).sum())} instance(s) of sampled questions have no task (judgments changed "
-                     "after the plan was made?); those questions count as not yet adjudicated")
+    # --- the design as realised so far
     decided = pd.Index(iid).isin(pd.Index(decisions[INSTANCE_KEY].to_numpy(dtype=np.int64)).unique())
     missing = np.bincount(row_cluster[need & ~decided], minlength=n_clusters) > 0
-    has_task = np.bincount(row_cluster[need], minlength=n_clusters) > 0
     observed_c = sampled_c & ~missing
     # interim: a random subset of the clusters with tasks is complete (queue in random cluster order)
     done_share = np.ones(n_clusters)
@@ -403,7 +521,6 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     obs_row = observed_c[row_cluster]
     obs_dis = dis & obs_row
     audited = audit_sel & obs_row
-    a_stratum = np.where(agree, agreement_stratum(rows["model"].to_numpy(), g), "")
     n_sampled = np.bincount(c_model, sampled_c, minlength=nm).astype(int)
     n_observed = np.bincount(c_model, observed_c, minlength=nm).astype(int)
     for mi, mm in enumerate(index.models):
@@ -427,28 +544,23 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
           else np.full(n, np.nan))
 
     # --- cross-fitted predictions: p̂ for disagreements, q̂ for agreements
-    folds = int(params.get("folds", DEFAULT_FOLDS))
-    fold = fold_of(rows["model"].to_numpy(), rows["question"].to_numpy(), seed=int(params.get("seed", 0)), folds=folds)
-    direction = np.where(g == 1, "A1B0", "A0B1")
-    ctx = target_context(rows, (g + m) / 2).astype(str)
-    d_parent = (rows["model"].astype(str) + "|" + direction + "|c" + ctx).to_numpy(dtype=object)
-    d_stratum = (pd.Series(d_parent) + "|" + rows["category"].astype(str).to_numpy() + "|"
-                 + rows["mode"].astype(str).to_numpy()).to_numpy(dtype=object)
-    p_hat = _disagreement_predictions(fold, folds, dis=dis, obs_dis=obs_dis, y=y0, d_stratum=d_stratum,
-                                      d_parent=d_parent)
+    folds, fold = d.folds, d.fold
+    p_hat = _disagreement_predictions(fold, folds, dis=dis, obs_dis=obs_dis, y=y0, d_stratum=d.d_stratum,
+                                      d_parent=d.d_parent, stratum_parent=d.stratum_parent)
     w_row = inv_pi[row_cluster] / np.maximum(pi_a_row, 1e-12)  # 1/(π_c π_A): Hájek weights of the audit
-    a_ctx = (pd.Series(a_stratum) + "|c" + ctx).to_numpy(dtype=object)
     q_hat = np.full(n, np.nan)
+    base = AUDIT_PRIOR[0] if (pi_a_row > 0).any() else 0.0
+    n_s, n_c = int(d.a_stratum_code.max(initial=-1)) + 1, int(d.a_ctx_code.max(initial=-1)) + 1
     for k in range(folds):
         t = audited & (fold != k)
         wrong = np.where(g[t] == 1, 1 - y0[t], y0[t])  # linear in ỹ, so unbiased
-        base = AUDIT_PRIOR[0] if (pi_a_row > 0).any() else 0.0
-        r_s = _hajek_rate(a_stratum[t], wrong, w_row[t], prior=pd.Series(dtype=float), default=base)
-        r_c = _hajek_rate(a_ctx[t], wrong, w_row[t], prior=pd.Series(a_stratum[t], index=a_ctx[t]).groupby(level=0).first().map(r_s),
-                          default=base, strength=AUDIT_SHRINK)
+        r_s, seen_s = _hajek_codes(d.a_stratum_code[t], wrong, w_row[t], n_s, prior=np.full(n_s, base))
+        r_c, seen_c = _hajek_codes(d.a_ctx_code[t], wrong, w_row[t], n_c, prior=r_s[d.ctx_stratum],
+                                   strength=AUDIT_SHRINK)
         sel = agree & (fold == k)
-        rs = pd.Series(a_ctx[sel]).map(r_c).fillna(pd.Series(a_stratum[sel]).map(r_s)).fillna(base)
-        rs = rs.clip(0.0, 0.5).to_numpy(dtype=float)
+        cs, ss = d.a_ctx_code[sel], d.a_stratum_code[sel]
+        rs = np.where(seen_c[cs], r_c[cs], np.where(seen_s[ss], r_s[ss], base))
+        rs = np.clip(rs, 0.0, 0.5)
         q_hat[sel] = g[sel] * (1 - rs) + (1 - g[sel]) * rs
 
     # --- each decided item's minimum-variance unbiased estimate, its prediction as prior
@@ -480,10 +592,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         higher = s_zh[num] - s_zj[num] - np.bincount(row_cluster, g_j[num] * e_dev, minlength=n_clusters)
         s_zd[num] = s_zj[num] + higher
         s_z[num] = s_zd[num] + np.bincount(row_cluster, g_j[num] * a_dev, minlength=n_clusters)
-    counts = _cluster_counts(index, row_cluster, n_clusters)
+    counts, coef = d.counts, d.coef
     totals = {num: s_x[num] + inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
-    den_m = {num: counts[DENOMINATORS[num]].reshape(nm, nq).sum(axis=1) for num in NUMERATORS}
-    coef = _coefficients(den_m)
 
     # --- measurement variance (two-stage, linearised), by source
     gz = index.gradients(z)
@@ -518,7 +628,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         v_dec_d = np.bincount(row_cluster, np.where(obs_dis, v_dec, 0.0), minlength=n_clusters)
         v_d = np.bincount(c_model, np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib_d ** 2 + v_dec_d * inv_pi, 0.0),
                           minlength=nm)
-        floor = _audit_floor(gm, audited, a_stratum, wrong_u, pa, pi_eff[row_cluster], row_model, nm)
+        floor = _audit_floor(gm, audited, a_code, wrong_u, pa, pi_eff[row_cluster], row_model, nm)
         v_audit = np.maximum(v_cluster - v_d, floor)
         floor_var[metric] = np.maximum(floor - (v_cluster - v_d), 0.0)
         v_cluster = v_d + v_audit
@@ -546,9 +656,9 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         "disagreements_decided": np.bincount(row_model, obs_dis, minlength=nm).astype(int),
         "audits_planned": np.bincount(row_model, audit_sel, minlength=nm).astype(int),
         "audits_decided": np.bincount(row_model, audited, minlength=nm).astype(int)})
-    rates = _wrong_rates(a_stratum[audited], np.where(g[audited] == 1, 1 - y[audited], y[audited]),
+    rates = _wrong_rates(d.a_names[a_code[audited]], np.where(g[audited] == 1, 1 - y[audited], y[audited]),
                          w_row[audited], v[audited])
-    both_wrong = _both_wrong(index.models, row_model, agree, a_stratum, rates, level)
+    both_wrong = _both_wrong(index.models, d.agreement_sizes, rates, level)
     return ClusterEstimate(models=index.models, questions=index.questions,
                            tasks_of_question=np.asarray(index.tasks)[_question_task(index)],
                            table=pd.DataFrame(table), components=comps,
@@ -558,6 +668,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                            df=df_m, notes=notes, smooth=smooth, index=index, floor_variance=floor_var)
 
 def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> np.ndarray:
+    # a_stratum: each row's audit stratum (any labels: names or codes)
     """Rate-based floor for the variance that the audit's corrections add.
 
     Both-judges-wrong errors are rare, so the design-based variance of the audit terms
@@ -586,26 +697,26 @@ def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> 
     return np.bincount(s_model, per_stratum, minlength=nm)
 
 
-def _both_wrong(models, row_model, agree, a_stratum, rates: pd.DataFrame, level: float) -> pd.DataFrame:
+def _both_wrong(models, agreement_sizes: list, rates: pd.DataFrame, level: float) -> pd.DataFrame:
     """Per model: share of its agreements on which both judges are wrong (audit strata
-    pooled with weights = stratum sizes), with a normal interval clipped at 0."""
+    pooled with weights = stratum sizes: ``agreement_sizes``, per model a Series of
+    agreements by audit stratum), with a normal interval clipped at 0."""
     z = stats.norm.ppf(0.5 + level / 2)
     rows = []
-    for mi, mm in enumerate(models):
-        mine = agree & (row_model == mi)
-        sizes = pd.Series(a_stratum[mine]).value_counts()
+    for mm, sizes in zip(models, agreement_sizes):
         got = rates.reindex(sizes.index)
         ok = got["n"].notna().to_numpy()
         if not ok.any():
-            rows.append({"model": mm, "agreements": int(mine.sum()), "audited": 0, "both_wrong": np.nan,
+            rows.append({"model": mm, "agreements": int(sizes.sum()), "audited": 0, "both_wrong": np.nan,
                          "lo": np.nan, "hi": np.nan})
             continue
         w = (sizes[ok] / sizes[ok].sum()).to_numpy()
         est = float((w * got["rate"].to_numpy()[ok]).sum())
         se = float(np.sqrt((w ** 2 * got["var"].to_numpy()[ok]).sum()))
-        rows.append({"model": mm, "agreements": int(mine.sum()), "audited": int(got["n"].to_numpy()[ok].sum()),
+        rows.append({"model": mm, "agreements": int(sizes.sum()), "audited": int(got["n"].to_numpy()[ok].sum()),
                      "both_wrong": 100 * est, "lo": 100 * max(est - z * se, 0.0), "hi": 100 * (est + z * se)})
     return pd.DataFrame(rows)
+
 
 def population_intervals(est: ClusterEstimate, *, n_boot: int = 2000, level: float = 0.95,
                          rng: np.random.Generator | None = None) -> pd.DataFrame:

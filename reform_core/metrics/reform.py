@@ -20,7 +20,7 @@ literal per-unit loop used as a cross-check and benchmark baseline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
@@ -167,6 +167,9 @@ class UnitIndex:
     mem_rows: np.ndarray
     uv_starts: np.ndarray
     unit_uv_starts: np.ndarray
+    # what callers derive from these rows alone (labels and decisions aside), kept with the index
+    # so that a caller holding it reuses it (e.g. the estimator's design arrays after a new decision)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def pass_vector(self, instances: pd.DataFrame, p: str) -> np.ndarray:
         """The pass values of the indexed rows; ValueError on NaN or values outside [0, 1]."""
@@ -208,19 +211,28 @@ class UnitIndex:
         """
         n = len(pv)
         out = {"allpass": _leave_one_out(pv, self.inst_rows, self.inst_starts, n)}
-        if len(self.unit_k):
-            unit_mem_starts = self.uv_starts[self.unit_uv_starts]
-            mem_unit = np.repeat(np.arange(len(self.unit_k)), np.diff(np.r_[unit_mem_starts, len(self.mem_rows)]))
-            mem_k = self.unit_k[mem_unit]
-        for k in KS:
-            if not len(self.unit_k):
-                out[f"joint{k}"] = np.zeros(n)
-                continue
-            sel = np.flatnonzero(mem_k == k)
-            rows = self.mem_rows[sel]
-            starts = _starts(mem_unit[sel])
-            out[f"joint{k}"] = _leave_one_out(pv, rows, starts, n)
+        for k, (rows, starts) in zip(KS, self._unit_groups()):
+            out[f"joint{k}"] = _leave_one_out(pv, rows, starts, n) if len(self.unit_k) else np.zeros(n)
         return out
+
+    def _unit_groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per K: the member rows of the units of size K and the start of each unit's run
+        (fixed by the index: computed once, kept in ``memo``)."""
+        got = self.memo.get("unit-groups")
+        if got is None:
+            got = []
+            if len(self.unit_k):
+                unit_mem_starts = self.uv_starts[self.unit_uv_starts]
+                mem_unit = np.repeat(np.arange(len(self.unit_k)), np.diff(np.r_[unit_mem_starts, len(self.mem_rows)]))
+                mem_k = self.unit_k[mem_unit]
+            for k in KS:
+                if not len(self.unit_k):
+                    got.append((np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
+                    continue
+                sel = np.flatnonzero(mem_k == k)
+                got.append((self.mem_rows[sel].astype(np.int32), _starts(mem_unit[sel])))
+            self.memo["unit-groups"] = got
+        return got
 
 
 def _leave_one_out(pv: np.ndarray, rows: np.ndarray, starts: np.ndarray, n: int) -> np.ndarray:
@@ -618,6 +630,12 @@ def _task_from(index: UnitIndex, s: dict[str, np.ndarray], overall: str = "overa
     return out[["model", "task_type"] + TABLE2_COLUMNS[1:] + ["pooled"]]
 
 
+def _rows_of(instances: pd.DataFrame, column: str, value) -> pd.DataFrame:
+    """The rows whose ``column`` equals ``value`` (the frame itself when all do: no copy)."""
+    keep = (instances[column] == value).to_numpy()
+    return instances if keep.all() else instances[keep]
+
+
 def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str = "question", instruction: str = "instruction",
                  task_type: str = "task_type", condition: str | None = CONDITION_MAIN, condition_col: str = "condition") -> pd.DataFrame:
     """Table A5: per task type, question and instruction counts, mean TCPR and EMCR over
@@ -633,7 +651,7 @@ def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str =
     instances : DataFrame
         The INSTANCES frame it was computed from (for the counts).
     """
-    df = instances if condition is None else instances[instances[condition_col] == condition]
+    df = instances if condition is None else _rows_of(instances, condition_col, condition)
     counts = df.groupby(task_type).agg(questions=(question, "nunique"), instructions=(instruction, "nunique"))
     rows = task[task["task_type"].isin(counts.index)]
     if "pooled" in rows.columns:
@@ -719,7 +737,7 @@ def judge_agreement(
         agrees_a_pct, agrees_b, agrees_b_pct``.
     """
     _require(instances, ["model", judge_a, judge_b, iid], "instances")
-    df = instances if condition is None else instances[instances[condition_col] == condition]
+    df = instances if condition is None else _rows_of(instances, condition_col, condition)
     g = pd.to_numeric(df[judge_a], errors="coerce").to_numpy(float)
     m = pd.to_numeric(df[judge_b], errors="coerce").to_numpy(float)
     both = ~np.isnan(g) & ~np.isnan(m)

@@ -136,15 +136,18 @@ class Estimate:
     seed: int
     notes: list = field(default_factory=list)
     inputs: Optional[PlanInputs] = None
+    index: Optional[object] = None  # the unit index it ran on (UnitIndex: reused by a rerun)
 
 
 def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *, intervals: bool = False,
                      reps: int = DEFAULT_REPS, seed: int = 0, judge_a: str = "label_a",
-                     judge_b: str = "label_b") -> Estimate:
+                     judge_b: str = "label_b", index=None) -> Estimate:
     """The question-cluster difference estimate of the main condition (``instances``: the
     scored main rows, both labels present). ``intervals`` adds the population bootstrap
     (``reps`` replicates) and the adjudicator-error refits; the measurement interval is
-    always computed (analytic)."""
+    always computed (analytic). ``index``: the unit index of ``instances`` (built with
+    ``condition=None``) when the caller holds it; it keeps the estimator's design arrays, so a
+    rerun after new decisions reuses them."""
     from reform_core.estimators import cluster
     from reform_core.metrics.reform import build_index
 
@@ -152,7 +155,7 @@ def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *,
         raise ValueError(f"reps must be >= 1, got {reps!r}")
     params = plan["params"]
     rng = np.random.default_rng(int(seed))
-    index = build_index(instances, condition=None)
+    index = index if index is not None else build_index(instances, condition=None)
     est = cluster.estimate(instances, inputs.tasks[["iid"]], inputs.decisions[["iid", "annotator", "h"]], params,
                            judge_a=judge_a, judge_b=judge_b, condition=None, index=index, rng=rng,
                            error_boot=cluster.ERROR_BOOT if intervals else 0)
@@ -161,18 +164,17 @@ def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *,
     unmeasured = _unmeasured(est.progress)
     scores.loc[scores["model"].isin(unmeasured), ["measurement_lo", "measurement_hi"]] = np.nan
     table = est.table[["model", *INTERVAL_METRICS, "constraint_level"]].copy()
-    rows = instances.iloc[index.row_pos]
     # debiased decisions may leave [0, 1]; the plug-in breakdown tables need probabilities
-    smooth = pd.Series(np.clip(est.smooth, 0.0, 1.0), index=rows["iid"].to_numpy())
-    tot = []
-    for qi, q in enumerate(est.questions):
-        for mi, mm in enumerate(est.models):
-            r = {"model": mm, "question": q}
-            for num in est.totals:
-                r[f"t_{num}"] = float(est.totals[num][mi, qi])
-                r[f"d_{num}"] = float(est.denominators[num][mi, qi])
-            if r["d_rows"] > 0:
-                tot.append(r)
+    smooth = pd.Series(np.clip(est.smooth, 0.0, 1.0), index=instances["iid"].to_numpy()[index.row_pos])
+    # per (model, question) cluster with rows, question-major: T_c and D_c of each numerator
+    nq, nm = len(est.questions), len(est.models)
+    cols = {"model": np.tile(np.asarray(est.models, dtype=object), nq),
+            "question": np.repeat(np.asarray(est.questions, dtype=object), nm)}
+    for num in est.totals:
+        cols[f"t_{num}"] = est.totals[num].T.reshape(-1).astype(float)
+        cols[f"d_{num}"] = est.denominators[num].T.reshape(-1).astype(float)
+    tot = pd.DataFrame(cols)
+    tot = tot[tot["d_rows"].to_numpy() > 0].reset_index(drop=True)
     acc = est.error_model.accuracy() if est.error_model.identified else pd.DataFrame(
         columns=["annotator", "sensitivity", "specificity", "accuracy", "decisions", "double_items"])
     notes = list(est.notes)
@@ -181,8 +183,8 @@ def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *,
                      "questions count as not yet adjudicated until another annotator decides them")
     return Estimate(name=ESTIMATOR, plan=str(plan["name"]), params=params, table=table, scores=scores,
                     both_wrong=est.both_wrong.copy(), annotators=acc.reset_index(drop=True), progress=est.progress.copy(),
-                    smooth=smooth, totals=pd.DataFrame(tot), error_identified=bool(est.error_model.identified),
-                    with_population=intervals, reps=int(reps), seed=int(seed), notes=notes, inputs=inputs)
+                    smooth=smooth, totals=tot, error_identified=bool(est.error_model.identified),
+                    with_population=intervals, reps=int(reps), seed=int(seed), notes=notes, inputs=inputs, index=index)
 
 
 def _unmeasured(progress: pd.DataFrame) -> list[str]:

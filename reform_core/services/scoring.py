@@ -221,6 +221,9 @@ class ScoreResult:
     intervals: Optional[pd.DataFrame] = None  # model, metric, estimate, measurement_lo/_hi, population_lo/_hi
     interval_reps: int = 0
     interval_seed: int = 0
+    # the default estimator's stratified calibration of every row (p, stratum, source, provisional)
+    # and its rates: rescore updates them for new decisions instead of recalibrating the project
+    stratified: Optional[tuple[pd.DataFrame, pd.DataFrame]] = None
 
 
 def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.Series]:
@@ -338,10 +341,13 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
                  metrics: list[str], has_baseline: bool, verifier: dict[str, tuple[dict, int]],
                  catalogs: list[str], method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """Per model: instructions answered / scored, exclusions, constraint level, notes."""
-    main = result_inst[result_inst["condition"] == "main"]
+    is_main = (result_inst["condition"] == "main").to_numpy()
+    main = result_inst if is_main.all() else result_inst[is_main]
     models = sorted(set(t2["model"].astype(str)) | set(facts["answered"].index.astype(str)) | set(unlabelled.index))
     unknown = facts["unknown_targets"]
-    level = (100 * main.groupby("model")["p"].mean()) if len(main) else pd.Series(dtype=float)
+    level = (100 * main["p"].groupby(main["model"]).mean()) if len(main) else pd.Series(dtype=float)
+    if "known_target_models" not in facts:  # label-independent: kept in the facts rescore reuses
+        facts["known_target_models"] = set(main.loc[main["baseline_opposed"].notna().to_numpy(), "model"].astype(str))
     t2i = t2.set_index("model")
     rows, notes = [], {}
     for m in models:
@@ -365,8 +371,7 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
             note.append("emcr, r1, r2, r3: the project has no baseline annotations, so no target is known to be "
                         "baseline-opposed; EMCR is not claimed")
         elif n_scored:
-            known_targets = main[(main["model"] == m) & main["baseline_opposed"].notna()]
-            if known_targets.empty:
+            if m not in facts["known_target_models"]:
                 note.append("emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
                             "known to be baseline-opposed")
             else:
@@ -439,17 +444,22 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
                                 f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page")
         inst, rates = calibrated_instances(frames, "stratified" if method == "cluster" else method)
         if method == "cluster":
+            stratified = (inst, rates)
             inst, rates = _both_labels_required(inst), None
     inst, unlabelled = drop_unlabelled(inst)
     if inst.empty:
         raise ScoringError(f"no instruction has a label for every constraint ({method})")
-    main = inst["condition"] == "main"
+    main = (inst["condition"] == "main").to_numpy()
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
-    est = None
+    est, index = None, None
     if method == "cluster":
-        inst, est = _cluster_scored(engine, frames, inst, main, plan, with_intervals=with_intervals, reps=reps, seed=seed)
-    result = _assemble(engine, frames, inst, rates, method, unlabelled, messages, estimate=est)
+        index = build_index(inst[main] if not main.all() else inst)
+        inst, est = _cluster_scored(engine, frames, inst, main, plan, index=index, with_intervals=with_intervals,
+                                    reps=reps, seed=seed)
+    result = _assemble(engine, frames, inst, rates, method, unlabelled, messages, estimate=est, index=index)
+    if method == "cluster":
+        result.stratified = stratified
     if with_intervals:
         add_intervals(result, reps=reps, seed=seed)
     return result
@@ -464,13 +474,13 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     choice = frames.pair
     provisional = False if method.startswith("judge:") or method == "cluster" else \
         bool(inst.get("provisional", pd.Series(False)).any())
-    main = inst["condition"] == "main"
+    main = (inst["condition"] == "main").to_numpy()
     fixed = dict(facts or {})
     facts = _project_facts(engine, decisions_only=bool(fixed))
     facts.update({k: v for k, v in fixed.items() if k != "decisions"})
     has_baseline = facts["baseline_annotated"] > 0
     metrics = [m for m in facts["metrics"] if has_baseline or m not in EMCR_METRICS]
-    main_rows = inst[main]
+    main_rows = inst if main.all() else inst[main]  # all main (the usual case): no copy of the rows
     index = index if index is not None else build_index(main_rows)
     tables = reform_tables(main_rows, baseline=frames.baseline, adjudications=main_adjudications(frames),
                            choice="choice", index=index)
@@ -508,30 +518,38 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
 def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
     """The default estimator needs both judges' labels on every scored main row: a main row
     with one label only gets ``p`` NaN, so its instruction is left out and counted."""
-    out = inst.copy()
-    one = (out["condition"] == "main").to_numpy() & (out["label_a"].isna() | out["label_b"].isna()).to_numpy()
-    out.loc[one, "p"] = np.nan
-    return out
+    one = (inst["condition"] == "main").to_numpy() & (inst["label_a"].isna() | inst["label_b"].isna()).to_numpy()
+    if not one.any():
+        return inst
+    p = inst["p"].to_numpy(dtype=float, copy=True)
+    p[one] = np.nan
+    return inst.assign(p=p)  # copy-on-write: the other columns stay shared
 
 
-def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: pd.Series, plan: dict, *,
-                    with_intervals: bool, reps: int, seed: int):
-    """Run the default estimator on the scored main rows; ``p`` of those rows becomes each
-    instance's point estimate (``source = 'cluster'``) for the plug-in breakdown tables."""
+def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: np.ndarray, plan: dict, *,
+                    index, with_intervals: bool, reps: int, seed: int):
+    """Run the default estimator on the scored main rows (``index``: their unit index); ``p``
+    of those rows becomes each instance's point estimate (``source = 'cluster'``) for the
+    plug-in breakdown tables."""
     from reform_core.services import estimates
 
-    rows = inst[main]
+    rows = inst[main] if not main.all() else inst
     inputs = estimates.plan_inputs(engine, plan, frames.instances)
-    est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed)
+    est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed, index=index)
     other = estimates.other_plan_decisions(engine, plan)
     if other:
         est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs the "
                          "design of its own plan); the paper's rules use them")
-    inst = inst.copy()
-    inst.loc[main, "p"] = rows["iid"].map(est.smooth).to_numpy(dtype=float)
+    p = inst["p"].to_numpy(dtype=float, copy=True)
+    p[main] = est.smooth.reindex(rows["iid"].to_numpy()).to_numpy(dtype=float)
+    cols = {"p": p}
     if "source" in inst.columns:
-        inst.loc[main, "source"] = "cluster"
-    return inst, est
+        src = inst["source"].to_numpy(dtype=object, copy=True)
+        src[main] = "cluster"
+        cols["source"] = src
+    if "provisional" in inst.columns:  # the estimator's rows are never the stratified rule's fallback
+        cols["provisional"] = np.where(main, False, inst["provisional"].to_numpy(dtype=bool))
+    return inst.assign(**cols), est  # copy-on-write: the other columns stay shared
 
 
 def _estimator_table2(tables: dict, est) -> None:
@@ -618,38 +636,79 @@ def rescore(engine: Engine, principal: Principal, previous: ScoreResult, adjudic
 
     adj = adjudications[["iid", "a", "choice", "annotator"]].reset_index(drop=True)
     frames = replace(previous.frames, adjudications=adj)
-    if previous.method == "cluster":  # the estimator is not incremental: rerun it (the frames are kept)
-        return score(engine, principal, calibration="cluster", frames=frames)
+    if previous.method == "cluster":
+        return _rescore_cluster(engine, principal, previous, frames)
     old, inst, rates = previous.instances, previous.instances, previous.rates
     if previous.method == "pooled":
         full, rates = calibrated_instances(frames, "pooled")
         kept = full["iid"].isin(old["iid"]).to_numpy()
         inst = old.assign(p=full["p"].to_numpy()[kept], source=full["source"].to_numpy()[kept])
     elif previous.method == "stratified":
-        before = pd.Series(previous.frames.adjudications["a"].to_numpy(float), index=previous.frames.adjudications["iid"].to_numpy())
-        now = pd.Series(adj["a"].to_numpy(float), index=adj["iid"].to_numpy())
-        both = before.index.union(now.index)
-        changed = both[before.reindex(both).fillna(-1).to_numpy() != now.reindex(both).fillna(-1).to_numpy()]
-        rows = frames.instances
-        touched = pd.unique(rows.loc[rows["iid"].isin(changed), "model"])
-        if len(touched):
-            sub = rows[rows["model"].isin(touched)]
-            sub_adj = adj[adj["iid"].isin(sub["iid"])]
-            sub_rates = stratum_rates(sub, sub_adj[["iid", "a"]])
-            cal = calibrate_stratified(sub, sub_adj[["iid", "a"]], rates=sub_rates)
-            pos = pd.Index(old["iid"]).get_indexer(cal["iid"])
-            hit = pos >= 0
-            cols = {}
-            for c in ("p", "stratum", "source", "provisional"):
-                v = old[c].to_numpy().copy()
-                v[pos[hit]] = cal[c].to_numpy()[hit]
-                cols[c] = v
-            inst = old.assign(**cols)
-            keep = ~rates["model"].isin(touched) if rates is not None else None
-            rates = pd.concat([rates[keep], sub_rates], ignore_index=True) if rates is not None else sub_rates
+        inst, rates = _stratified_update(old, rates, previous.frames.adjudications, frames)
     messages = [m for m in previous.messages if not m.startswith("scoring pair: ")]
     return _assemble(engine, frames, inst, rates, previous.method, previous.unlabelled, messages,
                      index=previous.index, facts=previous.facts)
+
+
+def _stratified_update(old: pd.DataFrame, rates: pd.DataFrame, before_adj: pd.DataFrame,
+                       frames: ProjectFrames) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows ``old`` (stratified-calibrated under ``before_adj``) and their ``rates`` under the
+    decisions of ``frames``: only the models whose decisions changed are recalibrated (strata
+    and their fallback are per model); every other row keeps its p, stratum, source and
+    provisional flag."""
+    adj = frames.adjudications
+    before = pd.Series(before_adj["a"].to_numpy(float), index=before_adj["iid"].to_numpy())
+    now = pd.Series(adj["a"].to_numpy(float), index=adj["iid"].to_numpy())
+    both = before.index.union(now.index)
+    changed = both[before.reindex(both).fillna(-1).to_numpy() != now.reindex(both).fillna(-1).to_numpy()]
+    rows = frames.instances
+    touched = pd.unique(rows.loc[rows["iid"].isin(changed), "model"])
+    if not len(touched):
+        return old, rates
+    sub = rows[rows["model"].isin(touched)]
+    sub_adj = adj[adj["iid"].isin(sub["iid"])]
+    sub_rates = stratum_rates(sub, sub_adj[["iid", "a"]])
+    cal = calibrate_stratified(sub, sub_adj[["iid", "a"]], rates=sub_rates)
+    pos = pd.Index(old["iid"]).get_indexer(cal["iid"])
+    hit = pos >= 0
+    cols = {}
+    for c in ("p", "stratum", "source", "provisional"):
+        v = old[c].to_numpy().copy()
+        v[pos[hit]] = cal[c].to_numpy()[hit]
+        cols[c] = v
+    keep = ~rates["model"].isin(touched) if rates is not None else None
+    rates = pd.concat([rates[keep], sub_rates], ignore_index=True) if rates is not None else sub_rates
+    return old.assign(**cols), rates
+
+
+def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult, frames: ProjectFrames) -> ScoreResult:
+    """:func:`rescore` for the default estimator: the kept stratified calibration is updated
+    for the new decisions (its non-main rows are what the tables use; main rows are scored by
+    the estimator), the kept rows, unit index, the estimator's design arrays (in the index) and
+    the project facts are reused; the estimator itself reruns on the plan's current decisions."""
+    from reform_core.services import estimates
+
+    plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
+    if previous.stratified is None or previous.estimate is None or plan is None \
+            or plan["name"] != previous.estimate.plan:
+        return score(engine, principal, calibration="cluster", frames=frames)
+    s_inst, s_rates = previous.stratified
+    if not (s_inst["condition"] == "main").all():
+        # the stratified rule scores the other conditions: apply the new decisions to it (its main rows'
+        # p, source and provisional flag are the estimator's; their stratum does not depend on decisions)
+        s_inst, s_rates = _stratified_update(s_inst, s_rates, previous.frames.adjudications, frames)
+    inst = _both_labels_required(s_inst)
+    kept = previous.instances
+    if len(kept) != len(inst):  # the rows drop_unlabelled kept (labels did not change: the same rows)
+        inst = inst.iloc[pd.Index(inst["iid"]).get_indexer(kept["iid"])]
+    main = (inst["condition"] == "main").to_numpy()
+    messages = [m for m in previous.messages if not m.startswith(("scoring pair: ", "default estimator (plan "))]
+    inst, est = _cluster_scored(engine, frames, inst, main, plan, index=previous.index, with_intervals=False,
+                                reps=2000, seed=0)  # score()'s defaults (no intervals here)
+    result = _assemble(engine, frames, inst, None, "cluster", previous.unlabelled, messages, index=previous.index,
+                       facts=previous.facts, estimate=est)
+    result.stratified = (s_inst, s_rates)
+    return result
 
 
 def score_json(result: ScoreResult) -> dict:

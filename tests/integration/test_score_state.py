@@ -72,6 +72,44 @@ def test_rescore_equals_scoring_from_scratch(project, calibration):
     assert not np.allclose(before.tables["table2"]["tcpr"], fresh.tables["table2"]["tcpr"]), "decisions changed scores"
 
 
+@pytest.mark.parametrize("conditions", [("main",), ("main", "single")])
+def test_rescore_of_the_default_estimator_equals_scoring_from_scratch(sqlite_url, conditions):
+    """The default estimator after new decisions (kept stratified calibration, rows, unit
+    index and the estimator's design arrays reused) gives what scoring from scratch gives,
+    including with two annotators (the adjudicator-error model), a withdrawn decision and a
+    second condition (scored by the stratified rule, whose decisions come from the imported ones)."""
+    from reform_core.services.planning import create_cluster_plan
+
+    eng = get_engine(sqlite_url)
+    simulate_into(eng, seed=4, scale="small", adjudicate=3, conditions=conditions)
+    with write_tx(eng) as conn:
+        lead = Principal(ensure_user(conn, username="lead", role="lead"), "lead", "lead")
+        ann = Principal(ensure_user(conn, username="ann", role="annotator"), "ann", "annotator")
+        ann2 = Principal(ensure_user(conn, username="ann2", role="annotator"), "ann2", "annotator")
+    plan = create_cluster_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", seed=5, name="cluster plan",
+                               double_fraction=0.5).plan_id
+    _decide(eng, ann, plan, 12)
+    before = scoring.score(eng, lead, calibration="cluster")
+    assert before.method == "cluster" and before.stratified is not None
+    _decide(eng, ann2, plan, 8, start=1)
+    S.undo_last(eng, ann2, plan)
+    _decide(eng, ann, plan, 5)
+    adj = scoring.load_project(eng).adjudications
+    fresh = scoring.score(eng, lead, calibration="cluster")
+    again = scoring.rescore(eng, lead, before, adj)
+    _same(again, fresh)
+    assert again.index is before.index and again.estimate.index is before.index, "the kept index was reused"
+    assert "cluster-design" in before.index.memo, "the estimator's design arrays are kept with the index"
+    for name in ("table", "both_wrong", "annotators", "progress", "totals"):
+        pd.testing.assert_frame_equal(getattr(again.estimate, name), getattr(fresh.estimate, name), obj=name)
+    assert again.estimate.notes == fresh.estimate.notes
+    assert not np.allclose(before.estimate.table["tcpr"], fresh.estimate.table["tcpr"]), "decisions changed scores"
+    # a second rescore from the rescored state (the Scores page's chain of decisions)
+    _decide(eng, ann, plan, 3)
+    adj = scoring.load_project(eng).adjudications
+    _same(scoring.rescore(eng, lead, again, adj), scoring.score(eng, lead, calibration="cluster"))
+
+
 def test_rescore_of_a_raw_judge_keeps_its_labels(project):
     eng, lead, ann, plan = project
     before = scoring.score(eng, lead, judge="judge_b")

@@ -264,3 +264,25 @@ def test_an_audit_that_finds_no_error_still_reports_variance():
     assert audit > 0  # the Jeffreys-rate floor: 0 errors found is not 0 errors left
     bw = est.both_wrong.iloc[0]
     assert bw["both_wrong"] == pytest.approx(0.0) and bw["hi"] > 0
+
+
+def test_a_kept_index_reuses_its_design_only_for_the_same_labels_and_tasks():
+    """The design arrays kept with the unit index (for reruns after new decisions) are reused
+    only while labels, tasks and parameters are unchanged: with other labels the estimate is
+    the one a fresh index gives."""
+    inst = tiny_project()
+    prm = params(1.0, 1.0, 1.0)
+    tasks = design.draw(inst, prm)
+    index = build_index(inst, condition=None)
+    half = perfect_decisions(inst, inst["iid"]).iloc[::2]
+    first = cluster.estimate(inst, tasks, half, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index)
+    assert "cluster-design" in index.memo
+    flipped = inst.assign(label_b=1 - inst["label_b"])
+    for frame, dec, t in ((inst, perfect_decisions(inst, inst["iid"]), tasks), (flipped, half, tasks),
+                          (inst, half, tasks.iloc[: len(tasks) // 2])):
+        kept = cluster.estimate(frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index)
+        fresh = cluster.estimate(frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]))
+        pd.testing.assert_frame_equal(kept.table, fresh.table)
+        assert kept.notes == fresh.notes
+    assert not first.table.equals(cluster.estimate(inst, tasks, perfect_decisions(inst, inst["iid"]), prm,
+                                                   error_boot=0, error_model=ae.perfect(["ann"])).table)
