@@ -491,8 +491,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     require_columns(tasks, [INSTANCE_KEY], "tasks")
     require_columns(decisions, [INSTANCE_KEY, "annotator", "h"], "decisions")
     index = index if index is not None else build_index(instances, condition=condition)
-    _require_labels = [judge_a, judge_b, INSTANCE_KEY]
-    require_columns(instances, _require_labels, "instances")
+    require_columns(instances, [judge_a, judge_b, INSTANCE_KEY], "instances")
     g = pd.to_numeric(instances[judge_a], errors="coerce").to_numpy(dtype=float)[index.row_pos]
     m = pd.to_numeric(instances[judge_b], errors="coerce").to_numpy(dtype=float)[index.row_pos]
     if np.isnan(g).any() or np.isnan(m).any():
@@ -576,35 +575,48 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     z = np.where(obs_dis, y, np.where(agree & obs_row, a_corr, x))
     smooth = np.where(obs_dis | audited, y, x)
     s_x = _cluster_sums(index, x, row_cluster, n_clusters)
-    s_z = _cluster_sums(index, z, row_cluster, n_clusters)
-    s_zd = _cluster_sums(index, np.where(obs_dis, y, x), row_cluster, n_clusters)  # audits left out
+    # Every other sum and derivative below enters only through the observed clusters (the
+    # others have 1/π = 0 and are masked), so they are computed on those clusters' rows alone
+    # (``sub``, rows ``rs`` of this index): the same numbers, at a cost that does not grow with
+    # the benchmark. A sum of a cluster outside them is its φ_c(x).
+    sub, rs = index.restrict(observed_c)
+    rc = row_cluster[rs]
+
+    def sums(values: np.ndarray) -> dict[str, np.ndarray]:
+        got = _cluster_sums(sub, values[rs], rc, n_clusters)
+        return {num: np.where(observed_c, got[num], s_x[num]) for num in NUMERATORS}
+
+    s_z = sums(z)
+    s_zd = sums(np.where(obs_dis, y, x))  # audits left out
     # joint numerators (R^K, EMCR): agreements predicted at their agreed label and the audit
     # entering linearly, Σ_u G_u (ỹ_u − label_u)/π_A (module docstring, "Long products")
     z_j = np.where(obs_dis, y, np.where(agree, g, x))
-    s_zj = _cluster_sums(index, z_j, row_cluster, n_clusters)
+    s_zj = sums(z_j)
     z_h = np.where(obs_dis | audited, y, x)  # audited agreements at their decision, the others at q̂
-    s_zh = _cluster_sums(index, z_h, row_cluster, n_clusters)
-    g_j = index.gradients(z_j)
-    a_dev = np.where(audited, (y - g) / pa, 0.0)
-    e_dev = np.where(agree, z_h - g, 0.0)  # an agreement's deviation from its label: decided or predicted
+    s_zh = sums(z_h)
+    g_j = sub.gradients(z_j[rs])
+    a_dev = np.where(audited, (y - g) / pa, 0.0)[rs]
+    e_dev = np.where(agree, z_h - g, 0.0)[rs]  # an agreement's deviation from its label: decided or predicted
     for num in JOINT:
         # higher-order terms of the expansion: decided where audited, at their expected value elsewhere
-        higher = s_zh[num] - s_zj[num] - np.bincount(row_cluster, g_j[num] * e_dev, minlength=n_clusters)
+        higher = s_zh[num] - s_zj[num] - np.bincount(rc, g_j[num] * e_dev, minlength=n_clusters)
         s_zd[num] = s_zj[num] + higher
-        s_z[num] = s_zd[num] + np.bincount(row_cluster, g_j[num] * a_dev, minlength=n_clusters)
+        s_z[num] = s_zd[num] + np.bincount(rc, g_j[num] * a_dev, minlength=n_clusters)
     counts, coef = d.counts, d.coef
     totals = {num: s_x[num] + inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
 
-    # --- measurement variance (two-stage, linearised), by source
-    gz = index.gradients(z)
-    gz["rows"] = np.ones(n)
+    # --- measurement variance (two-stage, linearised), by source; row arrays on the observed rows
+    gz = sub.gradients(z[rs])
+    gz["rows"] = np.ones(len(rs))
     for num in JOINT:
         gz[num] = g_j[num]
     err_draws = (_error_bootstrap(dec, error_model, prior, error_boot, rng)
                  if error_model.identified and error_boot and len(dec) else None)
-    second = 1.0 / pa  # ∂z_u/∂ỹ_u inside the cluster (1 for a disagreement)
+    second = 1.0 / pa[rs]  # ∂z_u/∂ỹ_u inside the cluster (1 for a disagreement)
     # each audited agreement's debiased "wrong" value (1 − ỹ on an agreed pass, ỹ on a fail), for the floor's rate
-    wrong_u = np.where(audited, np.where(g == 1, 1 - y, y), 0.0)
+    wrong_u = np.where(audited, np.where(g == 1, 1 - y, y), 0.0)[rs]
+    aud_s, dis_s, pa_s, y_s, g_s, q_s, v_s = audited[rs], obs_dis[rs], pa[rs], y[rs], g[rs], q_hat[rs], v[rs]
+    model_s, pi_s = row_model[rs], pi_eff[rc]
     table = {"model": index.models}
     comp_rows = []
     df_m = np.maximum(n_observed - 1, 1)
@@ -615,28 +627,28 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         undefined = np.logical_or.reduce([np.isnan(w[num]) for num in NUMERATORS])
         point = sum(np.nan_to_num(w[num]) * totals[num].reshape(nm, nq).sum(axis=1) for num in NUMERATORS)
         contrib = sum(np.nan_to_num(w[num])[c_model] * (s_z[num] - s_x[num]) for num in NUMERATORS)
-        gm = _metric_gradient(gz, w, row_model)
+        gm = _metric_gradient(gz, w, model_s)
         # second stage inside an observed cluster: audit sampling and decision noise
-        dev = (y - g) if metric in JOINT_METRICS else (y - q_hat)  # the audit residual each metric uses
-        v_aud = np.where(audited, (1 - pa) * (gm * dev / pa) ** 2, 0.0)
-        v_dec = np.where(obs_dis | audited, gm ** 2 * v * second, 0.0)  # G² v, over π_A for an audited row
-        v2_c = np.bincount(row_cluster, v_aud + v_dec, minlength=n_clusters)
+        dev = (y_s - g_s) if metric in JOINT_METRICS else (y_s - q_s)  # the audit residual each metric uses
+        v_aud = np.where(aud_s, (1 - pa_s) * (gm * dev / pa_s) ** 2, 0.0)
+        v_dec = np.where(dis_s | aud_s, gm ** 2 * v_s * second, 0.0)  # G² v, over π_A for an audited row
+        v2_c = np.bincount(rc, v_aud + v_dec, minlength=n_clusters)
         v_first = np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib ** 2, 0.0)
         v_cluster = np.bincount(c_model, v_first + np.where(observed_c, v2_c * inv_pi, 0.0), minlength=nm)
         # the same without the audit's residuals, plus a rate-based floor for them (see _audit_floor)
         contrib_d = sum(np.nan_to_num(w[num])[c_model] * (s_zd[num] - s_x[num]) for num in NUMERATORS)
-        v_dec_d = np.bincount(row_cluster, np.where(obs_dis, v_dec, 0.0), minlength=n_clusters)
+        v_dec_d = np.bincount(rc, np.where(dis_s, v_dec, 0.0), minlength=n_clusters)
         v_d = np.bincount(c_model, np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib_d ** 2 + v_dec_d * inv_pi, 0.0),
                           minlength=nm)
-        floor = _audit_floor(gm, audited, a_code, wrong_u, pa, pi_eff[row_cluster], row_model, nm)
+        floor = _audit_floor(gm, aud_s, a_code[rs], wrong_u, pa_s, pi_s, model_s, nm)
         v_audit = np.maximum(v_cluster - v_d, floor)
         floor_var[metric] = np.maximum(floor - (v_cluster - v_d), 0.0)
         v_cluster = v_d + v_audit
         v_err = np.zeros(nm)
         if err_draws is not None:
-            eff = np.where(obs_dis | audited, gm * second * inv_pi[row_cluster], 0.0)
-            delta = np.nan_to_num(err_draws.reindex(iid).to_numpy() - y[:, None])
-            per_model = np.stack([np.bincount(row_model, eff * delta[:, b], minlength=nm) for b in range(delta.shape[1])])
+            eff = np.where(dis_s | aud_s, gm * second * inv_pi[rc], 0.0)
+            delta = np.nan_to_num(err_draws.reindex(iid[rs]).to_numpy() - y_s[:, None])
+            per_model = np.stack([np.bincount(model_s, eff * delta[:, b], minlength=nm) for b in range(delta.shape[1])])
             v_err = per_model.var(axis=0, ddof=1)
         se = np.sqrt(v_cluster + v_err)
         point = np.where(undefined, np.nan, point)

@@ -215,6 +215,39 @@ class UnitIndex:
             out[f"joint{k}"] = _leave_one_out(pv, rows, starts, n) if len(self.unit_k) else np.zeros(n)
         return out
 
+    def restrict(self, cluster_keep: np.ndarray) -> tuple["UnitIndex", np.ndarray]:
+        """The index of the instructions and units of the kept (model, question) clusters
+        (``cluster_keep``: bool per code ``model * len(questions) + question``) over their rows
+        alone, and those rows' positions in this index's row space (its pass vectors are
+        ``pv[rows]``). Instructions and units never span clusters, so every product and
+        derivative of a kept cluster is the same in both indexes; codes and name arrays are
+        shared."""
+        nq, n = len(self.questions), len(self.row_pos)
+        size_i = np.diff(np.r_[self.inst_starts, len(self.inst_rows)])
+        keep_i = np.asarray(cluster_keep, dtype=bool)[self.inst_model * nq + self.inst_question]
+        member = np.repeat(keep_i, size_i)
+        rows = np.sort(self.inst_rows[member])  # every row is in exactly one instruction
+        remap = np.full(n, -1, dtype=np.int64)
+        remap[rows] = np.arange(len(rows))
+        keep_u = np.asarray(cluster_keep, dtype=bool)[self.unit_model * nq + self.unit_question]
+        uv_per_unit = np.diff(np.r_[self.unit_uv_starts, len(self.uv_starts)])
+        keep_uv = np.repeat(keep_u, uv_per_unit)
+        mem_per_uv = np.diff(np.r_[self.uv_starts, len(self.mem_rows)])
+        keep_mem = np.repeat(keep_uv, mem_per_uv)
+
+        def offsets(sizes: np.ndarray) -> np.ndarray:
+            return np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64) if len(sizes) else np.zeros(0, dtype=np.int64)
+
+        sub = UnitIndex(row_pos=self.row_pos[rows], models=self.models, tasks=self.tasks, questions=self.questions,
+                        inst_rows=remap[self.inst_rows[member]], inst_starts=offsets(size_i[keep_i]),
+                        inst_model=self.inst_model[keep_i], inst_task=self.inst_task[keep_i],
+                        inst_question=self.inst_question[keep_i], unit_k=self.unit_k[keep_u],
+                        unit_model=self.unit_model[keep_u], unit_task=self.unit_task[keep_u],
+                        unit_question=self.unit_question[keep_u], unit_cover=self.unit_cover[keep_u],
+                        mem_rows=remap[self.mem_rows[keep_mem]], uv_starts=offsets(mem_per_uv[keep_uv]),
+                        unit_uv_starts=offsets(uv_per_unit[keep_u]))
+        return sub, rows
+
     def _unit_groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per K: the member rows of the units of size K and the start of each unit's run
         (fixed by the index: computed once, kept in ``memo``)."""
@@ -637,7 +670,8 @@ def _rows_of(instances: pd.DataFrame, column: str, value) -> pd.DataFrame:
 
 
 def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str = "question", instruction: str = "instruction",
-                 task_type: str = "task_type", condition: str | None = CONDITION_MAIN, condition_col: str = "condition") -> pd.DataFrame:
+                 task_type: str = "task_type", condition: str | None = CONDITION_MAIN, condition_col: str = "condition",
+                 counts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Table A5: per task type, question and instruction counts, mean TCPR and EMCR over
     models (equal weight per model, as in the paper) with how many models each mean covers
     (``models_tcpr``, ``models_emcr`` of ``models`` answering the task; a model whose task
@@ -650,9 +684,12 @@ def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str =
         Output of :func:`task_table`.
     instances : DataFrame
         The INSTANCES frame it was computed from (for the counts).
+    counts : DataFrame, optional
+        The counts (``questions, instructions`` by task type) when already computed.
     """
-    df = instances if condition is None else _rows_of(instances, condition_col, condition)
-    counts = df.groupby(task_type).agg(questions=(question, "nunique"), instructions=(instruction, "nunique"))
+    if counts is None:
+        df = instances if condition is None else _rows_of(instances, condition_col, condition)
+        counts = df.groupby(task_type).agg(questions=(question, "nunique"), instructions=(instruction, "nunique"))
     rows = task[task["task_type"].isin(counts.index)]
     if "pooled" in rows.columns:
         rows = rows[~rows["pooled"].astype(bool)]
@@ -721,6 +758,7 @@ def judge_agreement(
     condition_col: str = "condition",
     iid: str = "iid",
     total: str = "Total",
+    memo: dict | None = None,
 ) -> pd.DataFrame:
     """Table A3: dual-judge agreement and adjudication outcome per model (seed 000 App. A.3.1).
 
@@ -728,7 +766,8 @@ def judge_agreement(
     instances with both labels). An adjudication agrees with judge A when its ``choice``
     equals ``side_a`` (if ``choice`` names a column) or else when its label ``a`` equals judge
     A's label; only adjudications of disagreements count. Shares use the model's number of
-    adjudicated samples. A last row ``total`` pools all models.
+    adjudicated samples. A last row ``total`` pools all models. ``memo`` (a dict the caller
+    keeps, e.g. a unit index's) keeps the labels' part for the next call on the same labels.
 
     Returns
     -------
@@ -740,24 +779,36 @@ def judge_agreement(
     df = instances if condition is None else _rows_of(instances, condition_col, condition)
     g = pd.to_numeric(df[judge_a], errors="coerce").to_numpy(float)
     m = pd.to_numeric(df[judge_b], errors="coerce").to_numpy(float)
-    both = ~np.isnan(g) & ~np.isnan(m)
-    dis = both & (g != m)
-    frame = pd.DataFrame({"model": df["model"].astype(str).to_numpy(), "both": both, "agree": both & (g == m), "dis": dis})
-    frame["adj"] = False
-    frame["with_a"] = False
+    ids = df[iid].to_numpy()
+    key = ("a3", judge_a, judge_b, condition, _fingerprint(g, m, ids))
+    fixed = memo.get("a3") if memo is not None else None
+    if fixed is None or fixed[0] != key:  # the labels' part: per model judged by both, agreements, disagreements
+        both = ~np.isnan(g) & ~np.isnan(m)
+        dis = both & (g != m)
+        codes, models = pd.factorize(df["model"].astype(str).to_numpy(), sort=True)
+        base = {c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
+                for c, v in (("both", both), ("agree", both & (g == m)), ("dis", dis))}
+        fixed = (key, codes.astype(np.int32), np.asarray(models, dtype=object), dis, base)
+        if memo is not None:
+            memo["a3"] = fixed
+    _, codes, models, dis, base = fixed
+    hit = np.zeros(len(df), dtype=bool)
+    with_a = np.zeros(len(df), dtype=bool)
     if adjudications is not None:
         _require(adjudications, [iid] + ([choice] if choice else ["a"]), "adjudications")
         adj = adjudications.drop_duplicates(iid, keep="last").set_index(iid)
-        hit = df[iid].isin(adj.index).to_numpy() & dis
-        frame["adj"] = hit
+        hit = pd.Index(ids).isin(adj.index) & dis
+        at = np.flatnonzero(hit)
         if choice:
-            side = df[iid].map(adj[choice].astype(str)).to_numpy()
-            frame["with_a"] = hit & (side == side_a)
+            side = pd.Series(ids[at]).map(adj[choice].astype(str)).to_numpy()
+            with_a[at] = side == side_a
         else:
-            label = df[iid].map(adj["a"]).to_numpy(dtype=float)
-            frame["with_a"] = hit & (label == g)
-    frame["with_b"] = frame["adj"] & ~frame["with_a"]
-    sums = frame.groupby("model")[["both", "agree", "dis", "adj", "with_a", "with_b"]].sum()
+            label = pd.Series(ids[at]).map(adj["a"]).to_numpy(dtype=float)
+            with_a[at] = label == g[at]
+    with_b = hit & ~with_a
+    cols = {**base, **{c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
+                       for c, v in (("adj", hit), ("with_a", with_a), ("with_b", with_b))}}
+    sums = pd.DataFrame(cols, index=pd.Index(models, name="model"))[["both", "agree", "dis", "adj", "with_a", "with_b"]]
     sums.loc[total] = sums.sum()
     out = pd.DataFrame(
         {
@@ -824,11 +875,37 @@ def reform_tables(instances: pd.DataFrame, *, p: str = "p", baseline: pd.DataFra
     out = {
         "table2": t2,
         "a2": _spread_from(index, s),
-        "a5": task_summary(task, instances, condition=condition),
+        "a5": task_summary(task, instances, condition=condition,
+                           counts=_a5_counts(index, instances, condition, roles.get("condition_col", "condition"))),
         "a6_a7": task,
         "a8": _coverage_from(index, s, baseline),
         "ranks": rank_comparison(t2),
     }
     if judge_a in instances.columns and judge_b in instances.columns:
-        out["a3"] = judge_agreement(instances, adjudications, judge_a=judge_a, judge_b=judge_b, choice=choice, condition=condition)
+        out["a3"] = judge_agreement(instances, adjudications, judge_a=judge_a, judge_b=judge_b, choice=choice,
+                                    condition=condition, memo=index.memo)
     return out
+
+
+def _a5_counts(index: UnitIndex, instances: pd.DataFrame, condition, condition_col: str) -> pd.DataFrame:
+    """Questions and instructions per task type of the index's rows of ``condition`` (kept with the index)."""
+    got = index.memo.get("a5-counts")
+    if got is None or got[0] != condition:
+        df = instances.iloc[index.row_pos]
+        df = df if condition is None else _rows_of(df, condition_col, condition)
+        got = (condition, df.groupby("task_type").agg(questions=("question", "nunique"),
+                                                      instructions=("instruction", "nunique")))
+        index.memo["a5-counts"] = got
+    return got[1]
+
+
+def _fingerprint(*arrays) -> str:
+    """A digest of arrays' contents (a memo key that changes when any value does)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype, a.shape)).encode())
+        h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+    return h.hexdigest()

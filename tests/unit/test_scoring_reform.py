@@ -274,3 +274,32 @@ def test_task_named_overall_does_not_collide_and_a5_counts_models():
     assert a5.loc["overall", "tcpr"] == pytest.approx(200 / 3)  # not averaged with the pooled row
     assert a5.loc["overall", "models"] == 1 and a5.loc["overall", "models_tcpr"] == 1
     assert a5.loc["t2", "models_emcr"] == 0 and np.isnan(a5.loc["t2", "emcr"])  # t2 has no defined EMCR
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1))
+def test_restricted_index_scores_its_clusters_like_the_loop_reference(seed):
+    """``UnitIndex.restrict`` keeps whole (model, question) clusters: the scores it gives are
+    the literal loop's on those clusters' rows, and its derivatives are the full index's."""
+    df = random_project(seed, n_models=3)
+    index = reform.build_index(df)
+    rng = np.random.default_rng(seed)
+    keep = rng.random(len(index.models) * len(index.questions)) < 0.5
+    sub, rows = index.restrict(keep)
+    cluster = pd.Index(index.models).get_indexer(df["model"]) * len(index.questions) \
+        + pd.Index(index.questions).get_indexer(df["question"])
+    kept = df[keep[cluster]]
+    assert sorted(index.row_pos[rows]) == sorted(np.flatnonzero(keep[cluster]))
+    if kept.empty:
+        assert len(rows) == 0 and len(sub.inst_starts) == 0
+        return
+    fast = reform.table2(df, index=sub).set_index("model")
+    slow = loop_table2(kept).set_index("model")
+    for col in ["tcpr", "emcr", "r1", "r2", "r3"]:
+        np.testing.assert_allclose(fast.loc[slow.index, col], slow[col], rtol=1e-12, atol=1e-12, equal_nan=True)
+    for col in ["n1", "n2", "n3", "n_instructions"]:
+        assert (fast.loc[slow.index, col] == slow[col]).all()
+    pv = df["p"].to_numpy()[index.row_pos]
+    full, part = index.gradients(pv), sub.gradients(pv[rows])
+    for k in full:
+        np.testing.assert_allclose(part[k], full[k][rows], rtol=1e-12, atol=1e-12)
