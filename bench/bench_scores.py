@@ -57,6 +57,27 @@ def rss_mb() -> tuple[float, float]:
     return vals["VmRSS"], vals["VmHWM"]
 
 
+def reset_peak() -> bool:
+    """Reset this process's VmHWM (Linux: ``/proc/self/clear_refs``), so the peak of the cycles
+    is measured apart from the cold open's."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def wait_background(timeout: float = 900.0) -> None:
+    """Until no background recomputation (intervals, auxiliary analyses) of the app runs."""
+    import threading
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not any(t.is_alive() and t.name in ("reform-intervals", "reform-refresh") for t in threading.enumerate()):
+            return
+        time.sleep(0.05)
+
+
 def paper_db() -> str:
     db = OUT / "paper_scores.db"
     done = db.with_suffix(".done")
@@ -152,7 +173,9 @@ def child(url: str, cycles: int) -> None:
     cold_scores = timed(lambda: at.run())
     assert not at.exception, at.exception
     unchanged = [timed(lambda: at.run()) for _ in range(5)]
+    wait_background()
     rss = [rss_mb()]
+    peak_reset = reset_peak()
     after, ivl_bg, updating = [], [], []
     cache = state.score_cache()
     for _ in range(cycles):
@@ -162,6 +185,7 @@ def child(url: str, cycles: int) -> None:
         updating.append(any("Intervals updating" in c.value for c in at.caption))
         cache.wait_intervals(eng, calibration="cluster")  # the Scores page's default
         ivl_bg.append(cache.interval_seconds(eng, calibration="cluster"))
+        wait_background()  # and the auxiliary analyses: RSS of the settled state
         rss.append(rss_mb())
     unchanged_after = [timed(lambda: at.run()) for _ in range(3)]
     stats = cache.stats(eng, calibration="cluster")
@@ -176,7 +200,7 @@ def child(url: str, cycles: int) -> None:
         assert not at.exception, at.exception
     print(json.dumps({"instances": n_inst, "cold_overview": cold, "cold_scores": cold_scores, "unchanged": unchanged,
                       "after": after, "interval_bg": ivl_bg, "updating": updating, "unchanged_after": unchanged_after,
-                      "rss": rss, "stats": stats, "ov_unchanged": ov_unchanged, "ov_after": ov_after}))
+                      "rss": rss, "peak_reset": peak_reset, "stats": stats, "ov_unchanged": ov_unchanged, "ov_after": ov_after}))
 
 
 def main() -> None:
@@ -227,16 +251,19 @@ def main() -> None:
                      f"{max(r['after']):.2f} | {ratio:.2f} ({'yes' if ratio <= 2 else 'no'}) | "
                      f"{med(r['interval_bg']):.1f} | {sum(r['updating'])}/{len(r['updating'])} | "
                      f"{r['stats']['rescored']} / {r['stats']['rebuilt']} |")
-    lines += ["", "App memory (RSS of the process, MB) after the first Scores open and after each decide → Scores cycle:",
-              "", "| project | after open | after each cycle | growth first → last cycle | peak (VmHWM) | target |",
-              "|---|---:|---|---:|---:|---|"]
+    lines += ["", "App memory (RSS of the process, MB) after the first Scores open and after each decide → Scores cycle, "
+              "each read once the background recomputations (intervals, auxiliary analyses) are done; peaks (VmHWM) of "
+              "the cold open and of the cycles apart (reset in between):",
+              "", "| project | after open | after each cycle | growth first → last cycle | peak of the open | "
+              "peak of the cycles | target |", "|---|---:|---|---:|---:|---:|---|"]
     for k, r in res.items():
         cyc = [x[0] for x in r["rss"][1:]]
-        peak = r["rss"][-1][1]
-        target = "flat, ≤ 2048" if k == "tenx" else "flat"
-        ok = (cyc[-1] - cyc[0] <= 0.1 * cyc[0]) and (k != "tenx" or peak <= 2048)
+        open_peak, peak = r["rss"][0][1], r["rss"][-1][1]
+        target = "flat, ≤ 2048 in the cycles" if k == "tenx" else "flat"
+        ok = (cyc[-1] - cyc[0] <= 0.1 * cyc[0]) and (k != "tenx" or (max(cyc) <= 2048 and peak <= 2048))
         lines.append(f"| {label[k]} | {r['rss'][0][0]:.0f} | {', '.join(f'{x:.0f}' for x in cyc)} | "
-                     f"{cyc[-1] - cyc[0]:+.0f} | {peak:.0f} | {target}: {'yes' if ok else 'no'} |")
+                     f"{cyc[-1] - cyc[0]:+.0f} | {open_peak:.0f} | {peak:.0f}{'' if r['peak_reset'] else ' (not reset)'} | "
+                     f"{target}: {'yes' if ok else 'no'} |")
     lines += ["", "| project | Overview unchanged rerun (s, median) | Overview after a new decision (s, median / max) | "
               "target (10×) ≤ 1 s |", "|---|---:|---|---|"]
     for k, r in res.items():

@@ -11,6 +11,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Optional, TypeVar
 
+from reform_core.services.memory import release_free_memory
+
 T = TypeVar("T")
 
 
@@ -78,6 +80,7 @@ class Refresher(Generic[T]):
             value, error = fn(), None
         except Exception as exc:  # noqa: BLE001 - a background thread must not die silently
             value, error = None, f"{type(exc).__name__}: {exc}"
+        release_free_memory()  # the computation's temporaries, freed in this thread's arena
         with self._lock:
             self._running = None
             self._value, self._version, self._error = value, version, error

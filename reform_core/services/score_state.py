@@ -37,6 +37,7 @@ from sqlalchemy.engine import Engine
 from db.repo.explore import VERSIONED_TABLES
 from reform_core.services import scoring
 from reform_core.services.auth import Principal
+from reform_core.services.memory import release_free_memory
 
 IntervalFn = Callable[[scoring.ScoreResult], pd.DataFrame]
 _ADJ = VERSIONED_TABLES.index("adjudication")
@@ -178,6 +179,7 @@ class ScoreCache:
             frame, error = None, str(exc)
         except Exception as exc:  # noqa: BLE001 - a background thread must not die silently
             frame, error = None, f"{type(exc).__name__}: {exc}"
+        release_free_memory()  # the bootstrap's temporaries, freed in this thread's arena
         with st.lock:
             st.ivl_seconds = time.perf_counter() - t0
             st.ivl_running = None
