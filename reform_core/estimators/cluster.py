@@ -98,7 +98,7 @@ from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.design import (DEFAULT_FOLDS, audit_row_probabilities, audited_rows,
                                           cluster_probability, fold_of, sampled_clusters)
 from reform_core.frames import INSTANCE_KEY, require_columns
-from reform_core.metrics.reform import KS, UnitIndex, build_index
+from reform_core.metrics.reform import KS, UnitIndex, build_index, fingerprint
 
 NUMERATORS = ("rows", "allpass", "joint1", "joint2", "joint3")
 JOINT = ("joint1", "joint2", "joint3")
@@ -294,17 +294,6 @@ class _Design:
         return self.row_cluster // self.nq
 
 
-def _digest(*arrays) -> str:
-    import hashlib
-
-    h = hashlib.blake2b(digest_size=16)
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype, a.shape)).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
 def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: UnitIndex, judge_a: str,
             judge_b: str, realised: dict | None, g: np.ndarray, m: np.ndarray, iid: np.ndarray) -> _Design:
     """The decision-independent part of :func:`estimate`. Kept in ``index.memo`` (one entry,
@@ -316,7 +305,7 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
     key = None
     if realised is None:
         key = ("cluster-design", judge_a, judge_b, json.dumps(params, sort_keys=True, default=str),
-               _digest(g, m, iid, task_iid))
+               fingerprint(g, m, iid, task_iid))
         hit = index.memo.get("cluster-design")
         if hit is not None and hit[0] == key:
             return hit[1]
@@ -380,8 +369,8 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
                   has_dis=has_dis, c_exists=c_exists, pi_c=pi_c, sampled_c=sampled_c, pi_a_row=pi_a_row,
                   audit_sel=audit_sel, need=need, has_task=has_task, folds=folds, fold=fold.astype(np.int8),
                   d_stratum=d_stratum.astype(i32), d_parent=d_parent.astype(i32), stratum_parent=stratum_parent,
-                  a_stratum_code=a_stratum_code.astype(i32), a_names=a_names, a_ctx_code=a_ctx_code.astype(i32), ctx_stratum=ctx_stratum, agreement_sizes=sizes, counts=counts,
-                  coef=_coefficients(den_m), notes=notes)
+                  a_stratum_code=a_stratum_code.astype(i32), a_names=a_names, a_ctx_code=a_ctx_code.astype(i32),
+                  ctx_stratum=ctx_stratum, agreement_sizes=sizes, counts=counts, coef=_coefficients(den_m), notes=notes)
     if key is not None:
         index.memo["cluster-design"] = (key, out)
     return out

@@ -780,7 +780,7 @@ def judge_agreement(
     g = pd.to_numeric(df[judge_a], errors="coerce").to_numpy(float)
     m = pd.to_numeric(df[judge_b], errors="coerce").to_numpy(float)
     ids = df[iid].to_numpy()
-    key = ("a3", judge_a, judge_b, condition, _fingerprint(g, m, ids))
+    key = ("a3", judge_a, judge_b, condition, fingerprint(g, m, ids))
     fixed = memo.get("a3") if memo is not None else None
     if fixed is None or fixed[0] != key:  # the labels' part: per model judged by both, agreements, disagreements
         both = ~np.isnan(g) & ~np.isnan(m)
@@ -899,7 +899,7 @@ def _a5_counts(index: UnitIndex, instances: pd.DataFrame, condition, condition_c
     return got[1]
 
 
-def _fingerprint(*arrays) -> str:
+def fingerprint(*arrays) -> str:
     """A digest of arrays' contents (a memo key that changes when any value does)."""
     import hashlib
 

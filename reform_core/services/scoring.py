@@ -598,7 +598,9 @@ def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
     if est is not None:
         if not est.with_population or est.reps != reps or est.seed != seed:
             plan = {"id": None, "name": est.plan, "params": est.params}
-            full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed)
+            # the same rows as the scoring run: its unit index and the design arrays it keeps are reused
+            full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed,
+                                              index=est.index)
             full.notes = est.notes
             est = full
         ci = est.scores
