@@ -22,9 +22,6 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import fleiss_kappa as _sm_fleiss_kappa
 
 ICC_KINDS = ("1,1", "2,1", "3,1", "1,k", "2,k", "3,k")
 ALL = "all"  # label of the pooled row / column in yes_rates
@@ -208,7 +205,9 @@ def _fleiss_from_counts(counts: np.ndarray, label: str, fn: str) -> float:
         raise UndefinedStatisticError(
             f"{fn}: every value of column {label!r} is the same category; κ is undefined (no variation)"
         )
-    return float(_sm_fleiss_kappa(counts, method="fleiss"))
+    from statsmodels.stats.inter_rater import fleiss_kappa  # imported when used: a slow import
+
+    return float(fleiss_kappa(counts, method="fleiss"))
 
 
 def fleiss_kappa_ci(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
@@ -309,6 +308,8 @@ def cohen_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", l
         order = _ordered_categories(np.r_[a, b], categories, fn=fn, column=label, why=f"weighted κ ({weights})")
     if len(set(a) | set(b)) < 2:
         raise UndefinedStatisticError(f"{fn}: both raters give every item the same label; κ is undefined")
+    from sklearn.metrics import cohen_kappa_score  # imported when used: a slow import
+
     return float(cohen_kappa_score(a, b, weights=weights, labels=order))
 
 
@@ -523,6 +524,8 @@ def _icc_f_interval(kind: str, ms: dict, level: float) -> tuple[float, float]:
 
     Same formulas as ``pingouin.intraclass_corr`` (which rounds its bounds to 2 decimals).
     """
+    from scipy import stats  # imported when used: a slow import
+
     bms, jms, ems, wms = (float(ms[x][0]) for x in ("bms", "jms", "ems", "wms"))
     n, k = float(ms["n"][0]), ms["k"]
     a = 1 - level
@@ -569,6 +572,8 @@ def _icc_interval_without_error(kind: str, bms: float, jms: float, n: float, k: 
     """
     if kind[0] in "13":
         return 1.0, 1.0
+    from scipy import stats  # imported when used: a slow import
+
     v = k - 1.0
     f_u = stats.f.ppf(1 - a / 2, n - 1, v)
     f_l = stats.f.ppf(1 - a / 2, v, n - 1)

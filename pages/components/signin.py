@@ -22,7 +22,9 @@ def render() -> None:
         else:
             st.button("Log in with your identity provider", type="primary", on_click=st.login)
         return
-    from reform_core.services.users import SignInError, sign_in
+    from reform_core.services.users import SignInError, prepare_sign_in, sign_in
+
+    prepare_sign_in()
 
     if session.session_ended():
         st.info("Your session has ended (signed out elsewhere, expired, or your account was changed by a lead). "

@@ -29,7 +29,7 @@ import pandas as pd
 
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, stratum_rates
 from reform_core.frames import INSTANCE_KEY, require_columns
-from reform_core.metrics.intervals import METRICS, point_scores, replicate_scores
+from reform_core.metrics.intervals import METRICS, point_scores, replicate_score_sets
 from reform_core.metrics.reform import UnitIndex, build_index
 
 
@@ -54,8 +54,8 @@ def _intervals(index: UnitIndex, pv: np.ndarray, row_param: np.ndarray, draws: n
     ones = np.ones((n_boot, nq))
     boot = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=n_boot).astype(float)
     has = row_param is not None and (row_param >= 0).any()
-    meas = replicate_scores(index, pv, ones, row_stratum=row_param if has else None, pi=draws if has else None)
-    pop = replicate_scores(index, pv, boot, row_stratum=row_param if has else None, pi=draws if has else None)
+    meas, pop = replicate_score_sets(index, pv, [ones, boot], row_stratum=row_param if has else None,
+                                     pi=draws if has else None)
     point = point_scores(index, pv)
     rows = []
     for metric in METRICS:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from reform_core.frames import CONDITION_MAIN
 from reform_core.frames import require_columns as _require
-from reform_core.metrics.coverage import COVERED
+from reform_core.metrics.coverage import COVERED, spearman_rows
 
 REASONS = ("incomplete group", "missing prompted version", "feature mismatch", "judge error")
 EXCLUSION_COLUMNS = ["analysis", "model", "pair_group", "instruction", "reason", "detail"]
@@ -293,23 +293,6 @@ def coverage_replicates(groups: CoverageGroups, question_weights: np.ndarray | N
         return 100 * ((wg * cov) @ oh) / ((wg * (cov + unc)) @ oh)
 
 
-def _average_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties at their average rank (``scipy.stats.rankdata``'s default)."""
-    order = np.argsort(x, kind="mergesort")
-    _, first, inverse, counts = np.unique(x[order], return_index=True, return_inverse=True, return_counts=True)
-    ranks = np.empty(len(x))
-    ranks[order] = (first + (counts - 1) / 2 + 1)[inverse]
-    return ranks
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman ρ with average ranks for ties (Pearson correlation of the ranks)."""
-    rx, ry = _average_ranks(np.asarray(x, dtype=float)), _average_ranks(np.asarray(y, dtype=float))
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    den = np.sqrt((rx @ rx) * (ry @ ry))
-    return float(rx @ ry / den) if den > 0 else float("nan")
-
-
 def frequency_replicates(indicator: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Feature frequencies per replicate: ``indicator`` (models × questions × features, 0/1
     over the common question set) and question weights (B × questions) → (B, models,
@@ -322,13 +305,12 @@ def frequency_replicates(indicator: np.ndarray, weights: np.ndarray) -> np.ndarr
 def correlation_replicates(freq: np.ndarray, reference: Sequence[int], others: Sequence[int]) -> np.ndarray:
     """ρ per replicate for each model of ``others`` and the pooled row (last column):
     ``freq`` (B, models, features) → (B, len(others) + 1)."""
-    B = freq.shape[0]
-    out = np.full((B, len(others) + 1), np.nan)
-    for b in range(B):
-        ref = freq[b, list(reference)].mean(axis=0)
-        for i, m in enumerate(others):
-            out[b, i] = spearman(freq[b, m], ref)
-        out[b, -1] = spearman(freq[b, list(others)].mean(axis=0), ref)
+    freq = np.asarray(freq, dtype=float)
+    ref = freq[:, list(reference)].mean(axis=1)
+    out = np.empty((freq.shape[0], len(others) + 1))
+    for i, m in enumerate(others):
+        out[:, i] = spearman_rows(freq[:, m], ref)
+    out[:, -1] = spearman_rows(freq[:, list(others)].mean(axis=1), ref)
     return out
 
 

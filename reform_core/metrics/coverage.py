@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import math
+
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from reform_core.frames import require_columns as _require
 
@@ -104,7 +105,8 @@ def frequency_correlation(freq: pd.DataFrame, reference: Sequence[str], *, other
 
     Each model in ``others`` is compared with ``f_ref = mean over reference models``; the
     pooled row compares the mean frequency vector of ``others`` (averaged before ranking)
-    with ``f_ref``. Ties get average ranks (``scipy.stats.spearmanr``).
+    with ``f_ref``. Ties get average ranks; ρ and its p-value are those of
+    ``scipy.stats.spearmanr`` (:func:`spearman`, :func:`spearman_p_value`).
 
     Parameters
     ----------
@@ -133,6 +135,88 @@ def frequency_correlation(freq: pd.DataFrame, reference: Sequence[str], *, other
     for name, vec, observed in [(m, freq[m].to_numpy(), int((freq[m] > 0).sum())) for m in others] + [
         (pooled, freq[others].mean(axis=1).to_numpy(), int((freq[others] > 0).any(axis=1).sum()))
     ]:
-        res = spearmanr(vec, f_ref)
-        rows.append({"model": name, "rho": float(res.statistic), "p_value": float(res.pvalue), "features": observed})
+        rho = spearman(vec, f_ref)
+        rows.append({"model": name, "rho": rho, "p_value": spearman_p_value(rho, len(vec)), "features": observed})
     return pd.DataFrame(rows)
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n along the last axis with ties at their average rank (``scipy.stats.rankdata``'s
+    default), vectorised over the leading axes: after a stable sort, every member of a run of
+    equal values gets the mean of the run's first and last positions (+1)."""
+    x = np.asarray(x, dtype=float)
+    n = x.shape[-1]
+    order = np.argsort(x, axis=-1, kind="mergesort")
+    s = np.take_along_axis(x, order, axis=-1)
+    pos = np.broadcast_to(np.arange(n), x.shape)
+    differs = s[..., 1:] != s[..., :-1]
+    first = np.concatenate([np.ones(x.shape[:-1] + (1,), bool), differs], axis=-1)
+    last = np.concatenate([differs, np.ones(x.shape[:-1] + (1,), bool)], axis=-1)
+    start = np.maximum.accumulate(np.where(first, pos, 0), axis=-1)
+    end = np.flip(np.minimum.accumulate(np.flip(np.where(last, pos, n - 1), axis=-1), axis=-1), axis=-1)
+    ranks = np.empty(x.shape)
+    np.put_along_axis(ranks, order, (start + end) / 2 + 1, axis=-1)
+    return ranks
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman ρ with average ranks for ties (Pearson correlation of the ranks); NaN when
+    either vector is constant."""
+    return float(spearman_rows(np.asarray(x, dtype=float)[None], np.asarray(y, dtype=float)[None])[0])
+
+
+def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman ρ of each row of ``x`` with the same row of ``y`` (2-D arrays of one shape)."""
+    rx, ry = average_ranks(x), average_ranks(y)
+    rx = rx - rx.mean(axis=-1, keepdims=True)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    num = (rx * ry).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def spearman_p_value(rho: float, n: int) -> float:
+    """Two-sided p-value of Spearman ρ over ``n`` pairs by the t approximation scipy uses:
+    t = ρ √((n − 2) / (1 − ρ²)) on n − 2 degrees of freedom, p = P(|T| ≥ |t|) =
+    I_{ν/(ν+t²)}(ν/2, ½) (the regularized incomplete beta function, :func:`_betainc`).
+    NaN for NaN ρ or n < 3; 0 for |ρ| = 1."""
+    if not math.isfinite(rho) or n < 3:
+        return float("nan")
+    df = n - 2
+    if abs(rho) >= 1.0:
+        return 0.0
+    t2 = rho * rho * df / ((1.0 - rho) * (1.0 + rho))
+    return min(1.0, _betainc(df / 2.0, 0.5, df / (df + t2)))
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b) by its continued fraction (modified Lentz;
+    Press et al., *Numerical Recipes*, 3rd ed., §6.4), using the symmetry
+    I_x(a, b) = 1 − I_{1−x}(b, a) where the fraction converges slowly."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x > (a + 1.0) / (a + b + 2.0):
+        return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+    return front * _beta_fraction(a, b, x) / a
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h

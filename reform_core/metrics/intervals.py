@@ -120,10 +120,22 @@ def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, r
         ``tcpr, emcr, r1, r2, r3, constraint_level`` → arrays (B, n_models); NaN where a
         replicate has no instruction / unit in the denominator.
     """
-    weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 2 or weights.shape[1] != len(index.questions):
-        raise ValueError(f"weights must have shape (B, {len(index.questions)})")
-    B = weights.shape[0]
+    return replicate_score_sets(index, pv, [weights], row_stratum=row_stratum, pi=pi, chunk=chunk)[0]
+
+
+def replicate_score_sets(index: UnitIndex, pv: np.ndarray, weight_sets: list[np.ndarray], *,
+                         row_stratum: np.ndarray | None = None, pi: np.ndarray | None = None,
+                         chunk: int = 64) -> list[dict[str, np.ndarray]]:
+    """:func:`replicate_scores` for several question-weight matrices with the same rate draws
+    ``pi`` (the measurement interval's unit weights and the population interval's bootstrap
+    weights): the replicate pass probabilities ``exp(E @ log π*)`` are computed once for all."""
+    sets = [np.asarray(w, dtype=float) for w in weight_sets]
+    for w in sets:
+        if w.ndim != 2 or w.shape[1] != len(index.questions):
+            raise ValueError(f"weights must have shape (B, {len(index.questions)})")
+    B = sets[0].shape[0]
+    if any(w.shape[0] != B for w in sets):
+        raise ValueError("every weight matrix needs the same number of replicates")
     variable = row_stratum is not None and pi is not None and (row_stratum >= 0).any()
     pv_fixed = pv.copy()
     if variable:
@@ -147,7 +159,7 @@ def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, r
         fixed_allpass, fixed_joint = allpass, joint
 
     qs = _question_matrix(index, aggregate(index, fixed_allpass, fixed_joint, group="question"))
-    num = {key: weights @ qs[key].T for key in _SUM_KEYS}  # (B, n_models)
+    nums = [{key: w @ qs[key].T for key in _SUM_KEYS} for w in sets]  # (B, n_models) each
 
     if variable:
         nm = len(index.models)
@@ -160,19 +172,24 @@ def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, r
         agg = sp.csr_matrix((np.ones(len(c)), (model * 4 + target, np.arange(len(c)))), shape=(nm * 4, len(c)))
         with np.errstate(divide="ignore"):
             log_pi = np.log(pi)
-        extra = np.empty((nm * 4, B))
+        extras = [np.empty((nm * 4, B)) for _ in sets]
+        unit = [bool((w == 1.0).all()) for w in sets]  # all weights 1: no multiplication needed
         for b0 in range(0, B, chunk):
             b1 = min(B, b0 + chunk)
-            vals = c[:, None] * np.exp(e @ log_pi[:, b0:b1])
-            vals *= weights[b0:b1].T[q_item]
-            extra[:, b0:b1] = agg @ vals
-        extra = extra.reshape(nm, 4, B)
-        num["allpass"] = num["allpass"] + extra[:, 0].T
-        for k in KS:
-            num[f"joint{k}"] = num[f"joint{k}"] + extra[:, k].T
-    out = rates_from_sums(num)
-    out["constraint_level"] = constraint_level_replicates(index, pv, weights, row_stratum=row_stratum, pi=pi)
-    return out
+            base = c[:, None] * np.exp(e @ log_pi[:, b0:b1])
+            for w, extra, ones in zip(sets, extras, unit):
+                extra[:, b0:b1] = agg @ (base if ones else base * w[b0:b1].T[q_item])
+        for num, extra in zip(nums, extras):
+            extra = extra.reshape(nm, 4, B)
+            num["allpass"] = num["allpass"] + extra[:, 0].T
+            for k in KS:
+                num[f"joint{k}"] = num[f"joint{k}"] + extra[:, k].T
+    outs = []
+    for num, w in zip(nums, sets):
+        out = rates_from_sums(num)
+        out["constraint_level"] = constraint_level_replicates(index, pv, w, row_stratum=row_stratum, pi=pi)
+        outs.append(out)
+    return outs
 
 
 def bootstrap_intervals(

@@ -18,7 +18,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 THRESHOLD = 0.5
 
@@ -193,6 +192,8 @@ def constraint_correlations(
     """
     if min_n < 3:
         raise ValueError(f"min_n: a correlation needs at least 3 responses, got {min_n}")
+    from scipy.stats import pearsonr  # imported when used: a slow import
+
     by = _by_list(by)
     frame = _prepare(df, {"response": response, "constraint": constraint, "score": score}, by)
     rows = []
@@ -204,7 +205,7 @@ def constraint_correlations(
                 continue
             r = p = np.nan
             if len(both) >= min_n and both[ci].nunique() > 1 and both[cj].nunique() > 1:
-                res = stats.pearsonr(both[ci].to_numpy(float), both[cj].to_numpy(float))
+                res = pearsonr(both[ci].to_numpy(float), both[cj].to_numpy(float))
                 r, p = float(res.statistic), float(res.pvalue)
             rows.append(
                 {**dict(zip(by, key)), "constraint_i": ci, "constraint_j": cj, "n": len(both), "r": r, "p_value": p}

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from reform_core.agreement import item_bootstrap_weights, percentile_interval
 
@@ -171,6 +169,8 @@ def _ranking_metrics(c: np.ndarray, ref: int) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = prod.sum(axis=1) / np.sqrt(np.abs(s_ref).sum(axis=1) * np.abs(s).sum(axis=1))
         reversal = (prod < 0).sum(axis=1) / (prod != 0).sum(axis=1)
+    from scipy import stats  # imported when used: a slow import
+
     avg_rank = stats.rankdata(-c, method="average", axis=1)
     top = stats.rankdata(-c, method="min", axis=1) <= 3
     jaccard = (top & top[:, :, [ref]]).sum(axis=1) / (top | top[:, :, [ref]]).sum(axis=1)
@@ -211,11 +211,13 @@ def ranking_stability(compliance: pd.DataFrame, reference: str = "POS") -> pd.Da
     values = np.round(c.to_numpy(), TIE_DECIMALS)
     metrics = _ranking_metrics(values[None], ref)
     out = pd.DataFrame({k: v[0] for k, v in metrics.items()}, index=c.columns).loc[forms, list(RANKING_COLUMNS)]
+    from scipy.stats import kendalltau  # imported when used: a slow import
+
     x = values[:, ref]
     for f in forms:
         y = values[:, list(c.columns).index(f)]
         constant = np.ptp(x) == 0 or np.ptp(y) == 0
-        out.loc[f, "tau_b"] = np.nan if constant else stats.kendalltau(x, y, variant="b").statistic
+        out.loc[f, "tau_b"] = np.nan if constant else kendalltau(x, y, variant="b").statistic
     return out
 
 
@@ -330,6 +332,8 @@ def holm(p_values) -> np.ndarray:
     p = np.asarray(p_values, dtype=float)
     if p.ndim != 1 or p.size == 0 or not np.all((p >= 0) & (p <= 1)):
         raise ValueError(f"holm: p-values must be a non-empty 1-D list of numbers in [0, 1], got {p_values!r}")
+    from statsmodels.stats.multitest import multipletests  # imported when used: a slow import
+
     return multipletests(p, method="holm")[1]
 
 

@@ -75,10 +75,17 @@ def dataset_hash(engine: Engine) -> str:
         "SELECT j.name, g.response_id, g.constraint_id, g.prompt_version, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id ORDER BY j.name, g.response_id, g.constraint_id, g.prompt_version",
         "SELECT task_id, user_id, choice, label FROM adjudication ORDER BY id",
     ]
-    with engine.connect() as conn:
+    raw = engine.raw_connection()  # the driver's own cursor: SQLAlchemy's row objects cost 3 µs each here
+    try:
+        cur = raw.cursor()
         for q in queries:
-            for row in conn.execute(text(q)):
-                h.update(repr(tuple(row)).encode("utf-8"))
+            cur.execute(q)
+            while rows := cur.fetchmany(20_000):
+                # the same bytes as one update per row (SHA-256 is a stream): repr of each row's tuple
+                h.update("".join(repr(tuple(row)) for row in rows).encode("utf-8"))
+        cur.close()
+    finally:
+        raw.close()
     return h.hexdigest()
 
 

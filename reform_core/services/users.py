@@ -39,8 +39,21 @@ SESSION_HOURS = 12.0
 USERNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
 
 _hasher = PasswordHasher()
-# A valid hash to verify against when the user does not exist (equal timing).
-_DUMMY_HASH = _hasher.hash("not-a-real-password")
+_dummy_hash: list[str] = []
+
+
+def _dummy() -> str:
+    """A valid hash to verify against when the user does not exist (equal timing); made on
+    first use, not at import (one Argon2 hash costs ~0.1 s of every CLI start)."""
+    if not _dummy_hash:
+        _dummy_hash.append(_hasher.hash("not-a-real-password"))
+    return _dummy_hash[0]
+
+
+def prepare_sign_in() -> None:
+    """Make the dummy hash now (the sign-in form calls this before anyone submits), so no
+    first attempt pays for it and a first unknown username takes no longer than a known one."""
+    _dummy()
 
 
 class SignInError(Exception):
@@ -181,7 +194,7 @@ def sign_in(engine: Engine, username: str, password: str) -> Principal:
         u = None
     ok = False
     try:
-        ok = _hasher.verify(u["password_hash"] if u and u["password_hash"] else _DUMMY_HASH, password)
+        ok = _hasher.verify(u["password_hash"] if u and u["password_hash"] else _dummy(), password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         ok = False
     if not ok or u is None or not u["active"] or not u["password_hash"]:
