@@ -10,9 +10,8 @@ Frames:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
