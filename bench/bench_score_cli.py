@@ -5,13 +5,20 @@ Builds the database once (simulator, seed 0, paper scale, 300 oracle adjudicatio
 model), then times whole CLI processes: `score` 5 times (target ≤ 4 s wall) and a full
 `export` (every table as CSV/Parquet/JSON, instances, 2,000-replicate intervals, manifest)
 3 times (target ≤ 15 s): wall clock, CPU (user+sys) and peak RSS (≤ 1 GB).
+
+With ``--baseline COMMIT`` the code of that commit (extracted with ``git archive``; default
+648d4ff, the code when issue 16 was filed and its "already holds: score 2.0 s, export 4.2 s"
+line was measured) builds its own database from the same simulator seed and runs the same
+commands in the same run, interleaved with this code's runs (new, old, new, old, …): the ratio
+new / old per pair of runs, then the median, is the regression check of issue 16.
 Results: bench/results/score_cli.md.
 
-    python bench/bench_score_cli.py
+    python bench/bench_score_cli.py [--baseline COMMIT] [--runs 5] [--export-runs 3]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -26,12 +33,12 @@ sys.path.insert(0, str(ROOT))
 from bench.machine import machine_line  # noqa: E402
 
 
-def timed(cmd: list[str], runs: int) -> tuple[list[float], list[float], list[float]]:
+def timed(cmd: list[str], runs: int, cwd: Path = ROOT) -> tuple[list[float], list[float], list[float]]:
     """Wall, CPU (user+sys) and peak RSS (MB) of ``runs`` runs of ``cmd`` in a child process."""
     walls, cpus, rss = [], [], []
     for _ in range(runs):
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _, status, ru = os.wait4(proc.pid, 0)  # this child's own usage
         walls.append(time.perf_counter() - t)
         if os.waitstatus_to_exitcode(status) != 0:
@@ -41,40 +48,110 @@ def timed(cmd: list[str], runs: int) -> tuple[list[float], list[float], list[flo
     return walls, cpus, rss
 
 
-def main() -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="reform-bench-score-"))
-    db = f"sqlite:///{tmp / 'paper.db'}"
+def old_tree(commit: str, tmp: Path) -> Path:
+    """The repository at ``commit``, extracted (for the same-run comparison)."""
+    out = tmp / f"old-{commit[:10]}"
+    out.mkdir()
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+def build_db(code: Path, db: str) -> float:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "reform_core", "simulate", "--db", db, "--seed", "0", "--scale", "paper",
-                    "--adjudicate", "300", "--json"], check=True, cwd=ROOT, capture_output=True)
-    build = time.perf_counter() - t
-    walls, cpus, rss = timed([sys.executable, "-m", "reform_core", "score", "--db", db, "--json"], 5)
-    ewalls, ecpus, erss = timed([sys.executable, "-m", "reform_core", "export", "--db", db, "--out", str(tmp / "export")], 3)
+                    "--adjudicate", "300", "--json"], check=True, cwd=code, capture_output=True)
+    return time.perf_counter() - t
+
+
+def interleaved(cmds: dict[str, tuple[list[str], Path]], runs: int) -> dict[str, tuple[list, list, list]]:
+    """``runs`` rounds, each running every command once in turn (same load for all)."""
+    got = {k: ([], [], []) for k in cmds}
+    for _ in range(runs):
+        for k, (cmd, cwd) in cmds.items():
+            w, c, r = timed(cmd, 1, cwd)
+            for acc, v in zip(got[k], (w, c, r)):
+                acc += v
+    return got
+
+
+def _row(label: str, vals: list[float], target: str = "") -> str:
+    return f"| {label} | {', '.join(f'{v:.2f}' for v in vals)} | {statistics.median(vals):.2f} | {target} |"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", default="648d4ff", help="commit to compare with in the same run ('' = none)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--export-runs", type=int, default=3)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="reform-bench-score-"))
+    db = f"sqlite:///{tmp / 'paper.db'}"
+    build = build_db(ROOT, db)
+    load0 = os.getloadavg()[0]
+    py = sys.executable
+    score = {"new": ([py, "-m", "reform_core", "score", "--db", db, "--json"], ROOT)}
+    export = {"new": ([py, "-m", "reform_core", "export", "--db", db, "--out", str(tmp / "export")], ROOT)}
+    if args.baseline:
+        old = old_tree(args.baseline, tmp)
+        old_db = f"sqlite:///{tmp / 'paper-old.db'}"
+        build_db(old, old_db)
+        score["old"] = ([py, "-m", "reform_core", "score", "--db", old_db, "--json"], old)
+        export["old"] = ([py, "-m", "reform_core", "export", "--db", old_db, "--out", str(tmp / "export-old")], old)
+    s_got = interleaved(score, args.runs)
+    e_got = interleaved(export, args.export_runs)
     load = os.getloadavg()[0]
+    walls, cpus, rss = s_got["new"]
+    ewalls, ecpus, erss = e_got["new"]
     lines = [
-        "## `python -m reform_core score` and `export` end to end, paper scale, SQLite (issues 3, 7)",
+        "## `python -m reform_core score` and `export` end to end, paper scale, SQLite (issues 3, 7, 16)",
         "",
         machine_line(),
         "",
-        f"Database: simulator seed 0, paper scale (150,000 instances, 10 models), 3,000 oracle adjudications; built in {build:.0f} s.",
+        f"Database: simulator seed 0, paper scale (150,000 instances, 10 models), 3,000 oracle adjudications; built in {build:.0f} s. "
+        "No cluster plan: both `score` and `export` use the paper's stratified rules (what the older code computes too); "
+        "this code adds the measurement and population intervals and the dataset hash to what it writes.",
+        "",
+        "`score --json`:",
         "",
         "| measure | runs | median | target |",
         "|---|---|---|---|",
-        f"| wall (s) | {', '.join(f'{w:.2f}' for w in walls)} | {statistics.median(walls):.2f} | ≤ 4 |",
-        f"| CPU user+sys (s) | {', '.join(f'{c:.2f}' for c in cpus)} | {statistics.median(cpus):.2f} | |",
+        _row("wall (s)", walls, "≤ 4"),
+        _row("CPU user+sys (s)", cpus),
         f"| peak RSS (MB) | | {max(rss):.0f} (max) | ≤ 1024 |",
         "",
         "Full `export` (every file + manifest, 2,000 bootstrap replicates):",
         "",
         "| measure | runs | median | target |",
         "|---|---|---|---|",
-        f"| wall (s) | {', '.join(f'{w:.2f}' for w in ewalls)} | {statistics.median(ewalls):.2f} | ≤ 15 |",
-        f"| CPU user+sys (s) | {', '.join(f'{c:.2f}' for c in ecpus)} | {statistics.median(ecpus):.2f} | |",
+        _row("wall (s)", ewalls, "≤ 15"),
+        _row("CPU user+sys (s)", ecpus),
         f"| peak RSS (MB) | | {max(erss):.0f} (max) | ≤ 1024 |",
         "",
-        f"Load average at the end: {load:.1f} (2 cores; wall time above CPU time is waiting for a core).",
+    ]
+    if args.baseline:
+        ow, oc, _ = s_got["old"]
+        eow, eoc, _ = e_got["old"]
+        rs = [a / b for a, b in zip(walls, ow)]
+        rc = [a / b for a, b in zip(cpus, oc)]
+        ers = [a / b for a, b in zip(ewalls, eow)]
+        erc = [a / b for a, b in zip(ecpus, eoc)]
+        lines += [
+            f"Same run, interleaved with the code of `{args.baseline}` (issue 16: \"nothing in the already-holds line regresses\"; "
+            "ratio = this code / that code per pair of runs, then the median; ≤ 1.00 holds):",
+            "",
+            "| command | this code, wall (s, median) | old code, wall (s, median) | ratio wall (per pair) | median | ratio CPU (median) | holds |",
+            "|---|---:|---:|---|---:|---:|---|",
+            f"| score | {statistics.median(walls):.2f} | {statistics.median(ow):.2f} | {', '.join(f'{r:.2f}' for r in rs)} | "
+            f"{statistics.median(rs):.2f} | {statistics.median(rc):.2f} | {'yes' if statistics.median(rs) <= 1.0 else 'no'} |",
+            f"| export | {statistics.median(ewalls):.2f} | {statistics.median(eow):.2f} | {', '.join(f'{r:.2f}' for r in ers)} | "
+            f"{statistics.median(ers):.2f} | {statistics.median(erc):.2f} | {'yes' if statistics.median(ers) <= 1.0 else 'no'} |",
+            "",
+        ]
+    lines += [
+        f"Load average: {load0:.1f} at the start, {load:.1f} at the end (2 cores; wall time above CPU time is waiting for a core).",
         "",
-        "Command: `python bench/bench_score_cli.py`",
+        f"Command: `python bench/bench_score_cli.py{' --baseline ' + args.baseline if args.baseline else ''}`",
         "",
     ]
     out = ROOT / "bench" / "results" / "score_cli.md"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 from typing import Iterable, Sequence
 
 import pandas as pd
@@ -72,6 +73,40 @@ def bulk_insert(conn: Connection, name: str, rows: list[dict]) -> None:
         return
     for i in range(0, len(rows), CHUNK):
         conn.execute(t.insert(), rows[i : i + CHUNK])
+
+
+BULK_LOAD_MIN_ROWS = 10_000  # below this the per-row checks cost less than dropping and re-adding the keys
+
+
+@contextmanager
+def bulk_load(conn: Connection, name: str, n_rows: int):
+    """Around the load of ``n_rows`` into the *empty* table ``name`` in the caller's transaction.
+
+    PostgreSQL checks a foreign key with one trigger query per inserted row: 3 s of the 5 s that
+    ``COPY`` of 300,000 judgments takes (measured, PostgreSQL 15). Here the table's foreign keys
+    are dropped before the load and added back after it, each re-validated by one query over
+    the whole table (0.14 s for all three) — the bulk-load recipe of the PostgreSQL manual
+    (§14.4.5 "Remove Foreign Key Constraints"). It is all inside the import's transaction: an
+    error anywhere rolls the keys back with the rows, and a reference the importer missed fails
+    the re-validation instead of being stored. The table stays locked (ACCESS EXCLUSIVE) until
+    the commit; it was empty, so readers lose nothing but wait for the import. Only where the
+    current role owns the table (else the per-row checks stay), only on PostgreSQL (SQLite has no
+    such cost), only for ``BULK_LOAD_MIN_ROWS`` rows or more.
+    """
+    keys = []
+    if conn.dialect.name == "postgresql" and n_rows >= BULK_LOAD_MIN_ROWS:
+        owner = conn.execute(text("SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class "
+                                  "WHERE oid = to_regclass(:t)"), {"t": name}).scalar()
+        if owner:
+            keys = conn.execute(text("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                                     "WHERE conrelid = to_regclass(:t) AND contype = 'f' ORDER BY conname"),
+                                {"t": name}).all()
+    quoted = '"' + name.replace('"', '""') + '"'
+    for key, _ in keys:
+        conn.execute(text(f'ALTER TABLE {quoted} DROP CONSTRAINT "{key}"'))
+    yield
+    for key, definition in keys:
+        conn.execute(text(f'ALTER TABLE {quoted} ADD CONSTRAINT "{key}" {definition}'))
 
 
 def _python_defaults(t: Table, given: list[str]) -> dict:
