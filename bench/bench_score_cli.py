@@ -33,12 +33,17 @@ sys.path.insert(0, str(ROOT))
 from bench.machine import machine_line  # noqa: E402
 
 
+# byte-code caches written and used (a machine may set PYTHONDONTWRITEBYTECODE, which would make every
+# run compile every module of the tree again: a cost that grows with the code, not with the work)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(cmd: list[str], runs: int, cwd: Path = ROOT) -> tuple[list[float], list[float], list[float]]:
     """Wall, CPU (user+sys) and peak RSS (MB) of ``runs`` runs of ``cmd`` in a child process."""
     walls, cpus, rss = [], [], []
     for _ in range(runs):
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
         _, status, ru = os.wait4(proc.pid, 0)  # this child's own usage
         walls.append(time.perf_counter() - t)
         if os.waitstatus_to_exitcode(status) != 0:
@@ -60,13 +65,16 @@ def old_tree(commit: str, tmp: Path) -> Path:
 def build_db(code: Path, db: str) -> float:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "reform_core", "simulate", "--db", db, "--seed", "0", "--scale", "paper",
-                    "--adjudicate", "300", "--json"], check=True, cwd=code, capture_output=True)
+                    "--adjudicate", "300", "--json"], check=True, cwd=code, capture_output=True, env=ENV)
     return time.perf_counter() - t
 
 
 def interleaved(cmds: dict[str, tuple[list[str], Path]], runs: int) -> dict[str, tuple[list, list, list]]:
-    """``runs`` rounds, each running every command once in turn (same load for all)."""
+    """``runs`` rounds, each running every command once in turn (same load for all), after one
+    untimed run of each (it writes the byte-code caches, as a checkout run before has them)."""
     got = {k: ([], [], []) for k in cmds}
+    for cmd, cwd in cmds.values():
+        timed(cmd, 1, cwd)
     for _ in range(runs):
         for k, (cmd, cwd) in cmds.items():
             w, c, r = timed(cmd, 1, cwd)

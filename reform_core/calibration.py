@@ -70,16 +70,18 @@ def _strata_frame(instances: pd.DataFrame, g: np.ndarray, m: np.ndarray, strata:
     cols = [c for c in strata if c != "direction"]
     _require(instances, cols, "instances")
     direction = np.where(g == 1, DIRECTION_A1B0, DIRECTION_A0B1)
-    parts = {c: instances[c].astype(str).to_numpy() for c in cols}
-    parts["direction"] = direction
-    # Join the few distinct combinations once, then broadcast (150k rows: ~10x faster).
+    # Each column factorised once (no per-row string is built); the few distinct combinations
+    # are joined into names, then broadcast (150k rows: ~10x faster than joining per row).
     combined = np.zeros(len(instances), dtype=np.int64)
+    col_codes, uniques = {}, {}
     for c in strata:
-        codes, uniq = pd.factorize(parts[c])
+        codes, uniq = pd.factorize(direction if c == "direction" else instances[c], use_na_sentinel=False)
+        col_codes[c], uniques[c] = codes, [str(u) for u in uniq]
         combined = combined * (len(uniq) + 1) + codes
     _, first_row, inverse = np.unique(combined, return_index=True, return_inverse=True)
-    names = np.array(["|".join(str(parts[c][i]) for c in strata) for i in first_row], dtype=object)
-    key = names[inverse] if len(inverse) else np.array([], dtype=object)
+    first = {c: col_codes[c][first_row] for c in strata}  # each column's code in each combination
+    names = np.array(["|".join(uniques[c][first[c][j]] for c in strata) for j in range(len(first_row))], dtype=object)
+    key = names[inverse.reshape(-1)] if len(inverse) else np.array([], dtype=object)
     condition = _conditions(instances)
     if len(key) and (condition != CONDITION_MAIN).any():
         key = key + condition_suffix(condition)
@@ -87,10 +89,14 @@ def _strata_frame(instances: pd.DataFrame, g: np.ndarray, m: np.ndarray, strata:
 
 
 def _conditions(instances: pd.DataFrame) -> np.ndarray:
+    """Each row's condition (``main`` where empty or missing), as an object array; the few
+    distinct values mapped once instead of converting every row."""
     if "condition" not in instances.columns:
         return np.full(len(instances), CONDITION_MAIN, dtype=object)
-    c = instances["condition"].astype(object).to_numpy()
-    return np.where(pd.isna(c) | (c == ""), CONDITION_MAIN, c).astype(str).astype(object)
+    codes, uniq = pd.factorize(instances["condition"], use_na_sentinel=False)
+    names = np.array([CONDITION_MAIN if (u is None or u is pd.NA or (isinstance(u, float) and np.isnan(u)) or u == "")
+                      else str(u) for u in uniq], dtype=object)
+    return names[codes] if len(codes) else np.array([], dtype=object)
 
 
 def _model_weight_a(model: np.ndarray, condition: np.ndarray, disagree: np.ndarray, g: np.ndarray,

@@ -107,12 +107,18 @@ def _frame(conn: Connection, sql: str, columns: list[str], params: dict | None =
     return pd.DataFrame({c: arr[:, k] for k, c in enumerate(columns)}).infer_objects()
 
 
-def judgment_labels(conn: Connection, *, judge_id: int) -> np.ndarray:
-    """``response_id, constraint_id, id, label`` of every judgment of a judge, as a float
-    array (label NaN when errored / abstained). Several prompt versions give several rows."""
-    rows = _driver_rows(conn, "SELECT response_id, constraint_id, id, label FROM judgment WHERE judge_id = :j",
-                        {"j": judge_id})
-    return np.array(rows, dtype=float).reshape(-1, 4)
+def judgment_labels(conn: Connection, *, judge_id: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(iid, label)`` of every pair a judge labelled, sorted by ``iid`` = ``response_id ·
+    shift + constraint_id`` (label NaN when errored / abstained). With several prompt versions
+    of a pair the newest judgment (highest id) is kept. The instance id is computed by the
+    database and the rows come in id order (the judge's index), so two values per row cross the
+    driver and "newest" is the last occurrence."""
+    rows = _driver_rows(conn, f"SELECT CAST(response_id AS BIGINT) * {int(shift)} + constraint_id, label FROM judgment "
+                              "WHERE judge_id = :j ORDER BY id", {"j": judge_id})
+    ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+    labels = np.array([r[1] for r in rows], dtype=float)
+    iid, last = np.unique(ids[::-1], return_index=True)
+    return iid, labels[::-1][last]
 
 
 def instance_keys(conn: Connection) -> dict[str, pd.DataFrame]:

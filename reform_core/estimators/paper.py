@@ -79,7 +79,8 @@ def mean_decisions(decisions: pd.DataFrame, *, iid: str = INSTANCE_KEY, label: s
 
 def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str = "label_a", judge_b: str = "label_b",
                n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None,
-               index: UnitIndex | None = None, condition: str | None = "main") -> tuple[pd.DataFrame, pd.DataFrame]:
+               index: UnitIndex | None = None, condition: str | None = "main", calibrated: pd.DataFrame | None = None,
+               rates: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """SPEC §4 stratified calibration with measurement and population intervals.
 
     Parameters
@@ -89,6 +90,10 @@ def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str
     decisions : DataFrame
         Human decisions on disagreements: ``iid, h`` (0/1), one row per decision;
         decisions on agreements are ignored (the rule keeps agreed labels).
+    calibrated, rates : DataFrame, optional
+        The :func:`~reform_core.calibration.calibrate_stratified` output of ``instances`` and
+        its :func:`~reform_core.calibration.stratum_rates` from these decisions, when the
+        caller already has them (the scoring run): not computed again.
 
     Returns
     -------
@@ -97,11 +102,14 @@ def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str
         ``calibrated``: :func:`reform_core.calibration.calibrate_stratified` output.
     """
     rng = np.random.default_rng(0) if rng is None else rng
-    adj = mean_decisions(decisions)
-    dis = instances[judge_a].to_numpy(dtype=float) != instances[judge_b].to_numpy(dtype=float)
-    adj = adj[adj[INSTANCE_KEY].isin(instances.loc[dis, INSTANCE_KEY])]
-    rates = stratum_rates(instances, adj[[INSTANCE_KEY, "a"]], judge_a=judge_a, judge_b=judge_b)
-    cal = calibrate_stratified(instances, adj[[INSTANCE_KEY, "a"]], judge_a=judge_a, judge_b=judge_b, rates=rates)
+    if calibrated is None or rates is None:
+        adj = mean_decisions(decisions)
+        dis = instances[judge_a].to_numpy(dtype=float) != instances[judge_b].to_numpy(dtype=float)
+        adj = adj[adj[INSTANCE_KEY].isin(instances.loc[dis, INSTANCE_KEY])]
+        rates = stratum_rates(instances, adj[[INSTANCE_KEY, "a"]], judge_a=judge_a, judge_b=judge_b)
+        cal = calibrate_stratified(instances, adj[[INSTANCE_KEY, "a"]], judge_a=judge_a, judge_b=judge_b, rates=rates)
+    else:
+        cal = calibrated
     index = index if index is not None else build_index(cal, condition=condition)
     pv = index.pass_vector(cal, "p")
     reviewed = rates.reset_index(drop=True)

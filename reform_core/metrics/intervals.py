@@ -170,13 +170,25 @@ def replicate_score_sets(index: UnitIndex, pv: np.ndarray, weight_sets: list[np.
         target = np.r_[np.zeros(var_inst.sum(), dtype=np.int64), index.unit_k[var_unit]]
         model = np.r_[index.inst_model[var_inst], index.unit_model[var_unit]]
         agg = sp.csr_matrix((np.ones(len(c)), (model * 4 + target, np.arange(len(c)))), shape=(nm * 4, len(c)))
+        # an item with one variable row (most of them) takes its stratum's π* as it is; only items
+        # with several multiply them, as exp(E @ log π*) (no exp and no sparse product for the rest)
+        nnz = np.diff(e.indptr)
+        single = nnz == 1
+        single[single] = e.data[e.indptr[:-1][single]] == 1.0
+        h_single = e.indices[e.indptr[:-1][single]]
+        multi = ~single
+        e_multi = e[multi] if multi.any() else None
         with np.errstate(divide="ignore"):
-            log_pi = np.log(pi)
+            log_pi = np.log(pi) if e_multi is not None else None
         extras = [np.empty((nm * 4, B)) for _ in sets]
         unit = [bool((w == 1.0).all()) for w in sets]  # all weights 1: no multiplication needed
         for b0 in range(0, B, chunk):
             b1 = min(B, b0 + chunk)
-            base = c[:, None] * np.exp(e @ log_pi[:, b0:b1])
+            base = np.empty((len(c), b1 - b0))
+            base[single] = pi[h_single, b0:b1]
+            if e_multi is not None:
+                base[multi] = np.exp(e_multi @ log_pi[:, b0:b1])
+            base *= c[:, None]
             for w, extra, ones in zip(sets, extras, unit):
                 extra[:, b0:b1] = agg @ (base if ones else base * w[b0:b1].T[q_item])
         for num, extra in zip(nums, extras):

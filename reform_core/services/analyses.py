@@ -269,7 +269,7 @@ def _table4(baseline: pd.DataFrame, features: list[str], common: list[str], mode
     left = len(baseline) - len(ann)
     if left:
         notes.append(f"{left} baseline annotation(s) of questions outside the common question set are left out")
-    unknown = sorted(set(ann["feature"].astype(str)) - set(features))
+    unknown = sorted(set(ann["feature"].astype(str).unique()) - set(features))
     if unknown:
         notes.append(f"{len(unknown)} annotated feature(s) outside the catalog are left out (e.g. {unknown[0]!r})")
         ann = ann[ann["feature"].astype(str).isin(set(features))]
@@ -349,7 +349,7 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
     except (ScoringError, AnalysisError) as exc:
         for key in ("composition", "prompting"):
             res.notes[key] = [str(exc)]
-    conditions = set(cal.inst["condition"].astype(str)) if cal is not None else set()
+    conditions = set(cal.inst["condition"].astype(str).unique()) if cal is not None else set()
     for key, cond, run in (("composition", "single", _composition), ("prompting", "prompted", _prompting)):
         if cal is None:
             continue
@@ -373,8 +373,9 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
         res.notes[key] = notes + [f"{n} group(s) left out: {reason}" for reason, n in A.exclusion_counts(excl).items() if n]
     if exclusions:
         res.exclusions = pd.concat(exclusions, ignore_index=True)
-    part = static if static is not None else static_analyses(engine, principal, n_boot=n_boot, seed=seed,
-                                                             level=level, reference=reference)
+    part = static if static is not None else static_analyses(
+        engine, principal, n_boot=n_boot, seed=seed, level=level, reference=reference,
+        baseline=frames.baseline if frames is not None else None)
     return with_static(res, part)
 
 
@@ -399,9 +400,12 @@ STATIC_STREAM = 4  # their bootstrap draws: np.random.default_rng([seed, STATIC_
 
 
 def static_analyses(engine: Engine, principal: Optional[Principal], *, n_boot: int = 200, seed: int = 0,
-                    level: float = 0.95, reference: Optional[list[str]] = None) -> StaticAnalyses:
+                    level: float = 0.95, reference: Optional[list[str]] = None,
+                    baseline: Optional[pd.DataFrame] = None) -> StaticAnalyses:
     """A4 coverage and Table 4 (:class:`StaticAnalyses`), with their own random stream so that
-    they do not depend on how many draws the decision-dependent analyses took."""
+    they do not depend on how many draws the decision-dependent analyses took. ``baseline``:
+    the present baseline features (``model, question, feature``) when the caller has read them
+    (the scoring run's ``ProjectFrames.baseline``, the same query)."""
     from db.repo import analyses as repo
 
     require(principal, "view_scores")
@@ -409,7 +413,7 @@ def static_analyses(engine: Engine, principal: Optional[Principal], *, n_boot: i
     out = StaticAnalyses()
     with engine.connect() as conn:
         extracted = repo.extractions(conn)
-        baseline = repo.baseline_annotations(conn)
+        baseline = repo.baseline_annotations(conn) if baseline is None else baseline
         features = repo.catalog_features(conn)
         common, models = repo.common_questions(conn)
         construction = repo.construction_models(conn, CONSTRUCTION_META)

@@ -31,6 +31,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import adjudication as repo
+from reform_core.frames import CONDITION_MAIN
 
 ESTIMATOR = "cluster"  # the default estimator's name (score / export "estimator")
 INTERVAL_METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
@@ -196,17 +197,25 @@ def _unmeasured(progress: pd.DataFrame) -> list[str]:
 
 
 def paper_intervals(instances: pd.DataFrame, adjudications: pd.DataFrame, method: str, *, reps: int = DEFAULT_REPS,
-                    seed: int = 0) -> pd.DataFrame:
+                    seed: int = 0, rates: pd.DataFrame | None = None, index=None) -> pd.DataFrame:
     """Measurement and population intervals of the paper's rules (``stratified`` | ``pooled``)
     for the scored main rows, from the pair's decisions (``iid, a``): long frame as
-    :attr:`Estimate.scores`."""
+    :attr:`Estimate.scores`. ``rates``: the scoring run's stratum rates, when ``instances``
+    are its calibrated rows (stratified: the calibration is then not redone); ``index``: its
+    unit index of these rows (main rows only, in this order)."""
     from reform_core.estimators import paper
 
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps!r}")
-    fn = {"stratified": paper.stratified, "pooled": paper.pooled}[method]
     dec = pd.DataFrame({"iid": adjudications["iid"].to_numpy(dtype=np.int64), "h": adjudications["a"].to_numpy(float)})
-    scores, _ = fn(instances, dec, n_boot=int(reps), rng=np.random.default_rng(int(seed)), condition=None)
+    rng = np.random.default_rng(int(seed))
+    if method == "stratified" and rates is not None:
+        main_rates = rates[rates["condition"] == CONDITION_MAIN] if "condition" in rates.columns else rates
+        scores, _ = paper.stratified(instances, dec, n_boot=int(reps), rng=rng, condition=None, calibrated=instances,
+                                     rates=main_rates, index=index)
+        return scores
+    fn = {"stratified": paper.stratified, "pooled": paper.pooled}[method]
+    scores, _ = fn(instances, dec, n_boot=int(reps), rng=rng, condition=None)
     return scores
 
 

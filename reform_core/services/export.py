@@ -11,6 +11,7 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+
 import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
@@ -82,7 +83,9 @@ def dataset_hash(engine: Engine) -> str:
             cur.execute(q)
             while rows := cur.fetchmany(20_000):
                 # the same bytes as one update per row (SHA-256 is a stream): repr of each row's tuple
-                h.update("".join(repr(tuple(row)) for row in rows).encode("utf-8"))
+                # (the drivers' rows are tuples already: mapped straight through repr)
+                rows = rows if type(rows[0]) is tuple else [tuple(r) for r in rows]
+                h.update("".join(map(repr, rows)).encode("utf-8"))
         cur.close()
     finally:
         raw.close()

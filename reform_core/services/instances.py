@@ -109,15 +109,6 @@ def _strings(keys: pd.DataFrame, name: str, pos: np.ndarray):
     return pd.array(keys[name].astype(str).to_numpy(dtype=object), dtype="str").take(pos)
 
 
-def _newest_labels(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(iid, label) per judged pair, keeping the newest judgment (highest id) of each."""
-    ids = instance_id(rows[:, 0], rows[:, 1])
-    order = np.lexsort((rows[:, 2], ids))
-    ids = ids[order]
-    last = order[np.r_[ids[1:] != ids[:-1], True]] if len(ids) else order
-    return instance_id(rows[last, 0], rows[last, 1]), rows[last, 3]
-
-
 def load_instances(engine: Engine, judge_a: str, judge_b: str) -> pd.DataFrame:
     """The INSTANCES frame of judge pair (``judge_a``, ``judge_b``), every condition.
 
@@ -153,7 +144,7 @@ def load_judged(engine: Engine, judges) -> pd.DataFrame:
     if not judges:
         raise ValueError("judges: name at least one judge")
     with engine.connect() as conn:
-        labels = [_newest_labels(repo.judgment_labels(conn, judge_id=j)) for j in _judge_ids(conn, judges)]
+        labels = [repo.judgment_labels(conn, judge_id=j, shift=IID_SHIFT) for j in _judge_ids(conn, judges)]
         keys = repo.instance_keys(conn)
     iid = np.unique(np.concatenate([ids for ids, _ in labels] + [_all_pairs(keys)])).astype(np.int64)
     lab = []

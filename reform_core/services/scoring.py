@@ -345,9 +345,21 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
     main = result_inst if is_main.all() else result_inst[is_main]
     models = sorted(set(t2["model"].astype(str)) | set(facts["answered"].index.astype(str)) | set(unlabelled.index))
     unknown = facts["unknown_targets"]
-    level = (100 * main["p"].groupby(main["model"]).mean()) if len(main) else pd.Series(dtype=float)
+    # per model through integer codes of the model column (no per-row iteration of its strings)
+    m_codes, m_names = pd.factorize(main["model"])
+    m_names = [str(x) for x in m_names]
+    if len(main):
+        p = main["p"].to_numpy(dtype=float)
+        ok = ~np.isnan(p)
+        total = np.bincount(m_codes[ok], p[ok], minlength=len(m_names))
+        count = np.bincount(m_codes[ok], minlength=len(m_names))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            level = pd.Series(100 * total / count, index=m_names)
+    else:
+        level = pd.Series(dtype=float)
     if "known_target_models" not in facts:  # label-independent: kept in the facts rescore reuses
-        facts["known_target_models"] = set(main.loc[main["baseline_opposed"].notna().to_numpy(), "model"].astype(str))
+        known = np.unique(m_codes[main["baseline_opposed"].notna().to_numpy()])
+        facts["known_target_models"] = {m_names[k] for k in known}
     t2i = t2.set_index("model")
     rows, notes = [], {}
     for m in models:
@@ -605,7 +617,9 @@ def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
             est = full
         ci = est.scores
     elif result.method in ("stratified", "pooled"):
-        ci = estimates.paper_intervals(main, result.frames.adjudications, result.method, reps=reps, seed=seed)
+        ci = estimates.paper_intervals(main, result.frames.adjudications, result.method, reps=reps, seed=seed,
+                                       rates=result.rates if result.method == "stratified" else None,
+                                       index=result.index if result.method == "stratified" else None)
     else:
         ci = estimates.raw_intervals(main, reps=reps, seed=seed)
     t2 = result.tables["table2"].set_index("model")

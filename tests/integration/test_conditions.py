@@ -86,3 +86,21 @@ def test_imported_decisions_and_live_scores_keep_conditions_apart(projects):
     live = {name: LiveScores.from_engine(get_engine(url), "judge_a", "judge_b").scores.set_index("model")
             for name, url in projects.items()}
     pd.testing.assert_frame_equal(live["with_single"], live["main_only"])
+
+
+def test_stratified_intervals_reuse_the_scoring_run(projects):
+    """The stratified intervals start from the scoring run's calibration, its main-condition
+    stratum rates and its unit index instead of calibrating again (issue 16): the same numbers, to the last digit,
+    on a project whose other condition has strata and decisions of its own."""
+    from reform_core.services import estimates
+    from reform_core.services.scoring import score
+    from reform_core.services.users import cli_principal
+
+    eng = get_engine(projects["with_single"])
+    r = score(eng, cli_principal(eng), calibration="stratified")
+    assert (r.rates["condition"] != "main").any()  # the other condition's strata are there to be left out
+    main = r.instances[r.instances["condition"] == "main"]
+    again = estimates.paper_intervals(main, r.frames.adjudications, "stratified", reps=300, seed=4)
+    reused = estimates.paper_intervals(main, r.frames.adjudications, "stratified", reps=300, seed=4, rates=r.rates,
+                                       index=r.index)
+    pd.testing.assert_frame_equal(again, reused)
