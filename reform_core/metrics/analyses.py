@@ -298,7 +298,10 @@ def frequency_replicates(indicator: np.ndarray, weights: np.ndarray) -> np.ndarr
     over the common question set) and question weights (B × questions) → (B, models,
     features) = ``Σ_q w_q 1{c ∈ F_m(q)} / Σ_q w_q``."""
     w = np.asarray(weights, dtype=float)
-    num = np.einsum("bq,mqf->bmf", w, indicator)
+    ind = np.asarray(indicator, dtype=float)
+    m, q, f = ind.shape
+    # the einsum "bq,mqf->bmf" as one matrix product (BLAS): (B × q) @ (q × m·f)
+    num = (w @ ind.transpose(1, 0, 2).reshape(q, m * f)).reshape(len(w), m, f)
     return num / w.sum(axis=1)[:, None, None]
 
 

@@ -140,6 +140,25 @@ def load_judged(engine: Engine, judges) -> pd.DataFrame:
         — judged or not: a pair no judge labelled has NaN labels, so scoring can leave its
         instruction out and count it instead of never seeing it — sorted by ``iid``.
     """
+    return _load_judged(engine, judges)[0]
+
+
+def load_judged_with_baseline(engine: Engine, judges) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`load_judged` and the BASELINE frame (``model, question, feature`` of every feature
+    present in a baseline response: :func:`db.repo.scoring.baseline_present`), the latter from
+    the baseline rows the instances were decorated with (one read of the table, not two)."""
+    out, keys = _load_judged(engine, judges)
+    base = keys["baseline"]
+    present = base[base["present"].astype(bool).to_numpy()] if len(base) else base
+    mpos = _lookup(keys["models"], present["model_id"].to_numpy(np.int64), "model")
+    qpos = _lookup(keys["questions"], present["question_id"].to_numpy(np.int64), "question")
+    baseline = pd.DataFrame({"model": _strings(keys["models"], "name", mpos),
+                             "question": _strings(keys["questions"], "key", qpos),
+                             "feature": pd.array(present["feature"].astype(str).to_numpy(dtype=object), dtype="str")})
+    return out, baseline
+
+
+def _load_judged(engine: Engine, judges) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     judges = list(dict.fromkeys(judges))
     if not judges:
         raise ValueError("judges: name at least one judge")
@@ -190,7 +209,7 @@ def load_judged(engine: Engine, judges) -> pd.DataFrame:
         "response_id": response_id,
         "constraint_id": constraint_id,
     })
-    return out
+    return out, keys
 
 
 def current_decisions(rows: pd.DataFrame) -> pd.DataFrame:

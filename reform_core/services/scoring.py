@@ -36,7 +36,7 @@ from db.repo import status as status_repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
 from reform_core.metrics.reform import KS, build_index, reform_tables, unknown_baseline_targets
 from reform_core.services.auth import Principal, require
-from reform_core.services.instances import label_column, load_adjudications, load_judged
+from reform_core.services.instances import label_column, load_adjudications, load_judged_with_baseline
 
 CALIBRATIONS = ("cluster", "stratified", "pooled")  # cluster: the default estimator (services/estimates.py)
 DEFAULT_CALIBRATION = "cluster"
@@ -181,9 +181,7 @@ def load_project(engine: Engine, *, judges: Optional[tuple[str, str]] = None, ne
         raise ScoringError(choice.message)
     if choice.pair is None and need_pair:
         raise ScoringError(choice.message)
-    inst = load_judged(engine, list(choice.scoreable))
-    with engine.connect() as conn:
-        base = judge_repo.baseline_present(conn)
+    inst, base = load_judged_with_baseline(engine, list(choice.scoreable))
     adj = _empty_adjudications()
     ja = jb = None
     if choice.pair is not None:

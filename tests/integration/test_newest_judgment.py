@@ -43,3 +43,29 @@ def test_newest_judgment_of_a_pair_wins(any_db_url):
     inst = load_judged(eng, [name]).set_index("iid")
     assert inst.loc[r0 * IID_SHIFT + c0, f"label_{name}"] == 1 - l0
     assert np.isnan(inst.loc[r1 * IID_SHIFT + c1, f"label_{name}"])
+
+
+def test_baseline_frame_read_with_the_instances_is_the_baseline_query(any_db_url):
+    """Scoring takes the BASELINE frame from the baseline rows the instances were decorated with
+    (issue 16: one read of the table): the same rows as ``baseline_present``'s own query, an
+    explicitly absent feature left out."""
+    import pandas as pd
+
+    from db.repo.scoring import baseline_present
+    from reform_core.services.instances import load_judged_with_baseline
+
+    eng = get_engine(any_db_url)
+    import_bundle(eng, BUNDLE)
+    with eng.begin() as conn:
+        conn.execute(text("UPDATE baseline_feature SET present = :f WHERE id = (SELECT MIN(id) FROM baseline_feature)"),
+                     {"f": False})
+        judge = conn.execute(text("SELECT name FROM judge ORDER BY id LIMIT 1")).scalar_one()
+    _, got = load_judged_with_baseline(eng, [judge])
+    with eng.connect() as conn:
+        want = baseline_present(conn)
+    assert 0 < len(got) == len(want)
+
+    def rows(df):
+        return df.astype(str).sort_values(["model", "question", "feature"]).reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(rows(got), rows(want))
