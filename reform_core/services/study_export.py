@@ -24,7 +24,6 @@ from typing import Callable
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from reform_core.services import mosaic, wise
 from reform_core.services.auth import Principal
 
 Writer = Callable[[pd.DataFrame, Path, str, list], None]
@@ -45,7 +44,14 @@ WISE_SUMMARY_COLUMNS = ["study", "reference", "checker", "scheme", "models", "ou
                         "g_wording_low", "g_wording_high", "best_form"]
 
 
+CHECK_COLUMNS = ["study", "model", "prompt", "position", "constraint", "followed", "score", "category", "checker"]
+OUTPUT_COLUMNS = ["study", "model", "item", "form", "target", "repetition", "compliant", "provider", "direction",
+                  "words", "checker"]  # of services.mosaic.check_rows / services.wise.outputs (a test holds them equal)
+
+
 def _mosaic_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int, notes: list) -> dict:
+    from reform_core.services import mosaic
+
     tables = {k: [] for k in MOSAIC_COLUMNS}
     for name in mosaic.list_studies(engine, principal)["name"]:
         res = mosaic.results(engine, principal, study=name, n_boot=n_boot, seed=seed)
@@ -59,6 +65,8 @@ def _mosaic_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: i
 
 
 def _wise_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int, notes: list) -> dict:
+    from reform_core.services import wise
+
     forms, summary, comp = [], [], []
     for name in wise.list_studies(engine, principal)["name"]:
         try:
@@ -72,6 +80,10 @@ def _wise_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int
                         "models": len(res.compliance), "outputs": res.outputs, **res.summary})
         comp.append(res.compliance.rename_axis("model").reset_index().melt(
             "model", var_name="form", value_name="compliance").assign(study=name))
+    return _wise_frames(forms, summary, comp)
+
+
+def _wise_frames(forms: list, summary: list, comp: list) -> dict:
     return {
         "wise_forms": (pd.concat(forms, ignore_index=True) if forms else pd.DataFrame(columns=WISE_FORM_COLUMNS))[
             WISE_FORM_COLUMNS],
@@ -86,11 +98,21 @@ def write_study_tables(engine: Engine, principal: Principal, out: Path, files: l
     """Write the study files into ``out`` (appending their names to ``files``); returns the
     manifest's ``studies`` entry."""
     notes: list[str] = []
-    write(mosaic.check_rows(engine, principal), out, "mosaic_checks", files)
-    for stem, df in _mosaic_tables(engine, principal, n_boot=n_boot, seed=seed, notes=notes).items():
+    if has_studies(engine):
+        from reform_core.services import mosaic, wise
+
+        checks, outputs = mosaic.check_rows(engine, principal), wise.outputs(engine, principal)
+        mosaic_tables = _mosaic_tables(engine, principal, n_boot=n_boot, seed=seed, notes=notes)
+        wise_tables = _wise_tables(engine, principal, n_boot=n_boot, seed=seed, notes=notes)
+    else:  # no study: the same (empty) files, without loading the study services
+        checks, outputs = pd.DataFrame(columns=CHECK_COLUMNS), pd.DataFrame(columns=OUTPUT_COLUMNS)
+        mosaic_tables = {k: pd.DataFrame(columns=cols)[cols] for k, cols in MOSAIC_COLUMNS.items()}
+        wise_tables = _wise_frames([], [], [])
+    write(checks, out, "mosaic_checks", files)
+    for stem, df in mosaic_tables.items():
         write(df, out, stem, files)
-    write(wise.outputs(engine, principal), out, "wise_outputs", files)
-    for stem, df in _wise_tables(engine, principal, n_boot=n_boot, seed=seed, notes=notes).items():
+    write(outputs, out, "wise_outputs", files)
+    for stem, df in wise_tables.items():
         write(df, out, stem, files)
     return {
         "mosaic": {"rows": "mosaic_checks.csv (followed = score >= 0.5, seed 003 §3.3; unchecked pairs absent)",
