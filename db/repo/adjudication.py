@@ -138,12 +138,6 @@ def instance_keys(conn: Connection) -> dict[str, pd.DataFrame]:
     return {k: _frame(conn, sql, cols, {}) for k, (sql, cols) in q.items()}
 
 
-def rows_frame(rows, columns: list[str]) -> pd.DataFrame:
-    """A frame of result rows, built from plain tuples (pandas would probe every Row object's
-    attributes: several times slower at tens of thousands of rows)."""
-    return pd.DataFrame([tuple(r) for r in rows], columns=columns)
-
-
 ADJ_COLUMNS = ["id", "task_id", "user_id", "annotator", "choice", "label", "note", "seconds", "supersedes_id",
                "created_at", "plan_id", "response_id", "constraint_id", "kind", "judge_a_id", "judge_b_id"]
 
@@ -166,8 +160,19 @@ def adjudication_rows(conn: Connection, *, judge_a_id: Optional[int] = None, jud
         "JOIN sample_plan p ON p.id = t.plan_id LEFT JOIN app_user u ON u.id = d.user_id"
         + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY d.id"
     )
-    res = conn.execute(text(sql), params)
-    return rows_frame(res.all(), ADJ_COLUMNS)
+    return pd.DataFrame(_driver_rows(conn, sql, params), columns=ADJ_COLUMNS)  # plain tuples: no Row objects
+
+
+def current_decision_count(conn: Connection, *, judge_a_id: int, judge_b_id: int, except_plan: int) -> int:
+    """Current decisions (not superseded, not retracted) of the plans of a judge pair (either
+    order) other than ``except_plan`` — :func:`reform_core.services.instances.current_decisions`
+    over :func:`adjudication_rows`, counted in SQL."""
+    return int(conn.execute(text(
+        "SELECT COUNT(*) FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "
+        "JOIN sample_plan p ON p.id = t.plan_id "
+        "WHERE t.plan_id <> :x AND ((p.judge_a_id = :a AND p.judge_b_id = :b) OR (p.judge_a_id = :b AND p.judge_b_id = :a)) "
+        f"AND d.choice <> '{RETRACTED}' AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = d.id)"),
+        {"x": except_plan, "a": judge_a_id, "b": judge_b_id}).scalar_one())
 
 
 # ----------------------------------------------------------------------------- plans
@@ -236,11 +241,16 @@ def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
     return out
 
 
+TASK_COLUMNS = ["id", "response_id", "constraint_id", "stratum", "kind", "required", "decided", "status", "claimed_by",
+                "a_left", "order_key"]
+
+
 def plan_tasks(conn: Connection, *, plan_id: int) -> pd.DataFrame:
-    res = conn.execute(text(
-        "SELECT id, response_id, constraint_id, stratum, kind, required, decided, status, claimed_by, a_left, order_key "
-        "FROM adjudication_task WHERE plan_id = :p ORDER BY id"), {"p": plan_id})
-    return rows_frame(res.all(), list(res.keys()))
+    """Every task of a plan in id order (read as plain tuples: the Scores page rereads them after each
+    decision)."""
+    rows = _driver_rows(conn, f"SELECT {', '.join(TASK_COLUMNS)} FROM adjudication_task WHERE plan_id = :p ORDER BY id",
+                        {"p": plan_id})
+    return pd.DataFrame(rows, columns=TASK_COLUMNS)
 
 
 # ----------------------------------------------------------------------------- the queue

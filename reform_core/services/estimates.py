@@ -92,8 +92,7 @@ def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a:
         return PlanInputs(t, pd.DataFrame({"iid": pd.Series(dtype="int64"), "annotator": pd.Series(dtype=object),
                                            "h": pd.Series(dtype=float), "kind": pd.Series(dtype=object)}), 0)
     iid = instance_id(cur["response_id"], cur["constraint_id"])
-    lab = instances.set_index("iid")[[judge_a, judge_b]].reindex(iid)
-    g, m = lab[judge_a].to_numpy(dtype=float), lab[judge_b].to_numpy(dtype=float)
+    g, m = _labels_at(instances, iid, judge_a, judge_b)
     agree = ~np.isnan(g) & (g == m)
     choice = cur["choice"].astype(str).to_numpy()
     label = pd.to_numeric(cur["label"], errors="coerce").to_numpy(dtype=float)
@@ -104,6 +103,23 @@ def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a:
     dec = pd.DataFrame({"iid": iid[ok], "annotator": cur["annotator"].astype(str).to_numpy()[ok], "h": h[ok],
                         "kind": np.where(agree, "audit", "disagreement")[ok]})
     return PlanInputs(t, dec.reset_index(drop=True), unsure)
+
+
+def _labels_at(instances: pd.DataFrame, iid: np.ndarray, judge_a: str, judge_b: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two judges' labels of the instances ``iid`` (NaN where an iid is not a row): by binary
+    search where the rows are sorted by iid (as loaded), else through an index of the rows."""
+    keys = instances["iid"].to_numpy(dtype=np.int64)
+    iid = np.asarray(iid, dtype=np.int64)
+    if len(keys) and bool(np.all(keys[1:] > keys[:-1])):
+        pos = np.minimum(np.searchsorted(keys, iid), len(keys) - 1)
+        pos = np.where(keys[pos] == iid, pos, -1)
+    else:
+        pos = pd.Index(keys).get_indexer(iid)
+    out = []
+    for col in (judge_a, judge_b):
+        v = instances[col].to_numpy(dtype=float)
+        out.append(np.where(pos >= 0, v[np.maximum(pos, 0)], np.nan) if len(v) else np.full(len(iid), np.nan))
+    return out[0], out[1]
 
 
 @dataclass
@@ -271,13 +287,11 @@ def verdict(est: Estimate) -> dict:
 
 
 def other_plan_decisions(engine: Engine, plan: dict) -> int:
-    """Current decisions of the pair's *other* plans (the estimator uses its own plan's only)."""
-    from reform_core.services.instances import current_decisions
-
+    """Current decisions (not superseded, not retracted) of the pair's *other* plans (the
+    estimator uses its own plan's only): counted by the database."""
     with engine.connect() as conn:
-        rows = repo.adjudication_rows(conn, judge_a_id=int(plan["judge_a_id"]), judge_b_id=int(plan["judge_b_id"]))
-    cur = current_decisions(rows)
-    return int((cur["plan_id"] != int(plan["id"])).sum()) if len(cur) else 0
+        return repo.current_decision_count(conn, judge_a_id=int(plan["judge_a_id"]), judge_b_id=int(plan["judge_b_id"]),
+                                           except_plan=int(plan["id"]))
 
 
 def raw_intervals(instances: pd.DataFrame, *, reps: int = DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:

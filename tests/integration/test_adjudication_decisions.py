@@ -91,3 +91,29 @@ def test_two_simultaneous_undos_withdraw_once(project):
         assert n == 1, f"decision {d.adjudication_id} withdrawn {n} times"
         assert sorted(r is None for r in results) == [False, True]
         assert (status, decided) == ("claimed", 0)  # back with ann1, who now has no decision at all
+
+
+def test_other_plans_decision_count_is_the_current_decisions_of_the_other_plans(project):
+    """``current_decision_count`` (issue 16: counted in SQL after every decision) agrees with the
+    literal rule — the current decisions (not superseded, not retracted) of the pair's plans other
+    than this one — with decisions, an undo and a plan of the pair in the other order."""
+    from db.repo.adjudication import adjudication_rows, current_decision_count
+    from reform_core.services.instances import current_decisions
+
+    eng, u, plan = project
+    second = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=2, name="second").plan_id
+    flipped = S.create_plan(eng, u["lead"], judge_a="judge_b", judge_b="judge_a", seed=3, name="flipped").plan_id
+    for p, n in ((plan, 3), (second, 4), (flipped, 2)):
+        for _ in range(n):
+            item = S.claim_next(eng, u["ann1"], p)
+            S.decide(eng, u["ann1"], item.task_id, "A")
+    S.undo_last(eng, u["ann1"], second)  # a retraction supersedes one of the second plan's decisions
+    with eng.connect() as conn:
+        ids = dict(conn.execute(text("SELECT name, id FROM judge")).all())
+        rows = adjudication_rows(conn, judge_a_id=ids["judge_a"], judge_b_id=ids["judge_b"])
+        for mine in (plan, second, flipped):
+            cur = current_decisions(rows)
+            want = int((cur["plan_id"] != mine).sum())
+            got = current_decision_count(conn, judge_a_id=ids["judge_a"], judge_b_id=ids["judge_b"], except_plan=mine)
+            assert got == want
+    assert want == 3 + 3  # except the flipped plan: the first plan's 3 and the second's 4 less the undone one
