@@ -160,7 +160,8 @@ def adjudication_rows(conn: Connection, *, judge_a_id: Optional[int] = None, jud
         "JOIN sample_plan p ON p.id = t.plan_id LEFT JOIN app_user u ON u.id = d.user_id"
         + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY d.id"
     )
-    return pd.DataFrame(_driver_rows(conn, sql, params), columns=ADJ_COLUMNS)  # plain tuples: no Row objects
+    res = conn.execute(text(sql), params)
+    return pd.DataFrame([tuple(r) for r in res.all()], columns=ADJ_COLUMNS)
 
 
 def current_decision_count(conn: Connection, *, judge_a_id: int, judge_b_id: int, except_plan: int) -> int:
@@ -246,11 +247,12 @@ TASK_COLUMNS = ["id", "response_id", "constraint_id", "stratum", "kind", "requir
 
 
 def plan_tasks(conn: Connection, *, plan_id: int) -> pd.DataFrame:
-    """Every task of a plan in id order (read as plain tuples: the Scores page rereads them after each
-    decision)."""
-    rows = _driver_rows(conn, f"SELECT {', '.join(TASK_COLUMNS)} FROM adjudication_task WHERE plan_id = :p ORDER BY id",
-                        {"p": plan_id})
-    return pd.DataFrame(rows, columns=TASK_COLUMNS)
+    """Every task of a plan in id order. (Read through SQLAlchemy's rows: the driver's own cursor
+    here, 10 ms faster per Scores rerun, made the app's memory grow ~100 MB per decide → Scores
+    cycle at 10×, measured by bench/bench_scores.py; the cause was not found.)"""
+    res = conn.execute(text(f"SELECT {', '.join(TASK_COLUMNS)} FROM adjudication_task WHERE plan_id = :p ORDER BY id"),
+                       {"p": plan_id})
+    return pd.DataFrame([tuple(r) for r in res.all()], columns=TASK_COLUMNS)
 
 
 # ----------------------------------------------------------------------------- the queue

@@ -636,9 +636,13 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         v_cluster = v_d + v_audit
         v_err = np.zeros(nm)
         if err_draws is not None:
-            eff = np.where(dis_s | aud_s, gm * second * inv_pi[rc], 0.0)
-            delta = np.nan_to_num(err_draws.reindex(iid[rs]).to_numpy() - y_s[:, None])
-            per_model = np.stack([np.bincount(model_s, eff * delta[:, b], minlength=nm) for b in range(delta.shape[1])])
+            # only decided rows move with the error model (eff = 0 elsewhere): their draws alone
+            # (at 10× the paper the observed clusters' rows × refits were 240 MB of temporaries)
+            dec_rows = np.flatnonzero(dis_s | aud_s)
+            eff = (gm * second * inv_pi[rc])[dec_rows]
+            delta = np.nan_to_num(err_draws.reindex(iid[rs][dec_rows]).to_numpy() - y_s[dec_rows, None])
+            per_model = np.stack([np.bincount(model_s[dec_rows], eff * delta[:, b], minlength=nm)
+                                  for b in range(delta.shape[1])])
             v_err = per_model.var(axis=0, ddof=1)
         se = np.sqrt(v_cluster + v_err)
         point = np.where(undefined, np.nan, point)
