@@ -242,6 +242,15 @@ def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
     return out
 
 
+def plan_task_states(conn: Connection, *, plan_id: int) -> pd.DataFrame:
+    """``response_id, constraint_id, kind, required, decided, status`` of every task of a plan in
+    id order (what the estimator needs of them: the Scores page rereads it after each decision)."""
+    res = conn.execute(text("SELECT response_id, constraint_id, kind, required, decided, status FROM adjudication_task "
+                            "WHERE plan_id = :p ORDER BY id"), {"p": plan_id})
+    return pd.DataFrame([tuple(r) for r in res.all()],
+                        columns=["response_id", "constraint_id", "kind", "required", "decided", "status"])
+
+
 TASK_COLUMNS = ["id", "response_id", "constraint_id", "stratum", "kind", "required", "decided", "status", "claimed_by",
                 "a_left", "order_key"]
 

@@ -82,7 +82,7 @@ def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a:
     from reform_core.services.instances import current_decisions, instance_id
 
     with engine.connect() as conn:
-        tasks = repo.plan_tasks(conn, plan_id=int(plan["id"]))
+        tasks = repo.plan_task_states(conn, plan_id=int(plan["id"]))
         rows = repo.adjudication_rows(conn, plan_id=int(plan["id"]))
     t = pd.DataFrame({"iid": instance_id(tasks["response_id"], tasks["constraint_id"]),
                       "kind": tasks["kind"].astype(str).to_numpy(), "required": tasks["required"].astype(int).to_numpy(),
