@@ -8,10 +8,11 @@ replaces a newer one; the very first value is computed in the call (nothing olde
 from __future__ import annotations
 
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from reform_core.services.memory import release_free_memory
+from reform_core.services.memory import HEAVY_WORK, release_free_memory
 
 T = TypeVar("T")
 
@@ -47,7 +48,7 @@ class Refresher(Generic[T]):
                     self._start_locked()
                 return Latest(self._value, False, self._error if self._value is None else None)
             self._running = version  # computed here, one at a time as in the background
-        self._compute(version, fn)
+        self._compute(version, fn, serial=False)  # the caller's own thread: not queued behind background work
         with self._lock:
             return Latest(self._value, self._version == version, self._error)
 
@@ -72,12 +73,14 @@ class Refresher(Generic[T]):
         self._pending, self._running = None, version
         threading.Thread(target=self._compute, args=(version, fn), daemon=True, name="reform-refresh").start()
 
-    def _compute(self, version: tuple, fn: Callable[[], T]) -> None:
+    def _compute(self, version: tuple, fn: Callable[[], T], serial: bool = True) -> None:
         """Run ``fn`` (``_running`` set by the caller) and store its value: computations run one
         at a time and each starts from the newest remembered version, so a stored value is never
-        older than the one it replaces."""
+        older than the one it replaces. ``serial``: in the background, one heavy computation of
+        the process at a time (:data:`reform_core.services.memory.HEAVY_WORK`)."""
         try:
-            value, error = fn(), None
+            with HEAVY_WORK if serial else nullcontext():
+                value, error = fn(), None
         except Exception as exc:  # noqa: BLE001 - a background thread must not die silently
             value, error = None, f"{type(exc).__name__}: {exc}"
         release_free_memory()  # the computation's temporaries, freed in this thread's arena

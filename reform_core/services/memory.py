@@ -12,7 +12,15 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+import threading
 from functools import lru_cache
+
+# One heavy background recomputation at a time in the process (the Scores page's intervals and its
+# auxiliary analyses): at 10× the paper each takes ~150 MB of temporaries; started together after a
+# decision they overlapped with each other and with the page's rescoring, and the app's peak crossed
+# 2 GB in some cycles (bench/bench_scores.py). Serialised, the second waits for the first; on 2 cores
+# they also leave the page's rerun a core. Only background threads take it (never a page's own call).
+HEAVY_WORK = threading.Lock()
 
 
 @lru_cache(maxsize=1)

@@ -37,7 +37,7 @@ from sqlalchemy.engine import Engine
 from db.repo.explore import VERSIONED_TABLES
 from reform_core.services import scoring
 from reform_core.services.auth import Principal
-from reform_core.services.memory import release_free_memory
+from reform_core.services.memory import HEAVY_WORK, release_free_memory
 
 IntervalFn = Callable[[scoring.ScoreResult], pd.DataFrame]
 _ADJ = VERSIONED_TABLES.index("adjudication")
@@ -174,7 +174,8 @@ class ScoreCache:
                  restart: bool = True) -> None:
         t0 = time.perf_counter()
         try:
-            frame, error = fn(result), None
+            with HEAVY_WORK:  # one heavy recomputation at a time (reform_core.services.memory)
+                frame, error = fn(result), None
         except ValueError as exc:
             frame, error = None, str(exc)
         except Exception as exc:  # noqa: BLE001 - a background thread must not die silently
