@@ -19,6 +19,7 @@ Results: bench/results/score_cli.md.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import subprocess
@@ -144,16 +145,26 @@ def main() -> None:
         rc = [a / b for a, b in zip(cpus, oc)]
         ers = [a / b for a, b in zip(ewalls, eow)]
         erc = [a / b for a, b in zip(ecpus, eoc)]
+        def slower(ratios: list[float]) -> str:
+            # one-sided sign test: how likely this many slower pairs are if neither code is faster
+            k, n = sum(r > 1.0 for r in ratios), len(ratios)
+            p = sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
+            return f"{k} of {n} (p = {p:.2f})"
+
         lines += [
             f"Same run, interleaved with the code of `{args.baseline}` (issue 16: \"nothing in the already-holds line regresses\"; "
-            "ratio = this code / that code per pair of runs, then the median; ≤ 1.00 holds):",
+            "ratio = this code / that code per pair of runs, then the median; ≤ 1.00 holds; *slower pairs*: pairs whose "
+            "ratio exceeds 1, with the one-sided sign-test probability of at least that many if neither code were faster):",
             "",
-            "| command | this code, wall (s, median) | old code, wall (s, median) | ratio wall (per pair) | median | ratio CPU (median) | holds |",
-            "|---|---:|---:|---|---:|---:|---|",
+            "| command | this code, wall (s, median) | old code, wall (s, median) | ratio wall (per pair) | median | slower pairs | "
+            "ratio CPU (median) | holds (median ≤ 1.00) |",
+            "|---|---:|---:|---|---:|---|---:|---|",
             f"| score | {statistics.median(walls):.2f} | {statistics.median(ow):.2f} | {', '.join(f'{r:.2f}' for r in rs)} | "
-            f"{statistics.median(rs):.2f} | {statistics.median(rc):.2f} | {'yes' if statistics.median(rs) <= 1.0 else 'no'} |",
+            f"{statistics.median(rs):.2f} | {slower(rs)} | {statistics.median(rc):.2f} | "
+            f"{'yes' if statistics.median(rs) <= 1.0 else 'no'} |",
             f"| export | {statistics.median(ewalls):.2f} | {statistics.median(eow):.2f} | {', '.join(f'{r:.2f}' for r in ers)} | "
-            f"{statistics.median(ers):.2f} | {statistics.median(erc):.2f} | {'yes' if statistics.median(ers) <= 1.0 else 'no'} |",
+            f"{statistics.median(ers):.2f} | {slower(ers)} | {statistics.median(erc):.2f} | "
+            f"{'yes' if statistics.median(ers) <= 1.0 else 'no'} |",
             "",
         ]
     lines += [
