@@ -551,12 +551,17 @@ def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, m
         est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs the "
                          "design of its own plan); the paper's rules use them")
     p = inst["p"].to_numpy(dtype=float, copy=True)
-    p[main] = est.smooth.reindex(rows["iid"].to_numpy()).to_numpy(dtype=float)
+    smooth, rid = est.smooth, rows["iid"].to_numpy()
+    aligned = len(smooth) == len(rid) and np.array_equal(smooth.index.to_numpy(), rid)  # the usual case: same rows
+    p[main] = smooth.to_numpy(dtype=float) if aligned else smooth.reindex(rid).to_numpy(dtype=float)
     cols = {"p": p}
     if "source" in inst.columns:
-        src = inst["source"].to_numpy(dtype=object, copy=True)
-        src[main] = "cluster"
-        cols["source"] = src
+        if main.all():  # every row is the estimator's: one value, no per-row copy of the strings
+            cols["source"] = pd.Series("cluster", index=inst.index, dtype="str")
+        else:
+            src = inst["source"].to_numpy(dtype=object, copy=True)
+            src[main] = "cluster"
+            cols["source"] = src
     if "provisional" in inst.columns:  # the estimator's rows are never the stratified rule's fallback
         cols["provisional"] = np.where(main, False, inst["provisional"].to_numpy(dtype=bool))
     return inst.assign(**cols), est  # copy-on-write: the other columns stay shared
