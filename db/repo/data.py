@@ -101,12 +101,14 @@ def bulk_load(conn: Connection, name: str, n_rows: int):
             keys = conn.execute(text("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
                                      "WHERE conrelid = to_regclass(:t) AND contype = 'f' ORDER BY conname"),
                                 {"t": name}).all()
-    quoted = '"' + name.replace('"', '""') + '"'
+    def ident(s: str) -> str:
+        return '"' + s.replace('"', '""') + '"'
+
     for key, _ in keys:
-        conn.execute(text(f'ALTER TABLE {quoted} DROP CONSTRAINT "{key}"'))
+        conn.execute(text(f"ALTER TABLE {ident(name)} DROP CONSTRAINT {ident(key)}"))
     yield
-    for key, definition in keys:
-        conn.execute(text(f'ALTER TABLE {quoted} ADD CONSTRAINT "{key}" {definition}'))
+    for key, definition in keys:  # pg_get_constraintdef: the server's own text of the key
+        conn.execute(text(f"ALTER TABLE {ident(name)} ADD CONSTRAINT {ident(key)} {definition}"))
 
 
 def _python_defaults(t: Table, given: list[str]) -> dict:
