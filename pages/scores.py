@@ -102,7 +102,8 @@ st.caption("**Population** — " + POPULATION_TEXT.split(": ", 1)[1])
 st.caption(interval_method(result)
            + " Counts: instructions (TCPR)" + (", eligible units (EMCR, R¹–R³)." if emcr_applies else "."))
 # the estimate behind the intervals carries the adjudicator-error term; until it is in, the scored one
-est = (_ivl.frame.attrs.get("estimate") if _ivl.fresh and _ivl.frame is not None else None) or result.estimate
+_held = _ivl.frame.attrs.get("estimate") if _ivl.fresh and _ivl.frame is not None else None
+est = getattr(_held, "value", None) or result.estimate
 if est is not None:
     v = verdict(est)
     (st.success if v["reached"] else st.warning)(f"Planner's verdict — {render.md(v['message'])}")

@@ -64,11 +64,32 @@ def score_intervals(principal: Optional[Principal], result: scoring.ScoreResult,
                     seed: int = 0) -> pd.DataFrame:
     """Measurement and population 95 % intervals of TCPR, EMCR, R1–R3 per model (seeded;
     :func:`reform_core.services.scoring.compute_intervals`); the default estimator's rerun
-    estimate (with the adjudicator-error term) rides along as ``attrs["estimate"]``."""
+    estimate (with the adjudicator-error term) rides along as ``attrs["estimate"]`` (a
+    :class:`Shared` holder: ``.value``)."""
     require(principal, "view_scores")
     ci, est = scoring.compute_intervals(result, reps=n_boot, seed=seed)
-    ci.attrs["estimate"] = est
+    ci.attrs["estimate"] = Shared(est)
     return ci
+
+
+class Shared:
+    """A read-only value carried in a frame's ``attrs`` (``.value``), shared, never copied.
+
+    pandas deep-copies ``attrs`` into every frame or column an operation returns: with the
+    estimate in them, each column read of the interval frame copied the whole estimate (its unit
+    index and design arrays: ~350 MB at 10× the paper, several times per Scores rerun — the
+    app's memory peak; measured with tracemalloc). Deep-copying this holder returns itself."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 def condition_tables(principal: Optional[Principal], result: scoring.ScoreResult) -> dict[str, pd.DataFrame]:
