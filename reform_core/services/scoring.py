@@ -238,8 +238,28 @@ def main_adjudications(frames: ProjectFrames) -> pd.DataFrame:
     """The current decisions on main-condition instances (the main scores' only adjudications;
     decisions on a single-constraint or prompted condition calibrate that condition alone)."""
     inst, adj = frames.instances, frames.adjudications
-    main_iids = inst.loc[inst["condition"] == "main", "iid"]
-    return adj[adj["iid"].isin(main_iids)]
+    idx = _main_iids(inst)
+    if not idx.is_unique:
+        return adj[adj["iid"].isin(idx)]
+    return adj[idx.get_indexer(adj["iid"].to_numpy()) >= 0]  # the Index's own hash table, built once
+
+
+_MAIN_IIDS: dict[int, tuple] = {}  # id(instances frame) -> (weak reference to it, Index of its main iids)
+
+
+def _main_iids(inst: pd.DataFrame) -> pd.Index:
+    """The main-condition iids of an INSTANCES frame, as an Index kept while the frame lives (its
+    hash table is built once: rescoring after each decision looks the new decisions up in it)."""
+    import weakref
+
+    hit = _MAIN_IIDS.get(id(inst))
+    if hit is not None and hit[0]() is inst:
+        return hit[1]
+    idx = pd.Index(inst.loc[(inst["condition"] == "main").to_numpy(), "iid"].to_numpy())
+    for key in [k for k, (ref, _) in list(_MAIN_IIDS.items()) if ref() is None]:
+        _MAIN_IIDS.pop(key, None)
+    _MAIN_IIDS[id(inst)] = (weakref.ref(inst), idx)
+    return idx
 
 
 def disagreement_decisions(inst: pd.DataFrame, adj: pd.DataFrame) -> pd.DataFrame:
