@@ -121,7 +121,7 @@ def drop_pg(admin: str, name: str) -> None:
 
 
 def old_tree(commit: str, tmp: Path) -> Path:
-    """The repository at ``commit``, extracted (for the before/after run)."""
+    """The repository at ``commit``, extracted (for a before/after run; bench_score_cli uses it too)."""
     out = tmp / f"old-{commit[:10]}"
     out.mkdir()
     archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout

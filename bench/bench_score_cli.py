@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_import import old_tree  # noqa: E402  (the commit's tree, extracted)
 from bench.machine import machine_line  # noqa: E402
 
 
@@ -52,15 +53,6 @@ def timed(cmd: list[str], runs: int, cwd: Path = ROOT) -> tuple[list[float], lis
         cpus.append(ru.ru_utime + ru.ru_stime)
         rss.append(ru.ru_maxrss / 1024)
     return walls, cpus, rss
-
-
-def old_tree(commit: str, tmp: Path) -> Path:
-    """The repository at ``commit``, extracted (for the same-run comparison)."""
-    out = tmp / f"old-{commit[:10]}"
-    out.mkdir()
-    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    return out
 
 
 def build_db(code: Path, db: str) -> float:

@@ -23,6 +23,7 @@ Missing data is left out and counted, never a pass (SPEC §4.2):
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -250,8 +251,6 @@ _MAIN_IIDS: dict[int, tuple] = {}  # id(instances frame) -> (weak reference to i
 def _main_iids(inst: pd.DataFrame) -> pd.Index:
     """The main-condition iids of an INSTANCES frame, as an Index kept while the frame lives (its
     hash table is built once: rescoring after each decision looks the new decisions up in it)."""
-    import weakref
-
     hit = _MAIN_IIDS.get(id(inst))
     if hit is not None and hit[0]() is inst:
         return hit[1]
