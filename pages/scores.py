@@ -63,13 +63,14 @@ for r in small.itertuples(index=False):
 st.subheader("Table 2 — TCPR, EMCR and R¹–R³ (%)" if emcr_applies else "Table 2 — TCPR (%)")
 st.markdown(f"**Estimator:** {render.md(estimator_label(result))}")
 _ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)  # started at the page's end
+_ivl_fresh = _ivl.fresh  # what the Table 2 fragment compares with (``_ivl`` itself is dropped at the page's end)
 
 
 _aux_rule = "pooled" if judge else st.session_state.get("scores_aux_rule", "pooled")  # as appendix() picks it
 _aux_busy = analyses_view.analyses_updating(_aux_rule, judge)
 
 
-@st.fragment(run_every=None if _ivl.fresh and not _aux_busy else 2)
+@st.fragment(run_every=None if _ivl_fresh and not _aux_busy else 2)
 def table2() -> None:
     """Table 2 with its intervals; while they are recomputed in the background (after a new
     decision) the points are current and the last intervals are shown, marked as updating.
@@ -77,7 +78,7 @@ def table2() -> None:
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     ivl = render.intervals(principal, calibration=calibration, judge=judge, start=False)
     busy = analyses_view.analyses_updating(_aux_rule, judge)
-    if ivl.fresh != _ivl.fresh or busy != _aux_busy:
+    if ivl.fresh != _ivl_fresh or busy != _aux_busy:
         st.rerun()  # the intervals / analyses are in: redraw once without polling
     if ivl.error:
         st.warning(f"No intervals: {render.md(ivl.error)}")
@@ -181,3 +182,7 @@ aux_rule = analyses_view.appendix(principal, result, tables, emcr_applies=emcr_a
 # until they are in and then redraws the page once
 render.start_intervals(principal, calibration=calibration, judge=judge)
 analyses_view.start_pending(aux_rule, judge)
+# This script's namespace is a reference cycle (the functions defined above hold it as their globals), freed only
+# by Python's occasional full garbage collection: drop its references to the scored state now, so that a state the
+# cache has replaced is freed at once (issue 16: at 10× every rerun kept ~120 MB until a collection ran).
+del result, tables, est, _held, _ivl

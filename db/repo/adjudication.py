@@ -242,13 +242,20 @@ def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
     return out
 
 
-def plan_task_states(conn: Connection, *, plan_id: int) -> pd.DataFrame:
-    """``response_id, constraint_id, kind, required, decided, status`` of every task of a plan in
-    id order (what the estimator needs of them: the Scores page rereads it after each decision)."""
-    res = conn.execute(text("SELECT response_id, constraint_id, kind, required, decided, status FROM adjudication_task "
+def plan_task_keys(conn: Connection, *, plan_id: int) -> pd.DataFrame:
+    """``response_id, constraint_id, kind`` of every task of a plan in id order (what the
+    estimator needs of them; none of these changes once the task is made)."""
+    res = conn.execute(text("SELECT response_id, constraint_id, kind FROM adjudication_task "
                             "WHERE plan_id = :p ORDER BY id"), {"p": plan_id})
-    return pd.DataFrame([tuple(r) for r in res.all()],
-                        columns=["response_id", "constraint_id", "kind", "required", "decided", "status"])
+    return pd.DataFrame([tuple(r) for r in res.all()], columns=["response_id", "constraint_id", "kind"])
+
+
+def plan_task_stamp(conn: Connection, *, plan_id: int) -> tuple[int, int]:
+    """``(count, max id)`` of a plan's tasks: changes when a task is added or removed (tasks are
+    never rewritten), so a caller holding :func:`plan_task_keys` knows when to reread them."""
+    n, top = conn.execute(text("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM adjudication_task WHERE plan_id = :p"),
+                          {"p": plan_id}).one()
+    return int(n), int(top)
 
 
 TASK_COLUMNS = ["id", "response_id", "constraint_id", "stratum", "kind", "required", "decided", "status", "claimed_by",

@@ -98,7 +98,7 @@ from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.design import (DEFAULT_FOLDS, audit_row_probabilities, audited_rows,
                                           cluster_probability, fold_of, sampled_clusters)
 from reform_core.frames import INSTANCE_KEY, require_columns
-from reform_core.metrics.reform import KS, UnitIndex, build_index, fingerprint
+from reform_core.metrics.reform import KS, UnitIndex, build_index, fingerprint, same_as_snapshot, snapshot
 
 NUMERATORS = ("rows", "allpass", "joint1", "joint2", "joint3")
 JOINT = ("joint1", "joint2", "joint3")
@@ -142,6 +142,9 @@ class ClusterEstimate:
     smooth: np.ndarray | None = None  # point estimate of each scored row's truth (for plug-in tables)
     index: UnitIndex | None = None
     floor_variance: dict | None = None  # per metric, per model: what the audit floor adds beyond the T_c spread
+    # ``index.evaluate(clip(smooth, 0, 1))`` (per-instruction all-pass, per-unit Ĵ and Ŵ): what the
+    # plug-in tables evaluate, from the evaluation of the predictions patched on the observed clusters
+    smooth_evaluation: tuple | None = None
 
 
 def _coefficients(den: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
@@ -159,8 +162,13 @@ def _coefficients(den: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]
     return out
 
 
-def _cluster_sums(index: UnitIndex, pv: np.ndarray, row_cluster: np.ndarray, n_clusters: int) -> dict[str, np.ndarray]:
-    allpass, joint, _ = index.evaluate(pv)
+def _cluster_sums(index: UnitIndex, pv: np.ndarray, row_cluster: np.ndarray, n_clusters: int,
+                  evaluation: list | None = None) -> dict[str, np.ndarray]:
+    """Per-cluster numerator sums of ``pv``; ``evaluation``: a list that receives
+    ``index.evaluate(pv)``."""
+    allpass, joint, spread = ev = index.evaluate(pv)
+    if evaluation is not None:
+        evaluation.extend(ev)
     nq = len(index.questions)
     inst_c = index.inst_model * nq + index.inst_question
     unit_c = index.unit_model * nq + index.unit_question
@@ -216,20 +224,23 @@ def target_context(rows: pd.DataFrame, pv: np.ndarray) -> np.ndarray:
     return np.where(cnt <= 1, 0, np.where(others < 0.5, 1, 2))
 
 
-def _disagreement_predictions(fold: np.ndarray, folds: int, *, dis: np.ndarray, obs_dis: np.ndarray,
+def _disagreement_predictions(fold: np.ndarray, folds: int, *, dis_of_fold: list, obs_dis_rows: np.ndarray,
                               y: np.ndarray, d_stratum: np.ndarray, d_parent: np.ndarray,
                               stratum_parent: np.ndarray) -> np.ndarray:
     """Cross-fitted ``p̂`` of every disagreement: for a cluster of fold k, its stratum's
     mean debiased decision over the observed clusters of the other folds, shrunk to the
     model × direction rate (Jeffreys-smoothed), clipped into (0, 1).
 
-    ``d_stratum`` / ``d_parent``: int codes of each row's stratum (model × direction ×
-    context × category × mode) and its parent (model × direction × context);
-    ``stratum_parent``: the parent code of each stratum code."""
+    ``dis_of_fold``: per fold the positions of its disagreement rows; ``obs_dis_rows``: the
+    positions of the observed disagreements (ascending); ``d_stratum`` / ``d_parent``: int
+    codes of each row's stratum (model × direction × context × category × mode) and its
+    parent (model × direction × context); ``stratum_parent``: the parent code of each
+    stratum code."""
     p_hat = np.full(len(fold), np.nan)
     n_s, n_p = len(stratum_parent), int(stratum_parent.max(initial=-1)) + 1
+    obs_fold = fold[obs_dis_rows]
     for k in range(folds):
-        t = (fold != k) & obs_dis
+        t = obs_dis_rows[obs_fold != k]
         vals = np.clip(y[t], 0.0, 1.0)
         par_sum = np.bincount(d_parent[t], np.nan_to_num(vals), minlength=n_p)
         par_n = np.bincount(d_parent[t], minlength=n_p)
@@ -237,11 +248,28 @@ def _disagreement_predictions(fold: np.ndarray, folds: int, *, dis: np.ndarray, 
         st_sum = np.bincount(d_stratum[t], np.nan_to_num(vals), minlength=n_s)
         st_n = np.bincount(d_stratum[t], minlength=n_s)
         rate = (st_sum + SHRINK * par_rate[stratum_parent]) / (st_n + SHRINK)
-        sel = (fold == k) & dis
+        sel = dis_of_fold[k]
         ds, dp = d_stratum[sel], d_parent[sel]
         pr = np.where(st_n[ds] > 0, rate[ds], np.where(par_n[dp] > 0, par_rate[dp], 0.5))
         p_hat[sel] = np.clip(pr, 1e-3, 1 - 1e-3)
     return p_hat
+
+
+def _need_slots(d: "_Design", ids: np.ndarray) -> np.ndarray:
+    """Index into ``d.need_iid`` of each id (-1 where the id is no row that needs a decision)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(d.need_iid):
+        return np.full(len(ids), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(d.need_iid, ids), len(d.need_iid) - 1)
+    return np.where(d.need_iid[at] == ids, at, -1)
+
+
+def _rows_of_items(d: "_Design", ids) -> np.ndarray:
+    """The row positions of decided items (each one a row that needs a decision)."""
+    slot = _need_slots(d, np.asarray(ids))
+    if (slot < 0).any():
+        raise RuntimeError("a decided item is not a row of the design (internal error)")
+    return d.need_pos[slot]
 
 
 def _hajek_codes(codes: np.ndarray, values: np.ndarray, weights: np.ndarray, n_codes: int, *, prior: np.ndarray,
@@ -289,6 +317,16 @@ class _Design:
     counts: dict
     coef: dict
     notes: list
+    # the rows that need a decision (sampled disagreements, drawn audits): their iids sorted and
+    # their row positions in that order, to find the decided ones by binary search
+    need_iid: np.ndarray
+    need_pos: np.ndarray
+    dis_of_fold: list  # per fold: positions of its disagreement rows
+    agree_of_fold: list  # per fold: positions of its agreement rows
+    agree_ctx_of_fold: list  # per fold: those rows' audit context codes (``a_ctx_code``)
+    agree_label_of_fold: list  # per fold: those rows' agreed label (int8 where labels are 0 / 1)
+    dis_per_model: np.ndarray
+    audits_per_model: np.ndarray  # audits planned
 
     @property
     def row_model(self) -> np.ndarray:
@@ -306,10 +344,10 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
     key = None
     if realised is None:
         key = ("cluster-design", judge_a, judge_b, json.dumps(params, sort_keys=True, default=str),
-               fingerprint(g, m, iid, task_iid))
+               fingerprint(task_iid))
         hit = index.memo.get("cluster-design")
-        if hit is not None and hit[0] == key:
-            return hit[1]
+        if hit is not None and hit[0] == key and same_as_snapshot(hit[1], g, m, iid):
+            return hit[2]
     rows = instances.iloc[index.row_pos]
     n = len(rows)
     dis, agree = g != m, g == m
@@ -366,14 +404,45 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
     counts = _cluster_counts(index, row_cluster, n_clusters)
     den_m = {num: counts[DENOMINATORS[num]].reshape(nm, nq).sum(axis=1) for num in NUMERATORS}
     i32 = np.int32  # row-length codes kept with the index: half the memory of int64
+    need_pos = np.flatnonzero(need)
+    order = np.argsort(iid[need_pos], kind="stable")
+    need_pos, need_iid = need_pos[order], iid[need_pos][order]
+    if len(need_iid) > 1 and bool((need_iid[1:] == need_iid[:-1]).any()):
+        raise ValueError("duplicate instance ids among the scored rows (each row must be one instance)")
+    fold8 = fold.astype(np.int8)
+    dis_of_fold = [np.flatnonzero(dis & (fold8 == k)).astype(i32) for k in range(folds)]
+    agree_of_fold = [np.flatnonzero(agree & (fold8 == k)).astype(i32) for k in range(folds)]
+    a_ctx32 = a_ctx_code.astype(i32)
+    binary = bool(np.isin(g[agree], (0.0, 1.0)).all())
+    agree_label_of_fold = [g[rows].astype(np.int8) if binary else g[rows] for rows in agree_of_fold]
     out = _Design(n=n, nm=nm, nq=nq, n_clusters=n_clusters, c_model=c_model, row_cluster=row_cluster.astype(i32),
                   has_dis=has_dis, c_exists=c_exists, pi_c=pi_c, sampled_c=sampled_c, pi_a_row=pi_a_row,
-                  audit_sel=audit_sel, need=need, has_task=has_task, folds=folds, fold=fold.astype(np.int8),
+                  audit_sel=audit_sel, need=need, has_task=has_task, folds=folds, fold=fold8,
                   d_stratum=d_stratum.astype(i32), d_parent=d_parent.astype(i32), stratum_parent=stratum_parent,
-                  a_stratum_code=a_stratum_code.astype(i32), a_names=a_names, a_ctx_code=a_ctx_code.astype(i32),
-                  ctx_stratum=ctx_stratum, agreement_sizes=sizes, counts=counts, coef=_coefficients(den_m), notes=notes)
+                  a_stratum_code=a_stratum_code.astype(i32), a_names=a_names, a_ctx_code=a_ctx32,
+                  ctx_stratum=ctx_stratum, agreement_sizes=sizes, counts=counts, coef=_coefficients(den_m), notes=notes,
+                  need_iid=need_iid, need_pos=need_pos.astype(i32), dis_of_fold=dis_of_fold, agree_of_fold=agree_of_fold,
+                  agree_ctx_of_fold=[a_ctx32[rows] for rows in agree_of_fold], agree_label_of_fold=agree_label_of_fold,
+                  dis_per_model=np.bincount(row_model[dis], minlength=nm),
+                  audits_per_model=np.bincount(row_model[audit_sel], minlength=nm))
     if key is not None:
-        index.memo["cluster-design"] = (key, out)
+        index.memo["cluster-design"] = (key, snapshot(g, m, iid), out)
+    return out
+
+
+def _observed_index(index: UnitIndex, observed_c: np.ndarray) -> tuple[UnitIndex, np.ndarray, np.ndarray, np.ndarray]:
+    """``index.restrict(observed_c)`` and the positions in ``index`` of the instructions and units
+    it keeps (in its order), kept in ``index.memo`` for the same observed clusters (a new decision
+    seldom completes a cluster: the Scores page's rescoring reuses it)."""
+    hit = index.memo.get("cluster-observed")
+    if hit is not None and np.array_equal(hit[0], observed_c):
+        return hit[1]
+    sub, rs = index.restrict(observed_c)
+    nq = len(index.questions)
+    kept_i = np.flatnonzero(observed_c[index.inst_model * nq + index.inst_question])
+    kept_u = np.flatnonzero(observed_c[index.unit_model * nq + index.unit_question])
+    out = (sub, rs, kept_i, kept_u)
+    index.memo["cluster-observed"] = (observed_c.copy(), out)
     return out
 
 
@@ -492,11 +561,13 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     n, dis, agree = d.n, g != m, g == m
     nm, nq, n_clusters, c_model, row_model, row_cluster = d.nm, d.nq, d.n_clusters, d.c_model, d.row_model, d.row_cluster
     has_dis, c_exists, pi_c, sampled_c, pi_a_row = d.has_dis, d.c_exists, d.pi_c, d.sampled_c, d.pi_a_row
-    audit_sel, need, has_task, a_code = d.audit_sel, d.need, d.has_task, d.a_stratum_code
+    audit_sel, has_task, a_code = d.audit_sel, d.has_task, d.a_stratum_code
 
-    # --- the design as realised so far
-    decided = pd.Index(iid).isin(pd.Index(decisions[INSTANCE_KEY].to_numpy(dtype=np.int64)).unique())
-    missing = np.bincount(row_cluster[need & ~decided], minlength=n_clusters) > 0
+    # --- the design as realised so far (decisions count on the rows that need one: found by binary search)
+    slot = _need_slots(d, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
+    decided_need = np.zeros(len(d.need_pos), dtype=bool)
+    decided_need[slot[slot >= 0]] = True
+    missing = np.bincount(row_cluster[d.need_pos[~decided_need]], minlength=n_clusters) > 0
     observed_c = sampled_c & ~missing
     # interim: a random subset of the clusters with tasks is complete (queue in random cluster order)
     done_share = np.ones(n_clusters)
@@ -512,16 +583,20 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     audited = audit_sel & obs_row
     n_sampled = np.bincount(c_model, sampled_c, minlength=nm).astype(int)
     n_observed = np.bincount(c_model, observed_c, minlength=nm).astype(int)
+    audited_rows, obs_dis_rows = np.flatnonzero(audited), np.flatnonzero(obs_dis)
+    audited_m = np.bincount(row_model[audited_rows], minlength=nm)
     for mi, mm in enumerate(index.models):
-        mine = row_model == mi
-        if not (audited & mine).any():
+        if not audited_m[mi]:
             notes.append(f"{mm}: no audited agreement decided yet — both-judges-wrong errors are not corrected")
-        if not (observed_c & has_dis & (c_model == mi)).any() and (dis & mine).any():
+        if not (observed_c & has_dis & (c_model == mi)).any() and d.dis_per_model[mi]:
             notes.append(f"{mm}: no fully adjudicated question yet — its disagreements are predicted, not measured")
 
     # --- decisions → error model → classical debiased labels (used to fit the predictions)
-    dec = decisions[decisions[INSTANCE_KEY].isin(iid[obs_dis | audited])].copy()
-    pos = pd.Index(iid).get_indexer(dec[INSTANCE_KEY].to_numpy(dtype=np.int64))
+    dec_pos = np.where(slot >= 0, d.need_pos[np.maximum(slot, 0)], -1)  # each decision's row (-1: none)
+    used = dec_pos >= 0
+    used[used] = (obs_dis | audited)[dec_pos[used]]
+    dec = decisions[used].copy()
+    pos = dec_pos[used]
     dec["group"] = np.where(dis[pos], np.where(g[pos] == 1, "A1B0", "A0B1"), np.where(g[pos] == 1, "agree1", "agree0"))
     if error_model is None:
         error_model = ae.fit(dec) if len(dec) else ae.perfect()
@@ -529,64 +604,87 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
             error_model = ae.perfect(dec["annotator"].astype(str).unique())
             if len(dec):
                 notes.append("no item was decided twice: adjudicator error cannot be estimated and is assumed zero")
-    y0 = (pd.Series(iid).map(ae.debiased(dec, error_model)["y_tilde"]).to_numpy(dtype=float) if len(dec)
-          else np.full(n, np.nan))
+    y0 = np.full(n, np.nan)
+    if len(dec):
+        deb = ae.debiased(dec, error_model)["y_tilde"]
+        y0[_rows_of_items(d, deb.index)] = deb.to_numpy(dtype=float)
 
     # --- cross-fitted predictions: p̂ for disagreements, q̂ for agreements
     folds, fold = d.folds, d.fold
-    p_hat = _disagreement_predictions(fold, folds, dis=dis, obs_dis=obs_dis, y=y0, d_stratum=d.d_stratum,
+    p_hat = _disagreement_predictions(fold, folds, dis_of_fold=d.dis_of_fold, obs_dis_rows=obs_dis_rows, y=y0,
+                                      d_stratum=d.d_stratum,
                                       d_parent=d.d_parent, stratum_parent=d.stratum_parent)
-    w_row = inv_pi[row_cluster] / np.maximum(pi_a_row, 1e-12)  # 1/(π_c π_A): Hájek weights of the audit
+    ad = audited_rows
+    w_ad = inv_pi[row_cluster[ad]] / np.maximum(pi_a_row[ad], 1e-12)  # 1/(π_c π_A): Hájek weights of the audit
+    wrong_ad = np.where(g[ad] == 1, 1 - y0[ad], y0[ad])  # linear in ỹ, so unbiased
+    fold_ad, s_ad, c_ad = fold[ad], d.a_stratum_code[ad], d.a_ctx_code[ad]
     q_hat = np.full(n, np.nan)
     base = AUDIT_PRIOR[0] if (pi_a_row > 0).any() else 0.0
     n_s, n_c = int(d.a_stratum_code.max(initial=-1)) + 1, int(d.a_ctx_code.max(initial=-1)) + 1
     for k in range(folds):
-        t = audited & (fold != k)
-        wrong = np.where(g[t] == 1, 1 - y0[t], y0[t])  # linear in ỹ, so unbiased
-        r_s, seen_s = _hajek_codes(d.a_stratum_code[t], wrong, w_row[t], n_s, prior=np.full(n_s, base))
-        r_c, seen_c = _hajek_codes(d.a_ctx_code[t], wrong, w_row[t], n_c, prior=r_s[d.ctx_stratum],
+        t = fold_ad != k
+        r_s, seen_s = _hajek_codes(s_ad[t], wrong_ad[t], w_ad[t], n_s, prior=np.full(n_s, base))
+        r_c, seen_c = _hajek_codes(c_ad[t], wrong_ad[t], w_ad[t], n_c, prior=r_s[d.ctx_stratum],
                                    strength=AUDIT_SHRINK)
-        sel = agree & (fold == k)
-        cs, ss = d.a_ctx_code[sel], d.a_stratum_code[sel]
-        rs = np.where(seen_c[cs], r_c[cs], np.where(seen_s[ss], r_s[ss], base))
-        rs = np.clip(rs, 0.0, 0.5)
-        q_hat[sel] = g[sel] * (1 - rs) + (1 - g[sel]) * rs
+        # each context code's rate (its audit stratum's where the context has none, else the prior),
+        # then gathered for the fold's agreements
+        code_s = np.arange(len(r_c)) // 3
+        rate = np.clip(np.where(seen_c, r_c, np.where(seen_s[code_s], r_s[code_s], base)), 0.0, 0.5)
+        rs, gs = rate[d.agree_ctx_of_fold[k]], d.agree_label_of_fold[k]
+        q_hat[d.agree_of_fold[k]] = gs * (1 - rs) + (1 - gs) * rs
+    x = np.where(dis, p_hat, q_hat)
 
     # --- each decided item's minimum-variance unbiased estimate, its prediction as prior
-    prior = pd.Series(np.where(dis, p_hat, q_hat), index=iid)
+    item_rows = np.unique(pos)
+    prior = pd.Series(x[item_rows], index=iid[item_rows])
     items = ae.item_estimates(dec, error_model, prior) if len(dec) else pd.DataFrame(columns=["y_tilde", "var"])
-    y = np.nan_to_num(pd.Series(iid).map(items["y_tilde"]).to_numpy(dtype=float))
-    v = pd.Series(iid).map(items["var"]).fillna(0.0).to_numpy(dtype=float)
+    y, v = np.zeros(n), np.zeros(n)
+    if len(dec):
+        at = _rows_of_items(d, items.index)
+        y[at] = np.nan_to_num(items["y_tilde"].to_numpy(dtype=float))
+        v[at] = items["var"].fillna(0.0).to_numpy(dtype=float)
 
     # --- the estimator: T_c = φ_c(x) + (Z_c/π_c)(φ_c(z) − φ_c(x))
-    x = np.where(dis, p_hat, q_hat)
-    pa = np.where(audited, np.maximum(pi_a_row, 1e-12), 1.0)
-    a_corr = np.where(audited, q_hat + (y - q_hat) / pa, q_hat)
-    z = np.where(obs_dis, y, np.where(agree & obs_row, a_corr, x))
     smooth = np.where(obs_dis | audited, y, x)
-    s_x = _cluster_sums(index, x, row_cluster, n_clusters)
+    x_eval: list = []
+    s_x = _cluster_sums(index, x, row_cluster, n_clusters, evaluation=x_eval)
     # Every other sum and derivative below enters only through the observed clusters (the
     # others have 1/π = 0 and are masked), so they are computed on those clusters' rows alone
     # (``sub``, rows ``rs`` of this index): the same numbers, at a cost that does not grow with
     # the benchmark. A sum of a cluster outside them is its φ_c(x).
-    sub, rs = index.restrict(observed_c)
+    sub, rs, kept_i, kept_u = _observed_index(index, observed_c)
+    # the plug-in tables' evaluation of clip(smooth): smooth differs from x (inside [0, 1]) only on
+    # decided rows, all in observed clusters, whose instructions and units are evaluated again
+    smooth_eval = None
+    if bool(((x >= 0.0) & (x <= 1.0)).all()):  # always (p̂ and q̂ are rates): else the tables evaluate it themselves
+        smooth_eval = [a.copy() for a in x_eval]
+        for whole, part, at in zip(smooth_eval, sub.evaluate(np.clip(smooth[rs], 0.0, 1.0)), (kept_i, kept_u, kept_u)):
+            whole[at] = part
+        smooth_eval = tuple(smooth_eval)
+    del x_eval
     rc = row_cluster[rs]
+    # the observed rows' values (``_s``: rows ``rs``; every row there is of an observed cluster)
+    x_s, y_s, g_s, q_s, v_s = x[rs], y[rs], g[rs], q_hat[rs], v[rs]
+    aud_s, dis_s, agree_s = audited[rs], obs_dis[rs], agree[rs]
+    pa_s = np.where(aud_s, np.maximum(pi_a_row[rs], 1e-12), 1.0)
+    a_corr = np.where(aud_s, q_s + (y_s - q_s) / pa_s, q_s)
+    z = np.where(dis_s, y_s, np.where(agree_s, a_corr, x_s))
 
     def sums(values: np.ndarray) -> dict[str, np.ndarray]:
-        got = _cluster_sums(sub, values[rs], rc, n_clusters)
+        got = _cluster_sums(sub, values, rc, n_clusters)
         return {num: np.where(observed_c, got[num], s_x[num]) for num in NUMERATORS}
 
     s_z = sums(z)
-    s_zd = sums(np.where(obs_dis, y, x))  # audits left out
+    s_zd = sums(np.where(dis_s, y_s, x_s))  # audits left out
     # joint numerators (R^K, EMCR): agreements predicted at their agreed label and the audit
     # entering linearly, Σ_u G_u (ỹ_u − label_u)/π_A (module docstring, "Long products")
-    z_j = np.where(obs_dis, y, np.where(agree, g, x))
+    z_j = np.where(dis_s, y_s, np.where(agree_s, g_s, x_s))
     s_zj = sums(z_j)
-    z_h = np.where(obs_dis | audited, y, x)  # audited agreements at their decision, the others at q̂
+    z_h = np.where(dis_s | aud_s, y_s, x_s)  # audited agreements at their decision, the others at q̂
     s_zh = sums(z_h)
-    g_j = sub.gradients(z_j[rs])
-    a_dev = np.where(audited, (y - g) / pa, 0.0)[rs]
-    e_dev = np.where(agree, z_h - g, 0.0)[rs]  # an agreement's deviation from its label: decided or predicted
+    g_j = sub.gradients(z_j)
+    a_dev = np.where(aud_s, (y_s - g_s) / pa_s, 0.0)
+    e_dev = np.where(agree_s, z_h - g_s, 0.0)  # an agreement's deviation from its label: decided or predicted
     for num in JOINT:
         # higher-order terms of the expansion: decided where audited, at their expected value elsewhere
         higher = s_zh[num] - s_zj[num] - np.bincount(rc, g_j[num] * e_dev, minlength=n_clusters)
@@ -596,16 +694,15 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     totals = {num: s_x[num] + inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
 
     # --- measurement variance (two-stage, linearised), by source; row arrays on the observed rows
-    gz = sub.gradients(z[rs])
+    gz = sub.gradients(z)
     gz["rows"] = np.ones(len(rs))
     for num in JOINT:
         gz[num] = g_j[num]
     err_draws = (_error_bootstrap(dec, error_model, prior, error_boot, rng)
                  if error_model.identified and error_boot and len(dec) else None)
-    second = 1.0 / pa[rs]  # ∂z_u/∂ỹ_u inside the cluster (1 for a disagreement)
+    second = 1.0 / pa_s  # ∂z_u/∂ỹ_u inside the cluster (1 for a disagreement)
     # each audited agreement's debiased "wrong" value (1 − ỹ on an agreed pass, ỹ on a fail), for the floor's rate
-    wrong_u = np.where(audited, np.where(g == 1, 1 - y, y), 0.0)[rs]
-    aud_s, dis_s, pa_s, y_s, g_s, q_s, v_s = audited[rs], obs_dis[rs], pa[rs], y[rs], g[rs], q_hat[rs], v[rs]
+    wrong_u = np.where(aud_s, np.where(g_s == 1, 1 - y_s, y_s), 0.0)
     model_s, pi_s = row_model[rs], pi_eff[rc]
     table = {"model": index.models}
     comp_rows = []
@@ -658,12 +755,11 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     progress = pd.DataFrame({
         "model": index.models, "clusters": np.bincount(c_model, c_exists, minlength=nm).astype(int),
         "clusters_sampled": n_sampled, "clusters_observed": n_observed,
-        "disagreements": np.bincount(row_model, dis, minlength=nm).astype(int),
-        "disagreements_decided": np.bincount(row_model, obs_dis, minlength=nm).astype(int),
-        "audits_planned": np.bincount(row_model, audit_sel, minlength=nm).astype(int),
-        "audits_decided": np.bincount(row_model, audited, minlength=nm).astype(int)})
-    rates = _wrong_rates(d.a_names[a_code[audited]], np.where(g[audited] == 1, 1 - y[audited], y[audited]),
-                         w_row[audited], v[audited])
+        "disagreements": d.dis_per_model.astype(int),
+        "disagreements_decided": np.bincount(row_model[obs_dis_rows], minlength=nm).astype(int),
+        "audits_planned": d.audits_per_model.astype(int),
+        "audits_decided": audited_m.astype(int)})
+    rates = _wrong_rates(d.a_names[a_code[ad]], np.where(g[ad] == 1, 1 - y[ad], y[ad]), w_ad, v[ad])
     both_wrong = _both_wrong(index.models, d.agreement_sizes, rates, level)
     return ClusterEstimate(models=index.models, questions=index.questions,
                            tasks_of_question=np.asarray(index.tasks)[_question_task(index)],
@@ -671,7 +767,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                            totals={num: totals[num].reshape(nm, nq) for num in NUMERATORS},
                            denominators={num: counts[DENOMINATORS[num]].reshape(nm, nq) for num in NUMERATORS},
                            error_variance=err_var, both_wrong=both_wrong, error_model=error_model, progress=progress,
-                           df=df_m, notes=notes, smooth=smooth, index=index, floor_variance=floor_var)
+                           df=df_m, notes=notes, smooth=smooth, index=index, floor_variance=floor_var,
+                           smooth_evaluation=smooth_eval)
 
 def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> np.ndarray:
     # a_stratum: each row's audit stratum (any labels: names or codes)

@@ -780,34 +780,47 @@ def judge_agreement(
     g = pd.to_numeric(df[judge_a], errors="coerce").to_numpy(float)
     m = pd.to_numeric(df[judge_b], errors="coerce").to_numpy(float)
     ids = df[iid].to_numpy()
-    key = ("a3", judge_a, judge_b, condition, fingerprint(g, m, ids))
+    key = ("a3", judge_a, judge_b, condition)
     fixed = memo.get("a3") if memo is not None else None
-    if fixed is None or fixed[0] != key:  # the labels' part: per model judged by both, agreements, disagreements
+    if fixed is None or fixed[0] != key or not same_as_snapshot(fixed[1], g, m, ids):
+        # the labels' part: per model judged by both, agreements, disagreements
         both = ~np.isnan(g) & ~np.isnan(m)
         dis = both & (g != m)
         codes, models = pd.factorize(df["model"].astype(str).to_numpy(), sort=True)
         base = {c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
                 for c, v in (("both", both), ("agree", both & (g == m)), ("dis", dis))}
-        fixed = (key, codes.astype(np.int32), np.asarray(models, dtype=object), dis, base)
+        # the disagreements' ids sorted, and their rows in that order: decisions are looked up there
+        dis_rows = np.flatnonzero(dis)
+        order = np.argsort(ids[dis_rows], kind="stable")
+        dis_ids, dis_rows = ids[dis_rows][order], dis_rows[order]
+        unique = len(dis_ids) < 2 or not bool((dis_ids[1:] == dis_ids[:-1]).any())
+        fixed = (key, snapshot(g, m, ids) if memo is not None else None, codes.astype(np.int32),
+                 np.asarray(models, dtype=object), dis, base, (dis_ids, dis_rows) if unique else None)
         if memo is not None:
             memo["a3"] = fixed
-    _, codes, models, dis, base = fixed
-    hit = np.zeros(len(df), dtype=bool)
-    with_a = np.zeros(len(df), dtype=bool)
+    _, _, codes, models, dis, base, lookup = fixed
+    at = np.zeros(0, dtype=np.int64)  # the adjudicated disagreements' rows, ascending
+    with_a_at = np.zeros(0, dtype=bool)
     if adjudications is not None:
         _require(adjudications, [iid] + ([choice] if choice else ["a"]), "adjudications")
         adj = adjudications.drop_duplicates(iid, keep="last").set_index(iid)
-        hit = pd.Index(ids).isin(adj.index) & dis
-        at = np.flatnonzero(hit)
+        if lookup is not None and len(lookup[0]) and lookup[0].dtype.kind in "iu" and adj.index.dtype.kind in "iu":
+            dis_ids, dis_rows = lookup
+            q = adj.index.to_numpy()
+            pos = np.minimum(np.searchsorted(dis_ids, q), len(dis_ids) - 1)
+            at = np.sort(dis_rows[pos[dis_ids[pos] == q]])
+        elif lookup is None or len(lookup[0]):
+            at = np.flatnonzero(pd.Index(ids).isin(adj.index) & dis)
         if choice:
             side = pd.Series(ids[at]).map(adj[choice].astype(str)).to_numpy()
-            with_a[at] = side == side_a
+            with_a_at = side == side_a
         else:
             label = pd.Series(ids[at]).map(adj["a"]).to_numpy(dtype=float)
-            with_a[at] = label == g[at]
-    with_b = hit & ~with_a
-    cols = {**base, **{c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
-                       for c, v in (("adj", hit), ("with_a", with_a), ("with_b", with_b))}}
+            with_a_at = label == g[at]
+    n_models = len(models)
+    adj_n = np.bincount(codes[at], minlength=n_models).astype(np.int64)
+    with_a_n = np.bincount(codes[at[with_a_at]], minlength=n_models).astype(np.int64)
+    cols = {**base, "adj": adj_n, "with_a": with_a_n, "with_b": adj_n - with_a_n}
     sums = pd.DataFrame(cols, index=pd.Index(models, name="model"))[["both", "agree", "dis", "adj", "with_a", "with_b"]]
     sums.loc[total] = sums.sum()
     out = pd.DataFrame(
@@ -858,8 +871,12 @@ def rank_comparison(table: pd.DataFrame, *, a: str = "tcpr", b: str = "emcr") ->
 
 def reform_tables(instances: pd.DataFrame, *, p: str = "p", baseline: pd.DataFrame | None = None,
                   adjudications: pd.DataFrame | None = None, judge_a: str = "label_a", judge_b: str = "label_b",
-                  choice: str | None = None, index: UnitIndex | None = None, **roles) -> dict[str, pd.DataFrame]:
+                  choice: str | None = None, index: UnitIndex | None = None, evaluation: tuple | None = None,
+                  **roles) -> dict[str, pd.DataFrame]:
     """Every ReFormBench table from one index and one evaluation of ``p``.
+
+    ``evaluation``: ``index.evaluate`` of ``p``'s pass vector where the caller already has it
+    (the default estimator computes it with its point estimates).
 
     Returns a dict: ``table2`` (:func:`table2`), ``a2`` (:func:`violation_spread`),
     ``a5`` (:func:`task_summary`), ``a6_a7`` (:func:`task_table`), ``a8``
@@ -867,7 +884,11 @@ def reform_tables(instances: pd.DataFrame, *, p: str = "p", baseline: pd.DataFra
     label columns are present, ``a3`` (:func:`judge_agreement`).
     """
     index, pv = _index_and_p(instances, p, index, roles)
-    task_sums = group_sums(index, pv, "task")
+    if evaluation is not None and tuple(map(len, evaluation)) == (len(index.inst_starts), len(index.unit_k),
+                                                                   len(index.unit_k)):
+        task_sums = aggregate(index, *evaluation, group="task")
+    else:
+        task_sums = group_sums(index, pv, "task")
     s = _model_sums(index, task_sums)
     t2 = _table2_from(index, s)
     task = _task_from(index, task_sums)
@@ -897,6 +918,39 @@ def _a5_counts(index: UnitIndex, instances: pd.DataFrame, condition, condition_c
                                                       instructions=("instruction", "nunique")))
         index.memo["a5-counts"] = got
     return got[1]
+
+
+def snapshot(*arrays) -> tuple:
+    """Compact copies of arrays, for :func:`same_as_snapshot` to tell later whether arrays hold
+    the same values: an exact memo key that costs a comparison pass instead of hashing every byte.
+    Float arrays of 0 / 1 / NaN labels are kept as int8 codes (2 = NaN)."""
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        if a.dtype.kind == "f":
+            nan = np.isnan(a)
+            if bool(((a == 0) | (a == 1) | nan).all()):
+                out.append(("labels", a.dtype, a.shape, np.where(nan, 2, a).astype(np.int8)))
+                continue
+        out.append(("raw", a.dtype, a.shape, a.copy()))
+    return tuple(out)
+
+
+def same_as_snapshot(snap: tuple | None, *arrays) -> bool:
+    """Whether ``arrays`` hold exactly the values :func:`snapshot` copied (same dtypes and shapes)."""
+    if snap is None or len(snap) != len(arrays):
+        return False
+    for (kind, dtype, shape, data), a in zip(snap, arrays):
+        a = np.asarray(a)
+        if a.dtype != dtype or a.shape != shape:
+            return False
+        if kind == "labels":
+            # NaN read as 2; a genuine 2.0 must not pass for a NaN of the copy
+            if bool((a == 2).any()) or not np.array_equal(np.where(np.isnan(a), 2.0, a), data):
+                return False
+        elif not np.array_equal(a, data):
+            return False
+    return True
 
 
 def fingerprint(*arrays) -> str:

@@ -23,6 +23,7 @@ the pages show:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -69,28 +70,37 @@ def design_plan(engine: Engine, judge_a: str, judge_b: str) -> Optional[dict]:
 
 @dataclass
 class PlanInputs:
-    tasks: pd.DataFrame  # iid, kind, required, decided, status
+    tasks: pd.DataFrame  # iid, kind
     decisions: pd.DataFrame  # iid, annotator, h, kind
     unsure: int  # "neither / unsure" decisions on disagreements (no label, not used)
     other_plans: int = 0  # current decisions of the pair's other plans (not used by the estimator)
+    task_stamp: Optional[tuple] = None  # the plan and its tasks' (count, max id) when ``tasks`` was read
 
 
 def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a: str = "label_a",
-                judge_b: str = "label_b") -> PlanInputs:
+                judge_b: str = "label_b", known: Optional[PlanInputs] = None) -> PlanInputs:
     """The plan's tasks and current decisions (module docstring), read against the pair's
-    current labels in ``instances`` (columns ``iid``, ``judge_a``, ``judge_b``)."""
+    current labels in ``instances`` (columns ``iid``, ``judge_a``, ``judge_b``). ``known``: the
+    inputs of an earlier call; its tasks are reused when the plan's tasks are still the same
+    (the Scores page after a new decision: only the decisions are read again)."""
     from reform_core.services.instances import current_decisions, instance_id
 
+    pid = int(plan["id"])
     with engine.connect() as conn:
-        tasks = repo.plan_task_states(conn, plan_id=int(plan["id"]))
-        rows = repo.adjudication_rows(conn, plan_id=int(plan["id"]))
-    t = pd.DataFrame({"iid": instance_id(tasks["response_id"], tasks["constraint_id"]),
-                      "kind": tasks["kind"].astype(str).to_numpy(), "required": tasks["required"].astype(int).to_numpy(),
-                      "decided": tasks["decided"].astype(int).to_numpy(), "status": tasks["status"].astype(str).to_numpy()})
+        stamp = (pid, str(plan["name"]), json.dumps(plan["params"], sort_keys=True, default=str),
+                 *repo.plan_task_stamp(conn, plan_id=pid))
+        if known is not None and known.task_stamp == stamp:
+            t = known.tasks
+        else:
+            tasks = repo.plan_task_keys(conn, plan_id=pid)
+            t = pd.DataFrame({"iid": instance_id(tasks["response_id"], tasks["constraint_id"]),
+                              "kind": tasks["kind"].astype(str).to_numpy()})
+        rows = repo.adjudication_rows(conn, plan_id=pid)
     cur = current_decisions(rows)
     if cur.empty:
         return PlanInputs(t, pd.DataFrame({"iid": pd.Series(dtype="int64"), "annotator": pd.Series(dtype=object),
-                                           "h": pd.Series(dtype=float), "kind": pd.Series(dtype=object)}), 0)
+                                           "h": pd.Series(dtype=float), "kind": pd.Series(dtype=object)}), 0,
+                          task_stamp=stamp)
     iid = instance_id(cur["response_id"], cur["constraint_id"])
     g, m = _labels_at(instances, iid, judge_a, judge_b)
     agree = ~np.isnan(g) & (g == m)
@@ -102,7 +112,7 @@ def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a:
     unsure = int((~agree & (choice == "neither")).sum())
     dec = pd.DataFrame({"iid": iid[ok], "annotator": cur["annotator"].astype(str).to_numpy()[ok], "h": h[ok],
                         "kind": np.where(agree, "audit", "disagreement")[ok]})
-    return PlanInputs(t, dec.reset_index(drop=True), unsure)
+    return PlanInputs(t, dec.reset_index(drop=True), unsure, task_stamp=stamp)
 
 
 def _labels_at(instances: pd.DataFrame, iid: np.ndarray, judge_a: str, judge_b: str) -> tuple[np.ndarray, np.ndarray]:
@@ -154,6 +164,9 @@ class Estimate:
     notes: list = field(default_factory=list)
     inputs: Optional[PlanInputs] = None
     index: Optional[object] = None  # the unit index it ran on (UnitIndex: reused by a rerun)
+    # ``index.evaluate`` of ``smooth`` (all-pass, Ĵ, Ŵ; ClusterEstimate.smooth_evaluation): the plug-in
+    # tables' evaluation, handed to them once by the scoring run (then dropped)
+    smooth_evaluation: Optional[tuple] = field(default=None, repr=False)
 
 
 def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *, intervals: bool = False,
@@ -201,7 +214,8 @@ def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *,
     return Estimate(name=ESTIMATOR, plan=str(plan["name"]), params=params, table=table, scores=scores,
                     both_wrong=est.both_wrong.copy(), annotators=acc.reset_index(drop=True), progress=est.progress.copy(),
                     smooth=smooth, totals=tot, error_identified=bool(est.error_model.identified),
-                    with_population=intervals, reps=int(reps), seed=int(seed), notes=notes, inputs=inputs, index=index)
+                    with_population=intervals, reps=int(reps), seed=int(seed), notes=notes, inputs=inputs, index=index,
+                    smooth_evaluation=est.smooth_evaluation)
 
 
 def _unmeasured(progress: pd.DataFrame) -> list[str]:

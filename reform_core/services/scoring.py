@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import weakref
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -245,20 +245,37 @@ def main_adjudications(frames: ProjectFrames) -> pd.DataFrame:
     return adj[idx.get_indexer(adj["iid"].to_numpy()) >= 0]  # the Index's own hash table, built once
 
 
-_MAIN_IIDS: dict[int, tuple] = {}  # id(instances frame) -> (weak reference to it, Index of its main iids)
+_FRAME_FACTS: dict[tuple, tuple] = {}  # (id(frame), what) -> (weak reference to the frame, the fact)
+
+
+def _frame_fact(frame: pd.DataFrame, what: str, compute: Callable[[], object]):
+    """``compute()`` of a frame, kept while the frame lives (frames are never modified once made);
+    rescoring after each decision asks the same frames the same questions several times. The fact
+    must not refer to the frame itself (it would keep it alive)."""
+    key = (id(frame), what)
+    hit = _FRAME_FACTS.get(key)
+    if hit is not None and hit[0]() is frame:
+        return hit[1]
+    value = compute()
+    for k in [k for k, (ref, _) in list(_FRAME_FACTS.items()) if ref() is None]:
+        _FRAME_FACTS.pop(k, None)
+    _FRAME_FACTS[key] = (weakref.ref(frame), value)
+    return value
+
+
+def is_main(inst: pd.DataFrame) -> np.ndarray:
+    """Whether each row of an INSTANCES frame is of the main condition (read-only; kept with the frame)."""
+    def compute():
+        mask = (inst["condition"] == "main").to_numpy(dtype=bool)
+        mask.setflags(write=False)
+        return mask
+    return _frame_fact(inst, "main", compute)
 
 
 def _main_iids(inst: pd.DataFrame) -> pd.Index:
     """The main-condition iids of an INSTANCES frame, as an Index kept while the frame lives (its
     hash table is built once: rescoring after each decision looks the new decisions up in it)."""
-    hit = _MAIN_IIDS.get(id(inst))
-    if hit is not None and hit[0]() is inst:
-        return hit[1]
-    idx = pd.Index(inst.loc[(inst["condition"] == "main").to_numpy(), "iid"].to_numpy())
-    for key in [k for k, (ref, _) in list(_MAIN_IIDS.items()) if ref() is None]:
-        _MAIN_IIDS.pop(key, None)
-    _MAIN_IIDS[id(inst)] = (weakref.ref(inst), idx)
-    return idx
+    return _frame_fact(inst, "main-iids", lambda: pd.Index(inst.loc[is_main(inst), "iid"].to_numpy()))
 
 
 def disagreement_decisions(inst: pd.DataFrame, adj: pd.DataFrame) -> pd.DataFrame:
@@ -358,8 +375,8 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
                  metrics: list[str], has_baseline: bool, verifier: dict[str, tuple[dict, int]],
                  catalogs: list[str], method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """Per model: instructions answered / scored, exclusions, constraint level, notes."""
-    is_main = (result_inst["condition"] == "main").to_numpy()
-    main = result_inst if is_main.all() else result_inst[is_main]
+    main_rows = is_main(result_inst)
+    main = result_inst if main_rows.all() else result_inst[main_rows]
     models = sorted(set(t2["model"].astype(str)) | set(facts["answered"].index.astype(str)) | set(unlabelled.index))
     unknown = facts["unknown_targets"]
     # per model through integer codes of the model column (no per-row iteration of its strings)
@@ -478,7 +495,7 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
     inst, unlabelled = drop_unlabelled(inst)
     if inst.empty:
         raise ScoringError(f"no instruction has a label for every constraint ({method})")
-    main = (inst["condition"] == "main").to_numpy()
+    main = is_main(inst)
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
     est, index = None, None
@@ -503,7 +520,7 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     choice = frames.pair
     provisional = False if method.startswith("judge:") or method == "cluster" else \
         bool(inst.get("provisional", pd.Series(False)).any())
-    main = (inst["condition"] == "main").to_numpy()
+    main = is_main(inst)
     fixed = dict(facts or {})
     facts = _project_facts(engine, decisions_only=bool(fixed))
     facts.update({k: v for k, v in fixed.items() if k != "decisions"})
@@ -511,8 +528,12 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     metrics = [m for m in facts["metrics"] if has_baseline or m not in EMCR_METRICS]
     main_rows = inst if main.all() else inst[main]  # all main (the usual case): no copy of the rows
     index = index if index is not None else build_index(main_rows)
+    evaluation = None
+    if estimate is not None and estimate.index is index and method == "cluster":
+        # the main rows' p is the estimator's smooth: its evaluation is the tables' (computed with it)
+        evaluation, estimate.smooth_evaluation = estimate.smooth_evaluation, None
     tables = reform_tables(main_rows, baseline=frames.baseline, adjudications=main_adjudications(frames),
-                           choice="choice", index=index)
+                           choice="choice", index=index, evaluation=evaluation)
     if estimate is not None:
         _estimator_table2(tables, estimate)
         messages += [f"default estimator (plan {estimate.plan!r}): {n}" for n in estimate.notes]
@@ -547,7 +568,8 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
 def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
     """The default estimator needs both judges' labels on every scored main row: a main row
     with one label only gets ``p`` NaN, so its instruction is left out and counted."""
-    one = (inst["condition"] == "main").to_numpy() & (inst["label_a"].isna() | inst["label_b"].isna()).to_numpy()
+    one = _frame_fact(inst, "main-one-label", lambda: is_main(inst) & (inst["label_a"].isna()
+                                                                       | inst["label_b"].isna()).to_numpy())
     if not one.any():
         return inst
     p = inst["p"].to_numpy(dtype=float, copy=True)
@@ -556,14 +578,17 @@ def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: np.ndarray, plan: dict, *,
-                    index, with_intervals: bool, reps: int, seed: int):
+                    index, with_intervals: bool, reps: int, seed: int, known_inputs=None,
+                    known_source: Optional[pd.Series] = None):
     """Run the default estimator on the scored main rows (``index``: their unit index); ``p``
     of those rows becomes each instance's point estimate (``source = 'cluster'``) for the
-    plug-in breakdown tables."""
+    plug-in breakdown tables. ``known_inputs``: the plan inputs of the result being rescored
+    (its tasks are reused while the plan's tasks are the same); ``known_source``: that result's
+    ``source`` column (reused when it is the same all-estimator column)."""
     from reform_core.services import estimates
 
     rows = inst[main] if not main.all() else inst
-    inputs = estimates.plan_inputs(engine, plan, frames.instances)
+    inputs = estimates.plan_inputs(engine, plan, frames.instances, known=known_inputs)
     est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed, index=index)
     other = estimates.other_plan_decisions(engine, plan)
     if other:
@@ -576,7 +601,9 @@ def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, m
     cols = {"p": p}
     if "source" in inst.columns:
         if main.all():  # every row is the estimator's: one value, no per-row copy of the strings
-            cols["source"] = pd.Series("cluster", index=inst.index, dtype="str")
+            kept = known_source is not None and len(known_source) == len(inst) and known_source.index.equals(inst.index) \
+                and str(known_source.dtype) == "str" and bool((known_source == "cluster").all())
+            cols["source"] = known_source if kept else pd.Series("cluster", index=inst.index, dtype="str")
         else:
             src = inst["source"].to_numpy(dtype=object, copy=True)
             src[main] = "cluster"
@@ -731,7 +758,7 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
             or plan["name"] != previous.estimate.plan:
         return score(engine, principal, calibration="cluster", frames=frames)
     s_inst, s_rates = previous.stratified
-    if not (s_inst["condition"] == "main").all():
+    if not is_main(s_inst).all():
         # the stratified rule scores the other conditions: apply the new decisions to it (its main rows'
         # p, source and provisional flag are the estimator's; their stratum does not depend on decisions)
         s_inst, s_rates = _stratified_update(s_inst, s_rates, previous.frames.adjudications, frames)
@@ -739,10 +766,11 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
     kept = previous.instances
     if len(kept) != len(inst):  # the rows drop_unlabelled kept (labels did not change: the same rows)
         inst = inst.iloc[pd.Index(inst["iid"]).get_indexer(kept["iid"])]
-    main = (inst["condition"] == "main").to_numpy()
+    main = is_main(inst)
     messages = [m for m in previous.messages if not m.startswith(("scoring pair: ", "default estimator (plan "))]
     inst, est = _cluster_scored(engine, frames, inst, main, plan, index=previous.index, with_intervals=False,
-                                reps=2000, seed=0)  # score()'s defaults (no intervals here)
+                                reps=2000, seed=0, known_inputs=previous.estimate.inputs,  # score()'s defaults
+                                known_source=kept["source"] if "source" in kept.columns else None)
     result = _assemble(engine, frames, inst, None, "cluster", previous.unlabelled, messages, index=previous.index,
                        facts=previous.facts, estimate=est)
     result.stratified = (s_inst, s_rates)

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
 from reform_core.services import adjudication as S
+from reform_core.metrics import reform
 from reform_core.services import explore, scoring
 from reform_core.services.auth import Principal
 from reform_core.services.data import simulate_into
@@ -107,7 +108,18 @@ def test_rescore_of_the_default_estimator_equals_scoring_from_scratch(sqlite_url
     # a second rescore from the rescored state (the Scores page's chain of decisions)
     _decide(eng, ann, plan, 3)
     adj = scoring.load_project(eng).adjudications
-    _same(scoring.rescore(eng, lead, again, adj), scoring.score(eng, lead, calibration="cluster"))
+    third = scoring.rescore(eng, lead, again, adj)
+    _same(third, scoring.score(eng, lead, calibration="cluster"))
+    # the plug-in tables come from the estimator's evaluation of its point estimates (the
+    # predictions' evaluation patched on the observed clusters): the same as evaluating them anew
+    assert again.estimate.smooth_evaluation is None, "handed to the tables once, not kept"
+    for res in (fresh, third):
+        main = res.instances[res.instances["condition"] == "main"]
+        anew = reform.reform_tables(main, baseline=res.frames.baseline, adjudications=scoring.main_adjudications(res.frames),
+                                    choice="choice")
+        for name in ("a2", "a3", "a5", "a6_a7", "a8"):
+            pd.testing.assert_frame_equal(res.tables[name], anew[name], check_exact=False, rtol=1e-12, atol=1e-12,
+                                          obj=name)
 
 
 def test_rescore_of_a_raw_judge_keeps_its_labels(project):
