@@ -100,6 +100,8 @@ def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 180.0) -> None
 
 def build_reform(db: Path) -> dict:
     """Paper-scale project, an annotator, a 51,000-task plan and the default plan."""
+    import pandas as pd
+
     from reform_core.services import adjudication as S
     from reform_core.services.data import simulate_into
     from reform_core.services.uow import dispose_engines, get_engine
@@ -117,7 +119,9 @@ def build_reform(db: Path) -> dict:
     small = S.create_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", seed=2, name="default plan")
     items = _item_texts(eng, big.plan_id, POTATO_ITEMS)
     dispose_engines()
-    return {"url": url, "plans": {"big": (big.name, big.tasks), "default": (small.name, small.tasks)}, "items": items}
+    # the annotator picks a plan by the name the page shows them (``Plan <id>``: plan names would name the judges)
+    shown = S.blind_plan_names(pd.Series([big.plan_id, small.plan_id])).tolist()
+    return {"url": url, "plans": {"big": (shown[0], big.tasks), "default": (shown[1], small.tasks)}, "items": items}
 
 
 def _item_texts(eng, plan_id: int, n: int) -> list[str]:
