@@ -98,7 +98,8 @@ from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.design import (DEFAULT_FOLDS, audit_row_probabilities, audited_rows,
                                           cluster_probability, fold_of, sampled_clusters)
 from reform_core.frames import INSTANCE_KEY, require_columns
-from reform_core.metrics.reform import KS, UnitIndex, build_index, fingerprint, same_as_snapshot, snapshot
+from reform_core.metrics.reform import (KS, UnitIndex, build_index, fingerprint, same_as_snapshot, snapshot,
+                                        sorted_slots)
 
 NUMERATORS = ("rows", "allpass", "joint1", "joint2", "joint3")
 JOINT = ("joint1", "joint2", "joint3")
@@ -163,12 +164,10 @@ def _coefficients(den: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]
 
 
 def _cluster_sums(index: UnitIndex, pv: np.ndarray, row_cluster: np.ndarray, n_clusters: int,
-                  evaluation: list | None = None) -> dict[str, np.ndarray]:
-    """Per-cluster numerator sums of ``pv``; ``evaluation``: a list that receives
-    ``index.evaluate(pv)``."""
-    allpass, joint, spread = ev = index.evaluate(pv)
-    if evaluation is not None:
-        evaluation.extend(ev)
+                  evaluated: tuple | None = None) -> dict[str, np.ndarray]:
+    """Per-cluster numerator sums of ``pv``; ``evaluated``: ``index.evaluate(pv)`` where the
+    caller has it already."""
+    allpass, joint, _ = evaluated if evaluated is not None else index.evaluate(pv)
     nq = len(index.questions)
     inst_c = index.inst_model * nq + index.inst_question
     unit_c = index.unit_model * nq + index.unit_question
@@ -255,18 +254,9 @@ def _disagreement_predictions(fold: np.ndarray, folds: int, *, dis_of_fold: list
     return p_hat
 
 
-def _need_slots(d: "_Design", ids: np.ndarray) -> np.ndarray:
-    """Index into ``d.need_iid`` of each id (-1 where the id is no row that needs a decision)."""
-    ids = np.asarray(ids, dtype=np.int64)
-    if not len(d.need_iid):
-        return np.full(len(ids), -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(d.need_iid, ids), len(d.need_iid) - 1)
-    return np.where(d.need_iid[at] == ids, at, -1)
-
-
 def _rows_of_items(d: "_Design", ids) -> np.ndarray:
     """The row positions of decided items (each one a row that needs a decision)."""
-    slot = _need_slots(d, np.asarray(ids))
+    slot = sorted_slots(d.need_iid, np.asarray(ids, dtype=np.int64))
     if (slot < 0).any():
         raise RuntimeError("a decided item is not a row of the design (internal error)")
     return d.need_pos[slot]
@@ -564,7 +554,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     audit_sel, has_task, a_code = d.audit_sel, d.has_task, d.a_stratum_code
 
     # --- the design as realised so far (decisions count on the rows that need one: found by binary search)
-    slot = _need_slots(d, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
+    slot = sorted_slots(d.need_iid, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
     decided_need = np.zeros(len(d.need_pos), dtype=bool)
     decided_need[slot[slot >= 0]] = True
     missing = np.bincount(row_cluster[d.need_pos[~decided_need]], minlength=n_clusters) > 0
@@ -646,8 +636,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
 
     # --- the estimator: T_c = φ_c(x) + (Z_c/π_c)(φ_c(z) − φ_c(x))
     smooth = np.where(obs_dis | audited, y, x)
-    x_eval: list = []
-    s_x = _cluster_sums(index, x, row_cluster, n_clusters, evaluation=x_eval)
+    x_eval = index.evaluate(x)
+    s_x = _cluster_sums(index, x, row_cluster, n_clusters, evaluated=x_eval)
     # Every other sum and derivative below enters only through the observed clusters (the
     # others have 1/π = 0 and are masked), so they are computed on those clusters' rows alone
     # (``sub``, rows ``rs`` of this index): the same numbers, at a cost that does not grow with

@@ -804,12 +804,11 @@ def judge_agreement(
     if adjudications is not None:
         _require(adjudications, [iid] + ([choice] if choice else ["a"]), "adjudications")
         adj = adjudications.drop_duplicates(iid, keep="last").set_index(iid)
-        if lookup is not None and len(lookup[0]) and lookup[0].dtype.kind in "iu" and adj.index.dtype.kind in "iu":
+        if lookup is not None and lookup[0].dtype.kind in "iu" and adj.index.dtype.kind in "iu":
             dis_ids, dis_rows = lookup
-            q = adj.index.to_numpy()
-            pos = np.minimum(np.searchsorted(dis_ids, q), len(dis_ids) - 1)
-            at = np.sort(dis_rows[pos[dis_ids[pos] == q]])
-        elif lookup is None or len(lookup[0]):
+            slot = sorted_slots(dis_ids, adj.index.to_numpy())
+            at = np.sort(dis_rows[slot[slot >= 0]])
+        else:  # ids that are not integers, or repeated: the general path
             at = np.flatnonzero(pd.Index(ids).isin(adj.index) & dis)
         if choice:
             side = pd.Series(ids[at]).map(adj[choice].astype(str)).to_numpy()
@@ -918,6 +917,16 @@ def _a5_counts(index: UnitIndex, instances: pd.DataFrame, condition, condition_c
                                                       instructions=("instruction", "nunique")))
         index.memo["a5-counts"] = got
     return got[1]
+
+
+def sorted_slots(sorted_ids: np.ndarray, query) -> np.ndarray:
+    """Where each of ``query`` stands in ``sorted_ids`` (ascending, distinct), -1 where absent:
+    a binary search (no hash table over the long side)."""
+    query = np.asarray(query)
+    if not len(sorted_ids):
+        return np.full(len(query), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(sorted_ids, query), len(sorted_ids) - 1)
+    return np.where(sorted_ids[at] == query, at, -1)
 
 
 def snapshot(*arrays) -> tuple:

@@ -33,6 +33,7 @@ from sqlalchemy.engine import Engine
 
 from db.repo import adjudication as repo
 from reform_core.frames import CONDITION_MAIN
+from reform_core.metrics.reform import sorted_slots
 
 ESTIMATOR = "cluster"  # the default estimator's name (score / export "estimator")
 INTERVAL_METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
@@ -121,8 +122,7 @@ def _labels_at(instances: pd.DataFrame, iid: np.ndarray, judge_a: str, judge_b: 
     keys = instances["iid"].to_numpy(dtype=np.int64)
     iid = np.asarray(iid, dtype=np.int64)
     if len(keys) and bool(np.all(keys[1:] > keys[:-1])):
-        pos = np.minimum(np.searchsorted(keys, iid), len(keys) - 1)
-        pos = np.where(keys[pos] == iid, pos, -1)
+        pos = sorted_slots(keys, iid)
     else:
         pos = pd.Index(keys).get_indexer(iid)
     out = []
