@@ -56,7 +56,7 @@ BASE = (0.05, 0.01, True)
 LABELS = {"cluster": "default (question-cluster)", "stratified": "SPEC §4 stratified", "pooled": "pooled",
           "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
-REVISION = "linaudit-h"  # estimator revision in the cache key (raw results of another revision are not mixed in)
+REVISION = "v3-target-audit"  # estimator revision in the cache key (raw results of another revision are not mixed in)
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 
 
@@ -86,43 +86,24 @@ def _past(deadline: float | None) -> bool:
 
 
 def one_elsewhere(args) -> list[Path]:
-    """One seed of the project generated elsewhere (``bench/independent_project.py``):
-    the default plan (``design.default_params`` + ``design.draw``), its tasks decided by
-    the generator's own heterogeneous adjudicators, the default estimator; one CSV per
-    adjudicator error level."""
+    """One seed of the project generated elsewhere (``bench/independent_project.py``) through
+    the product's command line (``bench/elsewhere_cli.py``): the default ``plan``, ``tasks`` and
+    ``import`` rounds with the generator's heterogeneous adjudicators (second opinions included),
+    ``score --json --intervals``; one CSV per adjudicator error level."""
     seed, error_boot, tag, deadline = args
     warnings.filterwarnings("ignore")
-    pd.set_option("future.infer_string", False)
-    from bench.independent_project import decide, generate
-    from reform_core.estimators import cluster, design
-    from reform_core.metrics import reform
+    from bench.elsewhere_cli import replicate
     from reform_core.validation import REPLICATE_COLUMNS
 
     paths = [RAW / tag / f"elsewhere_err{int(round(e * 100)):02d}_{seed}.csv" for e in ELSEWHERE_ERRORS]
     if all(p.exists() for p in paths) or _past(deadline):
         return paths
     t0 = time.perf_counter()
-    inst = generate(seed)
-    index = reform.build_index(inst)
-    truth = reform.table2(inst, p="truth", index=index).set_index("model")
-    params = design.default_params(inst, seed=seed)
-    tasks = design.draw(inst, params)
+    got = replicate(seed, ELSEWHERE_ERRORS, reps=100)
     for e, path in zip(ELSEWHERE_ERRORS, paths):
-        if path.exists():
-            continue
-        t1 = time.perf_counter()
-        dec = decide(inst, tasks, e, seed)
-        est = cluster.estimate(inst, tasks, dec, params, index=index, error_boot=error_boot,
-                               rng=np.random.default_rng([seed, 3]))
-        f = cluster.scores_frame(est)
-        f = f[f["metric"].isin(METRICS)].rename(columns={"measurement_lo": "lo", "measurement_hi": "hi",
-                                                         "population_lo": "pop_lo", "population_hi": "pop_hi"})
-        f["estimator"] = "cluster"
-        f["seed"] = seed
-        f["truth"] = [truth.loc[mm, mt] for mm, mt in zip(f["model"], f["metric"])]
-        f["decisions"] = f["model"].map(dec.merge(inst[["iid", "model"]], on="iid").groupby("model").size())
+        f = got[got["error"] == e].assign(estimator="cluster", pop_lo=np.nan, pop_hi=np.nan)
         f = f[REPLICATE_COLUMNS].copy()
-        f["seconds"] = time.perf_counter() - t1 + (t1 - t0) / len(paths)
+        f["seconds"] = (time.perf_counter() - t0) / len(paths)
         path.parent.mkdir(parents=True, exist_ok=True)
         f.to_csv(path.with_suffix(".tmp"), index=False)
         os.replace(path.with_suffix(".tmp"), path)
@@ -220,10 +201,12 @@ def elsewhere_section(reps_by: dict[str, pd.DataFrame]) -> list[str]:
     lines = ["### A project generated elsewhere (bench/independent_project.py)", "",
              "An independent generator (no code shared with `reform_core/simulate.py`; latent-class truths, targets "
              "recurring within small per-question pools, judge errors by category and by position, both-wrong errors "
-             "clustered on ambiguous targets, 6 heterogeneous asymmetric adjudicators), 360 questions × 6 models; the "
-             "default plan (`design.default_params` + `design.draw`, the functions behind the default `plan`), every task "
-             "decided by the generator's adjudicators, the default estimator. Target (issue 13): |bias| ≤ 0.5 pp and "
-             "measurement coverage ≥ 88 % for TCPR and EMCR.", "",
+             "clustered on ambiguous targets, 6 heterogeneous asymmetric adjudicators), 360 questions × 6 models, run "
+             "through the command line (`bench/elsewhere_cli.py`): its project imported into a fresh SQLite database, "
+             "`plan --judges judge-a,judge-b --seed S` (the default plan), then rounds of `tasks --out` → the "
+             "generator's adjudicators decide every line → `import` (second opinions come back as tasks), and "
+             "`score --json --intervals`. Target (issue 13): |bias| ≤ 0.5 pp and measurement coverage ≥ 88 % for "
+             "TCPR and EMCR.", "",
              "| adjudicators | metric | replicates | bias (pp) ± se | MAE | coverage (95 % CI) | width | target |",
              "|---|---|---:|---:|---:|---|---:|---|"]
     for name, reps in reps_by.items():

@@ -32,8 +32,9 @@ st.caption("Judges in creation order (as the CLI lists them); the default is the
            "— a plan's decisions count only for its own pair.")
 design = st.radio("Design", list(DESIGNS), horizontal=True, key="plan_design",
                   help="Question-cluster: what the default estimator needs — every disagreement of a random sample of "
-                       "questions, an audit sample of their agreements, items double-adjudicated. Stratified: the "
-                       "paper's Cochran/FPC sample of disagreements, for reproduction.")
+                       "questions, an audit sample of their agreements (a target's rows together), a second annotator "
+                       "wherever a first decision goes against the reference (both judges wrong on an audit, judge B on "
+                       "a disagreement). Stratified: the paper's Cochran/FPC sample of disagreements, for reproduction.")
 cluster = DESIGNS[design] == "cluster"
 with st.form("plan_params"):
     c = st.columns(2)
@@ -53,9 +54,13 @@ with st.form("plan_params"):
         c = st.columns(4)
         target = c[0].number_input("Target half-width (pp)", 0.1, 50.0, 3.0, step=0.5, key="plan_target")
         metric = c[1].selectbox("Target metric", ["tcpr", "emcr"])
-        audit_share = c[2].number_input("Audit share of agreements", 0.0, 1.0, 0.1, step=0.05,
-                                        help="Cochran sizing only; the planner chooses it for a target.")
-        overlap = c[3].slider("Share double-adjudicated", 0.0, 1.0, 1.0, step=0.05)
+        defaults = P.design_defaults()
+        audit_share = c[2].number_input("Audit share of agreements", 0.0, 1.0, defaults["audit_pi"], step=0.05,
+                                        help="Cochran sizing only (mean over agreements; agreed fails get more); the "
+                                             "planner chooses it for a target.")
+        overlap = c[3].slider("Share double-adjudicated", 0.0, 1.0, defaults["double_fraction"], step=0.05,
+                              help="Decided by two annotators from the start; the others get a second annotator "
+                                   "only where the first decision asks for it.")
         seed = st.number_input("Seed", 0, 2**31 - 1, 0, step=1)
         audit = 0
     else:

@@ -51,12 +51,16 @@ def _check_level(level: float) -> None:
 
 
 def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: float, rng: np.random.Generator,
-                        *, annotators: int = ANNOTATORS) -> pd.DataFrame:
+                        *, annotators: int = ANNOTATORS, reference: Optional[pd.Series] = None) -> pd.DataFrame:
     """Decisions of simulated annotators on a plan's tasks.
 
     Each task gets ``required`` decisions from distinct annotators (drawn uniformly from a
     pool of ``annotators``); each decision reports the true label, flipped with
-    probability ``human_error``.
+    probability ``human_error``. ``reference``: the plan's second-opinion rule
+    (:func:`reform_core.estimators.design.second_opinion_reference`, per iid; NaN = none): a
+    task with a reference whose first decision differs from it gets a second decision from
+    another annotator, as the work queue asks for one. Decisions come in the order they
+    were made (a task's first decision first).
 
     Returns
     -------
@@ -66,6 +70,10 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
     if not 0 <= human_error < 0.5:
         raise ValueError(f"human_error must lie in [0, 0.5), got {human_error!r}")
     req = tasks["required"].to_numpy(dtype=np.int64)
+    ref = (np.full(len(tasks), np.nan) if reference is None
+           else reference.reindex(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)).to_numpy(dtype=float))
+    seq = np.isfinite(ref) & (req == 1)
+    req = np.where(seq, 2, req)  # drawn as if doubled; the second is dropped where the first matches
     if (req > annotators).any():
         raise ValueError(f"a task needs more annotators than the pool of {annotators}")
     iids = np.repeat(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64), req)
@@ -78,6 +86,11 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
     if np.isnan(y).any():
         raise ValueError("a task's iid has no true label")
     h = np.where(rng.random(len(iids)) < human_error, 1 - y, y)
+    if seq.any():
+        seq_d = np.repeat(seq, req)
+        first_h = h[np.repeat(np.cumsum(req) - req, req)]
+        keep = ~(seq_d & (slot == 1) & (first_h == np.repeat(ref, req)))
+        iids, ann, h = iids[keep], ann[keep], h[keep]
     return pd.DataFrame({INSTANCE_KEY: iids, "annotator": np.array([f"annotator-{i + 1}" for i in range(annotators)],
                                                                    dtype=object)[ann], "h": h})
 
@@ -131,7 +144,10 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
     params = design.default_params(inst, seed=int(seed), judge_a=ja, judge_b=jb, **(plan_options or {}))
     tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
     truth_by_iid = inst.set_index(INSTANCE_KEY)["truth"].astype(float)
-    decisions = simulated_decisions(truth_by_iid, tasks, human_error, rng)
+    agreed = inst.set_index(INSTANCE_KEY)[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
+    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed),
+                          index=tasks[INSTANCE_KEY].to_numpy())
+    decisions = simulated_decisions(truth_by_iid, tasks, human_error, rng, reference=reference)
     index = reform.build_index(inst)
     truth = reform.table2(inst, p="truth", index=index).set_index("model")
     n_dec = decisions.merge(inst[[INSTANCE_KEY, "model"]], on=INSTANCE_KEY).groupby("model").size()

@@ -242,6 +242,25 @@ def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
     return out
 
 
+def plan_params(conn: Connection, *, plan_id: int) -> dict:
+    """A plan's stored parameters (``{}`` when it has none)."""
+    v = conn.execute(text("SELECT params FROM sample_plan WHERE id = :p"), {"p": plan_id}).scalar()
+    if isinstance(v, str):  # SQLite hands JSON back as text through text()
+        v = json.loads(v or "{}")
+    return v or {}
+
+
+def first_choice(conn: Connection, *, task_id: int) -> Optional[str]:
+    """The choice of the earliest current decision on a task that carries a label or says
+    "neither" on an audit (unsure decisions on a disagreement and retractions skipped); None
+    when there is none. Run it after :func:`lock_task`."""
+    r = conn.execute(text(
+        f"SELECT d.choice FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id WHERE d.task_id = :t "
+        f"AND d.choice <> 'retracted' AND {_CURRENT} AND (d.label IS NOT NULL OR t.kind = 'audit') "
+        "ORDER BY d.id LIMIT 1"), {"t": task_id}).first()
+    return None if r is None else str(r[0])
+
+
 def plan_task_keys(conn: Connection, *, plan_id: int) -> pd.DataFrame:
     """``response_id, constraint_id, kind`` of every task of a plan in id order (what the
     estimator needs of them; none of these changes once the task is made)."""
@@ -432,8 +451,8 @@ def count_decided(conn: Connection, *, task_id: int) -> int:
 
 
 def update_task(conn: Connection, *, task_id: int, **values) -> None:
-    """Set columns of one task (``status, claimed_by, lease_until, decided, order_key``)."""
-    allowed = {"status", "claimed_by", "lease_until", "decided", "order_key"}
+    """Set columns of one task (``status, claimed_by, lease_until, decided, order_key, required``)."""
+    allowed = {"status", "claimed_by", "lease_until", "decided", "order_key", "required"}
     bad = set(values) - allowed
     if bad:
         raise ValueError(f"cannot update task column(s) {sorted(bad)}")

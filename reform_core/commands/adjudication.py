@@ -30,8 +30,8 @@ def register(app: typer.Typer) -> None:
     def plan_cmd(db: Optional[str] = DbOption,
                  judges: str = typer.Option(..., "--judges", help="The judge pair A,B (direction A1B0 = A passes)."),
                  design: str = typer.Option("cluster", "--design",
-                                            help="cluster (default: question-cluster sample + agreement audit + "
-                                                 "double adjudication, for the default estimator) | stratified "
+                                            help="cluster (default: question-cluster sample + agreement audit by "
+                                                 "target + second opinions, for the default estimator) | stratified "
                                                  "(the paper's Cochran/FPC sample of disagreements)."),
                  confidence: float = typer.Option(0.95, "--confidence"),
                  p: float = typer.Option(0.5, "--p"),
@@ -41,10 +41,13 @@ def register(app: typer.Typer) -> None:
                      None, "--target-half-width", help="cluster: size for this measurement half-width (pp)."),
                  metric: str = typer.Option("tcpr", "--metric", help="cluster: metric of the target (tcpr | emcr)."),
                  audit_share: Optional[float] = typer.Option(
-                     None, "--audit-share", help="cluster: share of a sampled question's agreements audited (default 0.1)."),
+                     None, "--audit-share", help="cluster: share of a sampled question's agreements audited (default "
+                                                 "0.3, spread by Neyman allocation over targets)."),
                  audit: int = typer.Option(0, "--audit", help="stratified: extra random sample of judge agreements."),
                  overlap: Optional[float] = typer.Option(
-                     None, "--overlap", help="Share of items two annotators decide (default: cluster 1, stratified 0)."),
+                     None, "--overlap", help="Share of items two annotators decide from the start (default: cluster "
+                                             "0.1, stratified 0); a cluster plan also asks a second annotator wherever "
+                                             "a first decision goes against the plan's reference label."),
                  name: Optional[str] = typer.Option(None, "--name", help="Plan name (default: 'A vs B #k')."),
                  json_out: bool = typer.Option(False, "--json")):
         """Draw and store an adjudication plan: by default the question-cluster design the
@@ -81,13 +84,14 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 print_json({"plan": made.name, "design": made.params["design"], "tasks": made.tasks,
                             "target": made.params.get("target"), "double_fraction": made.params["double_fraction"],
-                            "models": models})
+                            "second_opinion": made.params.get("second_opinion"),
+                            "audit_unit": made.params.get("audit_unit"), "models": models})
                 return
             typer.echo(f"plan {made.name!r} (id {made.plan_id}, question-cluster design): {made.tasks} tasks")
             for model, d in models.items():
                 typer.echo(f"  {model}: {d['questions_sampled']} of {d['questions']} questions, "
                            f"{d['disagreement_tasks']} of {d['disagreements']} disagreements, {d['audit_tasks']} audits, "
-                           f"{d['decisions_needed']} decisions")
+                           f"{d['decisions_needed']} decisions (plus second opinions)")
             t = made.params.get("target") or {}
             if t:
                 typer.echo(f"  target: ±{t['half_width']:g} pp on {t['metric'].upper()} (measurement interval)")

@@ -193,8 +193,199 @@ def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, star
 MAX_DECISIONS = 6  # decisions per item used by the minimum-variance rule (enumerates 2^k patterns)
 
 
+def second_opinion_items(decisions: pd.DataFrame, reference: pd.Series | None, *, item: str = "iid",
+                         label: str = "h") -> tuple[pd.Index, pd.Index]:
+    """Items under a second-opinion rule (``reference``: each item's reference label, NaN or
+    absent = a fixed number of decisions): those complete after one decision (the first, in
+    the frame's order, equals the reference) or two, and those **pending** (the first differs
+    from the reference and no second decision exists yet). Returns ``(sequential, pending)``
+    as item indexes; ``sequential`` holds every complete item of the rule."""
+    if reference is None or decisions.empty:
+        return pd.Index([]), pd.Index([])
+    ref = reference.dropna()
+    d = decisions[decisions[item].isin(ref.index)]
+    if d.empty:
+        return pd.Index([]), pd.Index([])
+    first = d.groupby(item, sort=False)[label].first()
+    count = d.groupby(item, sort=False).size()
+    differs = pd.to_numeric(first, errors="coerce").to_numpy(dtype=float) != ref.reindex(first.index).to_numpy(dtype=float)
+    pending = differs & (count.reindex(first.index).to_numpy() < 2)
+    return first.index[~pending], first.index[pending]
+
+
+class _Sequential:
+    """Items under the second-opinion rule (complete items only): what :class:`ItemLayout`
+    keeps of their decisions, and their estimates under a model.
+
+    The rule's outcomes are ``(r)`` — the first decision equals the reference ``r``, no more
+    are asked — and ``(¬r, h₂)`` — a second, different annotator decides. Given the first
+    annotator ``j₁`` and the annotator ``j₂`` who would give the second opinion, the least-
+    variance unbiased estimate over these three outcomes follows from the same normal
+    equations as for a fixed design. ``j₂`` is known only where a second opinion was given;
+    it is whoever takes the task next, independent of the truth, so for an item that
+    stopped after one decision the estimate is the mean of the ``j₂``-specific solutions over
+    the annotators other than ``j₁``, weighted by their share of decisions (``share``). That
+    keeps it exactly unbiased: each ``j₂``-specific solution ``f`` has ``E[f | y, j₂] = y``,
+    and averaging over ``j₂`` the stopped outcome's value is its mean.
+    """
+
+    def __init__(self, d: pd.DataFrame, prior: pd.Series, reference: pd.Series, share: pd.Series, *, item: str,
+                 annotator: str, label: str):
+        rank = d.groupby(item, sort=False).cumcount().to_numpy()
+        first, second = d[rank == 0].set_index(item), d[rank == 1].set_index(item)
+        self.items = first.index
+        self.h1 = pd.to_numeric(first[label], errors="coerce").to_numpy(dtype=float)
+        self.r = reference.reindex(self.items).to_numpy(dtype=float)
+        self.escalated = self.h1 != self.r
+        self.esc, self.stop = np.flatnonzero(self.escalated), np.flatnonzero(~self.escalated)
+        sec = second.reindex(self.items[self.esc])
+        self.ann2 = sec[annotator].astype(str).to_numpy()
+        self.h2 = pd.to_numeric(sec[label], errors="coerce").to_numpy(dtype=float)
+        self.ann1 = first[annotator].astype(str).to_numpy()
+        self.anns = pd.Index(share.index)
+        self.share = share.to_numpy(dtype=float)
+        self.rho = np.clip(pd.Series(self.items).map(prior).fillna(0.5).to_numpy(dtype=float), 1e-4, 1 - 1e-4)
+        self.h_mean = self.h1.copy()
+        self.h_mean[self.esc] = (self.h1[self.esc] + np.nan_to_num(self.h2)) / 2
+        # weights of each candidate second annotator of a stopped item (not its first annotator)
+        j1 = self.anns.get_indexer(self.ann1[self.stop])
+        wts = np.tile(self.share, (len(self.stop), 1))
+        wts[np.arange(len(self.stop)), j1] = 0.0
+        total = wts.sum(1, keepdims=True)
+        self.wts = np.where(total > 0, wts / np.where(total > 0, total, 1.0), np.nan)
+
+    @staticmethod
+    def _solve(a2, b2, rho, pa1, pa0):
+        """Per row: f over the outcomes (r), (¬r, 1), (¬r, 0), and their probabilities given y."""
+        pa1, pa0, a2, b2 = np.broadcast_arrays(pa1, pa0, a2, b2)
+        rho = np.broadcast_to(rho, pa1.shape)
+        p1 = np.stack([pa1, (1 - pa1) * a2, (1 - pa1) * (1 - a2)], axis=-1)
+        p0 = np.stack([pa0, (1 - pa0) * (1 - b2), (1 - pa0) * b2], axis=-1)
+        w = np.maximum(rho[..., None] * p1 + (1 - rho[..., None]) * p0, 1e-300)
+        m11, m10, m00 = (p1 * p1 / w).sum(-1), (p1 * p0 / w).sum(-1), (p0 * p0 / w).sum(-1)
+        det = m11 * m00 - m10 * m10
+        f = ((m00 / det)[..., None] * p1 - (m10 / det)[..., None] * p0) / w
+        return f, p1, p0
+
+    def estimate(self, model: "ErrorModel") -> pd.DataFrame:
+        a1, b1 = model.rates(self.ann1)
+        r, rho = self.r, self.rho
+        pa1 = np.where(r == 1, a1, 1 - a1)  # P(first decision = r | y = 1)
+        pa0 = np.where(r == 1, 1 - b1, b1)  # P(first decision = r | y = 0)
+        y_tilde, var = np.zeros(len(self.items)), np.zeros(len(self.items))
+        esc, stop = self.esc, self.stop
+        if len(esc):
+            a2, b2 = model.rates(self.ann2)
+            f, p1, p0 = self._solve(a2, b2, rho[esc], pa1[esc], pa0[esc])
+            o = np.where(self.h2 == 1, 1, 2)
+            idx = np.arange(len(esc))
+            y_tilde[esc] = f[idx, o]
+            e1, e0 = (p1 * f * f).sum(-1) - 1.0, (p0 * f * f).sum(-1)
+            post = rho[esc] * p1[idx, o] / (rho[esc] * p1[idx, o] + (1 - rho[esc]) * p0[idx, o])
+            var[esc] = post * e1 + (1 - post) * e0
+        if len(stop):
+            wts = self.wts
+            if len(self.anns) >= 2 and np.isfinite(wts).all():
+                a_all, b_all = model.rates(self.anns)
+                f, p1, p0 = self._solve(a_all[None, :], b_all[None, :], rho[stop][:, None], pa1[stop][:, None],
+                                        pa0[stop][:, None])
+            else:  # nobody else has decided yet: the pooled rates stand for the second annotator
+                f, p1, p0 = self._solve(np.full(len(stop), model.pooled[0]), np.full(len(stop), model.pooled[1]),
+                                        rho[stop], pa1[stop], pa0[stop])
+                f, p1, p0 = f[:, None, :], p1[:, None, :], p0[:, None, :]
+                wts = np.ones((len(stop), 1))
+            f_stop = (wts * f[..., 0]).sum(1)
+            y_tilde[stop] = f_stop
+            # E[f² | y] with the stopped outcome at its averaged value, the others j₂-specific
+            e1 = (wts * (p1[..., 0] * f_stop[:, None] ** 2 + (p1[..., 1:] * f[..., 1:] ** 2).sum(-1))).sum(1) - 1.0
+            e0 = (wts * (p0[..., 0] * f_stop[:, None] ** 2 + (p0[..., 1:] * f[..., 1:] ** 2).sum(-1))).sum(1)
+            q1, q0 = (wts * p1[..., 0]).sum(1), (wts * p0[..., 0]).sum(1)
+            post = rho[stop] * q1 / (rho[stop] * q1 + (1 - rho[stop]) * q0)
+            var[stop] = post * e1 + (1 - post) * e0
+        return pd.DataFrame({"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": np.where(self.escalated, 2, 1),
+                             "h_mean": self.h_mean}, index=pd.Index(self.items, name=self.items.name))
+
+
+class _Fixed:
+    """Items decided a fixed number of times (at most :data:`MAX_DECISIONS` used): what
+    :class:`ItemLayout` keeps of their decisions, and their estimates under a model
+    (:func:`item_estimates`)."""
+
+    def __init__(self, decisions: pd.DataFrame, prior: pd.Series, *, item: str, annotator: str, label: str):
+        d = decisions.sort_values([item, annotator], kind="stable")
+        codes, items = pd.factorize(d[item], sort=False)
+        rank = d.groupby(codes).cumcount().to_numpy()
+        keep = rank < MAX_DECISIONS
+        d, codes = d[keep], codes[keep]
+        self.items, self.item = items, item
+        self.h = pd.to_numeric(d[label], errors="coerce").to_numpy(dtype=float)
+        self.ann = d[annotator].astype(str).to_numpy()
+        n_items = len(items)
+        self.k = np.bincount(codes, minlength=n_items)
+        self.rho = np.clip(pd.Series(items).map(prior).fillna(0.5).to_numpy(dtype=float), 1e-4, 1 - 1e-4)
+        self.blocks = []
+        for kk in np.unique(self.k):
+            sel_items = np.flatnonzero(self.k == kk)
+            self.blocks.append((kk, sel_items, np.flatnonzero(np.isin(codes, sel_items))))
+        self.h_mean = np.bincount(codes, self.h, minlength=n_items) / np.maximum(self.k, 1)
+
+    def estimate(self, model: "ErrorModel") -> pd.DataFrame:
+        a, b = model.rates(self.ann)
+        n_items = len(self.items)
+        y_tilde, var = np.zeros(n_items), np.zeros(n_items)
+        for kk, sel_items, rows in self.blocks:
+            # (n_sel, kk) matrices of rates and outcomes, decisions in item order
+            A = a[rows].reshape(-1, kk)
+            B = b[rows].reshape(-1, kk)
+            H = self.h[rows].reshape(-1, kk)
+            r = self.rho[sel_items][:, None]
+            pats = ((np.arange(2 ** kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (P, kk)
+            p1 = np.prod(np.where(pats[None] == 1, A[:, None, :], 1 - A[:, None, :]), axis=2)  # (n, P)
+            p0 = np.prod(np.where(pats[None] == 1, 1 - B[:, None, :], B[:, None, :]), axis=2)
+            w = r * p1 + (1 - r) * p0
+            w = np.maximum(w, 1e-300)
+            m11, m10, m00 = (p1 * p1 / w).sum(1), (p1 * p0 / w).sum(1), (p0 * p0 / w).sum(1)
+            det = m11 * m00 - m10 * m10
+            lam1, lam0 = m00 / det, -m10 / det
+            f = (lam1[:, None] * p1 + lam0[:, None] * p0) / w  # (n, P)
+            obs = (H * (1 << np.arange(kk))[None, :]).sum(1).astype(int)
+            y_tilde[sel_items] = f[np.arange(len(sel_items)), obs]
+            e1 = (p1 * f * f).sum(1) - 1.0
+            e0 = (p0 * f * f).sum(1)
+            idx = np.arange(len(sel_items))
+            post = r[:, 0] * p1[idx, obs] / w[idx, obs]  # P(y = 1 | pattern): weights the two variances
+            var[sel_items] = post * e1 + (1 - post) * e0
+        return pd.DataFrame({"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": self.k, "h_mean": self.h_mean},
+                            index=pd.Index(self.items, name=self.item))
+
+
+class ItemLayout:
+    """The decided items of :func:`item_estimates`, prepared once from the decisions, the
+    prior and the second-opinion references, so that estimates under many error models
+    (the error model's bootstrap refits) cost only the rates' arithmetic."""
+
+    def __init__(self, decisions: pd.DataFrame, prior: pd.Series, reference: pd.Series | None = None, *,
+                 item: str = "iid", annotator: str = "annotator", label: str = "h"):
+        require_columns(decisions, [item, annotator, label], "decisions")
+        seq_items, pending = second_opinion_items(decisions, reference, item=item, label=label)
+        if len(pending):
+            raise ValueError(f"{len(pending)} item(s) await their second opinion (e.g. {pending[0]!r})")
+        in_seq = decisions[item].isin(seq_items).to_numpy() if len(seq_items) else np.zeros(len(decisions), bool)
+        share = decisions[annotator].astype(str).value_counts().sort_index()
+        self.parts = []
+        if (~in_seq).any() or not in_seq.any():
+            self.parts.append(_Fixed(decisions[~in_seq], prior, item=item, annotator=annotator, label=label))
+        if in_seq.any():
+            self.parts.append(_Sequential(decisions[in_seq], prior, reference, share, item=item, annotator=annotator,
+                                          label=label))
+
+    def estimate(self, model: "ErrorModel") -> pd.DataFrame:
+        got = [p.estimate(model) for p in self.parts]
+        return got[0] if len(got) == 1 else pd.concat(got)
+
+
 def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series, *, item: str = "iid",
-                   annotator: str = "annotator", label: str = "h") -> pd.DataFrame:
+                   annotator: str = "annotator", label: str = "h", reference: pd.Series | None = None) -> pd.DataFrame:
     """Unbiased truth estimate of each decided item with the smallest variance.
 
     For an item decided by annotators ``j_1..j_k`` with outcome pattern ``o ∈ {0,1}^k``,
@@ -221,6 +412,12 @@ def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series,
         The annotators' rates.
     prior : Series
         ρ per item (indexed by item); missing items get 0.5.
+    reference : Series, optional
+        Items decided under the second-opinion rule: their reference label (indexed by
+        item; NaN = a fixed number of decisions). Their decisions are read in the frame's
+        order (the first is the first opinion) and estimated over the rule's outcomes
+        (:func:`_sequential_estimates`); a pending item (first opinion against the
+        reference, no second yet: :func:`second_opinion_items`) must not be passed.
 
     Returns
     -------
@@ -228,46 +425,7 @@ def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series,
         Indexed by item: ``y_tilde`` (the estimate), ``var`` (its conditional variance,
         weighted by the prior), ``n`` (decisions used), ``h_mean``.
     """
-    require_columns(decisions, [item, annotator, label], "decisions")
-    d = decisions.sort_values([item, annotator], kind="stable")
-    codes, items = pd.factorize(d[item], sort=False)
-    rank = d.groupby(codes).cumcount().to_numpy()
-    keep = rank < MAX_DECISIONS
-    d, codes, rank = d[keep], codes[keep], rank[keep]
-    h = pd.to_numeric(d[label], errors="coerce").to_numpy(dtype=float)
-    a, b = model.rates(d[annotator].astype(str).to_numpy())
-    n_items = len(items)
-    k = np.bincount(codes, minlength=n_items)
-    rho = np.clip(pd.Series(items).map(prior).fillna(0.5).to_numpy(dtype=float), 1e-4, 1 - 1e-4)
-    y_tilde = np.zeros(n_items)
-    var = np.zeros(n_items)
-    for kk in np.unique(k):
-        sel_items = np.flatnonzero(k == kk)
-        rows = np.isin(codes, sel_items)
-        # (n_sel, kk) matrices of rates and outcomes, decisions in item order
-        A = a[rows].reshape(-1, kk)
-        B = b[rows].reshape(-1, kk)
-        H = h[rows].reshape(-1, kk)
-        r = rho[sel_items][:, None]
-        pats = ((np.arange(2 ** kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (P, kk)
-        p1 = np.prod(np.where(pats[None] == 1, A[:, None, :], 1 - A[:, None, :]), axis=2)  # (n, P)
-        p0 = np.prod(np.where(pats[None] == 1, 1 - B[:, None, :], B[:, None, :]), axis=2)
-        w = r * p1 + (1 - r) * p0
-        w = np.maximum(w, 1e-300)
-        m11, m10, m00 = (p1 * p1 / w).sum(1), (p1 * p0 / w).sum(1), (p0 * p0 / w).sum(1)
-        det = m11 * m00 - m10 * m10
-        lam1, lam0 = m00 / det, -m10 / det
-        f = (lam1[:, None] * p1 + lam0[:, None] * p0) / w  # (n, P)
-        obs = (H * (1 << np.arange(kk))[None, :]).sum(1).astype(int)
-        y_tilde[sel_items] = f[np.arange(len(sel_items)), obs]
-        e1 = (p1 * f * f).sum(1) - 1.0
-        e0 = (p0 * f * f).sum(1)
-        idx = np.arange(len(sel_items))
-        post = r[:, 0] * p1[idx, obs] / w[idx, obs]  # P(y = 1 | pattern): weights the two variances
-        var[sel_items] = post * e1 + (1 - post) * e0
-    h_mean = np.bincount(codes, h, minlength=n_items) / np.maximum(k, 1)
-    return pd.DataFrame({"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": k, "h_mean": h_mean},
-                        index=pd.Index(items, name=item))
+    return ItemLayout(decisions, prior, reference, item=item, annotator=annotator, label=label).estimate(model)
 
 
 def debiased(decisions: pd.DataFrame, model: ErrorModel, *, item: str = "iid", annotator: str = "annotator",

@@ -8,9 +8,11 @@ count that does not depend on the labels; every such product lies inside one
 
 Design (:mod:`reform_core.estimators.design`): clusters with a disagreement are Poisson
 sampled with probability ``π_m``, all their disagreements adjudicated; agreements are
-audited independently with probability ``π_a``; human decisions are debiased with the
-fitted adjudicator-error model (:mod:`reform_core.estimators.adjudicator_error`), giving
-``ỹ_u`` with ``E[ỹ_u | y_u] = y_u``.
+audited with probability ``π_a``, independently across **audit groups** (version 3 plans: a
+target's agreed rows with one agreed label, audited together; earlier plans: each row alone);
+human decisions — one per item, a second where the plan's rule asks for it, two on a random
+share — are debiased with the fitted adjudicator-error model
+(:mod:`reform_core.estimators.adjudicator_error`), giving ``ỹ_u`` with ``E[ỹ_u | y_u] = y_u``.
 
 Estimator. Clusters are split into K folds by a hash fixed before sampling. For a cluster
 ``c`` of fold ``k``, predictions are fitted on the *other* folds only: ``p̂_u`` for a
@@ -32,20 +34,28 @@ estimator exactly unbiased but heavy-tailed: two corrections in one unit multipl
 (measured: one model's EMCR off by 41 pp with a 198-pp interval on a paper-scale
 replicate). For the joint numerators agreements are therefore predicted at their agreed
 label, the audit enters linearly and the higher-order terms of the expansion enter at
-their predicted value:
-``φ_c(z) = φ_c(z°) + Σ_{u audited in c} G_u(z°) (ỹ_u − label_u) / π_a + H_c``, with ``z°`` =
-the decided disagreements and agreed labels elsewhere, ``G_u`` the exact derivative
-(:meth:`UnitIndex.gradients`, which does not involve row u) and
-``H_c = φ_c(z^h) − φ_c(z°) − Σ_{u agreement} G_u(z°)(z^h_u − label_u)`` (``z^h``: audited
+their predicted value, one audit group ``g`` at a time:
+``φ_c(z) = φ_c(z°) + Σ_{g audited in c} G_g(z°) (∏_{u∈g} ỹ_u − ∏_{u∈g} label_u) / π_g + H_c``,
+with ``z°`` = the decided disagreements and agreed labels elsewhere, ``G_g`` the product of
+everything outside the group in each unit holding it (every unit holding a target holds all
+its variants, so a group is inside or outside a unit as a whole: the derivative at the
+group's product, :meth:`UnitIndex.gradients` on the rows with each group collapsed onto one)
+and ``H_c = φ_c(z^h) − φ_c(z°) − Σ_{g} G_g(z°)(∏_g z^h − ∏_g label)`` (``z^h``: audited
 agreements at their decision ``ỹ``, the others at their cross-fitted prediction ``q̂``, so
 that with every agreement audited, ``π_a = 1``, the rule is ``φ_c(ỹ)`` exactly). Over the
 audit the expectation is
-``φ_c(z°) + Σ_u G_u (y_u − label_u) + E[H_c]``; the first two terms are the exact expansion of
-``φ_c(y)`` up to first order in the agreements' errors, and ``H_c`` estimates all higher
-orders, exactly in expectation when errors are independent at the predicted rates
-(multilinearity: ``E ∏(label + d) = ∏(label + E d)``). So the rule is unbiased under independent errors, and
-where errors cluster in one unit its bias is only the error of the predicted higher-order
-terms (second order in the both-wrong rate), never a multiplicative blow-up.
+``φ_c(z°) + Σ_g G_g (∏_g y − ∏_g label) + E[H_c]``: the first two terms are exact to first
+order *across groups* — within a group every product of errors is observed, however the
+errors of one target's variants are correlated — and ``H_c`` estimates the higher orders
+across groups, exactly in expectation when groups err independently at the predicted rates
+(multilinearity: ``E ∏(label + d) = ∏(label + E d)``). So the rule is unbiased under errors
+independent across targets, and where errors of different targets cluster in one unit its
+bias is only the error of the predicted cross-group terms (second order in the both-wrong
+rate), never a multiplicative blow-up. Audited row by row (version 1–2 plans) the same
+expansion runs over single rows, and correlated errors of one target's variants are left to
+the prediction: on the simulator that left R3 about −0.2 to −0.3 pp low, and an exact
+enumeration (``tests/unit/test_estimator_cluster.py``) shows the miss that auditing by target
+removes.
 The rule's expectation computed on paper-scale simulator projects (every disagreement
 decided, the pooled true both-wrong rate as prediction) misses the true EMCR by −0.16 to
 −0.25 pp and R3 by up to −0.47 pp without ``H_c``, by −0.02 to −0.07 pp and ≤ 0.17 pp with it.
@@ -70,9 +80,11 @@ linearisation, one term per source:
   rectifier ``φ_c(z) − φ_c(x)`` in metric units and ``N_c`` its decision-noise variance
   (Poisson-sampling variance estimator, Särndal et al. eq. 3.5.?; the ``N_c`` term adds
   the second-stage variance that ``C_c²`` does not carry on average);
-* agreement audit: ``Σ_{u audited} [(1−π_a)/π_a² (G_u (ỹ_u − q̂_u))² + G_u² v_u/π_a]`` with
-  ``G_u`` the metric's derivative with respect to ``y_u`` (exact, the metrics are
-  multilinear: :meth:`UnitIndex.gradients`);
+* agreement audit: ``Σ_{g audited} (1−π_g)/π_g² C_g² + Σ_{u audited} G_u² v_u/π_a`` with
+  ``C_g`` the group's correction in metric units (TCPR and the constraint level: the sum of
+  ``G_u (ỹ_u − q̂_u)`` over its rows, ``G_u`` the metric's exact derivative — the metrics are
+  multilinear: :meth:`UnitIndex.gradients`; R^(K) and EMCR: ``G_g`` times the change of the
+  group's product) and ``v_u`` a decision's noise variance;
 * adjudicator-error rates: the variance of ``Σ_u G'_u ỹ*_u`` over bootstrap refits of the
   error model on resampled decided items.
 
@@ -95,8 +107,8 @@ import pandas as pd
 from scipy import stats
 
 from reform_core.estimators import adjudicator_error as ae
-from reform_core.estimators.design import (DEFAULT_FOLDS, audit_row_probabilities, audited_rows,
-                                          cluster_probability, fold_of, sampled_clusters)
+from reform_core.estimators.design import (DEFAULT_FOLDS, audit_group_key, audit_row_probabilities, audited_rows,
+                                          cluster_probability, fold_of, sampled_clusters, second_opinion_reference)
 from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.reform import (KS, UnitIndex, build_index, fingerprint, same_as_snapshot, snapshot,
                                         sorted_slots)
@@ -254,6 +266,43 @@ def _disagreement_predictions(fold: np.ndarray, folds: int, *, dis_of_fold: list
     return p_hat
 
 
+class _Groups:
+    """The audit groups among some rows (``code``: each row's group, -1 for a row in none):
+    sums and products per group, and a group's rows collapsed onto its first row."""
+
+    def __init__(self, code: np.ndarray):
+        self.code = np.asarray(code)
+        in_g = np.flatnonzero(self.code >= 0)
+        self.order = in_g[np.argsort(self.code[in_g], kind="stable")]
+        c = self.code[self.order]
+        self.starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]]) if len(c) else np.zeros(0, dtype=np.int64)
+        self.rep = self.order[self.starts]  # each group's first row
+        sizes = np.diff(np.r_[self.starts, len(self.order)])
+        self.rep_of = np.full(len(self.code), -1, dtype=np.int64)  # each row's group's first row
+        self.rep_of[self.order] = np.repeat(self.rep, sizes)
+
+    def product(self, v: np.ndarray) -> np.ndarray:
+        return np.multiply.reduceat(v[self.order], self.starts) if len(self.order) else np.zeros(0)
+
+    def total(self, v: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(v[self.order], self.starts) if len(self.order) else np.zeros(0)
+
+    def collapse(self, v: np.ndarray) -> np.ndarray:
+        """``v`` with each group's product at its first row and 1 at its other rows (every unit
+        holding a group holds all its rows, so the units' products are unchanged)."""
+        out = np.array(v, dtype=float, copy=True)
+        if len(self.order):
+            out[self.order] = 1.0
+            out[self.rep] = self.product(v)
+        return out
+
+    def leave_one_out(self, v: np.ndarray) -> np.ndarray:
+        """Per row in a group, the product of its group's other rows (0 outside groups)."""
+        from reform_core.metrics.reform import _leave_one_out
+
+        return _leave_one_out(np.asarray(v, dtype=float), self.order, self.starts, len(self.code))
+
+
 def _rows_of_items(d: "_Design", ids) -> np.ndarray:
     """The row positions of decided items (each one a row that needs a decision)."""
     slot = sorted_slots(d.need_iid, np.asarray(ids, dtype=np.int64))
@@ -317,6 +366,12 @@ class _Design:
     agree_label_of_fold: list  # per fold: those rows' agreed label (int8 where labels are 0 / 1)
     dis_per_model: np.ndarray
     audits_per_model: np.ndarray  # audits planned
+    # the second-opinion rule's reference label of each row that needs a decision (``need_iid`` order;
+    # NaN: a fixed number of decisions): design.second_opinion_reference
+    need_reference: np.ndarray | None = None
+    # plans that audit by target: each agreement's audit group (design.audit_group_key) as a code, -1 on
+    # disagreements; None: rows are audited one by one
+    a_group: np.ndarray | None = None
 
     @property
     def row_model(self) -> np.ndarray:
@@ -358,8 +413,13 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
         picked = set(map(tuple, realised.get("clusters", [])))
         sampled_c = c_exists & np.array([(str(a), str(b)) in picked for a, b in zip(c_models, c_questions)], dtype=bool)
     pi_a_row = audit_row_probabilities(params, index, rows, g, m)
-    drawn = (audited_rows(params, iid, index.models[row_model], pi_a_row) if realised is None
-             else pd.Index(iid).isin(list(realised.get("audits", []))))
+    a_group = None
+    if params.get("audit_unit") == "target":
+        gkey = audit_group_key(index.models[row_model], index.questions[row_q], rows["feature"].to_numpy(),
+                               rows["mode"].to_numpy(), np.where(agree, g, 0.0))
+        a_group = np.where(agree, pd.factorize(gkey)[0], -1).astype(np.int32)
+    drawn = (audited_rows(params, iid, index.models[row_model], pi_a_row, gkey if a_group is not None else None)
+             if realised is None else pd.Index(iid).isin(list(realised.get("audits", []))))
     audit_sel = agree & sampled_c[row_cluster] & drawn
     need = (dis & sampled_c[row_cluster]) | audit_sel
     notes = []
@@ -414,7 +474,10 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
                   need_iid=need_iid, need_pos=need_pos.astype(i32), dis_of_fold=dis_of_fold, agree_of_fold=agree_of_fold,
                   agree_ctx_of_fold=[a_ctx32[rows] for rows in agree_of_fold], agree_label_of_fold=agree_label_of_fold,
                   dis_per_model=np.bincount(row_model[dis], minlength=nm),
-                  audits_per_model=np.bincount(row_model[audit_sel], minlength=nm))
+                  audits_per_model=np.bincount(row_model[audit_sel], minlength=nm),
+                  need_reference=second_opinion_reference(params, need_iid, np.where(agree[need_pos], "audit",
+                                                                                       "disagreement"), g[need_pos]),
+                  a_group=a_group)
     if key is not None:
         index.memo["cluster-design"] = (key, snapshot(g, m, iid), out)
     return out
@@ -467,7 +530,7 @@ def _question_task(index: UnitIndex) -> np.ndarray:
     return task
 
 
-def _error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, prior: pd.Series, reps: int,
+def _error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, layout: ae.ItemLayout, reps: int,
                      rng: np.random.Generator) -> pd.DataFrame:
     """Item estimates of every decided item under error models refitted on items
     resampled with replacement (with all their decisions); (n_items, reps)."""
@@ -493,7 +556,7 @@ def _error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, prior: pd.Series, 
         refit = ae.ErrorModel(pd.Series(np.where(seen, a, base_a), index=anns), pd.Series(np.where(seen, bb, base_b), index=anns),
                               pooled, model.prevalence, True, model.n_decisions, model.n_double)
         try:
-            out[:, b] = ae.item_estimates(dec, refit, prior)["y_tilde"].reindex(items).to_numpy()
+            out[:, b] = layout.estimate(refit)["y_tilde"].reindex(items).to_numpy()
         except (ValueError, FloatingPointError):
             out[:, b] = np.nan
     return pd.DataFrame(out, index=pd.Index(items, name=INSTANCE_KEY))
@@ -557,6 +620,17 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     slot = sorted_slots(d.need_iid, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
     decided_need = np.zeros(len(d.need_pos), dtype=bool)
     decided_need[slot[slot >= 0]] = True
+    reference = None
+    if d.need_reference is not None and np.isfinite(d.need_reference).any():
+        # an item whose first opinion went against its reference is decided once its second opinion is in
+        reference = pd.Series(d.need_reference, index=d.need_iid)
+        _, pending = ae.second_opinion_items(decisions[slot >= 0], reference)
+        decided_need[sorted_slots(d.need_iid, pending.to_numpy(dtype=np.int64))] = False
+        n_pending = len(pending)
+        if n_pending:
+            notes.append(f"{n_pending} item(s) await a second opinion (the first decision went against the plan's "
+                         "reference: both judges wrong on an audit, judge B on a disagreement); their questions count "
+                         "as not yet adjudicated")
     missing = np.bincount(row_cluster[d.need_pos[~decided_need]], minlength=n_clusters) > 0
     observed_c = sampled_c & ~missing
     # interim: a random subset of the clusters with tasks is complete (queue in random cluster order)
@@ -595,8 +669,16 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
             if len(dec):
                 notes.append("no item was decided twice: adjudicator error cannot be estimated and is assumed zero")
     y0 = np.full(n, np.nan)
+    item_ref = reference.reindex(dec[INSTANCE_KEY].unique()) if reference is not None and len(dec) else None
     if len(dec):
-        deb = ae.debiased(dec, error_model)["y_tilde"]
+        if item_ref is not None and item_ref.notna().any():
+            # items of the second-opinion rule: unbiased over the rule's outcomes (a flat prior)
+            in_seq = dec[INSTANCE_KEY].isin(item_ref.dropna().index).to_numpy()
+            deb = ae.debiased(dec[~in_seq], error_model)["y_tilde"] if (~in_seq).any() else pd.Series(dtype=float)
+            seq = ae.item_estimates(dec[in_seq], error_model, pd.Series(dtype=float), reference=item_ref)["y_tilde"]
+            deb = pd.concat([deb, seq])
+        else:
+            deb = ae.debiased(dec, error_model)["y_tilde"]
         y0[_rows_of_items(d, deb.index)] = deb.to_numpy(dtype=float)
 
     # --- cross-fitted predictions: p̂ for disagreements, q̂ for agreements
@@ -627,7 +709,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     # --- each decided item's minimum-variance unbiased estimate, its prediction as prior
     item_rows = np.unique(pos)
     prior = pd.Series(x[item_rows], index=iid[item_rows])
-    items = ae.item_estimates(dec, error_model, prior) if len(dec) else pd.DataFrame(columns=["y_tilde", "var"])
+    layout = ae.ItemLayout(dec, prior, item_ref) if len(dec) else None
+    items = layout.estimate(error_model) if layout is not None else pd.DataFrame(columns=["y_tilde", "var"])
     y, v = np.zeros(n), np.zeros(n)
     if len(dec):
         at = _rows_of_items(d, items.index)
@@ -672,14 +755,24 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     s_zj = sums(z_j)
     z_h = np.where(dis_s | aud_s, y_s, x_s)  # audited agreements at their decision, the others at q̂
     s_zh = sums(z_h)
-    g_j = sub.gradients(z_j)
-    a_dev = np.where(aud_s, (y_s - g_s) / pa_s, 0.0)
-    e_dev = np.where(agree_s, z_h - g_s, 0.0)  # an agreement's deviation from its label: decided or predicted
+    grp = _Groups(d.a_group[rs] if d.a_group is not None else np.where(agree_s, np.arange(len(rs)), -1))
+    # each audit group's rows collapsed onto its first row (the group's product there, 1 at the others):
+    # the derivative at that row is the product of everything outside the group
+    g_j = sub.gradients(grp.collapse(z_j))
+    a_dev = np.where(aud_s[grp.rep], (grp.product(y_s) - grp.product(g_s)) / pa_s[grp.rep], 0.0)
+    e_dev = grp.product(z_h) - grp.product(g_s)  # a group's deviation from its labels: decided or predicted
+    rep_c = rc[grp.rep]
+    g_group = {num: g_j[num][grp.rep] for num in JOINT}  # each group's outside product
     for num in JOINT:
-        # higher-order terms of the expansion: decided where audited, at their expected value elsewhere
-        higher = s_zh[num] - s_zj[num] - np.bincount(rc, g_j[num] * e_dev, minlength=n_clusters)
+        # higher-order terms of the expansion across groups: decided where audited, at their expected
+        # value elsewhere
+        higher = s_zh[num] - s_zj[num] - np.bincount(rep_c, g_group[num] * e_dev, minlength=n_clusters)
         s_zd[num] = s_zj[num] + higher
-        s_z[num] = s_zd[num] + np.bincount(rc, g_j[num] * a_dev, minlength=n_clusters)
+        s_z[num] = s_zd[num] + np.bincount(rep_c, g_group[num] * a_dev, minlength=n_clusters)
+    # a decided agreement's derivative: its group's outside product times the group's other decided rows
+    inside = grp.leave_one_out(y_s)
+    for num in JOINT:
+        g_j[num] = np.where(grp.code >= 0, g_j[num][np.maximum(grp.rep_of, 0)] * inside, g_j[num])
     counts, coef = d.counts, d.coef
     totals = {num: s_x[num] + inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
 
@@ -688,7 +781,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     gz["rows"] = np.ones(len(rs))
     for num in JOINT:
         gz[num] = g_j[num]
-    err_draws = (_error_bootstrap(dec, error_model, prior, error_boot, rng)
+    err_draws = (_error_bootstrap(dec, error_model, layout, error_boot, rng)
                  if error_model.identified and error_boot and len(dec) else None)
     second = 1.0 / pa_s  # ∂z_u/∂ỹ_u inside the cluster (1 for a disagreement)
     # each audited agreement's debiased "wrong" value (1 − ỹ on an agreed pass, ỹ on a fail), for the floor's rate
@@ -705,9 +798,14 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         point = sum(np.nan_to_num(w[num]) * totals[num].reshape(nm, nq).sum(axis=1) for num in NUMERATORS)
         contrib = sum(np.nan_to_num(w[num])[c_model] * (s_z[num] - s_x[num]) for num in NUMERATORS)
         gm = _metric_gradient(gz, w, model_s)
-        # second stage inside an observed cluster: audit sampling and decision noise
-        dev = (y_s - g_s) if metric in JOINT_METRICS else (y_s - q_s)  # the audit residual each metric uses
-        v_aud = np.where(aud_s, (1 - pa_s) * (gm * dev / pa_s) ** 2, 0.0)
+        # second stage inside an observed cluster: audit sampling (one draw per audit group) and decision noise
+        if metric in JOINT_METRICS:  # the group's change of the joint products, at its first row
+            gw = sum(np.nan_to_num(w[num])[model_s[grp.rep]] * g_group[num] for num in JOINT)
+            c_aud = gw * a_dev * pa_s[grp.rep]
+        else:
+            c_aud = grp.total(np.where(aud_s, gm * (y_s - q_s), 0.0))
+        v_aud = np.zeros(len(rs))
+        v_aud[grp.rep] = np.where(aud_s[grp.rep], (1 - pa_s[grp.rep]) * (c_aud / pa_s[grp.rep]) ** 2, 0.0)
         v_dec = np.where(dis_s | aud_s, gm ** 2 * v_s * second, 0.0)  # G² v, over π_A for an audited row
         v2_c = np.bincount(rc, v_aud + v_dec, minlength=n_clusters)
         v_first = np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib ** 2, 0.0)

@@ -5,29 +5,45 @@ unit of SPEC §3 lies inside one). The design is a stratified two-stage sample:
 
 1. **Clusters.** Each cluster is sampled independently (Poisson sampling) with probability
    ``π_D`` if it holds a judge disagreement, ``π_0`` otherwise.
-2. **Within a sampled cluster** every disagreement is adjudicated, and each judge
-   *agreement* u is audited independently with probability ``π_A,u`` (a decision
-   "neither" on an audited agreement means both judges are wrong). Version 2 plans spread
-   the model's mean audit rate over its agreements in proportion to how much an error
-   there moves TCPR and EMCR (:func:`audit_row_probabilities`); version 1 plans audit
-   uniformly.
-3. Each task is double-adjudicated (two distinct annotators) with probability
-   ``double_fraction``; the overlap identifies adjudicator error
-   (:mod:`reform_core.estimators.adjudicator_error`).
+2. **Within a sampled cluster** every disagreement is adjudicated, and the judge
+   *agreements* are audited (a decision "neither" on an audited agreement means both judges
+   are wrong). Version 3 plans audit by **target**: the agreed rows of one target (feature,
+   mode) with one agreed label form an audit group (:func:`audit_group_key`), audited
+   together with probability ``π_A,g``, independently across groups — a model's passes and
+   the judges' joint errors on one target are correlated across the question's variants, and
+   a group audited whole observes those products instead of predicting them. The model's
+   mean audit rate is spread by **Neyman allocation** (:func:`audit_row_probabilities`): in
+   proportion to how much an error moves TCPR and EMCR times the standard deviation of the
+   audit's outcome under a planning guess of the both-wrong rate (:func:`prior_wrong_rates`)
+   and the decisions' noise (:func:`second_opinion_noise`) — agreed fails, usually far rarer
+   than agreed passes, are the likelier wrong and are audited far more. Version 2 plans
+   audited row by row by score gradient, version 1 uniformly.
+3. **Decisions.** A share ``double_fraction`` of the tasks is double-adjudicated from the
+   start (:func:`doubled`); every other task is decided once, and a second, different
+   annotator is asked only where that first decision goes against the task's reference
+   label (:func:`second_opinion_reference`, :func:`required_annotators`): on an audit when
+   the annotator finds both judges wrong, on a disagreement (``second_opinion = "all"``, the
+   default) when the annotator sides with judge B. Most first decisions confirm the
+   reference, so the rule costs a few per cent more decisions and gives the contested
+   items the precision of two (an item estimate's noise near that of two decisions for
+   about 1.05–1.2 decisions: :mod:`reform_core.estimators.adjudicator_error`); the pairs of
+   decisions identify adjudicator error. The rule depends only on the first decision, so
+   the stopping is ignorable for the error model's likelihood and the item estimates are
+   unbiased over the rule's outcomes.
 
-Sampling is independent across clusters and across audited rows, which makes the
+Sampling is independent across clusters and across audit groups, which makes the
 estimator of :mod:`reform_core.estimators.cluster` exactly unbiased with cross-fitted
 predictions (Särndal, Swensson & Wretman 1992, *Model Assisted Survey Sampling*, §4.3
-two-stage sampling, §6.3 difference estimators; Zrnic & Candès 2024 cross-prediction).
-Auditing inside sampled clusters (rather than anywhere) keeps each audited row's weight
-at ``1/π_A`` within its cluster, so a both-wrong error found in a long product moves the
-estimate by a bounded amount, and it keeps the estimator free of any assumption about
-where both-wrong errors fall (they may concentrate on the same target across variants).
+two-stage sampling, §3.7 Neyman allocation, §6.3 difference estimators; Zrnic & Candès 2024
+cross-prediction). Auditing inside sampled clusters (rather than anywhere) keeps each audit
+group's weight at ``1/π_A`` within its cluster, so a both-wrong error found in a long
+product moves the estimate by a bounded amount.
 
-The draws are **hashed**: cluster c is sampled iff ``U(seed, model, question) < π``, row u
-audited iff ``U(seed, iid) < π_A``, with ``U`` a uniform number from BLAKE2b. A plan is
-therefore reproducible from its seed and probabilities alone, and the estimator can tell
-which clusters were sampled even when a sampled cluster received no task.
+The draws are **hashed**: cluster c is sampled iff ``U(seed, model, question) < π``, an
+audit group iff ``U(seed, group key) < π_A`` (version 1–2: row u iff ``U(seed, iid) < π_A``),
+with ``U`` a uniform number from BLAKE2b / SplitMix64. A plan is therefore reproducible from
+its seed and probabilities alone, and the estimator can tell which clusters were sampled even
+when a sampled cluster received no task.
 
 The queue is ordered by cluster (clusters in a random order, a cluster's tasks
 consecutive), so at any time the completed clusters are a random subset of the sample
@@ -35,10 +51,12 @@ and interim estimates stay valid ("stop when precise enough").
 
 Default sizes: ``π_D = π_0 = n_m / N_m`` with ``n_m`` Cochran's size for the model's
 ``N_m`` disagreements (SPEC §4: the paper's expected number of disagreement decisions),
-mean ``π_A = 0.1`` (gradient-allocated) and ``double_fraction = 1`` (every item decided by two annotators: with
-adjudicators who err, two decisions per item cost twice as much but cut the variance of
-the corrected products several-fold; with infallible ones the second decision is
-wasted — lower ``double_fraction`` when the error estimate shows it).
+mean ``π_A = 0.3`` (Neyman-allocated over audit groups), ``double_fraction = 0.1`` and
+second opinions on every kind of task. Measured on the simulator (bench/RESULTS.md) this
+spends its decisions where the variance is: with the previous defaults (mean ``π_A = 0.1``
+row by row, every item decided twice) the audit of agreements carried over 90 % of the
+TCPR variance and half the decisions went to second decisions that infallible adjudicators
+do not need.
 """
 
 from __future__ import annotations
@@ -53,16 +71,23 @@ from reform_core import sampling
 from reform_core.frames import INSTANCE_KEY, require_columns
 
 DESIGN_NAME = "question-cluster"
-DESIGN_VERSION = 2  # 2: audit probabilities allocated by score gradient (1: uniform within a model)
-DEFAULT_ALLOCATION = "gradient"
-DEFAULT_AUDIT = 0.1
-DEFAULT_DOUBLE = 1.0
+# 3: audit probabilities by Neyman allocation and second opinions on audits; 2: by score gradient, every
+# task double-adjudicated; 1: uniform within a model
+DESIGN_VERSION = 3
+DEFAULT_ALLOCATION = "neyman"
+DEFAULT_AUDIT = 0.3
+DEFAULT_DOUBLE = 0.1
+DEFAULT_SECOND_OPINION = "all"
+SECOND_OPINIONS = ("audit", "all", "none")
+DEFAULT_AUDIT_UNIT = "target"
+AUDIT_UNITS = ("target", "row")
 DEFAULT_FOLDS = 5
 TASK_COLUMNS = ["iid", "model", "question", "kind", "stratum", "inclusion", "required", "queue_order"]
 
 
 def _labels(instances: pd.DataFrame, judge_a: str, judge_b: str) -> tuple[np.ndarray, np.ndarray]:
-    require_columns(instances, [INSTANCE_KEY, "model", "question", "category", "mode", judge_a, judge_b], "instances")
+    require_columns(instances, [INSTANCE_KEY, "model", "question", "feature", "category", "mode", judge_a, judge_b],
+                    "instances")
     g = pd.to_numeric(instances[judge_a], errors="coerce").to_numpy(dtype=float)
     m = pd.to_numeric(instances[judge_b], errors="coerce").to_numpy(dtype=float)
     return g, m
@@ -143,11 +168,133 @@ def audit_probability(params: dict, model) -> np.ndarray:
     return np.full(len(model), float(pa))
 
 
-def audited_rows(params: dict, iid, model, probability=None) -> np.ndarray:
+def audited_rows(params: dict, iid, model, probability=None, group=None) -> np.ndarray:
     """Whether each agreement row (by iid, of a sampled cluster) is audited; ``probability``
-    = each row's π_A (default: the model's mean rate, :func:`audit_probability`)."""
+    = each row's π_A (default: the model's mean rate, :func:`audit_probability`). Plans that
+    audit by target (``audit_unit = "target"``) draw once per audit group (``group``: each
+    row's key, :func:`audit_group_key`; its rows share one π_A), the others once per row."""
     pa = audit_probability(params, model) if probability is None else np.asarray(probability, dtype=float)
+    if params.get("audit_unit") == "target":
+        if group is None:
+            raise ValueError("a plan that audits by target needs each row's audit group")
+        keys, inv = np.unique(np.asarray(group, dtype=object).astype(str), return_inverse=True)
+        return uniform(int(params["seed"]) + 7, keys)[inv.reshape(-1)] < pa
     return uniform(int(params["seed"]) + 7, np.asarray(iid, dtype=np.int64)) < pa
+
+
+def audit_group_key(model, question, feature, mode, label) -> np.ndarray:
+    """Audit group of each agreement row: its (model, question) cluster, target (feature,
+    mode) and agreed label, as the string ``model␟question␟feature␟mode␟label``.
+
+    A model's passes on one target are correlated across the question's variants (SPEC §3),
+    and so are the judges' joint errors there: both judges wrong on one variant of a target
+    makes them likelier wrong on its others. Auditing a target's agreed rows together puts
+    every such product of errors inside one draw, where it is observed, instead of leaving
+    it to a prediction (:mod:`reform_core.estimators.cluster`, "Long products")."""
+    lab = pd.Series(np.asarray(label, dtype=float)).astype(int).astype(str).to_numpy(dtype=object)
+    return (cluster_key(model, question) + "\x1f" + pd.Series(np.asarray(feature, dtype=object)).astype(str).to_numpy()
+            + "\x1f" + pd.Series(np.asarray(mode, dtype=object)).astype(str).to_numpy() + "\x1f" + lab)
+
+
+ASSUMED_BOTH_WRONG = 0.01  # share of instances on which both judges are wrong together (planning assumption)
+ASSUMED_HUMAN_ERROR = 0.05  # adjudicators' error rate (planning assumption)
+
+
+def prior_wrong_rates(mean_label: np.ndarray, agree: np.ndarray, row_model: np.ndarray, nm: int,
+                      both_wrong: float) -> np.ndarray:
+    """Planning guess of the both-wrong rate of each model's agreed fails and agreed passes,
+    ``(nm, 2)`` (column = agreed label), before any audit.
+
+    Both judges are assumed wrong together on a share ``both_wrong`` of the instances,
+    whatever the truth: a true pass then shows as an agreed fail and a true fail as an
+    agreed pass. The truth's pass share is taken from the judges' mean labels, so the rate
+    among agreed fails is ``both_wrong · passes / agreed fails`` and among agreed passes
+    ``both_wrong · fails / agreed passes`` (at most ½). Agreed fails are usually the fewer, so
+    the same number of errors makes them the far likelier place of an error.
+    """
+    out = np.full((nm, 2), min(both_wrong, 0.5))
+    for mi in range(nm):
+        sel = row_model == mi
+        if not sel.any():
+            continue
+        passes = float(mean_label[sel].sum())
+        fails = float(sel.sum()) - passes
+        for lab, opposite in ((0, passes), (1, fails)):
+            n_agree = float((agree & sel & ((mean_label > 0.5) == bool(lab))).sum())
+            if n_agree > 0:
+                out[mi, lab] = min(both_wrong * opposite / n_agree, 0.5)
+    return out
+
+
+def doubled(params: dict, iid) -> np.ndarray:
+    """Whether each task (by iid) is double-adjudicated from the start (``double_fraction``, hashed)."""
+    return uniform(int(params["seed"]) + 2, np.asarray(iid, dtype=np.int64)) < float(params.get("double_fraction", 0.0))
+
+
+def second_opinion_reference(params: dict, iid, kind, agreed_label) -> np.ndarray:
+    """The reference label of each task under the plan's second-opinion rule, NaN where none.
+
+    With ``second_opinion = "audit"`` (version 3 plans) an audited agreement that is not
+    double-adjudicated from the start (:func:`doubled`) is decided once, and a second,
+    different annotator is asked only when that first decision differs from the
+    reference — the judges' agreed label, i.e. when the first annotator says both judges
+    are wrong. Almost every audit confirms the judges, so a second opinion costs a few
+    per cent more decisions, yet it gives a "both wrong" finding the precision of two
+    decisions where it matters (an item estimate's variance near that of two decisions
+    for about 1.05 decisions: :func:`reform_core.estimators.adjudicator_error.item_estimates`).
+    The rule depends only on the first decision, so the stopping is ignorable for the
+    error model's likelihood and the item estimates are unbiased over the rule's outcomes.
+    """
+    iid = np.asarray(iid, dtype=np.int64)
+    kind = np.asarray(kind, dtype=object)
+    out = np.full(len(iid), np.nan)
+    rule = params.get("second_opinion", "none")
+    if rule not in ("audit", "all"):
+        return out
+    sel = ((kind == "audit") | (rule == "all")) & ~doubled(params, iid)
+    out[sel] = np.asarray(agreed_label, dtype=float)[sel]
+    return out
+
+
+def second_opinion_noise(error: float, rho) -> np.ndarray:
+    """Variance an audit's decisions add to its item estimate under the second-opinion rule,
+    when adjudicators err with probability ``error`` and the agreed label is right with
+    probability ``rho``: the prior-weighted variance of the least-variance unbiased estimate
+    over the rule's three outcomes (:func:`reform_core.estimators.adjudicator_error.item_estimates`).
+    Even an audit that confirms the judges leaves about ``1.6 error²`` of it, so where errors
+    are rare the decisions' noise, not the error itself, is what the audit must average out."""
+    rho = np.clip(np.asarray(rho, dtype=float), 1e-6, 1 - 1e-6)
+    if error <= 0:
+        return np.zeros_like(rho)
+    e = float(error)
+    p1 = np.stack([np.full_like(rho, 1 - e), np.full_like(rho, e * (1 - e)), np.full_like(rho, e * e)], -1)
+    p0 = np.stack([np.full_like(rho, e), np.full_like(rho, (1 - e) * e), np.full_like(rho, (1 - e) ** 2)], -1)
+    w = rho[..., None] * p1 + (1 - rho[..., None]) * p0
+    m11, m10, m00 = (p1 * p1 / w).sum(-1), (p1 * p0 / w).sum(-1), (p0 * p0 / w).sum(-1)
+    det = m11 * m00 - m10 * m10
+    f = ((m00 / det)[..., None] * p1 - (m10 / det)[..., None] * p0) / w
+    return rho * ((p1 * f * f).sum(-1) - 1) + (1 - rho) * (p0 * f * f).sum(-1)
+
+
+def required_annotators(params: dict, kind: str, iid: int, first_choice: Optional[str]) -> Optional[int]:
+    """Distinct annotators a task of the plan needs, given the first decision made on it
+    (``first_choice``: "A" / "B" / "neither" relative to the plan's judges, None before any):
+    2 for a task double-adjudicated from the start (:func:`doubled`) or one whose first
+    opinion went against its reference (:func:`second_opinion_reference`: "neither" on an
+    audit — both judges wrong —, or, with ``second_opinion = "all"``, "B" on a disagreement),
+    else 1. None for a plan without the second-opinion rule (its tasks keep their count)."""
+    if not isinstance(params, dict) or params.get("design") != DESIGN_NAME:
+        return None
+    rule = params.get("second_opinion", "none")
+    if rule not in ("audit", "all"):
+        return None
+    if bool(doubled(params, [int(iid)])[0]):
+        return 2
+    if kind == "audit":
+        return 2 if first_choice == "neither" else 1
+    if kind == "disagreement" and rule == "all":
+        return 2 if first_choice == "B" else 1
+    return 1
 
 
 AUDIT_FLOOR = 0.25  # share of the mean allocation score every agreement gets (keeps each π_A > 0)
@@ -178,11 +325,27 @@ def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarr
     model = rows["model"].astype(str).to_numpy()
     agree = g == m
     base = audit_probability(params, model)
-    if params.get("audit_allocation", "uniform") != "gradient":
+    allocation = params.get("audit_allocation", "uniform")
+    if allocation not in ("gradient", "neyman"):
         return np.where(agree, base, 0.0)
     nm = len(index.models)
     row_model = pd.Index(index.models).get_indexer(model)
-    grads = index.gradients(np.nan_to_num((g + m) / 2, nan=0.5))
+    mean_label = np.nan_to_num((g + m) / 2, nan=0.5)
+    sigma = np.ones(len(rows))
+    if allocation == "neyman":
+        prior = prior_wrong_rates(mean_label, agree, row_model, nm, float(params.get("assumed_both_wrong",
+                                                                                      ASSUMED_BOTH_WRONG)))
+        lab = (mean_label > 0.5).astype(np.int64)
+        r = prior[row_model, lab]
+        noise = second_opinion_noise(float(params.get("assumed_human_error", ASSUMED_HUMAN_ERROR)), 1 - r)
+        sigma = np.where(agree, np.sqrt(r * (1 - r) + noise), 1.0)
+        mean_label = np.where(agree, lab * (1 - r) + (1 - lab) * r, mean_label)
+    grads = index.gradients(mean_label)
+    groups = None
+    if params.get("audit_unit") == "target":
+        key = audit_group_key(model, rows["question"].to_numpy(), rows["feature"].to_numpy(), rows["mode"].to_numpy(),
+                              np.where(agree, np.nan_to_num(g), 0.0))
+        groups = pd.factorize(key)[0]
     n_inst = np.bincount(index.inst_model, minlength=nm).astype(float)
     gt = grads["allpass"] / np.maximum(n_inst[row_model], 1.0)
     ge = np.zeros(len(rows))
@@ -198,9 +361,12 @@ def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarr
         for gv in (gt[sel], ge[sel]):
             rms = float(np.sqrt(np.mean(gv ** 2)))
             parts.append(gv / rms if rms > 0 else np.zeros(sel.sum()))
-        score = np.sqrt((parts[0] ** 2 + parts[1] ** 2) / 2)
+        score = np.sqrt((parts[0] ** 2 + parts[1] ** 2) / 2) * sigma[sel]
         mean = float(score.mean())
         score = score + AUDIT_FLOOR * mean if mean > 0 else np.ones(sel.sum())
+        if groups is not None:  # one probability per audit group: its rows' root mean square score
+            code = groups[sel]
+            score = np.sqrt(np.bincount(code, score ** 2) / np.maximum(np.bincount(code), 1))[code]
         target = float(base[sel][0]) * sel.sum()  # expected audits of the model
         pi = np.zeros(sel.sum())
         free = np.ones(sel.sum(), dtype=bool)
@@ -221,7 +387,8 @@ def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarr
 def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_a", judge_b: str = "label_b",
                    confidence: float = 0.95, p: float = 0.5, margin: float = 0.03, audit_pi: float = DEFAULT_AUDIT,
                    double_fraction: float = DEFAULT_DOUBLE, folds: int = DEFAULT_FOLDS,
-                   condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION) -> dict:
+                   condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION,
+                   second_opinion: str = DEFAULT_SECOND_OPINION, audit_unit: str = DEFAULT_AUDIT_UNIT) -> dict:
     """The default design's parameters (module docstring) for the given instances."""
     g, m = _labels(instances, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
@@ -232,16 +399,24 @@ def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_
         n = sampling.cochran_size(n_dis, confidence=confidence, p=p, margin=margin)
         cluster_pi[str(name)] = min(1.0, n / n_dis) if n_dis else 0.0
     return design_params(cluster_pi, dict(cluster_pi), audit_pi=audit_pi, double_fraction=double_fraction,
-                         seed=seed, folds=folds, condition=condition, audit_allocation=audit_allocation)
+                         seed=seed, folds=folds, condition=condition, audit_allocation=audit_allocation,
+                         second_opinion=second_opinion, audit_unit=audit_unit)
 
 
 def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fraction: float, seed: int,
                   folds: int = DEFAULT_FOLDS, condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION,
+                  second_opinion: str = DEFAULT_SECOND_OPINION, audit_unit: str = DEFAULT_AUDIT_UNIT,
                   **extra) -> dict:
     """The JSON-serialisable description of a design (stored with the plan);
-    ``audit_allocation``: "gradient" (default) or "uniform" (:func:`audit_row_probabilities`)."""
-    if audit_allocation not in ("gradient", "uniform"):
-        raise ValueError(f"audit_allocation must be 'gradient' or 'uniform', got {audit_allocation!r}")
+    ``audit_allocation``: "neyman" (default), "gradient" or "uniform" (:func:`audit_row_probabilities`);
+    ``second_opinion``: "audit" (default: an audit whose first decision says both judges are wrong
+    gets a second annotator, :func:`second_opinion_reference`) or "none"."""
+    if second_opinion not in SECOND_OPINIONS:
+        raise ValueError(f"second_opinion must be one of {SECOND_OPINIONS}, got {second_opinion!r}")
+    if audit_unit not in AUDIT_UNITS:
+        raise ValueError(f"audit_unit must be one of {AUDIT_UNITS}, got {audit_unit!r}")
+    if audit_allocation not in ("neyman", "gradient", "uniform"):
+        raise ValueError(f"audit_allocation must be 'neyman', 'gradient' or 'uniform', got {audit_allocation!r}")
     for name, probs in (("cluster_pi", cluster_pi), ("cluster_pi0", cluster_pi0)):
         bad = [k for k, v in probs.items() if not 0 <= float(v) <= 1]
         if bad:
@@ -255,7 +430,7 @@ def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fract
             "cluster_pi": {str(k): float(v) for k, v in cluster_pi.items()},
             "cluster_pi0": {str(k): float(v) for k, v in cluster_pi0.items()},
             "audit_pi": ({str(k): float(v) for k, v in audit_pi.items()} if isinstance(audit_pi, dict) else float(audit_pi)),
-            "double_fraction": float(double_fraction),
+            "double_fraction": float(double_fraction), "second_opinion": second_opinion, "audit_unit": audit_unit,
             "folds": int(folds), "seed": int(seed), **extra}
 
 
@@ -263,7 +438,7 @@ def _row_audit_pi(inst: pd.DataFrame, params: dict, g: np.ndarray, m: np.ndarray
     """π_A of every row of ``inst`` (:func:`audit_row_probabilities` on the scored rows of
     the plan's condition; the model's mean rate on rows outside the index)."""
     out = np.where(g == m, audit_probability(params, inst["model"].astype(str).to_numpy()), 0.0)
-    if params.get("audit_allocation", "uniform") != "gradient":
+    if params.get("audit_allocation", "uniform") not in ("gradient", "neyman"):
         return out
     from reform_core.metrics.reform import build_index  # local: only the gradient allocation needs it
 
@@ -307,7 +482,9 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
     d_rows = np.flatnonzero(dis & in_sample)
     a_cand = np.flatnonzero(agree & in_sample)
     pa_all = _row_audit_pi(inst, params, g, m)
-    a_rows = a_cand[audited_rows(params, inst[INSTANCE_KEY].to_numpy()[a_cand], model[a_cand], pa_all[a_cand])]
+    group = (audit_group_key(model[a_cand], question[a_cand], inst["feature"].to_numpy()[a_cand],
+                             inst["mode"].to_numpy()[a_cand], g[a_cand]) if params.get("audit_unit") == "target" else None)
+    a_rows = a_cand[audited_rows(params, inst[INSTANCE_KEY].to_numpy()[a_cand], model[a_cand], pa_all[a_cand], group)]
 
     direction = np.where(g[d_rows] == 1, sampling.DIRECTION_A1B0, sampling.DIRECTION_A0B1)
     d_strat = (pd.Series(model[d_rows]) + "|" + pd.Series(direction) + "|"
@@ -321,7 +498,7 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
         "inclusion": np.r_[np.ones(len(d_rows)), pa_all[a_rows]],
     })
     seed = int(params["seed"])
-    tasks["required"] = np.where(uniform(seed + 2, tasks["iid"]) < float(params.get("double_fraction", 0.0)), 2, 1)
+    tasks["required"] = np.where(doubled(params, tasks["iid"]), 2, 1)
     # queue: clusters in a random order, a cluster's tasks together
     tasks["_c"] = uniform(seed + 3, cluster_key(tasks["model"], tasks["question"]))
     tasks = tasks.sort_values(["_c", "iid"], kind="stable").reset_index(drop=True)
@@ -333,13 +510,11 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
 # ----------------------------------------------------------------------------- budget planner
 
 PLANNER_DRAWS = 16
-ASSUMED_BOTH_WRONG = 0.01
-ASSUMED_HUMAN_ERROR = 0.05
 
 
 def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge_b: str, rates: Optional[pd.Series],
                     both_wrong: float, human_error: float, decisions_per_item: float, condition: str | None,
-                    seed: int) -> pd.DataFrame:
+                    seed: int, second_opinion: str = "none") -> pd.DataFrame:
     """Per model, the three variance coefficients of the planner (see :func:`plan_for_half_width`)."""
     from reform_core.metrics.reform import KS, build_index  # local: the planner is the only user here
 
@@ -391,9 +566,18 @@ def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge
                  for k in KS)
     b_audit = np.bincount(row_model, np.where(agree, gm ** 2, 0.0), minlength=nm) * both_wrong * (1 - both_wrong)
     e = human_error
-    v_item = e * (1 - e) / (1 - 2 * e) ** 2 / max(decisions_per_item, 1.0)
-    c_noise = np.bincount(row_model, np.where(dis, gm ** 2, 0.0), minlength=nm) * v_item
-    d_noise = np.bincount(row_model, np.where(agree, gm ** 2, 0.0), minlength=nm) * v_item
+    # decision noise of an item's estimate: one decision's classical correction, less where
+    # items are doubled; an audit under the second-opinion rule has nearly the noise of two
+    # decisions at the cost of one (second_opinion_noise)
+    v_single = e * (1 - e) / (1 - 2 * e) ** 2
+    v_dis = v_single / max(decisions_per_item, 1.0)
+    v_aud = v_dis
+    if second_opinion in ("audit", "all"):
+        v_aud = float(second_opinion_noise(e, 1 - both_wrong))
+    if second_opinion == "all":
+        v_dis = float(second_opinion_noise(e, 0.5))
+    c_noise = np.bincount(row_model, np.where(dis, gm ** 2, 0.0), minlength=nm) * v_dis
+    d_noise = np.bincount(row_model, np.where(agree, gm ** 2, 0.0), minlength=nm) * v_aud
     return pd.DataFrame({"model": index.models, "a_cluster": a_cluster, "b_audit": b_audit, "c_noise": c_noise,
                          "d_noise": d_noise, "disagreements": np.bincount(row_model, dis, minlength=nm),
                          "agreements": np.bincount(row_model, agree, minlength=nm)})
@@ -419,7 +603,7 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
                         judge_a: str = "label_a", judge_b: str = "label_b", rates: Optional[pd.Series] = None,
                         both_wrong: float = ASSUMED_BOTH_WRONG, human_error: float = ASSUMED_HUMAN_ERROR,
                         double_fraction: float = DEFAULT_DOUBLE, folds: int = DEFAULT_FOLDS,
-                        condition: str = "main") -> tuple[dict, pd.DataFrame]:
+                        condition: str = "main", second_opinion: str = DEFAULT_SECOND_OPINION) -> tuple[dict, pd.DataFrame]:
     """Size the default design for a wanted measurement half-width (percentage points).
 
     Per model, the planner predicts the measurement variance of ``metric`` (``tcpr`` or
@@ -428,13 +612,18 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     instances are disagreements, how the eligible units and instructions overlap them, and
     working assumptions — disagreement truths independent at ``rates`` (stratum pass rates
     from a pilot; 0.5, the most conservative, where unknown), both judges wrong on
-    ``both_wrong`` of the agreements, adjudicators erring at ``human_error`` with
-    ``1 + double_fraction`` decisions per item. It then picks, on a grid of ``π_A``, the
+    ``both_wrong`` of the agreements, adjudicators erring at ``human_error`` — an item's decision
+    noise that of one decision (less where doubled), or under the second-opinion rule
+    (``second_opinion``) nearly that of two for about one decision (:func:`second_opinion_noise`).
+    The expected decisions count doubled items twice and add the second opinions the rule is
+    expected to ask for (an audit whose first decision finds both judges wrong: ``human_error +
+    both_wrong``; under ``"all"`` half the disagreements). It then picks, on a grid of ``π_A``, the
     smallest ``π_c`` with ``1.96 √V ≤ half_width`` and keeps the pair of least expected
     decisions. The prediction assumes a uniform audit inside each model (the plan itself
-    allocates its audit by gradient, :func:`audit_row_probabilities`, which changes the
-    audit term's variance). Correlated truths make the real variance larger or smaller than predicted;
-    the Scores page compares the measured half-width with the target as decisions come in.
+    allocates its audit by Neyman allocation over audit groups, :func:`audit_row_probabilities`,
+    which usually lowers the audit term's variance). Correlated truths make the real variance larger
+    or smaller than predicted; the Scores page compares the measured half-width with the target as
+    decisions come in.
 
     Returns
     -------
@@ -446,9 +635,14 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
         raise ValueError(f"metric must be 'tcpr' or 'emcr', got {metric!r}")
     if not half_width > 0:
         raise ValueError(f"half_width must be > 0 percentage points, got {half_width!r}")
-    k = 1.0 + float(double_fraction)
+    d = float(double_fraction)
     parts = _variance_parts(instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=both_wrong,
-                            human_error=human_error, decisions_per_item=k, condition=condition, seed=seed)
+                            human_error=human_error, decisions_per_item=1.0 + d, condition=condition, seed=seed,
+                            second_opinion=second_opinion)
+    # expected decisions per item: doubled ones two, others one plus a second opinion where the rule asks
+    # (an audit when its first decision finds both judges wrong, a disagreement decided for judge B)
+    k_aud = 1.0 + d + (1 - d) * (human_error + both_wrong if second_opinion in ("audit", "all") else 0.0)
+    k_dis = 1.0 + d + (1 - d) * (0.5 if second_opinion == "all" else 0.0)
     target_v = (half_width / 1.96) ** 2
     rows, cluster_pi, audit_pi_m = [], {}, {}
     for _, p in parts.iterrows():
@@ -460,12 +654,12 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
             for _ in range(50):
                 mid = (lo + hi) / 2
                 lo, hi = (mid, hi) if predicted_variance(p, mid, pa) > target_v else (lo, mid)
-            cost = k * hi * (p["disagreements"] + pa * p["agreements"])
+            cost = hi * (k_dis * p["disagreements"] + k_aud * pa * p["agreements"])
             if best is None or cost < best[0]:
                 best = (cost, hi, pa)
         reachable = best is not None
         if best is None:  # even everything adjudicated and audited cannot reach it: plan the maximum
-            best = (k * (p["disagreements"] + p["agreements"]), 1.0, 1.0)
+            best = (k_dis * p["disagreements"] + k_aud * p["agreements"], 1.0, 1.0)
         cost, pc, pa = best
         cluster_pi[p["model"]] = pc
         audit_pi_m[p["model"]] = pa
@@ -473,5 +667,6 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
                      "predicted_half_width": 1.96 * np.sqrt(predicted_variance(p, pc, pa)), "reachable": reachable})
     table = pd.DataFrame(rows)
     params = design_params(cluster_pi, dict(cluster_pi), audit_pi=audit_pi_m, double_fraction=double_fraction, seed=seed,
-                           folds=folds, condition=condition, target={"metric": metric, "half_width": float(half_width)})
+                           folds=folds, condition=condition, second_opinion=second_opinion,
+                           target={"metric": metric, "half_width": float(half_width)})
     return params, table

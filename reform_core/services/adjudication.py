@@ -488,6 +488,8 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
                                           supersedes_id=None if mine is None else mine["id"],
                                           judgment_a_id=judgments["A"][0], judgment_b_id=judgments["B"][0])
         before, decided = decided, decided + 1  # the user had no current decision (checked under the task's lock)
+        if before == 0:  # the first opinion: the plan's rule may ask for a second one
+            t = _second_opinion(conn, t, side)
         done = decided >= t["required"]
         repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
                           status_after="done" if done else t["status"], annotator=(user.user_id, ""), decisions=1,
@@ -500,6 +502,23 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
             repo.update_task(conn, task_id=task_id, decided=decided, status="open", claimed_by=None, lease_until=None)
     return Decision(adjudication_id=adj_id, task_id=task_id, iid=int(instance_id(t["response_id"], t["constraint_id"])),
                     label=label, task_done=done)
+
+
+def _second_opinion(conn, t: dict, first_choice: Optional[str]) -> dict:
+    """The locked task ``t`` with the number of annotators its plan's second-opinion rule asks
+    for, given its first decision (:func:`reform_core.estimators.design.required_annotators`):
+    an audit whose first annotator says both judges are wrong (or, under ``second_opinion =
+    "all"``, a disagreement decided for judge B) goes back to the queue for a second, different
+    annotator. The task row and the plan's "needed" counter change in the caller's transaction."""
+    from reform_core.estimators.design import required_annotators  # only plans of the default design need it
+
+    params = repo.plan_params(conn, plan_id=t["plan_id"])
+    need = required_annotators(params, t["kind"], int(instance_id(t["response_id"], t["constraint_id"])), first_choice)
+    if need is None or need == int(t["required"]):
+        return t
+    repo.update_task(conn, task_id=t["id"], required=need)
+    repo.add_stratum_counts(conn, plan_id=t["plan_id"], deltas={t["stratum"]: (0, need - int(t["required"]), 0, 0)})
+    return {**t, "required": need}
 
 
 def _held(conn, user: Principal, task_id: int) -> dict:
@@ -562,6 +581,8 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
                                  note="undo", seconds=0.0, supersedes_id=last["id"])
         decided = repo.count_decided(conn, task_id=t["id"])  # one fewer than before: this user's decision is gone
         before = decided + 1
+        if decided == 0:  # the first opinion withdrawn: a second opinion it asked for is no longer needed
+            t = _second_opinion(conn, t, None)
         repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
                           status_after="done" if decided >= t["required"] else "claimed",
                           annotator=(user.user_id, ""), decisions=-1, seconds=-float(mine["seconds"]))

@@ -58,6 +58,9 @@ class _Task:
     lease_until: Optional[datetime]
     decided0: int = 0
     status0: str = ""
+    kind: str = ""
+    response_id: int = 0
+    constraint_id: int = 0
 
 
 def _annotators(conn: Connection, adj: pd.DataFrame, err: Err) -> dict[str, tuple[Optional[int], str]]:
@@ -218,8 +221,15 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
 
     stratum_deltas: dict[int, dict[str, list[int]]] = {}
     now = _now()
+    params_of = {pid: repo.plan_params(conn, plan_id=pid) for pid in plan_ids}
     for task in touched.values():
         decided = current.decided(task.id)
+        required0 = task.required
+        need = _second_opinion(conn, task, params_of[task.plan_id])
+        if need is not None and need > task.required:  # the first opinion asks for a second (design rule)
+            repo.update_task(conn, task_id=task.id, required=need)
+            stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])[1] += need - task.required
+            task.required = need
         done = decided >= task.required
         lease = task.lease_until
         if isinstance(lease, str):
@@ -235,19 +245,33 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
                          lease_until=lease_until)
         d = stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])
         d[2] += int(status == "done") - int(task.status0 == "done")
-        d[3] += min(decided, task.required) - min(task.decided0, task.required)
+        d[3] += min(decided, task.required) - min(task.decided0, required0)
     for plan_id in sorted(set(stratum_deltas) | set(annotator_deltas)):  # counters last (lock order: tasks first)
         repo.add_stratum_counts(conn, plan_id=plan_id, deltas=stratum_deltas.get(plan_id, {}))
         repo.add_annotator_counts(conn, plan_id=plan_id, deltas=annotator_deltas.get(plan_id, {}))
     return written
 
 
+def _second_opinion(conn: Connection, task: _Task, params: dict) -> Optional[int]:
+    """Annotators the plan's second-opinion rule asks of the task after the import
+    (:func:`reform_core.estimators.design.required_annotators` on its first decision); None
+    for plans without the rule."""
+    if not isinstance(params, dict) or not params.get("second_opinion"):
+        return None
+    from reform_core.estimators.design import required_annotators
+    from reform_core.services.instances import instance_id
+
+    return required_annotators(params, task.kind, int(instance_id(task.response_id, task.constraint_id)),
+                               repo.first_choice(conn, task_id=task.id))
+
+
 def _load_tasks(conn: Connection, plan_ids: list[int]) -> dict[tuple, _Task]:
     rows = conn.execute(text(
-        "SELECT id, plan_id, response_id, constraint_id, stratum, required, status, claimed_by, lease_until "
+        "SELECT id, plan_id, response_id, constraint_id, stratum, required, status, claimed_by, lease_until, kind "
         "FROM adjudication_task WHERE plan_id IN :p").bindparams(bindparam("p", expanding=True)),
         {"p": plan_ids}).all() if plan_ids else []
-    return {(int(r[1]), int(r[2]), int(r[3])): _Task(int(r[0]), int(r[1]), r[4], int(r[5]), r[6], r[7], r[8])
+    return {(int(r[1]), int(r[2]), int(r[3])): _Task(int(r[0]), int(r[1]), r[4], int(r[5]), r[6], r[7], r[8],
+                                                     kind=r[9], response_id=int(r[2]), constraint_id=int(r[3]))
             for r in rows}
 
 

@@ -87,8 +87,10 @@ def _demo_decisions(engine: Engine) -> None:
     """Decisions on the demo queue's first tasks by three outside annotators who report the
     demo's ground truth (on a disagreement the judge the bundle did not make err; on an
     agreement the agreed label, both demo judges being right there) and err at the rates of
-    :data:`DEMO_ANNOTATORS` (hash-seeded: the demo is the same on every load). Written
-    through the ordinary ``import`` path (``adjudications.jsonl``)."""
+    :data:`DEMO_ANNOTATORS` (hash-seeded: the demo is the same on every load). A task gets the
+    decisions its plan asks for: two where doubled, and a second opinion where the first goes
+    against the plan's reference (:func:`reform_core.estimators.design.required_annotators`).
+    Written through the ordinary ``import`` path (``adjudications.jsonl``)."""
     import tempfile
 
     from db.repo import adjudication as adj_repo
@@ -100,8 +102,12 @@ def _demo_decisions(engine: Engine) -> None:
     inst = load_instances(engine, *DEMO_PAIR)
     la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
     plans = adjudication.list_plans(engine, local_principal(engine))
+    from reform_core.estimators.design import required_annotators
+
+    plan_id = int(plans.set_index("name").loc[DEMO_PLAN, "id"])
     with engine.connect() as conn:
-        tasks = adj_repo.plan_tasks(conn, plan_id=int(plans.set_index("name").loc[DEMO_PLAN, "id"]))
+        tasks = adj_repo.plan_tasks(conn, plan_id=plan_id)
+        params = adj_repo.plan_params(conn, plan_id=plan_id)
     tasks = tasks.sort_values("order_key").head(int(round(DEMO_DECIDED_SHARE * len(tasks))))
     info = inst.set_index("iid").loc[instance_id(tasks["response_id"], tasks["constraint_id"])]
     names = list(DEMO_ANNOTATORS)
@@ -114,13 +120,18 @@ def _demo_decisions(engine: Engine) -> None:
         else:
             truth = m if _u("which", *unit) < 0.5 else g  # the bundle's erring judge (build.py)
         first = int(_u("demo-annotator", *unit) * len(names))
-        for k in range(int(t.required)):
+        need, k = int(t.required), 0
+        while k < need:
             who = names[(first + k) % len(names)]
             said = 1 - truth if _u("demo-error", who, *unit) < DEMO_ANNOTATORS[who] else truth
             if g == m:
                 choice, note = ("A", "") if said == g else ("neither", "Both judges are wrong here.")
             else:
                 choice, note = ("A" if said == g else "B"), ""
+            if k == 0:
+                need = required_annotators(params, t.kind, int(instance_id(t.response_id, t.constraint_id)),
+                                           choice) or need
+            k += 1
             lines.append({"judge_a": DEMO_PAIR[0], "judge_b": DEMO_PAIR[1], "model": r["model"],
                           "instruction": r["instruction"], "position": int(r["position"]), "choice": choice,
                           "note": note, "annotator": who, "seconds": round(20 + 90 * _u("demo-seconds", who, *unit), 1),

@@ -10,9 +10,12 @@ those questions (``kind = 'audit'``), each with ``required`` = 1 or 2 distinct a
 Sizes (per evaluated model):
 
 * default — ``design.default_params``: questions sampled with ``π = n/N`` from Cochran's
-  size ``n`` for the model's ``N`` disagreements (``confidence``, ``p``, ``margin``), 10 %
-  of the agreements of sampled questions audited, every item double-adjudicated; the
-  plan's precision target is then ±``100·margin`` pp on TCPR;
+  size ``n`` for the model's ``N`` disagreements (``confidence``, ``p``, ``margin``); on
+  average 30 % of the agreements of sampled questions audited, a target's agreed rows
+  together, by Neyman allocation (agreed fails, the likelier wrong, far more often); 10 % of
+  the items double-adjudicated from the start and a second opinion asked wherever a first
+  decision goes against the plan's reference (both judges wrong on an audit, judge B on a
+  disagreement); the plan's precision target is then ±``100·margin`` pp on TCPR;
 * ``target_half_width`` — ``design.plan_for_half_width``: the cheapest (π, π_A) whose
   predicted measurement half-width of ``metric`` (tcpr | emcr) is within the target.
 
@@ -36,6 +39,13 @@ from reform_core.services.instances import load_instances
 
 PLAN_ACTION = "plan_sampling"
 DESIGNS = ("cluster", "stratified")  # plan --design; cluster = the default estimator's design
+
+
+def design_defaults() -> dict:
+    """The default design's audit share and double-adjudicated share (for the pages' inputs)."""
+    from reform_core.estimators import design
+
+    return {"audit_pi": design.DEFAULT_AUDIT, "double_fraction": design.DEFAULT_DOUBLE}
 
 
 @dataclass(frozen=True)

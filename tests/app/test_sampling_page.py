@@ -41,7 +41,7 @@ def test_default_design_preview_and_target_half_width(sampling_app):
     assert at.radio(key="plan_design").value == "Question-cluster (default estimator)"
     _preview(at)
     sizes = next(d.value for d in at.dataframe if "audit_tasks" in d.value.columns)
-    assert (sizes["audit_tasks"] > 0).all() and (sizes["audit_pi"] == 0.1).all()
+    assert (sizes["audit_tasks"] > 0).all() and (sizes["audit_pi"] == 0.3).all()  # the default mean audit share
     assert any("target ±3 pp on TCPR" in c.value for c in at.caption)
     at.radio(key="plan_size_by").set_value("Target half-width")
     at.number_input(key="plan_target").set_value(12.0)

@@ -44,3 +44,37 @@ def test_dataset_hash_is_the_row_by_row_hash(any_db_url):
     with eng.begin() as conn:
         conn.execute(text("UPDATE judgment SET label = 1 - label WHERE id = (SELECT MIN(id) FROM judgment WHERE label IS NOT NULL)"))
     assert dataset_hash(eng) == _literal(eng) != first
+
+
+def test_the_hash_started_beside_the_export_is_the_same_hash(any_db_url, monkeypatch):
+    """The CLI's export computes the hash in a forked child on its own connection while it
+    scores; the app (other threads running) computes it in place. Both give the literal hash;
+    a child that fails leaves the parent to compute it."""
+    import threading
+
+    from reform_core.services import export as X
+
+    eng = get_engine(any_db_url)
+    import_bundle(eng, BUNDLE)
+    want = _literal(eng)
+    assert threading.active_count() == 1
+    assert X.dataset_hash_started(eng)() == want  # forked
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        calls = []
+        monkeypatch.setattr(X, "dataset_hash", lambda e: calls.append(e) or want)
+        assert X.dataset_hash_started(eng)() == want and calls == [eng]  # in place: forking a threaded process is unsafe
+    finally:
+        stop.set()
+        other.join()
+    monkeypatch.undo()
+
+    def broken(engine):
+        raise RuntimeError("the child cannot read")
+
+    monkeypatch.setattr(X, "dataset_hash", broken)  # the forked child inherits the broken function …
+    wait = X.dataset_hash_started(eng)
+    monkeypatch.setattr(X, "dataset_hash", lambda e: want)  # … the parent's own computation answers
+    assert wait() == want

@@ -38,17 +38,18 @@ def _cli_fails(*args: str) -> str:
     return r.stderr
 
 
-def _decisions(lines: list[dict], truth: pd.DataFrame, *, wrong_audit: int = 0) -> list[dict]:
-    """Each task decided ``required`` times by outside annotators reporting the truth (on an
-    audit item "neither" when the agreed label is wrong); on the first ``wrong_audit`` audit
-    tasks both annotators say "neither" whatever the truth (two erring annotators)."""
+def _decisions(lines: list[dict], truth: pd.DataFrame, *, wrong_audit=(), annotators=("ext1", "ext2")) -> list[dict]:
+    """Each task decided ``required`` times by outside annotators (``annotators``, in turn)
+    reporting the truth (on an audit item "neither" when the agreed label is wrong); on the
+    audit tasks keyed in ``wrong_audit`` (model, instruction, position) every annotator says
+    "neither" whatever the truth (erring annotators)."""
     t = truth.set_index(["model", "instruction", "position"])["truth"]
-    out, n_wrong = [], 0
+    out = []
     for x in lines:
-        y = int(t.loc[(x["model"], x["instruction"], x["position"])])
-        forced = x["kind"] == "audit" and n_wrong < wrong_audit
-        n_wrong += forced
-        for who in ("ext1", "ext2")[: x["required"]]:
+        key = (x["model"], x["instruction"], x["position"])
+        y = int(t.loc[key])
+        forced = x["kind"] == "audit" and key in set(wrong_audit)
+        for who in annotators[: x["required"]]:
             out.append({**{k: x[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")},
                         "annotator": who, "seconds": 10.0, "_truth": y, "_forced": forced, "_audit": x["kind"] == "audit"})
     return out
@@ -84,23 +85,26 @@ def simulated(any_db_url, tmp_path):
 
 
 def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
-    """plan (no options) → question-cluster design with audits and double adjudication;
-    tasks → import (two outside annotators, 'neither' on three audits) → score --json
-    --intervals: estimator cluster, both intervals per model, both-wrong rate with interval,
-    annotators, verdict; status --json lists the plan."""
+    """plan (no options) → question-cluster design with audits by target, 10 % doubled items
+    and second opinions; tasks → import (outside annotators, 'neither' on three audits) → the
+    first opinions that go against the reference come back as tasks needing one more
+    annotator → tasks → import → score --json --intervals: estimator cluster, both intervals per
+    model, both-wrong rate with interval, annotators, verdict; status --json lists the plan."""
     eng, db, truth, labels = simulated
     made = _cli("plan", "--db", db, "--judges", PAIR, "--seed", "3", "--json")
-    assert made["design"] == "question-cluster" and made["double_fraction"] == 1.0
+    assert made["design"] == "question-cluster" and made["double_fraction"] == 0.1
+    assert made["second_opinion"] == "all" and made["audit_unit"] == "target"
     assert made["target"] == {"metric": "tcpr", "half_width": 3.0, "source": "Cochran margin"}
     for m, d in made["models"].items():
         assert d["disagreement_tasks"] <= d["disagreements"] and d["audit_tasks"] > 0, (m, d)
-        assert d["decisions_needed"] == 2 * (d["disagreement_tasks"] + d["audit_tasks"])
+        items = d["disagreement_tasks"] + d["audit_tasks"]
+        assert items <= d["decisions_needed"] < 2 * items
     out = tmp_path / "tasks.jsonl"
     assert _cli("tasks", "--db", db, "--plan", made["plan"], "--out", str(out), "--json")["tasks"] == made["tasks"]
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert all(list(x) == ["plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position"]
                for x in lines)
-    assert {x["kind"] for x in lines} == {"disagreement", "audit"} and {x["required"] for x in lines} == {2}
+    assert {x["kind"] for x in lines} == {"disagreement", "audit"} and {x["required"] for x in lines} == {1, 2}
 
     before = _cli("score", "--db", db, "--json")
     assert before["estimator"] == "cluster"
@@ -108,11 +112,29 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
     assert before["verdict"]["reached"] is False
 
     main = labels[labels["condition"] == "main"]
-    _import(db, tmp_path / "decisions", _decisions(lines, truth, wrong_audit=3), main)
+    forced = [(x["model"], x["instruction"], x["position"]) for x in lines if x["kind"] == "audit"][:3]
+    _import(db, tmp_path / "decisions", _decisions(lines, truth, wrong_audit=forced), main)
+    # second opinions: a single-decided task whose first decision went against its reference
+    t = truth.set_index(["model", "instruction", "position"])["truth"]
+    lab = main.set_index(["model", "instruction", "position"])["label_judge_a"]
+    key = lambda x: (x["model"], x["instruction"], x["position"])  # noqa: E731
+    against = {key(x) for x in lines if x["required"] == 1
+               and (key(x) in forced or int(lab.loc[key(x)]) != int(t.loc[key(x)]))}
+    assert against  # the simulated judges err, and three audits are forced
     status = _cli("status", "--db", db, "--json")
     plan = next(p for p in status["plans"] if p["name"] == made["plan"])
     assert plan == {"name": made["plan"], "judge_a": "judge_a", "judge_b": "judge_b", "tasks": made["tasks"],
-                    "done": made["tasks"]}
+                    "done": made["tasks"] - len(against)}
+    mid = _cli("score", "--db", db, "--json")
+    assert any("await a second opinion" in n for n in mid["notes"])
+    second = tmp_path / "second.jsonl"
+    _cli("tasks", "--db", db, "--plan", made["plan"], "--out", str(second))
+    again = [json.loads(x) for x in second.read_text(encoding="utf-8").splitlines()]
+    assert {key(x) for x in again} == against and {x["required"] for x in again} == {1}
+    _import(db, tmp_path / "second-opinions", _decisions(again, truth, wrong_audit=forced, annotators=("ext2",)), main)
+    status = _cli("status", "--db", db, "--json")
+    plan = next(p for p in status["plans"] if p["name"] == made["plan"])
+    assert plan["done"] == made["tasks"]
 
     got = _cli("score", "--db", db, "--json", "--intervals", "--reps", "300", "--seed", "1")
     assert got["estimator"] == "cluster" and got["plan"] == made["plan"]
@@ -129,8 +151,7 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
         bw = r["both_wrong"]
         assert bw["audited"] > 0 and bw["interval"][0] <= bw["rate"] <= bw["interval"][1]
         assert m in wrong_models
-    first_wrong = [x["model"] for x in lines if x["kind"] == "audit"][:3]
-    assert all(got["models"][m]["both_wrong"]["rate"] > 0 for m in first_wrong)
+    assert all(got["models"][m]["both_wrong"]["rate"] > 0 for m, _, _ in forced)
     assert {a["annotator"] for a in got["annotators"]} == {"ext1", "ext2"}
     assert all(a["double_items"] > 0 and 0 < a["accuracy"] <= 100 for a in got["annotators"])
     assert set(got["verdict"]) >= {"metric", "half_width", "reached", "models", "message"}
@@ -169,7 +190,8 @@ def test_everything_adjudicated_twice_in_agreement_gives_the_exact_score(sqlite_
 
     inst = simulate(seed=5, scale="small").instances()
     main = inst[inst["condition"] == "main"]
-    made = _cli("plan", "--db", sqlite_url, "--judges", PAIR, "--margin", "0.0001", "--audit-share", "1", "--json")
+    made = _cli("plan", "--db", sqlite_url, "--judges", PAIR, "--margin", "0.0001", "--audit-share", "1", "--overlap", "1",
+                "--json")
     out = tmp_path / "tasks.jsonl"
     _cli("tasks", "--db", sqlite_url, "--plan", made["plan"], "--out", str(out))
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]

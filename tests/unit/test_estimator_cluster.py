@@ -40,22 +40,24 @@ def tiny_project() -> pd.DataFrame:
         ("q4", "i6", "f1", 1, 1, 1), ("q4", "i6", "f2", 1, 0, 0), ("q4", "i6", "f3", 1, 1, 1),
         ("q4", "i7", "f1", 1, 1, 0), ("q4", "i7", "f2", 1, 1, 1), ("q4", "i7", "f4", 1, 1, 1),
     ]
+    return toy_frame(spec, baseline_opposed=lambda df: df["feature"] != "f5")
+
+
+def toy_frame(spec: list, *, baseline_opposed) -> pd.DataFrame:
+    """INSTANCES of one model from rows (question, instruction, feature, truth, label_a, label_b)."""
     df = pd.DataFrame(spec, columns=["question", "instruction", "feature", "truth", "label_a", "label_b"])
     df["iid"] = np.arange(1, len(df) + 1, dtype=np.int64)
-    df["model"] = "m"
-    df["condition"] = "main"
-    df["task_type"] = "t"
-    df["mode"] = "require"
-    df["category"] = df["feature"].map(CATS)
-    df["baseline_opposed"] = df["feature"] != "f5"
+    df = df.assign(model="m", condition="main", task_type="t", mode="require", category=df["feature"].map(CATS))
+    df["baseline_opposed"] = baseline_opposed(df)
     for c in ("truth", "label_a", "label_b"):
         df[c] = df[c].astype(float)
     return df
 
 
-def params(pi_c: float, pi_0: float, pi_a: float, allocation: str = "gradient") -> dict:
+def params(pi_c: float, pi_0: float, pi_a: float, allocation: str = "gradient", unit: str = "row",
+           second_opinion: str = "none") -> dict:
     return design.design_params({"m": pi_c}, {"m": pi_0}, audit_pi=pi_a, double_fraction=0.0, seed=11, folds=2,
-                                audit_allocation=allocation)
+                                audit_allocation=allocation, audit_unit=unit, second_opinion=second_opinion)
 
 
 def row_audit_pi(inst: pd.DataFrame, prm: dict) -> dict:
@@ -286,3 +288,166 @@ def test_a_kept_index_reuses_its_design_only_for_the_same_labels_and_tasks():
         assert kept.notes == fresh.notes
     assert not first.table.equals(cluster.estimate(inst, tasks, perfect_decisions(inst, inst["iid"]), prm,
                                                    error_boot=0, error_model=ae.perfect(["ann"])).table)
+
+
+# ----------------------------------------------------------------------------- design version 3
+
+def persistent_error_project() -> pd.DataFrame:
+    """One model, two questions. In qa the judges agree that target f1 passes in all three
+    variants, but in truth the model fails it in two of them (both judges wrong together on
+    one target, twice: the correlated errors of SPEC §3); one disagreement on (i2, f4)."""
+    spec = [
+        ("qa", "i1", "f1", 0, 1, 1), ("qa", "i1", "f2", 1, 1, 1), ("qa", "i1", "f3", 1, 1, 1),
+        ("qa", "i2", "f1", 0, 1, 1), ("qa", "i2", "f2", 1, 1, 1), ("qa", "i2", "f4", 1, 1, 0),
+        ("qa", "i3", "f1", 1, 1, 1), ("qa", "i3", "f5", 1, 1, 1), ("qa", "i3", "f3", 1, 1, 1),
+        ("qb", "i4", "f1", 1, 1, 1), ("qb", "i4", "f2", 0, 0, 0), ("qb", "i4", "f3", 1, 1, 1),
+    ]
+    return toy_frame(spec, baseline_opposed=lambda df: True)
+
+
+def expected_by_group(inst: pd.DataFrame, prm: dict, metrics) -> dict:
+    """E[θ̂] over every realisation of a design that audits by target: clusters, then one
+    draw per audit group (design.audit_group_key) of the sampled clusters."""
+    clusters = sorted(inst["question"].unique())
+    pa_of = row_audit_pi(inst, prm)
+    agree = inst[inst["label_a"] == inst["label_b"]].copy()
+    agree["group"] = design.audit_group_key(agree["model"], agree["question"], agree["feature"], agree["mode"],
+                                            agree["label_a"])
+    total = {m: 0.0 for m in metrics}
+    for picked in itertools.product([False, True], repeat=len(clusters)):
+        p_c = np.prod([prm["cluster_pi"]["m"] if z else 1 - prm["cluster_pi"]["m"] for z in picked])
+        if p_c == 0:
+            continue
+        chosen = [q for q, z in zip(clusters, picked) if z]
+        cand = agree[agree["question"].isin(chosen)]
+        groups = sorted(cand["group"].unique())
+        pi_g = {gk: pa_of[int(cand.loc[cand["group"] == gk, "iid"].iloc[0])] for gk in groups}
+        for pattern in itertools.product([False, True], repeat=len(groups)):
+            p_a = np.prod([pi_g[gk] if z else 1 - pi_g[gk] for gk, z in zip(groups, pattern)])
+            if p_a == 0:
+                continue
+            audited = cand.loc[cand["group"].isin([gk for gk, z in zip(groups, pattern) if z]), "iid"].tolist()
+            dis = inst[(inst["label_a"] != inst["label_b"]) & inst["question"].isin(chosen)]["iid"].tolist()
+            est = cluster.estimate(inst, pd.DataFrame({"iid": dis + audited}), perfect_decisions(inst, dis + audited),
+                                   prm, error_boot=0, error_model=ae.perfect(["ann"]),
+                                   realised={"clusters": [("m", q) for q in chosen], "audits": audited})
+            for m in metrics:
+                total[m] += p_c * p_a * est.table.iloc[0][m]
+    return total
+
+
+def test_auditing_by_target_makes_single_target_units_exact_under_correlated_errors():
+    """Both judges wrong on one target in two variants: R1's unit for that target multiplies
+    both errors. Audited together (by target) the product is observed, so R1 is exactly
+    unbiased; audited row by row its second-order term is only predicted, and the enumeration
+    shows the miss."""
+    inst = persistent_error_project()
+    want = truth_scores(inst)
+    by_target = expected_by_group(inst, params(1.0, 1.0, 0.5, "uniform", unit="target"), METRICS)
+    for m in ("tcpr", "constraint_level", "r1"):
+        assert by_target[m] == pytest.approx(want[m], abs=1e-9), m
+    by_row = expected_estimate(inst[inst["question"] == "qa"], params(1.0, 1.0, 0.5, "uniform"), ["r1"])
+    want_qa = truth_scores(inst[inst["question"] == "qa"])
+    assert abs(by_row["r1"] - want_qa["r1"]) > 1.0  # the predicted second-order term misses
+
+
+@pytest.mark.parametrize("allocation", ["neyman", "uniform"])
+def test_auditing_by_target_keeps_tcpr_exact_and_the_joint_scores_close(allocation):
+    inst = audit_project()
+    prm = params(0.5, 0.5, 0.5, allocation, unit="target")
+    pa = np.array([v for v in row_audit_pi(inst, prm).values() if v > 0])
+    assert pa.min() > 0.05 and pa.mean() == pytest.approx(0.5)  # every agreement auditable, mean as asked
+    got = expected_by_group(inst, prm, METRICS)
+    want = truth_scores(inst)
+    for m in METRICS:
+        if np.isnan(want[m]):
+            continue
+        tol = 1e-9 if m in ("tcpr", "constraint_level") else 2.0  # joint scores: cross-group terms predicted
+        assert got[m] == pytest.approx(want[m], abs=tol), m
+
+
+def test_neyman_allocation_audits_agreed_fails_more_when_they_are_rarer():
+    """Under the planning assumption (both judges wrong on 1 % of instances whatever the
+    truth) an agreed fail is far likelier wrong than an agreed pass when fails are rare, so the
+    Neyman allocation gives agreed fails a higher audit probability; the model's mean stays."""
+    rng = np.random.default_rng(3)
+    n = 600
+    inst = pd.DataFrame({"iid": np.arange(n, dtype=np.int64), "model": "m", "question": [f"q{i // 6}" for i in range(n)],
+                         "instruction": [f"i{i // 3}" for i in range(n)], "condition": "main", "task_type": "t",
+                         "feature": [f"f{i % 3}" for i in range(n)], "category": [f"c{i % 3}" for i in range(n)],
+                         "mode": "require", "baseline_opposed": True})
+    lab = (rng.random(n) < 0.9).astype(float)
+    inst["label_a"], inst["label_b"] = lab, lab
+    inst.loc[::17, "label_b"] = 1 - inst.loc[::17, "label_a"]
+    prm = design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.2, double_fraction=0.0, seed=1,
+                               audit_allocation="neyman", audit_unit="row")
+    pa = pd.Series(row_audit_pi(inst, prm))
+    agree = (inst["label_a"] == inst["label_b"]).to_numpy()
+    fails = agree & (inst["label_a"] == 0).to_numpy()
+    passes = agree & (inst["label_a"] == 1).to_numpy()
+    assert pa[inst["iid"][fails]].mean() > 2 * pa[inst["iid"][passes]].mean()
+    assert pa[inst["iid"][agree]].mean() == pytest.approx(0.2)
+    mean_label = ((inst["label_a"] + inst["label_b"]) / 2).to_numpy()
+    r = design.prior_wrong_rates(mean_label, agree, np.zeros(n, dtype=int), 1, 0.01)
+    assert r[0, 0] == pytest.approx(0.01 * mean_label.sum() / fails.sum())  # expected true passes shown as fails
+    assert r[0, 1] == pytest.approx(0.01 * (n - mean_label.sum()) / passes.sum())
+
+
+def test_second_opinion_estimates_are_exactly_unbiased_with_a_random_second_annotator():
+    """The second-opinion rule's outcomes, enumerated: the first annotator's decision, and a
+    second decision only when it differs from the reference, by an annotator drawn in
+    proportion to the decisions' shares. E[ỹ | y] = y exactly for every first annotator,
+    reference, prior and truth."""
+    rates = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97})
+    spec = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8})
+    model = ae.ErrorModel(rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
+                          pd.Series(dtype=int))
+    # decisions of other items fix each annotator's share of decisions (who gives second opinions)
+    others = pd.DataFrame({"iid": np.arange(100, 106), "annotator": ["a", "b", "b", "c", "c", "c"], "h": 1})
+    ref_others = pd.Series(1.0, index=others["iid"])
+    share = {"a": 1 / 6, "b": 2 / 6, "c": 3 / 6}
+    p_h = lambda a, h, y: (rates[a] if h else 1 - rates[a]) if y else (1 - spec[a] if h else spec[a])  # noqa: E731
+    for first in ("a", "b", "c"):
+        seconds = {a: share[a] / (1 - share[first]) for a in share if a != first}
+        for ref in (0.0, 1.0):
+            for prior in (0.05, 0.5, 0.97):
+                for y in (0, 1):
+                    mean = 0.0
+                    for h1 in (0, 1):
+                        outcomes = ([((first, h1),)] if h1 == ref else
+                                    [((first, h1), (a2, h2)) for a2 in seconds for h2 in (0, 1)])
+                        for out in outcomes:
+                            p = p_h(first, h1, y) * (1 if len(out) == 1 else seconds[out[1][0]] * p_h(*out[1], y))
+                            d = pd.concat([pd.DataFrame({"iid": 1, "annotator": [a for a, _ in out],
+                                                         "h": [h for _, h in out]}), others], ignore_index=True)
+                            f = ae.item_estimates(d, model, pd.Series({1: prior}),
+                                                  reference=pd.concat([pd.Series({1: ref}), ref_others]))
+                            mean += p * f.loc[1, "y_tilde"]
+                    assert mean == pytest.approx(y, abs=1e-9), (first, ref, prior, y)
+
+
+def test_an_item_awaiting_its_second_opinion_is_pending():
+    d = pd.DataFrame({"iid": [1, 2, 2, 3], "annotator": ["a", "a", "b", "a"], "h": [0.0, 0.0, 1.0, 1.0]})
+    ref = pd.Series({1: 1.0, 2: 1.0, 3: 1.0, 4: np.nan})
+    done, pending = ae.second_opinion_items(d, ref)
+    assert sorted(done) == [2, 3] and list(pending) == [1]
+    with pytest.raises(ValueError, match="await their second opinion"):
+        ae.item_estimates(d, ae.perfect(["a", "b"]), pd.Series(dtype=float), reference=ref)
+
+
+def test_the_second_opinion_rule_of_a_plan():
+    prm = design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, second_opinion="all")
+    assert design.required_annotators(prm, "audit", 7, None) == 1
+    assert design.required_annotators(prm, "audit", 7, "A") == 1
+    assert design.required_annotators(prm, "audit", 7, "neither") == 2  # both judges wrong: ask another
+    assert design.required_annotators(prm, "disagreement", 7, "A") == 1
+    assert design.required_annotators(prm, "disagreement", 7, "B") == 2  # against the reference judge A
+    audit_only = {**prm, "second_opinion": "audit"}
+    assert design.required_annotators(audit_only, "disagreement", 7, "B") == 1
+    assert design.required_annotators({**prm, "second_opinion": "none"}, "audit", 7, "neither") is None
+    assert design.required_annotators({"source": "import"}, "audit", 7, "neither") is None
+    both = {**prm, "double_fraction": 1.0}  # doubled from the start: always two
+    assert design.required_annotators(both, "audit", 7, "A") == 2
+    ref = design.second_opinion_reference(prm, [1, 2], ["audit", "disagreement"], [0.0, 1.0])
+    assert list(ref) == [0.0, 1.0]
+    assert np.isnan(design.second_opinion_reference(both, [1], ["audit"], [1.0])).all()
