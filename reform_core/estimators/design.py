@@ -300,34 +300,32 @@ def required_annotators(params: dict, kind: str, iid: int, first_choice: Optiona
 AUDIT_FLOOR = 0.25  # share of the mean allocation score every agreement gets (keeps each π_A > 0)
 
 
-def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """π_A of each scored row of ``index`` (0 on disagreements).
+def allocation_scores(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Each agreement's audit allocation score under the plan's rule (0 on disagreements; a
+    model's agreements are audited in proportion to it: :func:`audit_row_probabilities`).
 
-    ``audit_allocation = "uniform"`` (plans of version 1): the model's ``audit_pi``.
-    ``"gradient"`` (the default): the model's mean rate ``audit_pi`` is spread over its
-    agreements in proportion to how much a both-judges-wrong error there would move the
-    scores — the optimal (Neyman / probability-proportional-to-size) allocation for the
-    Horvitz–Thompson audit term is ``π_u ∝ |G_u| σ_u`` (Särndal et al. 1992, §3.6). With
-    ``G^T_u`` and ``G^E_u`` the derivatives of TCPR and EMCR with respect to row u at the
-    judges' mean label (:meth:`UnitIndex.gradients`; computable before any human
-    decision), each scaled by its root mean square over the model's agreements, the score
-    is ``s_u = √((G^T_u² + G^E_u²) / 2) + AUDIT_FLOOR · mean(s)``; ``π_u = min(1, c s_u)``
-    with c such that the mean over the model's agreements is ``audit_pi`` (capped rows
-    give their excess to the others). The floor keeps every agreement's probability
-    positive, which exact unbiasedness needs (an error where the first-order gradient is
-    0 still matters when another label of its product is wrong too). A row outside every
-    eligible unit (baseline-aligned target) has no EMCR gradient and is audited less;
-    a row in a long unit more. The probabilities are a deterministic function of the
-    judges' labels and the benchmark's structure, so the estimator recomputes them.
+    The optimal (Neyman) allocation of a Horvitz–Thompson audit term is ``π_u ∝ |G_u| σ_u``
+    (Särndal et al. 1992, §3.7): how much an error of row u moves the scores times the
+    standard deviation of what its audit finds. ``G^T_u`` and ``G^E_u`` are the derivatives of
+    TCPR and EMCR with respect to row u (:meth:`UnitIndex.gradients`; computable before any
+    human decision), each scaled by its root mean square over the model's agreements, so
+    ``|G_u| = √((G^T_u² + G^E_u²) / 2)``. ``"neyman"`` (version 3): the derivatives are taken at
+    each row's expected truth and ``σ_u² = r(1 − r) + v`` with ``r`` the planning guess of
+    the both-wrong rate of the row's agreed label (:func:`prior_wrong_rates`) and ``v`` the
+    noise the decisions leave (:func:`second_opinion_noise` at the assumed adjudicator error).
+    ``"gradient"`` (version 2): derivatives at the judges' labels, ``σ_u = 1``. Every score
+    gets ``AUDIT_FLOOR · mean`` added, which keeps every agreement's probability positive — exact
+    unbiasedness needs it (an error where the first-order gradient is 0 still matters when
+    another label of its product is wrong too). Plans that audit by target give each audit
+    group its rows' root mean square score (one draw per group). ``"uniform"`` (version 1): 1.
     """
     from reform_core.metrics.reform import KS  # local: the metrics engine is only needed here
 
     model = rows["model"].astype(str).to_numpy()
     agree = g == m
-    base = audit_probability(params, model)
     allocation = params.get("audit_allocation", "uniform")
     if allocation not in ("gradient", "neyman"):
-        return np.where(agree, base, 0.0)
+        return agree.astype(float)
     nm = len(index.models)
     row_model = pd.Index(index.models).get_indexer(model)
     mean_label = np.nan_to_num((g + m) / 2, nan=0.5)
@@ -367,6 +365,30 @@ def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarr
         if groups is not None:  # one probability per audit group: its rows' root mean square score
             code = groups[sel]
             score = np.sqrt(np.bincount(code, score ** 2) / np.maximum(np.bincount(code), 1))[code]
+        out[np.flatnonzero(sel)] = score
+    return out
+
+
+def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """π_A of each scored row of ``index`` (0 on disagreements): the model's mean rate
+    ``audit_pi`` spread over its agreements in proportion to their allocation scores
+    (:func:`allocation_scores`), ``π_u = min(1, c s_u)`` with c such that the mean over the
+    model's agreements is ``audit_pi`` (capped rows give their excess to the others). The
+    probabilities are a deterministic function of the judges' labels and the benchmark's
+    structure, so the estimator recomputes them."""
+    model = rows["model"].astype(str).to_numpy()
+    agree = g == m
+    base = audit_probability(params, model)
+    if params.get("audit_allocation", "uniform") not in ("gradient", "neyman"):
+        return np.where(agree, base, 0.0)
+    scores = allocation_scores(params, index, rows, g, m)
+    row_model = pd.Index(index.models).get_indexer(model)
+    out = np.zeros(len(rows))
+    for mi in range(len(index.models)):
+        sel = agree & (row_model == mi)
+        if not sel.any():
+            continue
+        score = scores[sel]
         target = float(base[sel][0]) * sel.sum()  # expected audits of the model
         pi = np.zeros(sel.sum())
         free = np.ones(sel.sum(), dtype=bool)
@@ -514,7 +536,8 @@ PLANNER_DRAWS = 16
 
 def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge_b: str, rates: Optional[pd.Series],
                     both_wrong: float, human_error: float, decisions_per_item: float, condition: str | None,
-                    seed: int, second_opinion: str = "none") -> pd.DataFrame:
+                    seed: int, second_opinion: str = "none", allocation: str = "uniform",
+                    audit_unit: str = "row") -> pd.DataFrame:
     """Per model, the three variance coefficients of the planner (see :func:`plan_for_half_width`)."""
     from reform_core.metrics.reform import KS, build_index  # local: the planner is the only user here
 
@@ -564,20 +587,30 @@ def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge
     else:
         gm = sum(np.where(units[k][row_model] > 0, 100 * grads[f"joint{k}"] / (3 * np.maximum(units[k][row_model], 1)), 0)
                  for k in KS)
-    b_audit = np.bincount(row_model, np.where(agree, gm ** 2, 0.0), minlength=nm) * both_wrong * (1 - both_wrong)
+    # the audit: both judges wrong at the planning rate of each row's agreed label (prior_wrong_rates),
+    # each agreement weighted by the inverse of its allocation relative to its model's mean, so that
+    # Σ_u G² σ² / π_u = (that sum) / π_A under the plan's allocation (caps at 1 ignored)
+    mean_label = np.nan_to_num((g + m) / 2, nan=0.5)
+    r = prior_wrong_rates(mean_label, agree, row_model, nm, both_wrong)[row_model, (mean_label > 0.5).astype(int)]
+    score = allocation_scores({"audit_allocation": allocation, "audit_unit": audit_unit, "assumed_both_wrong": both_wrong,
+                               "assumed_human_error": human_error}, index, rows, g, m)
+    mean_score = np.bincount(row_model, np.where(agree, score, 0.0), minlength=nm) / np.maximum(
+        np.bincount(row_model, agree, minlength=nm), 1)
+    weight = np.where(agree & (score > 0), mean_score[row_model] / np.where(score > 0, score, 1.0), 0.0)
+    b_audit = np.bincount(row_model, np.where(agree, gm ** 2 * r * (1 - r) * weight, 0.0), minlength=nm)
     e = human_error
     # decision noise of an item's estimate: one decision's classical correction, less where
     # items are doubled; an audit under the second-opinion rule has nearly the noise of two
     # decisions at the cost of one (second_opinion_noise)
     v_single = e * (1 - e) / (1 - 2 * e) ** 2
     v_dis = v_single / max(decisions_per_item, 1.0)
-    v_aud = v_dis
+    v_aud = np.full(len(rows), v_dis)
     if second_opinion in ("audit", "all"):
-        v_aud = float(second_opinion_noise(e, 1 - both_wrong))
+        v_aud = second_opinion_noise(e, 1 - r)
     if second_opinion == "all":
         v_dis = float(second_opinion_noise(e, 0.5))
     c_noise = np.bincount(row_model, np.where(dis, gm ** 2, 0.0), minlength=nm) * v_dis
-    d_noise = np.bincount(row_model, np.where(agree, gm ** 2, 0.0), minlength=nm) * v_aud
+    d_noise = np.bincount(row_model, np.where(agree, gm ** 2 * v_aud * weight, 0.0), minlength=nm)
     return pd.DataFrame({"model": index.models, "a_cluster": a_cluster, "b_audit": b_audit, "c_noise": c_noise,
                          "d_noise": d_noise, "disagreements": np.bincount(row_model, dis, minlength=nm),
                          "agreements": np.bincount(row_model, agree, minlength=nm)})
@@ -619,11 +652,12 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     expected to ask for (an audit whose first decision finds both judges wrong: ``human_error +
     both_wrong``; under ``"all"`` half the disagreements). It then picks, on a grid of ``π_A``, the
     smallest ``π_c`` with ``1.96 √V ≤ half_width`` and keeps the pair of least expected
-    decisions. The prediction assumes a uniform audit inside each model (the plan itself
-    allocates its audit by Neyman allocation over audit groups, :func:`audit_row_probabilities`,
-    which usually lowers the audit term's variance). Correlated truths make the real variance larger
-    or smaller than predicted; the Scores page compares the measured half-width with the target as
-    decisions come in.
+    decisions. The audit term follows the plan's own allocation (:func:`allocation_scores`: both
+    judges wrong at the planning rate of each row's agreed label, :func:`prior_wrong_rates`), with
+    errors taken as independent; correlated truths and errors make the real variance larger or
+    smaller than predicted (measured on a simulated project: within a factor of two per model,
+    ``tests/unit/test_planner.py``), and the Scores page compares the measured half-width with the
+    target as decisions come in.
 
     Returns
     -------
@@ -638,7 +672,7 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     d = float(double_fraction)
     parts = _variance_parts(instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=both_wrong,
                             human_error=human_error, decisions_per_item=1.0 + d, condition=condition, seed=seed,
-                            second_opinion=second_opinion)
+                            second_opinion=second_opinion, allocation=DEFAULT_ALLOCATION, audit_unit=DEFAULT_AUDIT_UNIT)
     # expected decisions per item: doubled ones two, others one plus a second opinion where the rule asks
     # (an audit when its first decision finds both judges wrong, a disagreement decided for judge B)
     k_aud = 1.0 + d + (1 - d) * (human_error + both_wrong if second_opinion in ("audit", "all") else 0.0)

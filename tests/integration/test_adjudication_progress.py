@@ -137,3 +137,65 @@ def test_doctor_notices_a_counter_that_drifted(project):
         assert repo.counter_mismatches(conn) == 2  # the stored row lacks a recount twin, and vice versa
     bad = [c["check"] for c in doctor(eng)["checks"] if not c["ok"]]
     assert bad == ["progress counters"]
+
+
+def test_a_first_decision_against_the_reference_asks_a_second_annotator(project):
+    """Default design (second opinions): an audit whose first annotator says both judges are
+    wrong, and a disagreement decided for the plan's judge B, go back to the queue needing a
+    second, different annotator (required 1 → 2 and the plan's "needed" +1, in the decision's
+    transaction); a confirming decision closes its task at one; undoing the first opinion takes
+    the request back. The counters equal a recount throughout."""
+    from reform_core.services.planning import create_cluster_plan
+
+    eng, u = project
+    plan = create_cluster_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0).plan_id
+    with eng.connect() as conn:
+        tasks = repo.plan_tasks(conn, plan_id=plan).set_index("id")
+    assert set(tasks["required"]) == {1}
+
+    def required(task_id: int) -> int:
+        with eng.connect() as conn:
+            return int(conn.execute(text("SELECT required FROM adjudication_task WHERE id = :t"), {"t": task_id}).scalar())
+
+    def shown(task_id: int, plan_side: str) -> str:  # the side as shown (tasks keep a random left/right order)
+        return plan_side if tasks.loc[task_id, "a_left"] == "A" else {"A": "B", "B": "A"}[plan_side]
+
+    firsts: dict[str, int] = {}
+    for _ in range(3 * len(tasks)):
+        item = S.claim_next(eng, u["ann1"], plan)
+        kind = tasks.loc[item.task_id, "kind"]
+        want = kind if kind not in firsts else ("confirm" if "confirm" not in firsts else None)
+        if want is None:
+            S.skip(eng, u["ann1"], item.task_id)
+            continue
+        choice = {"audit": "neither", "disagreement": shown(item.task_id, "B"), "confirm": shown(item.task_id, "A")}[want]
+        note = "both judges are wrong" if choice == "neither" else ""
+        done = S.decide(eng, u["ann1"], item.task_id, choice, note=note, seconds=5.0, shown=item.shown).task_done
+        firsts[want] = item.task_id
+        assert done is (want == "confirm") and required(item.task_id) == (1 if want == "confirm" else 2), want
+        assert_counters_match(eng, plan)
+        if want == "audit":  # undo takes the request back; deciding again makes it again
+            assert S.undo_last(eng, u["ann1"], plan).task_id == item.task_id
+            assert required(item.task_id) == 1
+            assert_counters_match(eng, plan)
+            again = S.claim_next(eng, u["ann1"], plan)  # the undone item comes back to its annotator
+            assert again.task_id == item.task_id
+            S.decide(eng, u["ann1"], again.task_id, "neither", note=note, seconds=6.0, shown=again.shown)
+            assert required(item.task_id) == 2
+        if len(firsts) == 3:
+            break
+    assert set(firsts) == {"audit", "disagreement", "confirm"}, firsts
+    # the second opinions go to another annotator, who closes them
+    pending = {firsts["audit"], firsts["disagreement"]}
+    for _ in range(3 * len(tasks)):
+        item = S.claim_next(eng, u["ann2"], plan)
+        if item is None or not pending:
+            break
+        if item.task_id in pending:
+            assert S.decide(eng, u["ann2"], item.task_id, shown(item.task_id, "A"), seconds=4.0,
+                            shown=item.shown).task_done
+            pending.discard(item.task_id)
+        else:
+            S.skip(eng, u["ann2"], item.task_id)
+    assert not pending
+    assert_counters_match(eng, plan)
