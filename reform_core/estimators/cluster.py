@@ -107,7 +107,7 @@ import pandas as pd
 from scipy import stats
 
 from reform_core.estimators import adjudicator_error as ae
-from reform_core.estimators.design import (DEFAULT_FOLDS, audit_group_key, audit_row_probabilities, audited_rows,
+from reform_core.estimators.design import (DEFAULT_FOLDS, audit_groups, audit_row_probabilities, audited_rows,
                                           cluster_probability, fold_of, sampled_clusters, second_opinion_reference)
 from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.reform import (KS, UnitIndex, build_index, fingerprint, same_as_snapshot, snapshot,
@@ -369,7 +369,7 @@ class _Design:
     # the second-opinion rule's reference label of each row that needs a decision (``need_iid`` order;
     # NaN: a fixed number of decisions): design.second_opinion_reference
     need_reference: np.ndarray | None = None
-    # plans that audit by target: each agreement's audit group (design.audit_group_key) as a code, -1 on
+    # plans that audit by target: each agreement's audit group (design.audit_groups) as a code, -1 on
     # disagreements; None: rows are audited one by one
     a_group: np.ndarray | None = None
 
@@ -415,10 +415,10 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
     pi_a_row = audit_row_probabilities(params, index, rows, g, m)
     a_group = None
     if params.get("audit_unit") == "target":
-        gkey = audit_group_key(index.models[row_model], index.questions[row_q], rows["feature"].to_numpy(),
-                               rows["mode"].to_numpy(), np.where(agree, g, 0.0))
-        a_group = np.where(agree, pd.factorize(gkey)[0], -1).astype(np.int32)
-    drawn = (audited_rows(params, iid, index.models[row_model], pi_a_row, gkey if a_group is not None else None)
+        groups = audit_groups(index.models[row_model], index.questions[row_q], rows["feature"], rows["mode"],
+                              np.where(agree, g, 0.0))
+        a_group = np.where(agree, groups[0], -1).astype(np.int32)
+    drawn = (audited_rows(params, iid, index.models[row_model], pi_a_row, groups if a_group is not None else None)
              if realised is None else pd.Index(iid).isin(list(realised.get("audits", []))))
     audit_sel = agree & sampled_c[row_cluster] & drawn
     need = (dis & sampled_c[row_cluster]) | audit_sel

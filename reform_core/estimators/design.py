@@ -8,7 +8,7 @@ unit of SPEC §3 lies inside one). The design is a stratified two-stage sample:
 2. **Within a sampled cluster** every disagreement is adjudicated, and the judge
    *agreements* are audited (a decision "neither" on an audited agreement means both judges
    are wrong). Version 3 plans audit by **target**: the agreed rows of one target (feature,
-   mode) with one agreed label form an audit group (:func:`audit_group_key`), audited
+   mode) with one agreed label form an audit group (:func:`audit_groups`), audited
    together with probability ``π_A,g``, independently across groups — a model's passes and
    the judges' joint errors on one target are correlated across the question's variants, and
    a group audited whole observes those products instead of predicting them. The model's
@@ -172,28 +172,49 @@ def audited_rows(params: dict, iid, model, probability=None, group=None) -> np.n
     """Whether each agreement row (by iid, of a sampled cluster) is audited; ``probability``
     = each row's π_A (default: the model's mean rate, :func:`audit_probability`). Plans that
     audit by target (``audit_unit = "target"``) draw once per audit group (``group``: each
-    row's key, :func:`audit_group_key`; its rows share one π_A), the others once per row."""
+    row's ``(codes, keys)``, :func:`audit_groups`; its rows share one π_A), the others once per row."""
     pa = audit_probability(params, model) if probability is None else np.asarray(probability, dtype=float)
     if params.get("audit_unit") == "target":
         if group is None:
             raise ValueError("a plan that audits by target needs each row's audit group")
-        keys, inv = np.unique(np.asarray(group, dtype=object).astype(str), return_inverse=True)
-        return uniform(int(params["seed"]) + 7, keys)[inv.reshape(-1)] < pa
+        codes, keys = group
+        return uniform(int(params["seed"]) + 7, keys)[codes] < pa
     return uniform(int(params["seed"]) + 7, np.asarray(iid, dtype=np.int64)) < pa
 
 
-def audit_group_key(model, question, feature, mode, label) -> np.ndarray:
-    """Audit group of each agreement row: its (model, question) cluster, target (feature,
-    mode) and agreed label, as the string ``model␟question␟feature␟mode␟label``.
+def audit_groups(model, question, feature, mode, label, *, keys: bool = True) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Audit group of each agreement row: ``(codes, keys)`` with ``keys[codes]`` each row's key
+    ``model␟question␟feature␟mode␟label`` — its (model, question) cluster, target (feature,
+    mode) and agreed label. The key string is built once per group (a hashed draw needs it), not
+    once per row: at 10× the paper's scale per-row strings held over a gigabyte.
 
     A model's passes on one target are correlated across the question's variants (SPEC §3),
     and so are the judges' joint errors there: both judges wrong on one variant of a target
     makes them likelier wrong on its others. Auditing a target's agreed rows together puts
     every such product of errors inside one draw, where it is observed, instead of leaving
     it to a prediction (:mod:`reform_core.estimators.cluster`, "Long products")."""
-    lab = pd.Series(np.asarray(label, dtype=float)).astype(int).astype(str).to_numpy(dtype=object)
-    return (cluster_key(model, question) + "\x1f" + pd.Series(np.asarray(feature, dtype=object)).astype(str).to_numpy()
-            + "\x1f" + pd.Series(np.asarray(mode, dtype=object)).astype(str).to_numpy() + "\x1f" + lab)
+    # factorised column by column (a pandas column's strings are never turned into per-row Python objects)
+    factors = [pd.factorize(c if isinstance(c, pd.Series) else np.asarray(c, dtype=object))
+               for c in (model, question, feature, mode)]
+    combined = np.zeros(len(factors[0][0]), dtype=np.int64)
+    for codes, uniq in factors:
+        combined = combined * (len(uniq) + 1) + codes
+    combined = combined * 2 + (np.asarray(label, dtype=float) > 0.5)
+    _, first, codes = np.unique(combined, return_index=True, return_inverse=True)
+    if not keys:
+        return codes.reshape(-1), None
+    lab = (np.asarray(label, dtype=float)[first] > 0.5).astype(int).tolist()
+    parts = [np.asarray(uniq, dtype=object)[c[first]].tolist() for c, uniq in factors]
+    # one string per group, built in one pass (pandas' column concatenation held several copies)
+    out = np.empty(len(first), dtype=object)
+    out[:] = [f"{a}\x1f{b}\x1f{c}\x1f{d}\x1f{e}" for a, b, c, d, e in zip(*parts, lab)]
+    return codes.reshape(-1), out
+
+
+def audit_group_key(model, question, feature, mode, label) -> np.ndarray:
+    """Each agreement row's audit group key (:func:`audit_groups`)."""
+    codes, keys = audit_groups(model, question, feature, mode, label)
+    return keys[codes]
 
 
 ASSUMED_BOTH_WRONG = 0.01  # share of instances on which both judges are wrong together (planning assumption)
@@ -266,6 +287,10 @@ def second_opinion_noise(error: float, rho) -> np.ndarray:
     rho = np.clip(np.asarray(rho, dtype=float), 1e-6, 1 - 1e-6)
     if error <= 0:
         return np.zeros_like(rho)
+    if rho.ndim == 1 and len(rho) > 64:  # per row, but rows share a few rates: compute each once
+        uniq, inv = np.unique(rho, return_inverse=True)
+        if len(uniq) < len(rho) // 4:
+            return second_opinion_noise(error, uniq)[inv.reshape(-1)]
     e = float(error)
     p1 = np.stack([np.full_like(rho, 1 - e), np.full_like(rho, e * (1 - e)), np.full_like(rho, e * e)], -1)
     p0 = np.stack([np.full_like(rho, e), np.full_like(rho, (1 - e) * e), np.full_like(rho, (1 - e) ** 2)], -1)
@@ -321,13 +346,12 @@ def allocation_scores(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m:
     """
     from reform_core.metrics.reform import KS  # local: the metrics engine is only needed here
 
-    model = rows["model"].astype(str).to_numpy()
     agree = g == m
     allocation = params.get("audit_allocation", "uniform")
     if allocation not in ("gradient", "neyman"):
         return agree.astype(float)
     nm = len(index.models)
-    row_model = pd.Index(index.models).get_indexer(model)
+    row_model = _row_models(index, rows)
     mean_label = np.nan_to_num((g + m) / 2, nan=0.5)
     sigma = np.ones(len(rows))
     if allocation == "neyman":
@@ -341,9 +365,8 @@ def allocation_scores(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m:
     grads = index.gradients(mean_label)
     groups = None
     if params.get("audit_unit") == "target":
-        key = audit_group_key(model, rows["question"].to_numpy(), rows["feature"].to_numpy(), rows["mode"].to_numpy(),
-                              np.where(agree, np.nan_to_num(g), 0.0))
-        groups = pd.factorize(key)[0]
+        groups = audit_groups(rows["model"], rows["question"], rows["feature"], rows["mode"],
+                              np.where(agree, np.nan_to_num(g), 0.0), keys=False)[0]
     n_inst = np.bincount(index.inst_model, minlength=nm).astype(float)
     gt = grads["allpass"] / np.maximum(n_inst[row_model], 1.0)
     ge = np.zeros(len(rows))
@@ -369,6 +392,12 @@ def allocation_scores(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m:
     return out
 
 
+def _row_models(index, rows: pd.DataFrame) -> np.ndarray:
+    """Each row's model as its position in ``index.models`` (factorised: no per-row strings)."""
+    codes, uniq = pd.factorize(rows["model"])
+    return pd.Index(index.models).get_indexer(pd.Index(uniq).astype(str))[codes]
+
+
 def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m: np.ndarray) -> np.ndarray:
     """π_A of each scored row of ``index`` (0 on disagreements): the model's mean rate
     ``audit_pi`` spread over its agreements in proportion to their allocation scores
@@ -376,13 +405,12 @@ def audit_row_probabilities(params: dict, index, rows: pd.DataFrame, g: np.ndarr
     model's agreements is ``audit_pi`` (capped rows give their excess to the others). The
     probabilities are a deterministic function of the judges' labels and the benchmark's
     structure, so the estimator recomputes them."""
-    model = rows["model"].astype(str).to_numpy()
     agree = g == m
-    base = audit_probability(params, model)
+    row_model = _row_models(index, rows)
+    base = audit_probability(params, np.asarray(index.models, dtype=object))[row_model]  # per model, then per row
     if params.get("audit_allocation", "uniform") not in ("gradient", "neyman"):
         return np.where(agree, base, 0.0)
     scores = allocation_scores(params, index, rows, g, m)
-    row_model = pd.Index(index.models).get_indexer(model)
     out = np.zeros(len(rows))
     for mi in range(len(index.models)):
         sel = agree & (row_model == mi)
@@ -504,8 +532,8 @@ def draw(instances: pd.DataFrame, params: dict, *, judge_a: str = "label_a", jud
     d_rows = np.flatnonzero(dis & in_sample)
     a_cand = np.flatnonzero(agree & in_sample)
     pa_all = _row_audit_pi(inst, params, g, m)
-    group = (audit_group_key(model[a_cand], question[a_cand], inst["feature"].to_numpy()[a_cand],
-                             inst["mode"].to_numpy()[a_cand], g[a_cand]) if params.get("audit_unit") == "target" else None)
+    group = (audit_groups(model[a_cand], question[a_cand], inst["feature"].to_numpy()[a_cand],
+                          inst["mode"].to_numpy()[a_cand], g[a_cand]) if params.get("audit_unit") == "target" else None)
     a_rows = a_cand[audited_rows(params, inst[INSTANCE_KEY].to_numpy()[a_cand], model[a_cand], pa_all[a_cand], group)]
 
     direction = np.where(g[d_rows] == 1, sampling.DIRECTION_A1B0, sampling.DIRECTION_A0B1)
