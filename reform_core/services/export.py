@@ -116,7 +116,8 @@ def dataset_hash_started(engine: Engine) -> Callable[[], str]:
         from sqlalchemy import create_engine
 
         try:
-            own = create_engine(url)  # never the parent's pooled connections
+            engine.dispose(close=False)  # the inherited pool is the parent's: never use or close its sockets here
+            own = create_engine(url)
             send.send(("ok", dataset_hash(own)))
             own.dispose()
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, which computes it itself

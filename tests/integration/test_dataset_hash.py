@@ -59,6 +59,8 @@ def test_the_hash_started_beside_the_export_is_the_same_hash(any_db_url, monkeyp
     want = _literal(eng)
     assert threading.active_count() == 1
     assert X.dataset_hash_started(eng)() == want  # forked
+    with eng.connect() as conn:  # the parent's pooled connection survives the child's exit
+        assert conn.execute(text("SELECT COUNT(*) FROM judgment")).scalar() > 0
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
