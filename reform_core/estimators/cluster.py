@@ -88,6 +88,11 @@ linearisation, one term per source:
 * adjudicator-error rates: the variance of ``Σ_u G'_u ỹ*_u`` over bootstrap refits of the
   error model on resampled decided items.
 
+The audit's part is then stabilised: the mean of its direct estimate and a prediction pooled
+over the models scored together (:func:`audit_composite`: a direct estimate built on a few
+rare events moves with the estimate itself and left one-sided misses), and never below the
+rate-based floor (:func:`_audit_floor`).
+
 The interval is ``θ̂ ± t_{0.975, df} √V`` with ``df`` = observed clusters − 1 (a t quantile
 for small samples). The cross-fitted residuals never vanish for a stratum whose reviewed
 rate is 0 % or 100 %: its prediction is a smoothed rate strictly inside (0, 1) fitted on
@@ -154,7 +159,7 @@ class ClusterEstimate:
     notes: list = field(default_factory=list)
     smooth: np.ndarray | None = None  # point estimate of each scored row's truth (for plug-in tables)
     index: UnitIndex | None = None
-    floor_variance: dict | None = None  # per metric, per model: what the audit floor adds beyond the T_c spread
+    floor_variance: dict | None = None  # per metric, per model: what the audit's composite and floor add beyond the T_c spread
     # ``index.evaluate(clip(smooth, 0, 1))`` (per-instruction all-pass, per-unit Ĵ and Ŵ): what the
     # plug-in tables evaluate, from the evaluation of the predictions patched on the observed clusters
     smooth_evaluation: tuple | None = None
@@ -815,9 +820,9 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         v_dec_d = np.bincount(rc, np.where(dis_s, v_dec, 0.0), minlength=n_clusters)
         v_d = np.bincount(c_model, np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib_d ** 2 + v_dec_d * inv_pi, 0.0),
                           minlength=nm)
-        floor = _audit_floor(gm, aud_s, a_code[rs], wrong_u, pa_s, pi_s, model_s, nm)
-        v_audit = np.maximum(v_cluster - v_d, floor)
-        floor_var[metric] = np.maximum(floor - (v_cluster - v_d), 0.0)
+        floor, exposure = _audit_floor(gm, aud_s, a_code[rs], wrong_u, pa_s, pi_s, model_s, nm)
+        v_audit = np.maximum(audit_composite(v_cluster - v_d, exposure), floor)
+        floor_var[metric] = np.maximum(v_audit - (v_cluster - v_d), 0.0)
         v_cluster = v_d + v_audit
         v_err = np.zeros(nm)
         if err_draws is not None:
@@ -858,7 +863,41 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                            df=df_m, notes=notes, smooth=smooth, index=index, floor_variance=floor_var,
                            smooth_evaluation=smooth_eval)
 
-def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> np.ndarray:
+def audit_composite(direct: np.ndarray, exposure: np.ndarray) -> np.ndarray:
+    """The audit's variance per model: the mean of its direct (design-based) estimate and a
+    prediction pooled over the models scored together.
+
+    The direct estimate is a Horvitz–Thompson sum over the few audited agreements whose
+    decision differs from the prediction — real both-judges-wrong errors or, with fallible
+    adjudicators, two wrong opinions on one item. Like the Wald variance of a Poisson count, it
+    moves with the estimate itself: a model whose audit happened to find fewer such events gets
+    both a shifted estimate and a small variance, so its intervals miss on one side
+    (``bench/bench_coverage_tails.py``: with judges never wrong together and adjudicators who
+    err 5 %, TCPR's intervals were above the truth in 6.8 % of the pairs and below it in 0.7 %,
+    ``corr(error, se) = −0.46``, although the variance was right on average).
+
+    The models share the judges and the adjudicators, and so the process the audit samples. A
+    generalized variance function (Wolter 2007, *Introduction to Variance Estimation*, ch. 7)
+    predicts each model's audit variance as ``ρ · E_m``: ``E_m`` the model's **exposure** — the
+    variance its audit would have at a both-wrong rate of ½ (:func:`_audit_floor`, a function
+    of its design and derivatives only, never of what the audit found) — and
+    ``ρ = Σ_m direct_m / Σ_m E_m`` fitted across the models. The prediction does not move with
+    one model's own events; the direct estimate keeps what is particular to the model. Their
+    mean is unbiased where the direct estimate is and the models' variance per unit of exposure
+    is the same. With one model scored (or pooled variance ≤ 0) it is the direct estimate.
+    Measured (100 paper-scale replicates, same decisions): that coverage went from 92.4 % to
+    96.5 %, and the other one-factor scenarios moved by −0.5 to +1.0 pp, widths by ≤ 3 %.
+    """
+    direct = np.asarray(direct, dtype=float)
+    exposure = np.asarray(exposure, dtype=float)
+    total_e = float(exposure.sum())
+    if len(direct) < 2 or total_e <= 0:
+        return direct
+    rho = max(float(direct.sum()) / total_e, 0.0)
+    return (direct + rho * exposure) / 2.0
+
+
+def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> tuple[np.ndarray, np.ndarray]:
     # a_stratum: each row's audit stratum (any labels: names or codes)
     """Rate-based floor for the variance that the audit's corrections add.
 
@@ -872,9 +911,13 @@ def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> 
     variance this would give:
     ``r̃(1 − r̃) Σ_{u audited} (G_u²/π_A) [(1 − π_A)/(π_A π_c) + (1 − π_c)/π_c²]``, the
     audited rows standing (weight 1/π_A) for every agreement of their sampled cluster.
+
+    Returns ``(floor, exposure)`` per model: the floor, and the same sum at a rate of ½
+    (``r̃(1 − r̃) = ¼``), which depends on the design and the derivatives only — the scale of
+    :func:`audit_composite`'s pooled prediction.
     """
     if not audited.any():
-        return np.zeros(nm)
+        return np.zeros(nm), np.zeros(nm)
     pc = np.clip(pi_c[audited], 1e-12, 1.0)
     pa = pi_a[audited]
     term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc) + (1 - pc) / pc ** 2)
@@ -882,10 +925,11 @@ def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> 
     n = np.bincount(code).astype(float)
     k = np.maximum(np.bincount(code, wrong[audited]), 0.0)
     r = np.minimum((k + 0.5) / (n + 1.0), 0.5)
-    per_stratum = r * (1 - r) * np.bincount(code, term)
+    per_stratum = np.bincount(code, term)
     s_model = np.zeros(len(strata), dtype=np.int64)
     s_model[code] = row_model[audited]
-    return np.bincount(s_model, per_stratum, minlength=nm)
+    return (np.bincount(s_model, r * (1 - r) * per_stratum, minlength=nm),
+            np.bincount(s_model, 0.25 * per_stratum, minlength=nm))
 
 
 def _both_wrong(models, agreement_sizes: list, rates: pd.DataFrame, level: float) -> pd.DataFrame:
@@ -917,7 +961,7 @@ def population_intervals(est: ClusterEstimate, *, n_boot: int = 2000, level: flo
     per-cluster totals ``T_c`` of :func:`estimate`, each replicate a ratio of weighted sums
     (``Σ_q w_q T_{m,q} / Σ_q w_q D_{m,q}``), plus a normal draw with the variance that the
     spread of ``T_c`` does not carry — the adjudicator-error variance and what the audit's
-    Jeffreys floor adds to the measurement variance (``floor_variance``); percentile
+    composite and Jeffreys floor add to the measurement variance (``floor_variance``); percentile
     intervals (Efron & Tibshirani 1993, §13.3). The population's uncertainty contains the
     measurement's (resampling questions only adds), so the interval reported is the hull of
     that percentile interval and the measurement interval: with few observed clusters the

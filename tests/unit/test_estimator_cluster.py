@@ -451,3 +451,49 @@ def test_the_second_opinion_rule_of_a_plan():
     ref = design.second_opinion_reference(prm, [1, 2], ["audit", "disagreement"], [0.0, 1.0])
     assert list(ref) == [0.0, 1.0]
     assert np.isnan(design.second_opinion_reference(both, [1], ["audit"], [1.0])).all()
+
+
+def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_prediction():
+    """Hand-computed: direct 4, 0, 2 with exposures 1, 1, 2 pool to ρ = 6 / 4 = 1.5, so the
+    models get (4 + 1.5)/2, (0 + 1.5)/2 and (2 + 3)/2."""
+    got = cluster.audit_composite(np.array([4.0, 0.0, 2.0]), np.array([1.0, 1.0, 2.0]))
+    assert got == pytest.approx([2.75, 0.75, 2.5])
+    # one model scored, no exposure, or a pooled variance below zero: the direct estimate (ρ clipped at 0)
+    assert cluster.audit_composite(np.array([3.0]), np.array([2.0])) == pytest.approx([3.0])
+    assert cluster.audit_composite(np.array([3.0, 1.0]), np.zeros(2)) == pytest.approx([3.0, 1.0])
+    assert cluster.audit_composite(np.array([1.0, -3.0]), np.array([1.0, 1.0])) == pytest.approx([0.5, -1.5])
+
+
+def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_others():
+    """Two models with the same questions and design; the judges are wrong together on three
+    of the first model's agreements only. Scored together, the second model's audit variance is
+    larger than when it is scored alone (it borrows the first's variance per unit of exposure)
+    and the first's is smaller; each model's point estimate is the same either way."""
+    one = tiny_project()
+    agree = one["label_a"] == one["label_b"]
+    m1 = one.assign(model="m1")
+    flip = agree & one["feature"].isin(["f2", "f3"]) & (one["question"] != "q2")
+    m1["truth"] = np.where(flip, 1 - one["label_a"], np.where(agree, one["label_a"], one["truth"]))
+    m2 = one.assign(model="m2", truth=np.where(agree, one["label_a"], one["truth"]))
+    both = pd.concat([m1, m2], ignore_index=True)
+    both["iid"] = np.arange(1, len(both) + 1, dtype=np.int64)
+
+    def run(inst):
+        models = sorted(inst["model"].unique())
+        prm = design.design_params({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=0.5,
+                                   double_fraction=0.0, seed=11, folds=2, audit_allocation="gradient",
+                                   audit_unit="row", second_opinion="none")
+        tasks = design.draw(inst, prm)
+        est = cluster.estimate(inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0,
+                               error_model=ae.perfect(["ann"]))
+        return (est.components[est.components["metric"] == "tcpr"].set_index("model")["audit"],
+                est.table.set_index("model")["tcpr"])
+
+    audit, point = run(both)
+    for m in ("m1", "m2"):
+        alone_audit, alone_point = run(both[both["model"] == m])
+        assert point[m] == pytest.approx(alone_point[m])
+        if m == "m2":
+            assert audit[m] > alone_audit[m]
+        else:
+            assert audit[m] < alone_audit[m]

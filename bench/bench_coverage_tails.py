@@ -1,0 +1,130 @@
+"""Where the default estimator's measurement intervals miss (issue 13, a diagnostic beside
+``bench_validation.py``).
+
+For the validation's five one-factor scenarios it reruns the default estimator on the same
+replicates (same simulator seeds, plans, decisions and random streams as
+``reform_core.validation.run_replicate``, so the estimates and standard errors are the
+validation's) and splits each metric's misses by side: the truth *below* the interval (the
+estimate too high) or *above* it (too low). It also reports how the standard error moves
+with the error of the estimate (``corr(err, se)``) and with the audit's variance component
+alone, and the ratio of the errors' standard deviation to the root mean square of the
+standard errors (1 = the variance is right on average).
+
+A Wald interval whose variance is right on average (ratio ≈ 1) still misses on one side when
+its standard error is correlated with its error: the audit term is a Horvitz–Thompson sum of
+rare, large corrections, and a replicate whose audit happened to find few of them gets both a
+shifted estimate and a small standard error (the Wald interval of a Poisson count).
+
+    python bench/bench_coverage_tails.py [--replicates 100] [--jobs 2]
+
+Results: ``bench/results/coverage_tails.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_validation import METRICS, scenario_name, scenarios  # noqa: E402
+from bench.machine import machine_line  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results" / "coverage_tails.md"
+ERROR_BOOT = 3  # as the validation bench runs it (--error-boot 3)
+LEVEL = 0.95
+
+
+def one(args) -> pd.DataFrame:
+    """The default estimator on replicate ``seed`` of a scenario: per model and metric the
+    error, standard error, interval and variance components."""
+    seed, (human_error, both_wrong, correlated) = args
+    warnings.filterwarnings("ignore")
+    from reform_core.estimators import cluster, design
+    from reform_core.frames import INSTANCE_KEY
+    from reform_core.metrics import reform
+    from reform_core.simulate import simulate
+    from reform_core.validation import CONDITION_MAIN, simulated_decisions
+
+    sim = simulate(seed, "paper", both_wrong=both_wrong, correlated=correlated)
+    ja, jb = (f"label_{j}" for j in sim.judges)
+    inst = sim.instances()
+    inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
+    rng = np.random.default_rng([int(seed), 1, int(round(1000 * human_error))])  # run_replicate's stream
+    params = design.default_params(inst, seed=int(seed), judge_a=ja, judge_b=jb)
+    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
+    by_iid = inst.set_index(INSTANCE_KEY)
+    agreed = by_iid[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
+    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed),
+                          index=tasks[INSTANCE_KEY].to_numpy())
+    decisions = simulated_decisions(by_iid["truth"].astype(float), tasks, human_error, rng, reference=reference)
+    index = reform.build_index(inst)
+    truth = reform.table2(inst, p="truth", index=index).set_index("model")
+    est = cluster.estimate(inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng,
+                           error_boot=ERROR_BOOT, level=LEVEL)
+    t = est.table.set_index("model")
+    comp = est.components.set_index(["model", "metric"])
+    rows = []
+    for m in t.index:
+        for mt in METRICS:
+            rows.append({"seed": seed, "model": m, "metric": mt, "truth": truth.loc[m, mt],
+                         "err": t.loc[m, mt] - truth.loc[m, mt], "se": t.loc[m, f"se_{mt}"],
+                         "lo": t.loc[m, f"{mt}_lo"], "hi": t.loc[m, f"{mt}_hi"],
+                         "v_audit": comp.loc[(m, mt), "audit"]})
+    return pd.DataFrame(rows)
+
+
+def summarize(reps: pd.DataFrame) -> pd.DataFrame:
+    """Per metric: coverage, misses by side, the correlations and the variance ratio."""
+    out = []
+    for mt in METRICS:
+        g = reps[reps["metric"] == mt]
+        out.append({"metric": mt, "pairs": len(g), "coverage": ((g["lo"] <= g["truth"]) & (g["truth"] <= g["hi"])).mean(),
+                    "too_high": (g["truth"] < g["lo"]).mean(), "too_low": (g["truth"] > g["hi"]).mean(),
+                    "corr_se": np.corrcoef(g["err"], g["se"])[0, 1],
+                    "corr_audit": np.corrcoef(g["err"], g["v_audit"])[0, 1],
+                    "sd_over_se": g["err"].std(ddof=1) / np.sqrt((g["se"] ** 2).mean())})
+    return pd.DataFrame(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--replicates", type=int, default=100)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    t0 = time.time()
+    lines = ["## Where the measurement intervals miss (bench/bench_coverage_tails.py)", "",
+             f"- {machine_line()}",
+             f"- Command: `python bench/bench_coverage_tails.py --replicates {args.replicates} --jobs {args.jobs}`; "
+             f"the default estimator on the validation's replicates (same seeds, plans, decisions and random streams; "
+             f"{ERROR_BOOT} refits of the adjudicator-error model), 10 models per replicate.",
+             "- *too high*: share of model × replicate pairs whose interval lies above the truth (the estimate too "
+             "high); *too low*: below it. `corr(err, se)`: correlation of the estimate's error with its standard "
+             "error; `corr(err, audit)`: with the audit's variance component alone; `sd / se`: the errors' standard "
+             "deviation over the root mean square of the standard errors (1 = right on average).", ""]
+    body = []
+    for sc in scenarios("one-factor"):
+        with ProcessPoolExecutor(args.jobs) as ex:
+            reps = pd.concat(ex.map(one, [(s, sc) for s in range(args.replicates)]), ignore_index=True)
+        s = summarize(reps)
+        body += [f"#### {scenario_name(*sc)}", "",
+                 "| metric | coverage | too high | too low | corr(err, se) | corr(err, audit) | sd / se |",
+                 "|---|---:|---:|---:|---:|---:|---:|"]
+        body += [f"| {r.metric.upper()} | {r.coverage:.1%} | {r.too_high:.1%} | {r.too_low:.1%} | {r.corr_se:+.2f} | "
+                 f"{r.corr_audit:+.2f} | {r.sd_over_se:.2f} |" for r in s.itertuples()]
+        body.append("")
+        print(f"{scenario_name(*sc)} done ({time.time() - t0:.0f} s)", flush=True)
+    lines[2] += f" Wall time {(time.time() - t0) / 60:.0f} min."
+    OUT.write_text("\n".join(lines + body), encoding="utf-8")
+    print(OUT)
+
+
+if __name__ == "__main__":
+    main()
