@@ -890,11 +890,14 @@ def audit_composite(direct: np.ndarray, exposure: np.ndarray) -> np.ndarray:
     """
     direct = np.asarray(direct, dtype=float)
     exposure = np.asarray(exposure, dtype=float)
-    total_e = float(exposure.sum())
-    if len(direct) < 2 or total_e <= 0:
+    ok = np.isfinite(direct) & np.isfinite(exposure)  # a model without a finite variance is left as it is
+    total_e = float(exposure[ok].sum())
+    if ok.sum() < 2 or total_e <= 0:
         return direct
-    rho = max(float(direct.sum()) / total_e, 0.0)
-    return (direct + rho * exposure) / 2.0
+    rho = max(float(direct[ok].sum()) / total_e, 0.0)
+    out = direct.copy()
+    out[ok] = (direct[ok] + rho * exposure[ok]) / 2.0
+    return out
 
 
 def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm) -> tuple[np.ndarray, np.ndarray]:

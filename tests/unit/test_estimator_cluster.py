@@ -462,6 +462,9 @@ def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_pr
     assert cluster.audit_composite(np.array([3.0]), np.array([2.0])) == pytest.approx([3.0])
     assert cluster.audit_composite(np.array([3.0, 1.0]), np.zeros(2)) == pytest.approx([3.0, 1.0])
     assert cluster.audit_composite(np.array([1.0, -3.0]), np.array([1.0, 1.0])) == pytest.approx([0.5, -1.5])
+    # a model without a finite variance neither pools nor takes the pool's value
+    got = cluster.audit_composite(np.array([4.0, np.nan, 2.0]), np.array([1.0, 1.0, 3.0]))
+    assert np.isnan(got[1]) and got[[0, 2]] == pytest.approx([(4 + 1.5) / 2, (2 + 4.5) / 2])
 
 
 def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_others():
