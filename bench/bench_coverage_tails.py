@@ -47,6 +47,7 @@ def one(args) -> pd.DataFrame:
     error, standard error, interval and variance components."""
     seed, (human_error, both_wrong, correlated) = args
     warnings.filterwarnings("ignore")
+    pd.set_option("future.infer_string", False)  # object strings, as bench_validation runs (the same numbers to the pair)
     from reform_core.estimators import cluster, design
     from reform_core.frames import INSTANCE_KEY
     from reform_core.metrics import reform

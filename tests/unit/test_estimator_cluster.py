@@ -458,9 +458,10 @@ def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_pr
     models get (4 + 1.5)/2, (0 + 1.5)/2 and (2 + 3)/2."""
     got = cluster.audit_composite(np.array([4.0, 0.0, 2.0]), np.array([1.0, 1.0, 2.0]))
     assert got == pytest.approx([2.75, 0.75, 2.5])
-    # one model scored, no exposure, or a pooled variance below zero: the direct estimate (ρ clipped at 0)
+    # one model scored, or no exposure: the direct estimate
     assert cluster.audit_composite(np.array([3.0]), np.array([2.0])) == pytest.approx([3.0])
     assert cluster.audit_composite(np.array([3.0, 1.0]), np.zeros(2)) == pytest.approx([3.0, 1.0])
+    # a pooled variance below zero counts as zero (ρ = 0): half the direct estimate
     assert cluster.audit_composite(np.array([1.0, -3.0]), np.array([1.0, 1.0])) == pytest.approx([0.5, -1.5])
     # a model without a finite variance neither pools nor takes the pool's value
     got = cluster.audit_composite(np.array([4.0, np.nan, 2.0]), np.array([1.0, 1.0, 3.0]))
@@ -468,8 +469,8 @@ def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_pr
 
 
 def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_others():
-    """Two models with the same questions and design; the judges are wrong together on three
-    of the first model's agreements only. Scored together, the second model's audit variance is
+    """Two models with the same questions and design; the judges are wrong together on some
+    of the first model's agreements (f2 / f3 outside q2) and on none of the second's. Scored together, the second model's audit variance is
     larger than when it is scored alone (it borrows the first's variance per unit of exposure)
     and the first's is smaller; each model's point estimate is the same either way."""
     one = tiny_project()
