@@ -2,9 +2,9 @@
 ``bench_validation.py``).
 
 For the validation's five one-factor scenarios it reruns the default estimator on the same
-replicates (same simulator seeds, plans, decisions and random streams as
-``reform_core.validation.run_replicate``, so the estimates and standard errors are the
-validation's) and splits each metric's misses by side: the truth *below* the interval (the
+replicates (``reform_core.validation.adjudicated_replicate``, which ``run_replicate`` uses
+too: same simulator seeds, plans, decisions and random streams, so the estimates and standard
+errors are the validation's) and splits each metric's misses by side: the truth *below* the interval (the
 estimate too high) or *above* it (too low). It also reports how the standard error moves
 with the error of the estimate (``corr(err, se)``) and with the audit's variance component
 alone, and the ratio of the errors' standard deviation to the root mean square of the
@@ -48,28 +48,13 @@ def one(args) -> pd.DataFrame:
     seed, (human_error, both_wrong, correlated) = args
     warnings.filterwarnings("ignore")
     pd.set_option("future.infer_string", False)  # object strings, as bench_validation runs (the same numbers to the pair)
-    from reform_core.estimators import cluster, design
-    from reform_core.frames import INSTANCE_KEY
-    from reform_core.metrics import reform
-    from reform_core.simulate import simulate
-    from reform_core.validation import CONDITION_MAIN, simulated_decisions
+    from reform_core.estimators import cluster
+    from reform_core.validation import adjudicated_replicate
 
-    sim = simulate(seed, "paper", both_wrong=both_wrong, correlated=correlated)
-    ja, jb = (f"label_{j}" for j in sim.judges)
-    inst = sim.instances()
-    inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
-    rng = np.random.default_rng([int(seed), 1, int(round(1000 * human_error))])  # run_replicate's stream
-    params = design.default_params(inst, seed=int(seed), judge_a=ja, judge_b=jb)
-    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
-    by_iid = inst.set_index(INSTANCE_KEY)
-    agreed = by_iid[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
-    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed),
-                          index=tasks[INSTANCE_KEY].to_numpy())
-    decisions = simulated_decisions(by_iid["truth"].astype(float), tasks, human_error, rng, reference=reference)
-    index = reform.build_index(inst)
-    truth = reform.table2(inst, p="truth", index=index).set_index("model")
-    est = cluster.estimate(inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng,
-                           error_boot=ERROR_BOOT, level=LEVEL)
+    r = adjudicated_replicate(seed, human_error=human_error, both_wrong=both_wrong, correlated=correlated)
+    truth = r.truth
+    est = cluster.estimate(r.instances, r.tasks, r.decisions, r.params, judge_a=r.judge_a, judge_b=r.judge_b,
+                           index=r.index, rng=r.rng, error_boot=ERROR_BOOT, level=LEVEL)
     t = est.table.set_index("model")
     comp = est.components.set_index(["model", "metric"])
     rows = []

@@ -27,6 +27,7 @@ interval (``scipy.stats.binomtest``); width = mean interval width.
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -95,6 +96,51 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
                                                                    dtype=object)[ann], "h": h})
 
 
+@dataclass
+class Replicate:
+    """One simulated, planned and adjudicated replicate (:func:`adjudicated_replicate`):
+    the ``main`` instances, the judges' label columns, the default plan's parameters and
+    tasks, the simulated decisions, the unit index, the true scores per model (``truth``,
+    indexed by model) and the replicate's random stream after the decisions (what the
+    estimators draw from next)."""
+
+    instances: pd.DataFrame
+    judge_a: str
+    judge_b: str
+    params: dict
+    tasks: pd.DataFrame
+    decisions: pd.DataFrame
+    index: object
+    truth: pd.DataFrame
+    rng: np.random.Generator
+
+
+def adjudicated_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, both_wrong: float = 0.0,
+                          correlated: bool = True, plan_options: Optional[dict] = None,
+                          project: Optional[SimProject] = None, **sim_options) -> Replicate:
+    """Steps 1–3 of the module docstring for one replicate (parameters: :func:`run_replicate`)."""
+    if project is None:
+        sim = simulate(seed, scale, both_wrong=both_wrong, correlated=correlated, **sim_options)
+    else:
+        sim = project
+        if (sim.seed != seed or sim.config.both_wrong != both_wrong or sim.config.correlated != correlated):
+            raise ValueError("project was simulated for another seed or scenario")
+    ja, jb = (f"label_{j}" for j in sim.judges)
+    inst = sim.instances()
+    inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
+    rng = np.random.default_rng([int(seed), 1, int(round(1000 * human_error))])
+    params = design.default_params(inst, seed=int(seed), judge_a=ja, judge_b=jb, **(plan_options or {}))
+    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
+    truth_by_iid = inst.set_index(INSTANCE_KEY)["truth"].astype(float)
+    agreed = inst.set_index(INSTANCE_KEY)[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
+    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed),
+                          index=tasks[INSTANCE_KEY].to_numpy())
+    decisions = simulated_decisions(truth_by_iid, tasks, human_error, rng, reference=reference)
+    index = reform.build_index(inst)
+    truth = reform.table2(inst, p="truth", index=index).set_index("model")
+    return Replicate(inst, ja, jb, params, tasks, decisions, index, truth, rng)
+
+
 def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, both_wrong: float = 0.0,
                   correlated: bool = True, n_boot: int = 1000, level: float = 0.95, error_boot: int = 50,
                   estimators=ESTIMATORS, extra: Optional[Callable] = None, plan_options: Optional[dict] = None,
@@ -131,25 +177,10 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
         :data:`REPLICATE_COLUMNS`, one row per (model, metric, estimator).
     """
     _check_level(level)
-    if project is None:
-        sim = simulate(seed, scale, both_wrong=both_wrong, correlated=correlated, **sim_options)
-    else:
-        sim = project
-        if (sim.seed != seed or sim.config.both_wrong != both_wrong or sim.config.correlated != correlated):
-            raise ValueError("project was simulated for another seed or scenario")
-    ja, jb = (f"label_{j}" for j in sim.judges)
-    inst = sim.instances()
-    inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
-    rng = np.random.default_rng([int(seed), 1, int(round(1000 * human_error))])
-    params = design.default_params(inst, seed=int(seed), judge_a=ja, judge_b=jb, **(plan_options or {}))
-    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
-    truth_by_iid = inst.set_index(INSTANCE_KEY)["truth"].astype(float)
-    agreed = inst.set_index(INSTANCE_KEY)[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
-    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed),
-                          index=tasks[INSTANCE_KEY].to_numpy())
-    decisions = simulated_decisions(truth_by_iid, tasks, human_error, rng, reference=reference)
-    index = reform.build_index(inst)
-    truth = reform.table2(inst, p="truth", index=index).set_index("model")
+    r = adjudicated_replicate(seed, scale=scale, human_error=human_error, both_wrong=both_wrong, correlated=correlated,
+                              plan_options=plan_options, project=project, **sim_options)
+    inst, ja, jb, params, tasks, decisions, index, truth, rng = (
+        r.instances, r.judge_a, r.judge_b, r.params, r.tasks, r.decisions, r.index, r.truth, r.rng)
     n_dec = decisions.merge(inst[[INSTANCE_KEY, "model"]], on=INSTANCE_KEY).groupby("model").size()
     parts = []
 

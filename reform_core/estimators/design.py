@@ -211,12 +211,6 @@ def audit_groups(model, question, feature, mode, label, *, keys: bool = True) ->
     return codes.reshape(-1), out
 
 
-def audit_group_key(model, question, feature, mode, label) -> np.ndarray:
-    """Each agreement row's audit group key (:func:`audit_groups`)."""
-    codes, keys = audit_groups(model, question, feature, mode, label)
-    return keys[codes]
-
-
 ASSUMED_BOTH_WRONG = 0.01  # share of instances on which both judges are wrong together (planning assumption)
 ASSUMED_HUMAN_ERROR = 0.05  # adjudicators' error rate (planning assumption)
 

@@ -307,12 +307,12 @@ def persistent_error_project() -> pd.DataFrame:
 
 def expected_by_group(inst: pd.DataFrame, prm: dict, metrics) -> dict:
     """E[θ̂] over every realisation of a design that audits by target: clusters, then one
-    draw per audit group (design.audit_group_key) of the sampled clusters."""
+    draw per audit group (design.audit_groups) of the sampled clusters."""
     clusters = sorted(inst["question"].unique())
     pa_of = row_audit_pi(inst, prm)
     agree = inst[inst["label_a"] == inst["label_b"]].copy()
-    agree["group"] = design.audit_group_key(agree["model"], agree["question"], agree["feature"], agree["mode"],
-                                            agree["label_a"])
+    agree["group"] = design.audit_groups(agree["model"], agree["question"], agree["feature"], agree["mode"],
+                                         agree["label_a"], keys=False)[0]
     total = {m: 0.0 for m in metrics}
     for picked in itertools.product([False, True], repeat=len(clusters)):
         p_c = np.prod([prm["cluster_pi"]["m"] if z else 1 - prm["cluster_pi"]["m"] for z in picked])

