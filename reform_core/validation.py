@@ -52,16 +52,18 @@ def _check_level(level: float) -> None:
 
 
 def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: float, rng: np.random.Generator,
-                        *, annotators: int = ANNOTATORS, reference: Optional[pd.Series] = None) -> pd.DataFrame:
+                        *, annotators: int = ANNOTATORS, reference: Optional[pd.Series] = None,
+                        depth: Optional[pd.Series] = None) -> pd.DataFrame:
     """Decisions of simulated annotators on a plan's tasks.
 
     Each task gets ``required`` decisions from distinct annotators (drawn uniformly from a
     pool of ``annotators``); each decision reports the true label, flipped with
     probability ``human_error``. ``reference``: the plan's second-opinion rule
     (:func:`reform_core.estimators.design.second_opinion_reference`, per iid; NaN = none): a
-    task with a reference whose first decision differs from it gets a second decision from
-    another annotator, as the work queue asks for one. Decisions come in the order they
-    were made (a task's first decision first).
+    task with a reference gets another decision from another annotator while every decision
+    so far differs from it, up to ``depth`` decisions (per iid,
+    :func:`reform_core.estimators.design.opinion_depth`; 2 where absent), as the work queue
+    asks for them. Decisions come in the order they were made (a task's first decision first).
 
     Returns
     -------
@@ -74,23 +76,28 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
     ref = (np.full(len(tasks), np.nan) if reference is None
            else reference.reindex(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)).to_numpy(dtype=float))
     seq = np.isfinite(ref) & (req == 1)
-    req = np.where(seq, 2, req)  # drawn as if doubled; the second is dropped where the first matches
+    dep = (np.full(len(tasks), 2) if depth is None
+           else depth.reindex(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)).fillna(2).to_numpy(dtype=np.int64))
+    req = np.where(seq, dep, req)  # drawn in full; a decision is dropped once an earlier one matched the reference
     if (req > annotators).any():
         raise ValueError(f"a task needs more annotators than the pool of {annotators}")
     iids = np.repeat(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64), req)
     start = np.repeat(np.cumsum(req) - req, req)
     slot = np.arange(len(iids)) - start
-    first = rng.integers(0, annotators, len(tasks))
-    step = rng.integers(1, annotators, len(tasks)) if annotators > 1 else np.zeros(len(tasks), dtype=np.int64)
-    ann = (np.repeat(first, req) + slot * np.repeat(step, req)) % annotators
+    # distinct annotators per task: the first ``required`` of a random order of the pool
+    order = np.argsort(rng.random((len(tasks), annotators)), axis=1)
+    ann = order[np.repeat(np.arange(len(tasks)), req), slot]
     y = truth.reindex(iids).to_numpy(dtype=float)
     if np.isnan(y).any():
         raise ValueError("a task's iid has no true label")
     h = np.where(rng.random(len(iids)) < human_error, 1 - y, y)
     if seq.any():
         seq_d = np.repeat(seq, req)
-        first_h = h[np.repeat(np.cumsum(req) - req, req)]
-        keep = ~(seq_d & (slot == 1) & (first_h == np.repeat(ref, req)))
+        matched = (h == np.repeat(ref, req)).astype(np.int64)
+        # matches among the task's earlier decisions (cumulative within each task, exclusive)
+        before = np.cumsum(matched) - matched
+        before = before - before[start]
+        keep = ~(seq_d & (before > 0))
         iids, ann, h = iids[keep], ann[keep], h[keep]
     return pd.DataFrame({INSTANCE_KEY: iids, "annotator": np.array([f"annotator-{i + 1}" for i in range(annotators)],
                                                                    dtype=object)[ann], "h": h})
@@ -135,7 +142,8 @@ def adjudicated_replicate(seed: int, *, scale: str = "paper", human_error: float
     agreed = inst.set_index(INSTANCE_KEY)[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
     reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed),
                           index=tasks[INSTANCE_KEY].to_numpy())
-    decisions = simulated_decisions(truth_by_iid, tasks, human_error, rng, reference=reference)
+    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=tasks[INSTANCE_KEY].to_numpy())
+    decisions = simulated_decisions(truth_by_iid, tasks, human_error, rng, reference=reference, depth=depth)
     index = reform.build_index(inst)
     truth = reform.table2(inst, p="truth", index=index).set_index("model")
     return Replicate(inst, ja, jb, params, tasks, decisions, index, truth, rng)

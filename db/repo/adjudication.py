@@ -250,15 +250,15 @@ def plan_params(conn: Connection, *, plan_id: int) -> dict:
     return v or {}
 
 
-def first_choice(conn: Connection, *, task_id: int) -> Optional[str]:
-    """The choice of the earliest current decision on a task that carries a label or says
-    "neither" on an audit (unsure decisions on a disagreement and retractions skipped); None
-    when there is none. Run it after :func:`lock_task`."""
-    r = conn.execute(text(
+def choices(conn: Connection, *, task_id: int, limit: int = 3) -> list[str]:
+    """The choices of the earliest ``limit`` current decisions on a task that carry a label or
+    say "neither" on an audit (unsure decisions on a disagreement and retractions skipped), in
+    the order they were made; empty when there is none. Run it after :func:`lock_task`."""
+    rows = conn.execute(text(
         f"SELECT d.choice FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id WHERE d.task_id = :t "
         f"AND d.choice <> 'retracted' AND {_CURRENT} AND (d.label IS NOT NULL OR t.kind = 'audit') "
-        "ORDER BY d.id LIMIT 1"), {"t": task_id}).first()
-    return None if r is None else str(r[0])
+        "ORDER BY d.id LIMIT :n"), {"t": task_id, "n": int(limit)}).all()
+    return [str(r[0]) for r in rows]
 
 
 def plan_task_keys(conn: Connection, *, plan_id: int) -> pd.DataFrame:

@@ -85,6 +85,7 @@ def register(app: typer.Typer) -> None:
                 print_json({"plan": made.name, "design": made.params["design"], "tasks": made.tasks,
                             "target": made.params.get("target"), "double_fraction": made.params["double_fraction"],
                             "second_opinion": made.params.get("second_opinion"),
+                            "audit_opinions": made.params.get("audit_opinions"),
                             "audit_unit": made.params.get("audit_unit"), "models": models})
                 return
             typer.echo(f"plan {made.name!r} (id {made.plan_id}, question-cluster design): {made.tasks} tasks")

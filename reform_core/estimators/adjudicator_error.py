@@ -193,117 +193,202 @@ def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, star
 MAX_DECISIONS = 6  # decisions per item used by the minimum-variance rule (enumerates 2^k patterns)
 
 
-def second_opinion_items(decisions: pd.DataFrame, reference: pd.Series | None, *, item: str = "iid",
-                         label: str = "h") -> tuple[pd.Index, pd.Index]:
+def _depths(reference: pd.Series, depth: pd.Series | None) -> pd.Series:
+    """Each referenced item's most decisions under the rule (2 where ``depth`` does not say)."""
+    if depth is None:
+        return pd.Series(2, index=reference.index, dtype=np.int64)
+    return depth.reindex(reference.index).fillna(2).astype(np.int64)
+
+
+def second_opinion_items(decisions: pd.DataFrame, reference: pd.Series | None, *, depth: pd.Series | None = None,
+                         item: str = "iid", label: str = "h") -> tuple[pd.Index, pd.Index]:
     """Items under a second-opinion rule (``reference``: each item's reference label, NaN or
-    absent = a fixed number of decisions): those complete after one decision (the first, in
-    the frame's order, equals the reference) or two, and those **pending** (the first differs
-    from the reference and no second decision exists yet). Returns ``(sequential, pending)``
-    as item indexes; ``sequential`` holds every complete item of the rule."""
+    absent = a fixed number of decisions; ``depth``: each item's most decisions, default 2):
+    decisions are asked one after another while each differs from the reference, up to
+    ``depth``. Returns ``(sequential, pending)`` as item indexes: ``sequential`` the complete
+    items of the rule (a decision equal to the reference came, or ``depth`` decisions), and
+    ``pending`` those still owed a decision (every decision so far, in the frame's order,
+    differs from the reference, and fewer than ``depth`` exist)."""
     if reference is None or decisions.empty:
         return pd.Index([]), pd.Index([])
     ref = reference.dropna()
     d = decisions[decisions[item].isin(ref.index)]
     if d.empty:
         return pd.Index([]), pd.Index([])
-    first = d.groupby(item, sort=False)[label].first()
-    count = d.groupby(item, sort=False).size()
-    differs = pd.to_numeric(first, errors="coerce").to_numpy(dtype=float) != ref.reindex(first.index).to_numpy(dtype=float)
-    pending = differs & (count.reindex(first.index).to_numpy() < 2)
-    return first.index[~pending], first.index[pending]
+    codes, items = pd.factorize(d[item], sort=False)
+    r = ref.reindex(items).to_numpy(dtype=float)
+    h = pd.to_numeric(d[label], errors="coerce").to_numpy(dtype=float)
+    rank = pd.Series(codes).groupby(codes).cumcount().to_numpy()
+    count = np.bincount(codes, minlength=len(items))
+    never = 1 << 40
+    hit = np.where(h == r[codes], rank, never)  # rank of each decision that equals the reference
+    first_hit = np.full(len(items), never, dtype=np.int64)
+    np.minimum.at(first_hit, codes, hit)
+    need = np.minimum(first_hit + 1, _depths(ref, depth).reindex(items).to_numpy())
+    pending = count < need
+    return items[~pending], items[pending]
 
 
 class _Sequential:
     """Items under the second-opinion rule (complete items only): what :class:`ItemLayout`
     keeps of their decisions, and their estimates under a model.
 
-    The rule's outcomes are ``(r)`` — the first decision equals the reference ``r``, no more
-    are asked — and ``(¬r, h₂)`` — a second, different annotator decides. Given the first
-    annotator ``j₁`` and the annotator ``j₂`` who would give the second opinion, the least-
-    variance unbiased estimate over these three outcomes follows from the same normal
-    equations as for a fixed design. ``j₂`` is known only where a second opinion was given;
-    it is whoever takes the task next, independent of the truth, so for an item that
-    stopped after one decision the estimate is the mean of the ``j₂``-specific solutions over
-    the annotators other than ``j₁``, weighted by their share of decisions (``share``). That
-    keeps it exactly unbiased: each ``j₂``-specific solution ``f`` has ``E[f | y, j₂] = y``,
-    and averaging over ``j₂`` the stopped outcome's value is its mean.
+    An item of depth ``D`` (2, or 3 for audits of plans with ``audit_opinions = 3``) is
+    decided by annotators ``j₁, j₂, …`` one after another while each decision differs from
+    the reference ``r``, at most ``D`` times. Its outcomes ("leaves") are: stopped by a
+    decision equal to ``r`` at the k-th decision (k = 1..D), or every one of the ``D``
+    decisions against ``r``. Given the annotators ``j₁..j_D`` who decide or would decide, the
+    least-variance unbiased estimate over these leaves follows from the same normal equations
+    as for a fixed design. Only the annotators of the decisions made are known; the others
+    are whoever takes the task next, independent of the truth (each drawn in proportion to
+    the decisions' shares, ``share``, among the annotators not yet on the item; the pooled
+    rates stand in where nobody else has decided). A leaf's estimate is therefore the mean of
+    the assignment-specific solutions over the assignments that agree with what is known,
+    weighted by their probabilities. That keeps it exactly unbiased: the probability of a
+    leaf depends only on the annotators it reveals, so averaging each assignment-specific
+    solution (with ``E[f | y, assignment] = y``) over the unrevealed ones leaves the mean
+    unchanged. Its variance (``var``) is the noise of that estimate averaged over the
+    assignments and leaves, weighted by the item's posterior of the truth.
     """
 
-    def __init__(self, d: pd.DataFrame, prior: pd.Series, reference: pd.Series, share: pd.Series, *, item: str,
-                 annotator: str, label: str):
-        rank = d.groupby(item, sort=False).cumcount().to_numpy()
-        first, second = d[rank == 0].set_index(item), d[rank == 1].set_index(item)
-        self.items = first.index
-        self.h1 = pd.to_numeric(first[label], errors="coerce").to_numpy(dtype=float)
-        self.r = reference.reindex(self.items).to_numpy(dtype=float)
-        self.escalated = self.h1 != self.r
-        self.esc, self.stop = np.flatnonzero(self.escalated), np.flatnonzero(~self.escalated)
-        sec = second.reindex(self.items[self.esc])
-        self.ann2 = sec[annotator].astype(str).to_numpy()
-        self.h2 = pd.to_numeric(sec[label], errors="coerce").to_numpy(dtype=float)
-        self.ann1 = first[annotator].astype(str).to_numpy()
+    CHUNK = 1 << 21  # items × assignments × leaves per block of arithmetic (bounds memory)
+
+    def __init__(self, d: pd.DataFrame, prior: pd.Series, reference: pd.Series, share: pd.Series,
+                 depth: pd.Series | None = None, *, item: str, annotator: str, label: str):
+        codes, items = pd.factorize(d[item], sort=False)
+        self.items = items
+        n = len(items)
+        rank = pd.Series(codes).groupby(codes).cumcount().to_numpy()
+        self.r = reference.reindex(items).to_numpy(dtype=float)
+        self.depth = _depths(reference.reindex(items), depth).to_numpy()
         self.anns = pd.Index(share.index)
         self.share = share.to_numpy(dtype=float)
-        self.rho = np.clip(pd.Series(self.items).map(prior).fillna(0.5).to_numpy(dtype=float), 1e-4, 1 - 1e-4)
-        self.h_mean = self.h1.copy()
-        self.h_mean[self.esc] = (self.h1[self.esc] + np.nan_to_num(self.h2)) / 2
-        # weights of each candidate second annotator of a stopped item (not its first annotator)
-        j1 = self.anns.get_indexer(self.ann1[self.stop])
-        wts = np.tile(self.share, (len(self.stop), 1))
-        wts[np.arange(len(self.stop)), j1] = 0.0
-        total = wts.sum(1, keepdims=True)
-        self.wts = np.where(total > 0, wts / np.where(total > 0, total, 1.0), np.nan)
+        d_max = int(self.depth.max(initial=2))
+        h = np.full((n, d_max), np.nan)
+        ann = np.full((n, d_max), -1, dtype=np.int64)
+        keep = rank < d_max
+        h[codes[keep], rank[keep]] = pd.to_numeric(d[label], errors="coerce").to_numpy(dtype=float)[keep]
+        ann[codes[keep], rank[keep]] = self.anns.get_indexer(d[annotator].astype(str).to_numpy()[keep])
+        # the leaf: stopped by the first decision equal to the reference (0-based k), else every one against (D)
+        eq = (h == self.r[:, None]) & (np.arange(d_max)[None, :] < self.depth[:, None])
+        self.leaf = np.where(eq.any(1), eq.argmax(1), self.depth)
+        used = np.minimum(self.leaf + 1, self.depth)
+        self.n_used = used
+        in_use = np.arange(d_max)[None, :] < used[:, None]
+        self.ann = np.where(in_use, ann, -1)
+        self.h_mean = np.nansum(np.where(in_use, h, 0.0), 1) / used
+        self.rho = np.clip(pd.Series(items).map(prior).fillna(0.5).to_numpy(dtype=float), 1e-4, 1 - 1e-4)
+        # per depth: its items, one representative item per distinct (first annotator, reference, prior)
+        # and each item's key
+        self.groups = []
+        for depth in np.unique(self.depth):
+            rows_d = np.flatnonzero(self.depth == depth)
+            keys = np.stack([self.ann[rows_d, 0].astype(float), self.r[rows_d], self.rho[rows_d]], 1)
+            _, first_of, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+            self.groups.append((int(depth), rows_d, rows_d[first_of], inv.reshape(-1)))
 
-    @staticmethod
-    def _solve(a2, b2, rho, pa1, pa0):
-        """Per row: f over the outcomes (r), (¬r, 1), (¬r, 0), and their probabilities given y."""
-        pa1, pa0, a2, b2 = np.broadcast_arrays(pa1, pa0, a2, b2)
-        rho = np.broadcast_to(rho, pa1.shape)
-        p1 = np.stack([pa1, (1 - pa1) * a2, (1 - pa1) * (1 - a2)], axis=-1)
-        p0 = np.stack([pa0, (1 - pa0) * (1 - b2), (1 - pa0) * b2], axis=-1)
-        w = np.maximum(rho[..., None] * p1 + (1 - rho[..., None]) * p0, 1e-300)
+    def _weights(self, n_ann: int, depth: int, first: np.ndarray) -> np.ndarray:
+        """Per first annotator (``first``: codes), the probability of each assignment of the
+        later positions: an array (len(first), C, …, C) with ``depth − 1`` axes of size
+        C = annotators + 1 (the last: the pooled rates, used where nobody else is left)."""
+        c = n_ann + 1
+        base = np.append(self.share[:n_ann], 0.0)
+        out = np.ones((len(first),))
+        used = np.zeros((len(first), c), dtype=bool)  # (n, C, …, C): who is on the item, per earlier assignment
+        used[np.arange(len(first)), first] = True
+        for level in range(depth - 1):
+            w = np.where(used, 0.0, base)
+            w[..., n_ann] = 0.0
+            tot = w.sum(-1, keepdims=True)
+            pooled = np.zeros_like(w)
+            pooled[..., n_ann] = 1.0
+            w = np.where(tot > 0, w / np.where(tot > 0, tot, 1.0), pooled)
+            out = out[..., None] * w
+            if level < depth - 2:
+                nxt = np.eye(c, dtype=bool)
+                nxt[n_ann, n_ann] = False  # the pooled stand-in may recur
+                used = used[..., None, :] | nxt.reshape((1,) * (used.ndim - 1) + (c, c))
+        return out
+
+    def estimate(self, model: "ErrorModel") -> pd.DataFrame:
+        n = len(self.items)
+        y_tilde, var = np.zeros(n), np.zeros(n)
+        a_all, b_all = model.rates(self.anns)
+        a_all, b_all = np.append(a_all, model.pooled[0]), np.append(b_all, model.pooled[1])
+        n_ann = len(self.anns)
+        for depth, rows_d, key_rows, inv in self.groups:
+            # the arithmetic runs once per distinct (first annotator, reference, prior) of the items
+            k_axes = depth - 1
+            size = (n_ann + 1) ** k_axes * (depth + 1)
+            step = max(1, self.CHUNK // size)
+            fbar, p1, p0, e1, e0 = [], [], [], [], []
+            for s0 in range(0, len(key_rows), step):
+                got = self._solve_keys(key_rows[s0:s0 + step], depth, a_all, b_all, n_ann)
+                for acc, x in zip((fbar, p1, p0, e1, e0), got):
+                    acc.append(x)
+            fbar, p1, p0, e1, e0 = (np.concatenate(x) for x in (fbar, p1, p0, e1, e0))
+            # each item's own leaf at its revealed annotators (fbar is flat along the unrevealed ones)
+            idx = [inv] + [np.maximum(self.ann[rows_d, i], 0) for i in range(1, depth)] + [self.leaf[rows_d]]
+            y_tilde[rows_d] = fbar[tuple(idx)]
+            q1, q0 = p1[tuple(idx)], p0[tuple(idx)]  # the leaf's probability depends only on revealed annotators
+            rho = self.rho[rows_d]
+            post = rho * q1 / np.maximum(rho * q1 + (1 - rho) * q0, 1e-300)
+            var[rows_d] = post * e1[inv] + (1 - post) * e0[inv]
+        return pd.DataFrame({"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": self.n_used,
+                             "h_mean": self.h_mean}, index=pd.Index(self.items, name=self.items.name))
+
+    def _solve_keys(self, rows: np.ndarray, depth: int, a_all: np.ndarray, b_all: np.ndarray, n_ann: int):
+        """For the items ``rows`` (one per distinct key): the leaf values averaged over the
+        unrevealed annotators ``fbar``, the leaves' probabilities given y = 1 / 0 along every
+        assignment of the later positions (``p1``, ``p0``: (n, C, …, C, leaves)), and the
+        noise E[fbar² | y] − y² averaged over assignments and leaves (``e1``, ``e0``)."""
+        c, k_axes = n_ann + 1, depth - 1
+        r = self.r[rows]
+        rho = self.rho[rows]
+        first = self.ann[rows, 0]
+        weights = self._weights(n_ann, depth, first)  # (n, C, …, C)
+        shape = (len(rows),) + (c,) * k_axes
+        rr = r.reshape((-1,) + (1,) * k_axes)
+
+        def at_position(i: int) -> tuple[np.ndarray, np.ndarray]:
+            """P(decision = r | y = 1) and P(decision = r | y = 0) of the i-th decision's annotator."""
+            if i == 0:
+                a, b = a_all[first].reshape(rr.shape), b_all[first].reshape(rr.shape)
+            else:
+                axis_shape = [1] * (1 + k_axes)
+                axis_shape[i] = c
+                a, b = a_all.reshape(axis_shape), b_all.reshape(axis_shape)
+            return (np.broadcast_to(np.where(rr == 1, a, 1 - a), shape),
+                    np.broadcast_to(np.where(rr == 1, 1 - b, b), shape))
+
+        p1, p0 = [], []
+        run1, run0 = np.ones(shape), np.ones(shape)
+        for i in range(depth):
+            q1, q0 = at_position(i)
+            p1.append(run1 * q1)
+            p0.append(run0 * q0)
+            run1, run0 = run1 * (1 - q1), run0 * (1 - q0)
+        p1, p0 = np.stack(p1 + [run1], -1), np.stack(p0 + [run0], -1)  # (n, C, …, C, leaves)
+        rl = rho.reshape((-1,) + (1,) * (k_axes + 1))
+        w = np.maximum(rl * p1 + (1 - rl) * p0, 1e-300)
         m11, m10, m00 = (p1 * p1 / w).sum(-1), (p1 * p0 / w).sum(-1), (p0 * p0 / w).sum(-1)
         det = m11 * m00 - m10 * m10
         f = ((m00 / det)[..., None] * p1 - (m10 / det)[..., None] * p0) / w
-        return f, p1, p0
-
-    def estimate(self, model: "ErrorModel") -> pd.DataFrame:
-        a1, b1 = model.rates(self.ann1)
-        r, rho = self.r, self.rho
-        pa1 = np.where(r == 1, a1, 1 - a1)  # P(first decision = r | y = 1)
-        pa0 = np.where(r == 1, 1 - b1, b1)  # P(first decision = r | y = 0)
-        y_tilde, var = np.zeros(len(self.items)), np.zeros(len(self.items))
-        esc, stop = self.esc, self.stop
-        if len(esc):
-            a2, b2 = model.rates(self.ann2)
-            f, p1, p0 = self._solve(a2, b2, rho[esc], pa1[esc], pa0[esc])
-            o = np.where(self.h2 == 1, 1, 2)
-            idx = np.arange(len(esc))
-            y_tilde[esc] = f[idx, o]
-            e1, e0 = (p1 * f * f).sum(-1) - 1.0, (p0 * f * f).sum(-1)
-            post = rho[esc] * p1[idx, o] / (rho[esc] * p1[idx, o] + (1 - rho[esc]) * p0[idx, o])
-            var[esc] = post * e1 + (1 - post) * e0
-        if len(stop):
-            wts = self.wts
-            if len(self.anns) >= 2 and np.isfinite(wts).all():
-                a_all, b_all = model.rates(self.anns)
-                f, p1, p0 = self._solve(a_all[None, :], b_all[None, :], rho[stop][:, None], pa1[stop][:, None],
-                                        pa0[stop][:, None])
-            else:  # nobody else has decided yet: the pooled rates stand for the second annotator
-                f, p1, p0 = self._solve(np.full(len(stop), model.pooled[0]), np.full(len(stop), model.pooled[1]),
-                                        rho[stop], pa1[stop], pa0[stop])
-                f, p1, p0 = f[:, None, :], p1[:, None, :], p0[:, None, :]
-                wts = np.ones((len(stop), 1))
-            f_stop = (wts * f[..., 0]).sum(1)
-            y_tilde[stop] = f_stop
-            # E[f² | y] with the stopped outcome at its averaged value, the others j₂-specific
-            e1 = (wts * (p1[..., 0] * f_stop[:, None] ** 2 + (p1[..., 1:] * f[..., 1:] ** 2).sum(-1))).sum(1) - 1.0
-            e0 = (wts * (p0[..., 0] * f_stop[:, None] ** 2 + (p0[..., 1:] * f[..., 1:] ** 2).sum(-1))).sum(1)
-            q1, q0 = (wts * p1[..., 0]).sum(1), (wts * p0[..., 0]).sum(1)
-            post = rho[stop] * q1 / (rho[stop] * q1 + (1 - rho[stop]) * q0)
-            var[stop] = post * e1 + (1 - post) * e0
-        return pd.DataFrame({"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": np.where(self.escalated, 2, 1),
-                             "h_mean": self.h_mean}, index=pd.Index(self.items, name=self.items.name))
+        # each leaf's value averaged over the positions it does not reveal (leaf k reveals positions
+        # 2..k+1, the last leaf all of them), broadcast back over those positions
+        fbar = np.empty_like(f)
+        for leaf in range(depth + 1):
+            hidden = tuple(range(1 + min(leaf, k_axes), 1 + k_axes))
+            if hidden:
+                num = (weights * f[..., leaf]).sum(axis=hidden, keepdims=True)
+                den = weights.sum(axis=hidden, keepdims=True)
+                fbar[..., leaf] = np.broadcast_to(num / np.where(den > 0, den, 1.0), shape)
+            else:
+                fbar[..., leaf] = f[..., leaf]
+        axes = tuple(range(1, 1 + k_axes))
+        e1 = (weights * (p1 * fbar * fbar).sum(-1)).sum(axis=axes) - 1.0
+        e0 = (weights * (p0 * fbar * fbar).sum(-1)).sum(axis=axes)
+        return fbar, p1, p0, e1, e0
 
 
 class _Fixed:
@@ -365,9 +450,9 @@ class ItemLayout:
     (the error model's bootstrap refits) cost only the rates' arithmetic."""
 
     def __init__(self, decisions: pd.DataFrame, prior: pd.Series, reference: pd.Series | None = None, *,
-                 item: str = "iid", annotator: str = "annotator", label: str = "h"):
+                 depth: pd.Series | None = None, item: str = "iid", annotator: str = "annotator", label: str = "h"):
         require_columns(decisions, [item, annotator, label], "decisions")
-        seq_items, pending = second_opinion_items(decisions, reference, item=item, label=label)
+        seq_items, pending = second_opinion_items(decisions, reference, depth=depth, item=item, label=label)
         if len(pending):
             raise ValueError(f"{len(pending)} item(s) await their second opinion (e.g. {pending[0]!r})")
         in_seq = decisions[item].isin(seq_items).to_numpy() if len(seq_items) else np.zeros(len(decisions), bool)
@@ -376,8 +461,8 @@ class ItemLayout:
         if (~in_seq).any() or not in_seq.any():
             self.parts.append(_Fixed(decisions[~in_seq], prior, item=item, annotator=annotator, label=label))
         if in_seq.any():
-            self.parts.append(_Sequential(decisions[in_seq], prior, reference, share, item=item, annotator=annotator,
-                                          label=label))
+            self.parts.append(_Sequential(decisions[in_seq], prior, reference, share, depth, item=item,
+                                          annotator=annotator, label=label))
 
     def estimate(self, model: "ErrorModel") -> pd.DataFrame:
         got = [p.estimate(model) for p in self.parts]
@@ -385,7 +470,8 @@ class ItemLayout:
 
 
 def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series, *, item: str = "iid",
-                   annotator: str = "annotator", label: str = "h", reference: pd.Series | None = None) -> pd.DataFrame:
+                   annotator: str = "annotator", label: str = "h", reference: pd.Series | None = None,
+                   depth: pd.Series | None = None) -> pd.DataFrame:
     """Unbiased truth estimate of each decided item with the smallest variance.
 
     For an item decided by annotators ``j_1..j_k`` with outcome pattern ``o ∈ {0,1}^k``,
@@ -418,6 +504,9 @@ def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series,
         order (the first is the first opinion) and estimated over the rule's outcomes
         (:func:`_sequential_estimates`); a pending item (first opinion against the
         reference, no second yet: :func:`second_opinion_items`) must not be passed.
+    depth : Series, optional
+        Each such item's most decisions under the rule (indexed by item; default 2): a third
+        opinion where the first two both differ from the reference when it is 3.
 
     Returns
     -------
@@ -425,7 +514,8 @@ def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series,
         Indexed by item: ``y_tilde`` (the estimate), ``var`` (its conditional variance,
         weighted by the prior), ``n`` (decisions used), ``h_mean``.
     """
-    return ItemLayout(decisions, prior, reference, item=item, annotator=annotator, label=label).estimate(model)
+    return ItemLayout(decisions, prior, reference, depth=depth, item=item, annotator=annotator,
+                      label=label).estimate(model)
 
 
 def debiased(decisions: pd.DataFrame, model: ErrorModel, *, item: str = "iid", annotator: str = "annotator",

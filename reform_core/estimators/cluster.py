@@ -113,7 +113,8 @@ from scipy import stats
 
 from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.design import (DEFAULT_FOLDS, audit_groups, audit_row_probabilities, audited_rows,
-                                          cluster_probability, fold_of, sampled_clusters, second_opinion_reference)
+                                          cluster_probability, fold_of, opinion_depth, sampled_clusters,
+                                          second_opinion_reference)
 from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.reform import (KS, UnitIndex, build_index, fingerprint, same_as_snapshot, snapshot,
                                         sorted_slots)
@@ -374,6 +375,8 @@ class _Design:
     # the second-opinion rule's reference label of each row that needs a decision (``need_iid`` order;
     # NaN: a fixed number of decisions): design.second_opinion_reference
     need_reference: np.ndarray | None = None
+    # the rule's most decisions of each such row (design.opinion_depth; ``need_iid`` order)
+    need_depth: np.ndarray | None = None
     # plans that audit by target: each agreement's audit group (design.audit_groups) as a code, -1 on
     # disagreements; None: rows are audited one by one
     a_group: np.ndarray | None = None
@@ -470,6 +473,7 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
     a_ctx32 = a_ctx_code.astype(i32)
     binary = bool(np.isin(g[agree], (0.0, 1.0)).all())
     agree_label_of_fold = [g[rows].astype(np.int8) if binary else g[rows] for rows in agree_of_fold]
+    need_kind = np.where(agree[need_pos], "audit", "disagreement")
     out = _Design(n=n, nm=nm, nq=nq, n_clusters=n_clusters, c_model=c_model, row_cluster=row_cluster.astype(i32),
                   has_dis=has_dis, c_exists=c_exists, pi_c=pi_c, sampled_c=sampled_c, pi_a_row=pi_a_row,
                   audit_sel=audit_sel, need=need, has_task=has_task, folds=folds, fold=fold8,
@@ -480,9 +484,8 @@ def _design(instances: pd.DataFrame, tasks: pd.DataFrame, params: dict, index: U
                   agree_ctx_of_fold=[a_ctx32[rows] for rows in agree_of_fold], agree_label_of_fold=agree_label_of_fold,
                   dis_per_model=np.bincount(row_model[dis], minlength=nm),
                   audits_per_model=np.bincount(row_model[audit_sel], minlength=nm),
-                  need_reference=second_opinion_reference(params, need_iid, np.where(agree[need_pos], "audit",
-                                                                                       "disagreement"), g[need_pos]),
-                  a_group=a_group)
+                  need_reference=second_opinion_reference(params, need_iid, need_kind, g[need_pos]),
+                  need_depth=opinion_depth(params, need_kind), a_group=a_group)
     if key is not None:
         index.memo["cluster-design"] = (key, snapshot(g, m, iid), out)
     return out
@@ -625,15 +628,16 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     slot = sorted_slots(d.need_iid, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
     decided_need = np.zeros(len(d.need_pos), dtype=bool)
     decided_need[slot[slot >= 0]] = True
-    reference = None
+    reference = depth = None
     if d.need_reference is not None and np.isfinite(d.need_reference).any():
-        # an item whose first opinion went against its reference is decided once its second opinion is in
+        # an item whose opinions so far all went against its reference is decided once the rule's next is in
         reference = pd.Series(d.need_reference, index=d.need_iid)
-        _, pending = ae.second_opinion_items(decisions[slot >= 0], reference)
+        depth = pd.Series(d.need_depth, index=d.need_iid) if d.need_depth is not None else None
+        _, pending = ae.second_opinion_items(decisions[slot >= 0], reference, depth=depth)
         decided_need[sorted_slots(d.need_iid, pending.to_numpy(dtype=np.int64))] = False
         n_pending = len(pending)
         if n_pending:
-            notes.append(f"{n_pending} item(s) await a second opinion (the first decision went against the plan's "
+            notes.append(f"{n_pending} item(s) await another opinion (the decisions so far went against the plan's "
                          "reference: both judges wrong on an audit, judge B on a disagreement); their questions count "
                          "as not yet adjudicated")
     missing = np.bincount(row_cluster[d.need_pos[~decided_need]], minlength=n_clusters) > 0
@@ -675,12 +679,14 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                 notes.append("no item was decided twice: adjudicator error cannot be estimated and is assumed zero")
     y0 = np.full(n, np.nan)
     item_ref = reference.reindex(dec[INSTANCE_KEY].unique()) if reference is not None and len(dec) else None
+    item_depth = depth.reindex(item_ref.index) if depth is not None and item_ref is not None else None
     if len(dec):
         if item_ref is not None and item_ref.notna().any():
             # items of the second-opinion rule: unbiased over the rule's outcomes (a flat prior)
             in_seq = dec[INSTANCE_KEY].isin(item_ref.dropna().index).to_numpy()
             deb = ae.debiased(dec[~in_seq], error_model)["y_tilde"] if (~in_seq).any() else pd.Series(dtype=float)
-            seq = ae.item_estimates(dec[in_seq], error_model, pd.Series(dtype=float), reference=item_ref)["y_tilde"]
+            seq = ae.item_estimates(dec[in_seq], error_model, pd.Series(dtype=float), reference=item_ref,
+                                    depth=item_depth)["y_tilde"]
             deb = pd.concat([deb, seq])
         else:
             deb = ae.debiased(dec, error_model)["y_tilde"]
@@ -714,7 +720,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     # --- each decided item's minimum-variance unbiased estimate, its prediction as prior
     item_rows = np.unique(pos)
     prior = pd.Series(x[item_rows], index=iid[item_rows])
-    layout = ae.ItemLayout(dec, prior, item_ref) if len(dec) else None
+    layout = ae.ItemLayout(dec, prior, item_ref, depth=item_depth) if len(dec) else None
     items = layout.estimate(error_model) if layout is not None else pd.DataFrame(columns=["y_tilde", "var"])
     y, v = np.zeros(n), np.zeros(n)
     if len(dec):

@@ -23,13 +23,21 @@ unit of SPEC §3 lies inside one). The design is a stratified two-stage sample:
    annotator is asked only where that first decision goes against the task's reference
    label (:func:`second_opinion_reference`, :func:`required_annotators`): on an audit when
    the annotator finds both judges wrong, on a disagreement (``second_opinion = "all"``, the
-   default) when the annotator sides with judge B. Most first decisions confirm the
-   reference, so the rule costs a few per cent more decisions and gives the contested
-   items the precision of two (an item estimate's noise near that of two decisions for
-   about 1.05–1.2 decisions: :mod:`reform_core.estimators.adjudicator_error`); the pairs of
-   decisions identify adjudicator error. The rule depends only on the first decision, so
-   the stopping is ignorable for the error model's likelihood and the item estimates are
-   unbiased over the rule's outcomes.
+   default) when the annotator sides with judge B; and on an audit whose second annotator
+   finds both judges wrong too, a third (``audit_opinions = 3``, the default). Most first
+   decisions confirm the reference, so the rule costs a few per cent more decisions and
+   gives the contested items the precision of two or three (an item estimate's noise near
+   that of two decisions for about 1.05–1.2 decisions: :mod:`reform_core.estimators.adjudicator_error`);
+   the pairs of decisions identify adjudicator error. The third opinion is there because
+   both judges are wrong on about 1 % of agreements while a fallible annotator wrongly says
+   so on ``e`` of them: with two opinions at most, two wrong "neither" (``e²``, 1 % at
+   ``e`` = 10 %) are as frequent as real double errors, and the audit's decision noise
+   (:func:`second_opinion_noise`: 0.0177 per audit at ``e`` = 0.1 and 1 % wrong) outweighs
+   the errors it measures (0.0099); a third opinion cuts it to 0.0054 for 1.6 % more audit
+   decisions (measured on the simulator at 10 % adjudicator error: R3's measurement
+   interval 13.8 → 9.0 pp wide, bench/RESULTS.md). Each step of the rule depends only on the
+   decisions before it, so the stopping is ignorable for the error model's likelihood and
+   the item estimates are unbiased over the rule's outcomes.
 
 Sampling is independent across clusters and across audit groups, which makes the
 estimator of :mod:`reform_core.estimators.cluster` exactly unbiased with cross-fitted
@@ -71,13 +79,15 @@ from reform_core import sampling
 from reform_core.frames import INSTANCE_KEY, require_columns
 
 DESIGN_NAME = "question-cluster"
-# 3: audit probabilities by Neyman allocation and second opinions on audits; 2: by score gradient, every
+# 3: audit probabilities by Neyman allocation and second opinions (a third on audits where ``audit_opinions``
+# = 3, the default since 2026-12-04; plans without the key ask two at most); 2: by score gradient, every
 # task double-adjudicated; 1: uniform within a model
 DESIGN_VERSION = 3
 DEFAULT_ALLOCATION = "neyman"
 DEFAULT_AUDIT = 0.3
 DEFAULT_DOUBLE = 0.1
 DEFAULT_SECOND_OPINION = "all"
+DEFAULT_AUDIT_OPINIONS = 3  # an audit's opinions at most: a third where the first two both find the judges wrong
 SECOND_OPINIONS = ("audit", "all", "none")
 DEFAULT_AUDIT_UNIT = "target"
 AUDIT_UNITS = ("target", "row")
@@ -271,23 +281,35 @@ def second_opinion_reference(params: dict, iid, kind, agreed_label) -> np.ndarra
     return out
 
 
-def second_opinion_noise(error: float, rho) -> np.ndarray:
-    """Variance an audit's decisions add to its item estimate under the second-opinion rule,
-    when adjudicators err with probability ``error`` and the agreed label is right with
-    probability ``rho``: the prior-weighted variance of the least-variance unbiased estimate
-    over the rule's three outcomes (:func:`reform_core.estimators.adjudicator_error.item_estimates`).
-    Even an audit that confirms the judges leaves about ``1.6 error²`` of it, so where errors
-    are rare the decisions' noise, not the error itself, is what the audit must average out."""
+def _rule_leaves(q: np.ndarray, depth: int) -> np.ndarray:
+    """Probabilities of the rule's outcomes when each decision equals the reference with
+    probability ``q`` (last axis): stopped by a decision equal to the reference at the k-th
+    decision (k = 1..depth), then every decision against it."""
+    q = np.asarray(q, dtype=float)
+    out = [(1 - q) ** k * q for k in range(depth)]
+    return np.stack(out + [(1 - q) ** depth], -1)
+
+
+def second_opinion_noise(error: float, rho, depth: int = 2) -> np.ndarray:
+    """Variance an audit's decisions add to its item estimate under the second-opinion rule
+    (``depth``: the most opinions asked in a row while each goes against the reference, 2 or
+    :data:`DEFAULT_AUDIT_OPINIONS`), when adjudicators err with probability ``error`` and the
+    agreed label is right with probability ``rho``: the prior-weighted variance of the
+    least-variance unbiased estimate over the rule's outcomes
+    (:func:`reform_core.estimators.adjudicator_error.item_estimates`). Even an audit that
+    confirms the judges leaves about ``1.6 error²`` of it with two opinions at most (about
+    ``0.5 error²`` with three), so where errors are rare the decisions' noise, not the error
+    itself, is what the audit must average out."""
     rho = np.clip(np.asarray(rho, dtype=float), 1e-6, 1 - 1e-6)
     if error <= 0:
         return np.zeros_like(rho)
     if rho.ndim == 1 and len(rho) > 64:  # per row, but rows share a few rates: compute each once
         uniq, inv = np.unique(rho, return_inverse=True)
         if len(uniq) < len(rho) // 4:
-            return second_opinion_noise(error, uniq)[inv.reshape(-1)]
+            return second_opinion_noise(error, uniq, depth)[inv.reshape(-1)]
     e = float(error)
-    p1 = np.stack([np.full_like(rho, 1 - e), np.full_like(rho, e * (1 - e)), np.full_like(rho, e * e)], -1)
-    p0 = np.stack([np.full_like(rho, e), np.full_like(rho, (1 - e) * e), np.full_like(rho, (1 - e) ** 2)], -1)
+    p1 = _rule_leaves(np.full_like(rho, 1 - e), int(depth))  # the agreed label right: a decision confirms it w.p. 1 − e
+    p0 = _rule_leaves(np.full_like(rho, e), int(depth))
     w = rho[..., None] * p1 + (1 - rho[..., None]) * p0
     m11, m10, m00 = (p1 * p1 / w).sum(-1), (p1 * p0 / w).sum(-1), (p0 * p0 / w).sum(-1)
     det = m11 * m00 - m10 * m10
@@ -295,13 +317,30 @@ def second_opinion_noise(error: float, rho) -> np.ndarray:
     return rho * ((p1 * f * f).sum(-1) - 1) + (1 - rho) * (p0 * f * f).sum(-1)
 
 
-def required_annotators(params: dict, kind: str, iid: int, first_choice: Optional[str]) -> Optional[int]:
-    """Distinct annotators a task of the plan needs, given the first decision made on it
-    (``first_choice``: "A" / "B" / "neither" relative to the plan's judges, None before any):
-    2 for a task double-adjudicated from the start (:func:`doubled`) or one whose first
-    opinion went against its reference (:func:`second_opinion_reference`: "neither" on an
-    audit — both judges wrong —, or, with ``second_opinion = "all"``, "B" on a disagreement),
-    else 1. None for a plan without the second-opinion rule (its tasks keep their count)."""
+def audit_opinions(params: dict) -> int:
+    """The most opinions the plan's rule asks on an audit (``audit_opinions``; 2 for plans made
+    before it existed)."""
+    return int(params.get("audit_opinions", 2)) if isinstance(params, dict) else 2
+
+
+def opinion_depth(params: dict, kind) -> np.ndarray:
+    """The most decisions the plan's second-opinion rule asks of each task (by ``kind``), one
+    after another while each goes against the task's reference (:func:`second_opinion_reference`):
+    :func:`audit_opinions` on an audit, 2 on a disagreement."""
+    kind = np.asarray(kind, dtype=object)
+    return np.where(kind == "audit", audit_opinions(params), 2).astype(np.int64)
+
+
+def required_annotators(params: dict, kind: str, iid: int, choices) -> Optional[int]:
+    """Distinct annotators a task of the plan needs, given the decisions made on it so far
+    (``choices``: their choices in the order they were made, "A" / "B" / "neither" relative to
+    the plan's judges; a single choice stands for the first; None or empty before any):
+    2 for a task double-adjudicated from the start (:func:`doubled`); else one more than the
+    number of leading opinions against the task's reference (:func:`second_opinion_reference`:
+    "neither" on an audit — both judges wrong —, or, with ``second_opinion = "all"``, "B" on
+    a disagreement), at most :func:`opinion_depth` (an audit whose first two annotators both
+    find the judges wrong gets a third under version-3 plans with ``audit_opinions = 3``).
+    None for a plan without the second-opinion rule (its tasks keep their count)."""
     if not isinstance(params, dict) or params.get("design") != DESIGN_NAME:
         return None
     rule = params.get("second_opinion", "none")
@@ -310,10 +349,21 @@ def required_annotators(params: dict, kind: str, iid: int, first_choice: Optiona
     if bool(doubled(params, [int(iid)])[0]):
         return 2
     if kind == "audit":
-        return 2 if first_choice == "neither" else 1
-    if kind == "disagreement" and rule == "all":
-        return 2 if first_choice == "B" else 1
-    return 1
+        against, depth = "neither", audit_opinions(params)
+    elif kind == "disagreement" and rule == "all":
+        against, depth = "B", 2
+    else:
+        return 1
+    if choices is None:
+        choices = []
+    elif isinstance(choices, str):
+        choices = [choices]
+    need = 1
+    for c in list(choices)[: depth - 1]:
+        if c != against:
+            break
+        need += 1
+    return need
 
 
 AUDIT_FLOOR = 0.25  # share of the mean allocation score every agreement gets (keeps each π_A > 0)
@@ -353,7 +403,8 @@ def allocation_scores(params: dict, index, rows: pd.DataFrame, g: np.ndarray, m:
                                                                                       ASSUMED_BOTH_WRONG)))
         lab = (mean_label > 0.5).astype(np.int64)
         r = prior[row_model, lab]
-        noise = second_opinion_noise(float(params.get("assumed_human_error", ASSUMED_HUMAN_ERROR)), 1 - r)
+        noise = second_opinion_noise(float(params.get("assumed_human_error", ASSUMED_HUMAN_ERROR)), 1 - r,
+                                     audit_opinions(params))
         sigma = np.where(agree, np.sqrt(r * (1 - r) + noise), 1.0)
         mean_label = np.where(agree, lab * (1 - r) + (1 - lab) * r, mean_label)
     grads = index.gradients(mean_label)
@@ -432,7 +483,8 @@ def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_
                    confidence: float = 0.95, p: float = 0.5, margin: float = 0.03, audit_pi: float = DEFAULT_AUDIT,
                    double_fraction: float = DEFAULT_DOUBLE, folds: int = DEFAULT_FOLDS,
                    condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION,
-                   second_opinion: str = DEFAULT_SECOND_OPINION, audit_unit: str = DEFAULT_AUDIT_UNIT) -> dict:
+                   second_opinion: str = DEFAULT_SECOND_OPINION, audit_unit: str = DEFAULT_AUDIT_UNIT,
+                   audit_opinions: int = DEFAULT_AUDIT_OPINIONS) -> dict:
     """The default design's parameters (module docstring) for the given instances."""
     g, m = _labels(instances, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
@@ -444,19 +496,23 @@ def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_
         cluster_pi[str(name)] = min(1.0, n / n_dis) if n_dis else 0.0
     return design_params(cluster_pi, dict(cluster_pi), audit_pi=audit_pi, double_fraction=double_fraction,
                          seed=seed, folds=folds, condition=condition, audit_allocation=audit_allocation,
-                         second_opinion=second_opinion, audit_unit=audit_unit)
+                         second_opinion=second_opinion, audit_unit=audit_unit, audit_opinions=audit_opinions)
 
 
 def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fraction: float, seed: int,
                   folds: int = DEFAULT_FOLDS, condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION,
                   second_opinion: str = DEFAULT_SECOND_OPINION, audit_unit: str = DEFAULT_AUDIT_UNIT,
-                  **extra) -> dict:
+                  audit_opinions: int = DEFAULT_AUDIT_OPINIONS, **extra) -> dict:
     """The JSON-serialisable description of a design (stored with the plan);
     ``audit_allocation``: "neyman" (default), "gradient" or "uniform" (:func:`audit_row_probabilities`);
-    ``second_opinion``: "audit" (default: an audit whose first decision says both judges are wrong
-    gets a second annotator, :func:`second_opinion_reference`) or "none"."""
+    ``second_opinion``: "all" (default: an audit whose first decision says both judges are wrong,
+    and a disagreement decided for judge B, gets a second annotator, :func:`second_opinion_reference`),
+    "audit" (audits only) or "none"; ``audit_opinions``: the most opinions asked on an audit, one
+    after another while each finds both judges wrong (2 or 3, default 3: :func:`required_annotators`)."""
     if second_opinion not in SECOND_OPINIONS:
         raise ValueError(f"second_opinion must be one of {SECOND_OPINIONS}, got {second_opinion!r}")
+    if isinstance(audit_opinions, bool) or audit_opinions not in (2, 3):
+        raise ValueError(f"audit_opinions must be 2 or 3, got {audit_opinions!r}")
     if audit_unit not in AUDIT_UNITS:
         raise ValueError(f"audit_unit must be one of {AUDIT_UNITS}, got {audit_unit!r}")
     if audit_allocation not in ("neyman", "gradient", "uniform"):
@@ -475,7 +531,7 @@ def design_params(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fract
             "cluster_pi0": {str(k): float(v) for k, v in cluster_pi0.items()},
             "audit_pi": ({str(k): float(v) for k, v in audit_pi.items()} if isinstance(audit_pi, dict) else float(audit_pi)),
             "double_fraction": float(double_fraction), "second_opinion": second_opinion, "audit_unit": audit_unit,
-            "folds": int(folds), "seed": int(seed), **extra}
+            "audit_opinions": int(audit_opinions), "folds": int(folds), "seed": int(seed), **extra}
 
 
 def _row_audit_pi(inst: pd.DataFrame, params: dict, g: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -559,7 +615,7 @@ PLANNER_DRAWS = 16
 def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge_b: str, rates: Optional[pd.Series],
                     both_wrong: float, human_error: float, decisions_per_item: float, condition: str | None,
                     seed: int, second_opinion: str = "none", allocation: str = "uniform",
-                    audit_unit: str = "row") -> pd.DataFrame:
+                    audit_unit: str = "row", audit_opinions: int = 2) -> pd.DataFrame:
     """Per model, the three variance coefficients of the planner (see :func:`plan_for_half_width`)."""
     from reform_core.metrics.reform import KS, build_index  # local: the planner is the only user here
 
@@ -615,7 +671,7 @@ def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge
     mean_label = np.nan_to_num((g + m) / 2, nan=0.5)
     r = prior_wrong_rates(mean_label, agree, row_model, nm, both_wrong)[row_model, (mean_label > 0.5).astype(int)]
     score = allocation_scores({"audit_allocation": allocation, "audit_unit": audit_unit, "assumed_both_wrong": both_wrong,
-                               "assumed_human_error": human_error}, index, rows, g, m)
+                               "assumed_human_error": human_error, "audit_opinions": audit_opinions}, index, rows, g, m)
     mean_score = np.bincount(row_model, np.where(agree, score, 0.0), minlength=nm) / np.maximum(
         np.bincount(row_model, agree, minlength=nm), 1)
     weight = np.where(agree & (score > 0), mean_score[row_model] / np.where(score > 0, score, 1.0), 0.0)
@@ -628,7 +684,7 @@ def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge
     v_dis = v_single / max(decisions_per_item, 1.0)
     v_aud = np.full(len(rows), v_dis)
     if second_opinion in ("audit", "all"):
-        v_aud = second_opinion_noise(e, 1 - r)
+        v_aud = second_opinion_noise(e, 1 - r, audit_opinions)
     if second_opinion == "all":
         v_dis = float(second_opinion_noise(e, 0.5))
     c_noise = np.bincount(row_model, np.where(dis, gm ** 2, 0.0), minlength=nm) * v_dis
@@ -658,7 +714,8 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
                         judge_a: str = "label_a", judge_b: str = "label_b", rates: Optional[pd.Series] = None,
                         both_wrong: float = ASSUMED_BOTH_WRONG, human_error: float = ASSUMED_HUMAN_ERROR,
                         double_fraction: float = DEFAULT_DOUBLE, folds: int = DEFAULT_FOLDS,
-                        condition: str = "main", second_opinion: str = DEFAULT_SECOND_OPINION) -> tuple[dict, pd.DataFrame]:
+                        condition: str = "main", second_opinion: str = DEFAULT_SECOND_OPINION,
+                        audit_opinions: int = DEFAULT_AUDIT_OPINIONS) -> tuple[dict, pd.DataFrame]:
     """Size the default design for a wanted measurement half-width (percentage points).
 
     Per model, the planner predicts the measurement variance of ``metric`` (``tcpr`` or
@@ -670,9 +727,10 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     ``both_wrong`` of the agreements, adjudicators erring at ``human_error`` — an item's decision
     noise that of one decision (less where doubled), or under the second-opinion rule
     (``second_opinion``) nearly that of two for about one decision (:func:`second_opinion_noise`).
-    The expected decisions count doubled items twice and add the second opinions the rule is
+    The expected decisions count doubled items twice and add the opinions the rule is
     expected to ask for (an audit whose first decision finds both judges wrong: ``human_error +
-    both_wrong``; under ``"all"`` half the disagreements). It then picks, on a grid of ``π_A``, the
+    both_wrong``, a third where the second does too: ``human_error² + both_wrong``; under
+    ``"all"`` half the disagreements). It then picks, on a grid of ``π_A``, the
     smallest ``π_c`` with ``1.96 √V ≤ half_width`` and keeps the pair of least expected
     decisions. The audit term follows the plan's own allocation (:func:`allocation_scores`: both
     judges wrong at the planning rate of each row's agreed label, :func:`prior_wrong_rates`), with
@@ -694,10 +752,13 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     d = float(double_fraction)
     parts = _variance_parts(instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=both_wrong,
                             human_error=human_error, decisions_per_item=1.0 + d, condition=condition, seed=seed,
-                            second_opinion=second_opinion, allocation=DEFAULT_ALLOCATION, audit_unit=DEFAULT_AUDIT_UNIT)
+                            second_opinion=second_opinion, allocation=DEFAULT_ALLOCATION, audit_unit=DEFAULT_AUDIT_UNIT,
+                            audit_opinions=audit_opinions)
     # expected decisions per item: doubled ones two, others one plus a second opinion where the rule asks
-    # (an audit when its first decision finds both judges wrong, a disagreement decided for judge B)
-    k_aud = 1.0 + d + (1 - d) * (human_error + both_wrong if second_opinion in ("audit", "all") else 0.0)
+    # (an audit when its first decision finds both judges wrong, and a third where the second does too;
+    # a disagreement decided for judge B)
+    extra_aud = human_error + both_wrong + (human_error ** 2 + both_wrong if audit_opinions >= 3 else 0.0)
+    k_aud = 1.0 + d + (1 - d) * (extra_aud if second_opinion in ("audit", "all") else 0.0)
     k_dis = 1.0 + d + (1 - d) * (0.5 if second_opinion == "all" else 0.0)
     target_v = (half_width / 1.96) ** 2
     rows, cluster_pi, audit_pi_m = [], {}, {}
@@ -724,5 +785,5 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     table = pd.DataFrame(rows)
     params = design_params(cluster_pi, dict(cluster_pi), audit_pi=audit_pi_m, double_fraction=double_fraction, seed=seed,
                            folds=folds, condition=condition, second_opinion=second_opinion,
-                           target={"metric": metric, "half_width": float(half_width)})
+                           audit_opinions=audit_opinions, target={"metric": metric, "half_width": float(half_width)})
     return params, table

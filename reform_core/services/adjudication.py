@@ -50,6 +50,7 @@ PLAN_ACTION = "plan_sampling"  # lead only (no role but "lead" lists it)
 SUMMARY_ACTION = "view_scores"
 ADJUDICATE_ACTION = "adjudicate"
 DEFAULT_LEASE_SECONDS = 600
+MAX_OPINIONS = 3  # the most decisions a plan's second-opinion rule asks of a task (design.required_annotators)
 
 
 class AdjudicationRefused(ValueError):
@@ -489,7 +490,10 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
                                           judgment_a_id=judgments["A"][0], judgment_b_id=judgments["B"][0])
         before, decided = decided, decided + 1  # the user had no current decision (checked under the task's lock)
         if before == 0:  # the first opinion: the plan's rule may ask for a second one
-            t = _second_opinion(conn, t, side)
+            t = _second_opinion(conn, t, [side])
+        elif side == "neither" and t["kind"] == "audit" and before < MAX_OPINIONS:
+            # another finding of both judges wrong: the rule may ask for a third opinion
+            t = _second_opinion(conn, t, repo.choices(conn, task_id=task_id))
         done = decided >= t["required"]
         repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
                           status_after="done" if done else t["status"], annotator=(user.user_id, ""), decisions=1,
@@ -504,16 +508,17 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
                     label=label, task_done=done)
 
 
-def _second_opinion(conn, t: dict, first_choice: Optional[str]) -> dict:
+def _second_opinion(conn, t: dict, choices: list) -> dict:
     """The locked task ``t`` with the number of annotators its plan's second-opinion rule asks
-    for, given its first decision (:func:`reform_core.estimators.design.required_annotators`):
+    for, given its current decisions' choices in order (:func:`reform_core.estimators.design.required_annotators`):
     an audit whose first annotator says both judges are wrong (or, under ``second_opinion =
     "all"``, a disagreement decided for judge B) goes back to the queue for a second, different
-    annotator. The task row and the plan's "needed" counter change in the caller's transaction."""
+    annotator, and an audit whose first two both say so for a third (``audit_opinions = 3``). The
+    task row and the plan's "needed" counter change in the caller's transaction."""
     from reform_core.estimators.design import required_annotators  # only plans of the default design need it
 
     params = repo.plan_params(conn, plan_id=t["plan_id"])
-    need = required_annotators(params, t["kind"], int(instance_id(t["response_id"], t["constraint_id"])), first_choice)
+    need = required_annotators(params, t["kind"], int(instance_id(t["response_id"], t["constraint_id"])), choices)
     if need is None or need == int(t["required"]):
         return t
     repo.update_task(conn, task_id=t["id"], required=need)
@@ -581,8 +586,8 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
                                  note="undo", seconds=0.0, supersedes_id=last["id"])
         decided = repo.count_decided(conn, task_id=t["id"])  # one fewer than before: this user's decision is gone
         before = decided + 1
-        if decided == 0:  # the first opinion withdrawn: a second opinion it asked for is no longer needed
-            t = _second_opinion(conn, t, None)
+        if decided < MAX_OPINIONS:  # an opinion withdrawn: one it asked for may no longer be needed
+            t = _second_opinion(conn, t, repo.choices(conn, task_id=t["id"]) if decided else [])
         repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
                           status_after="done" if decided >= t["required"] else "claimed",
                           annotator=(user.user_id, ""), decisions=-1, seconds=-float(mine["seconds"]))

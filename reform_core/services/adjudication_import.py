@@ -226,7 +226,7 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
         decided = current.decided(task.id)
         required0 = task.required
         need = _second_opinion(conn, task, params_of[task.plan_id])
-        if need is not None and need > task.required:  # the first opinion asks for a second (design rule)
+        if need is not None and need > task.required:  # the opinions so far ask for another (design rule)
             repo.update_task(conn, task_id=task.id, required=need)
             stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])[1] += need - task.required
             task.required = need
@@ -254,15 +254,15 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
 
 def _second_opinion(conn: Connection, task: _Task, params: dict) -> Optional[int]:
     """Annotators the plan's second-opinion rule asks of the task after the import
-    (:func:`reform_core.estimators.design.required_annotators` on its first decision); None
-    for plans without the rule."""
+    (:func:`reform_core.estimators.design.required_annotators` on its decisions so far, in the
+    order they were made); None for plans without the rule."""
     if not isinstance(params, dict) or not params.get("second_opinion"):
         return None
     from reform_core.estimators.design import required_annotators
     from reform_core.services.instances import instance_id
 
     return required_annotators(params, task.kind, int(instance_id(task.response_id, task.constraint_id)),
-                               repo.first_choice(conn, task_id=task.id))
+                               repo.choices(conn, task_id=task.id))
 
 
 def _load_tasks(conn: Connection, plan_ids: list[int]) -> dict[tuple, _Task]:

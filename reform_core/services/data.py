@@ -88,7 +88,7 @@ def _demo_decisions(engine: Engine) -> None:
     demo's ground truth (on a disagreement the judge the bundle did not make err; on an
     agreement the agreed label, both demo judges being right there) and err at the rates of
     :data:`DEMO_ANNOTATORS` (hash-seeded: the demo is the same on every load). A task gets the
-    decisions its plan asks for: two where doubled, and a second opinion where the first goes
+    decisions its plan asks for: two where doubled, and another opinion while those so far go
     against the plan's reference (:func:`reform_core.estimators.design.required_annotators`).
     Written through the ordinary ``import`` path (``adjudications.jsonl``)."""
     import tempfile
@@ -120,7 +120,7 @@ def _demo_decisions(engine: Engine) -> None:
         else:
             truth = m if _u("which", *unit) < 0.5 else g  # the bundle's erring judge (build.py)
         first = int(_u("demo-annotator", *unit) * len(names))
-        need, k = int(t.required), 0
+        need, k, said_so_far = int(t.required), 0, []
         while k < need:
             who = names[(first + k) % len(names)]
             said = 1 - truth if _u("demo-error", who, *unit) < DEMO_ANNOTATORS[who] else truth
@@ -128,9 +128,9 @@ def _demo_decisions(engine: Engine) -> None:
                 choice, note = ("A", "") if said == g else ("neither", "Both judges are wrong here.")
             else:
                 choice, note = ("A" if said == g else "B"), ""
-            if k == 0:
-                need = required_annotators(params, t.kind, int(instance_id(t.response_id, t.constraint_id)),
-                                           choice) or need
+            said_so_far.append(choice)
+            need = required_annotators(params, t.kind, int(instance_id(t.response_id, t.constraint_id)),
+                                       said_so_far) or need
             k += 1
             lines.append({"judge_a": DEMO_PAIR[0], "judge_b": DEMO_PAIR[1], "model": r["model"],
                           "instruction": r["instruction"], "position": int(r["position"]), "choice": choice,

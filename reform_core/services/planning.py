@@ -15,7 +15,7 @@ Sizes (per evaluated model):
   together, by Neyman allocation (agreed fails, the likelier wrong, far more often); 10 % of
   the items double-adjudicated from the start and a second opinion asked wherever a first
   decision goes against the plan's reference (both judges wrong on an audit, judge B on a
-  disagreement); the plan's precision target is then ±``100·margin`` pp on TCPR;
+  disagreement), a third on an audit whose first two decisions both find the judges wrong; the plan's precision target is then ±``100·margin`` pp on TCPR;
 * ``target_half_width`` — ``design.plan_for_half_width``: the cheapest (π, π_A) whose
   predicted measurement half-width of ``metric`` (tcpr | emcr) is within the target.
 

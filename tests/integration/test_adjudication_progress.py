@@ -199,3 +199,57 @@ def test_a_first_decision_against_the_reference_asks_a_second_annotator(project)
             S.skip(eng, u["ann2"], item.task_id)
     assert not pending
     assert_counters_match(eng, plan)
+
+
+def test_an_audit_whose_first_two_annotators_find_the_judges_wrong_asks_a_third(project):
+    """Default design (``audit_opinions = 3``): an audit decided "neither" by its first and by
+    its second annotator goes back to the queue for a third (required 2 → 3 in the second
+    decision's transaction); undoing that second opinion takes the request back (3 → 2); the
+    third annotator's decision closes the task. The counters equal a recount throughout."""
+    from reform_core.services.planning import create_cluster_plan
+
+    eng, u = project
+    plan = create_cluster_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0).plan_id
+
+    def required(task_id: int) -> int:
+        with eng.connect() as conn:
+            return int(conn.execute(text("SELECT required FROM adjudication_task WHERE id = :t"), {"t": task_id}).scalar())
+
+    with eng.connect() as conn:
+        tasks = repo.plan_tasks(conn, plan_id=plan).set_index("id")
+    audit = None
+    for _ in range(len(tasks)):
+        item = S.claim_next(eng, u["ann1"], plan)
+        if tasks.loc[item.task_id, "kind"] == "audit":
+            audit = item
+            break
+        S.skip(eng, u["ann1"], item.task_id)
+    assert audit is not None
+    note = "both judges are wrong"
+    assert not S.decide(eng, u["ann1"], audit.task_id, "neither", note=note, seconds=5.0, shown=audit.shown).task_done
+    assert required(audit.task_id) == 2
+
+    def take(who: str):
+        for _ in range(2 * len(tasks)):
+            got = S.claim_next(eng, u[who], plan)
+            if got.task_id == audit.task_id:
+                return got
+            S.skip(eng, u[who], got.task_id)
+        raise AssertionError(f"{who} never received the audit")
+
+    second = take("ann2")
+    assert not S.decide(eng, u["ann2"], second.task_id, "neither", note=note, seconds=5.0, shown=second.shown).task_done
+    assert required(audit.task_id) == 3
+    assert_counters_match(eng, plan)
+    assert S.undo_last(eng, u["ann2"], plan).task_id == audit.task_id  # the request is taken back
+    assert required(audit.task_id) == 2
+    assert_counters_match(eng, plan)
+    again = S.claim_next(eng, u["ann2"], plan)
+    assert again.task_id == audit.task_id
+    assert not S.decide(eng, u["ann2"], again.task_id, "neither", note=note, seconds=6.0, shown=again.shown).task_done
+    assert required(audit.task_id) == 3
+    third = take("ann3")
+    shown_a = "A" if tasks.loc[audit.task_id, "a_left"] == "A" else "B"
+    assert S.decide(eng, u["ann3"], third.task_id, shown_a, seconds=4.0, shown=third.shown).task_done
+    assert required(audit.task_id) == 3
+    assert_counters_match(eng, plan)

@@ -88,12 +88,13 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
     """plan (no options) → question-cluster design with audits by target, 10 % doubled items
     and second opinions; tasks → import (outside annotators, 'neither' on three audits) → the
     first opinions that go against the reference come back as tasks needing one more
-    annotator → tasks → import → score --json --intervals: estimator cluster, both intervals per
-    model, both-wrong rate with interval, annotators, verdict; status --json lists the plan."""
+    annotator → tasks → import → the audits whose second annotator says "neither" too come back
+    for a third → tasks → import → score --json --intervals: estimator cluster, both intervals
+    per model, both-wrong rate with interval, annotators, verdict; status --json lists the plan."""
     eng, db, truth, labels = simulated
     made = _cli("plan", "--db", db, "--judges", PAIR, "--seed", "3", "--json")
     assert made["design"] == "question-cluster" and made["double_fraction"] == 0.1
-    assert made["second_opinion"] == "all" and made["audit_unit"] == "target"
+    assert made["second_opinion"] == "all" and made["audit_unit"] == "target" and made["audit_opinions"] == 3
     assert made["target"] == {"metric": "tcpr", "half_width": 3.0, "source": "Cochran margin"}
     for m, d in made["models"].items():
         assert d["disagreement_tasks"] <= d["disagreements"] and d["audit_tasks"] > 0, (m, d)
@@ -126,12 +127,24 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
     assert plan == {"name": made["plan"], "judge_a": "judge_a", "judge_b": "judge_b", "tasks": made["tasks"],
                     "done": made["tasks"] - len(against)}
     mid = _cli("score", "--db", db, "--json")
-    assert any("await a second opinion" in n for n in mid["notes"])
+    assert any("await another opinion" in n for n in mid["notes"])
     second = tmp_path / "second.jsonl"
     _cli("tasks", "--db", db, "--plan", made["plan"], "--out", str(second))
     again = [json.loads(x) for x in second.read_text(encoding="utf-8").splitlines()]
     assert {key(x) for x in again} == against and {x["required"] for x in again} == {1}
     _import(db, tmp_path / "second-opinions", _decisions(again, truth, wrong_audit=forced, annotators=("ext2",)), main)
+    # third opinions: the audits whose second annotator found both judges wrong too (ext2 reports
+    # the same as ext1 here); a disagreement asks two opinions at most
+    double_neither = {key(x) for x in again if x["kind"] == "audit"}
+    assert double_neither >= {k for k in forced if k in against}
+    status = _cli("status", "--db", db, "--json")
+    plan = next(p for p in status["plans"] if p["name"] == made["plan"])
+    assert plan["done"] == made["tasks"] - len(double_neither)
+    third = tmp_path / "third.jsonl"
+    _cli("tasks", "--db", db, "--plan", made["plan"], "--out", str(third))
+    thirds = [json.loads(x) for x in third.read_text(encoding="utf-8").splitlines()]
+    assert {key(x) for x in thirds} == double_neither and {x["required"] for x in thirds} == {1}
+    _import(db, tmp_path / "third-opinions", _decisions(thirds, truth, wrong_audit=forced, annotators=("ext3",)), main)
     status = _cli("status", "--db", db, "--json")
     plan = next(p for p in status["plans"] if p["name"] == made["plan"])
     assert plan["done"] == made["tasks"]
@@ -152,7 +165,7 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
         assert bw["audited"] > 0 and bw["interval"][0] <= bw["rate"] <= bw["interval"][1]
         assert m in wrong_models
     assert all(got["models"][m]["both_wrong"]["rate"] > 0 for m, _, _ in forced)
-    assert {a["annotator"] for a in got["annotators"]} == {"ext1", "ext2"}
+    assert {a["annotator"] for a in got["annotators"]} == {"ext1", "ext2", "ext3"}
     assert all(a["double_items"] > 0 and 0 < a["accuracy"] <= 100 for a in got["annotators"])
     assert set(got["verdict"]) >= {"metric", "half_width", "reached", "models", "message"}
     # the paper's rules keep their names and get both intervals too

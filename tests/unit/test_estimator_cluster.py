@@ -453,6 +453,109 @@ def test_the_second_opinion_rule_of_a_plan():
     assert np.isnan(design.second_opinion_reference(both, [1], ["audit"], [1.0])).all()
 
 
+def test_third_opinion_estimates_are_exactly_unbiased_with_random_later_annotators():
+    """Depth 3 (an audit's third opinion), enumerated literally: a second annotator only when
+    the first decision differs from the reference, a third only when the second does too,
+    each later annotator drawn among those not yet on the item in proportion to the pool's
+    decisions. E[ỹ | y] = y exactly for every first annotator, reference, prior and truth."""
+    rates = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97, "d": 0.9})
+    spec = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8, "d": 0.7})
+    model = ae.ErrorModel(rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
+                          pd.Series(dtype=int))
+    others = pd.DataFrame({"iid": np.arange(100, 110), "annotator": list("abbcccdddd"), "h": 1})
+    pool = others["annotator"].value_counts()
+    refs = pd.Series(1.0, index=others["iid"])
+    p_h = lambda a, h, y: (rates[a] if h else 1 - rates[a]) if y else (1 - spec[a] if h else spec[a])  # noqa: E731
+
+    def paths(first, ref):
+        for h1 in (0, 1):
+            if h1 == ref:
+                yield [(first, h1)]
+                continue
+            for a2 in pool.index.drop(first):
+                for h2 in (0, 1):
+                    if h2 == ref:
+                        yield [(first, h1), (a2, h2)]
+                        continue
+                    for a3 in pool.index.drop([first, a2]):
+                        for h3 in (0, 1):
+                            yield [(first, h1), (a2, h2), (a3, h3)]
+
+    for first in "abcd":
+        for ref in (0.0, 1.0):
+            for prior in (0.05, 0.5, 0.97):
+                for y in (0, 1):
+                    mean = 0.0
+                    for path in paths(first, ref):
+                        p, on = p_h(first, path[0][1], y), [first]
+                        for a, h in path[1:]:
+                            free = pool.drop(on)
+                            p *= free[a] / free.sum() * p_h(a, h, y)
+                            on.append(a)
+                        d = pd.concat([pd.DataFrame({"iid": 1, "annotator": [a for a, _ in path],
+                                                     "h": [h for _, h in path]}), others], ignore_index=True)
+                        f = ae.item_estimates(d, model, pd.Series({1: prior}),
+                                              reference=pd.concat([pd.Series({1: ref}), refs]),
+                                              depth=pd.Series({1: 3}))
+                        mean += p * f.loc[1, "y_tilde"]
+                    assert mean == pytest.approx(y, abs=1e-9), (first, ref, prior, y)
+
+
+def test_the_third_opinion_rule_reduces_to_the_fixed_formula_with_equal_annotators():
+    """With every annotator at one error rate the depth-3 estimate depends on the leaf only:
+    its values and noise equal the closed form of design.second_opinion_noise (normal
+    equations over the four leaves), checked here against a literal sum over the leaves."""
+    e, rho = 0.1, 0.99
+    model = ae.ErrorModel(pd.Series(1 - e, index=list("abc")), pd.Series(1 - e, index=list("abc")), (1 - e, 1 - e),
+                          pd.Series(dtype=float), True, pd.Series(dtype=int), pd.Series(dtype=int))
+    leaves = [[1.0], [0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]  # reference 1: decisions until one says 1
+    vals = []
+    for k, hs in enumerate(leaves):
+        d = pd.DataFrame({"iid": 1, "annotator": list("abc")[: len(hs)], "h": hs})
+        d = pd.concat([d, pd.DataFrame({"iid": [5, 6, 7], "annotator": list("abc"), "h": 1.0})], ignore_index=True)
+        got = ae.item_estimates(d, model, pd.Series({1: rho}), reference=pd.Series({1: 1.0, 5: 1.0, 6: 1.0, 7: 1.0}),
+                                depth=pd.Series({1: 3}))
+        vals.append(got.loc[1, "y_tilde"])
+        assert got.loc[1, "n"] == len(hs)
+    # leaf probabilities given the truth, written out
+    p1 = np.array([1 - e, e * (1 - e), e * e * (1 - e), e ** 3])
+    p0 = np.array([e, (1 - e) * e, (1 - e) ** 2 * e, (1 - e) ** 3])
+    f = np.array(vals)
+    assert p1 @ f == pytest.approx(1.0) and p0 @ f == pytest.approx(0.0)  # unbiased
+    noise = rho * (p1 @ f ** 2 - 1) + (1 - rho) * (p0 @ f ** 2)
+    assert design.second_opinion_noise(e, np.array([rho]), 3)[0] == pytest.approx(noise)
+    # the third opinion cuts the noise of an audit that confirms the judges, for few decisions
+    assert design.second_opinion_noise(e, np.array([rho]), 3)[0] < 0.35 * design.second_opinion_noise(e, np.array([rho]))[0]
+
+
+def test_an_item_owed_its_third_opinion_is_pending():
+    d = pd.DataFrame({"iid": [1, 1, 2, 2, 3, 3, 3, 4, 4],
+                      "annotator": ["a", "b", "a", "b", "a", "b", "c", "a", "b"],
+                      "h": [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0]})
+    ref = pd.Series({1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0})
+    done, pending = ae.second_opinion_items(d, ref, depth=pd.Series({1: 3, 2: 3, 3: 3, 4: 2}))
+    assert sorted(done) == [2, 3, 4] and list(pending) == [1]  # 4 asks two at most
+    with pytest.raises(ValueError, match="await"):
+        ae.item_estimates(d, ae.perfect(["a", "b", "c"]), pd.Series(dtype=float), reference=ref,
+                          depth=pd.Series({1: 3, 2: 3, 3: 3, 4: 2}))
+
+
+def test_the_third_opinion_rule_of_a_plan():
+    prm = design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, second_opinion="all")
+    assert prm["audit_opinions"] == 3
+    assert design.required_annotators(prm, "audit", 7, ["neither", "neither"]) == 3
+    assert design.required_annotators(prm, "audit", 7, ["neither", "A"]) == 2
+    assert design.required_annotators(prm, "audit", 7, ["neither", "neither", "neither"]) == 3  # three at most
+    assert design.required_annotators(prm, "audit", 7, []) == 1
+    assert design.required_annotators(prm, "disagreement", 7, ["B", "B"]) == 2  # two at most on a disagreement
+    older = {k: v for k, v in prm.items() if k != "audit_opinions"}  # plans made before the key: two at most
+    assert design.required_annotators(older, "audit", 7, ["neither", "neither"]) == 2
+    assert list(design.opinion_depth(prm, ["audit", "disagreement"])) == [3, 2]
+    assert list(design.opinion_depth(older, ["audit"])) == [2]
+    with pytest.raises(ValueError, match="audit_opinions"):
+        design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, audit_opinions=4)
+
+
 def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_prediction():
     """Hand-computed: direct 4, 0, 2 with exposures 1, 1, 2 pool to ρ = 6 / 4 = 1.5, so the
     models get (4 + 1.5)/2, (0 + 1.5)/2 and (2 + 3)/2."""

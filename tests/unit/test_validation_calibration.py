@@ -83,6 +83,34 @@ def test_simulated_annotators_are_distinct_per_task_and_err_at_the_given_rate():
     assert lo <= 0.2 <= hi
 
 
+def test_simulated_opinions_follow_the_plans_rule_to_a_third():
+    """Under the rule every audit of the default plan gets a second decision exactly when its
+    first differs from the reference and a third exactly when the second does too, each from
+    an annotator not yet on the item."""
+    sim = simulate(3, "small")
+    inst = sim.instances()
+    params = design.default_params(inst, seed=3, judge_a="label_judge_a", judge_b="label_judge_b", double_fraction=0.0)
+    tasks = design.draw(inst, params, judge_a="label_judge_a", judge_b="label_judge_b")
+    agreed = inst.set_index("iid")["label_judge_a"].reindex(tasks["iid"]).to_numpy(dtype=float)
+    ref = pd.Series(design.second_opinion_reference(params, tasks["iid"], tasks["kind"], agreed), index=tasks["iid"])
+    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=tasks["iid"])
+    truth = inst.set_index("iid")["truth"].astype(float)
+    dec = simulated_decisions(truth, tasks, 0.3, np.random.default_rng(1), reference=ref, depth=depth)
+    assert (dec.groupby("iid")["annotator"].nunique() == dec.groupby("iid").size()).all()
+    kinds = tasks.set_index("iid")["kind"]
+    seen = {1: 0, 2: 0, 3: 0}
+    for iid, hs in dec.groupby("iid", sort=False)["h"]:
+        hs = list(hs)
+        r, most = ref[iid], depth[iid]
+        expect = next((k + 1 for k, h in enumerate(hs) if h == r), len(hs))
+        assert len(hs) == min(expect, most) and (len(hs) == most or hs[-1] == r), (iid, hs, r)
+        assert all(h != r for h in hs[:-1])
+        if len(hs) == 3:
+            assert kinds[iid] == "audit"
+        seen[len(hs)] += 1
+    assert seen[2] > 0 and seen[3] > 0  # at 30 % error both happen
+
+
 def _frame(truth, estimate, low, high):
     n = len(truth)
     return pd.DataFrame({
