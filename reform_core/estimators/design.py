@@ -34,8 +34,8 @@ unit of SPEC §3 lies inside one). The design is a stratified two-stage sample:
    ``e`` = 10 %) are as frequent as real double errors, and the audit's decision noise
    (:func:`second_opinion_noise`: 0.0177 per audit at ``e`` = 0.1 and 1 % wrong) outweighs
    the errors it measures (0.0099); a third opinion cuts it to 0.0054 for 1.6 % more audit
-   decisions (measured on the simulator at 10 % adjudicator error: R3's measurement
-   interval 13.8 → 9.0 pp wide, bench/RESULTS.md). Each step of the rule depends only on the
+   decisions (measured on the simulator at 10 % adjudicator error, 100 paper-scale
+   replicates: R3's measurement interval 12.45 → 9.18 pp wide, bench/RESULTS.md). Each step of the rule depends only on the
    decisions before it, so the stopping is ignorable for the error model's likelihood and
    the item estimates are unbiased over the rule's outcomes.
 
