@@ -49,7 +49,7 @@ def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_d
     lead = local_principal(eng)
     with eng.connect() as conn:
         plan = conn.execute(text("SELECT id FROM sample_plan WHERE name = :n"), {"n": DEMO_PLAN}).scalar()
-    for k in range(6):
+    for k in range(20):
         item = S.claim_next(eng, lead, plan)
         S.decide(eng, lead, item.task_id, "AB"[k % 2], seconds=1)
     expected = scoring.score(eng, lead).tables["table2"].set_index("model")

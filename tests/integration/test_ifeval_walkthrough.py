@@ -147,8 +147,8 @@ def test_ifeval_walkthrough(tmp_path, servers):
     items = p["disagreement_tasks"] + p["audit_tasks"]
     assert p["audit_tasks"] > 0 and items <= p["decisions_needed"] < 2 * items
     # ann1 decides every item it can; ann2 what the plan still needs: items doubled from the start and the
-    # second opinions ann1's decisions asked for
-    planned = _adjudicate(url, "llm", truth, annotators=("ann1", "ann2"))
+    # second opinions ann1's decisions asked for; ann3 the third opinions of audits both found wrong
+    planned = _adjudicate(url, "llm", truth, annotators=("ann1", "ann2", "ann3"))
     assert planned > p["decisions_needed"]  # the judges err: some first decisions asked for a second opinion
     llm = json.loads(_cli("score", "--db", url, "--json", "--intervals", "--reps", "200").stdout)
     m = llm["models"]["gpt4"]
@@ -159,7 +159,7 @@ def test_ifeval_walkthrough(tmp_path, servers):
             assert lo < hi and lo <= m[metric] <= hi, (metric, kind, lo, hi, m[metric])
     assert m["intervals"]["measurement"]["emcr"] is None  # IFEval has no baseline: no EMCR, no interval
     assert m["both_wrong"]["audited"] == p["audit_tasks"]
-    assert {a["annotator"] for a in llm["annotators"]} == {"ann1", "ann2"}
+    assert {a["annotator"] for a in llm["annotators"]} == {"ann1", "ann2", "ann3"}
     assert m["emcr"] is None and "emcr" not in llm["metrics"]
     assert m["prompt_level"] == m["tcpr"] and m["instruction_level"] == m["constraint_level"]
     # no baseline data: every target (key, instruction id) of an answered prompt has unknown opposition
