@@ -52,7 +52,7 @@ def test_no_test_reads_shared_data_or_rewrites_the_tracked_report():
     """Issue 14: tests read the vendored IFEval copy, never the shared folder beside the
     checkout or an absolute path, and never rewrite ``reports/ifeval_disagreements.md``."""
     tests = Path(__file__).resolve().parents[1]
-    needles = ["/work/" + "shared", '"shared" / ' + '"data"', '"reports" / ' + '"ifeval']
+    needles = ["/".join(["", "work", "shared"]), '"shared" / ' + '"data"', '"reports" / ' + '"ifeval']
     for path in tests.rglob("*.py"):
         src = path.read_text(encoding="utf-8")
         for needle in needles:
