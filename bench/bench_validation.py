@@ -9,7 +9,7 @@ Scenarios. ``one-factor`` (default): a base scenario — adjudicators err 5 %, j
 together on 1 % of the instances, correlated truths — and one-factor variations of it:
 adjudicator error 0 % and 10 %, judges never wrong together, independent truths
 (5 scenarios, every level of every factor appears). ``full``: the 3 × 2 × 2 factorial.
-Replicate r of every scenario uses simulator seed r (common random numbers): scenarios
+Replicate r of every scenario uses simulator seed ``--first-seed`` + r (common random numbers): scenarios
 that differ only in the adjudicator error share the simulated project and the plan and
 differ in the decisions (separate random streams).
 
@@ -56,7 +56,7 @@ BASE = (0.05, 0.01, True)
 LABELS = {"cluster": "default (question-cluster)", "stratified": "SPEC §4 stratified", "pooled": "pooled",
           "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
-REVISION = "v5-third-opinion-composite-max"  # estimator revision in the cache key (raw results of another revision are not mixed in)
+REVISION = "v6-audit-gvf-by-label"  # estimator revision in the cache key (raw results of another revision are not mixed in)
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 
 
@@ -222,6 +222,8 @@ def elsewhere_section(reps_by: dict[str, pd.DataFrame]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicates", type=int, default=100)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="replicates use simulator seeds FIRST+1 … FIRST+REPLICATES (a fresh set: seeds no tuning saw)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--error-boot", type=int, default=3)
@@ -244,7 +246,7 @@ def main() -> None:
     jobs = []
     for r in range(max(args.replicates, args.elsewhere)):  # interleaved: every scenario advances together
         if r < args.replicates:
-            jobs += [(r + 1, tuple(g), args.n_boot, args.error_boot, tag, deadline) for g in groups.values()]
+            jobs += [(args.first_seed + r + 1, tuple(g), args.n_boot, args.error_boot, tag, deadline) for g in groups.values()]
         if r < args.elsewhere:
             jobs.append(("elsewhere", r + 1, args.error_boot, tag, deadline))
     t0 = time.perf_counter()
@@ -259,7 +261,7 @@ def main() -> None:
     minutes = (time.perf_counter() - t0) / 60
     all_reps = {}
     for sc in grid:
-        paths = [raw_path(tag, sc, r + 1) for r in range(args.replicates)]
+        paths = [raw_path(tag, sc, args.first_seed + r + 1) for r in range(args.replicates)]
         have = [p for p in paths if p.exists()]
         if have:
             all_reps[scenario_name(*sc)] = pd.concat([pd.read_csv(p) for p in have], ignore_index=True)
@@ -274,7 +276,8 @@ def main() -> None:
     lines = ["## Estimator validation on the simulator (bench/bench_validation.py)", "",
              f"- {machine_line()} Wall time of this invocation {minutes:.0f} min (replicates cached across invocations).",
              f"- Command: `python bench/bench_validation.py --jobs 2 --design {args.design} --replicates "
-             f"{args.replicates} --n-boot {args.n_boot} --error-boot {args.error_boot}`.",
+             f"{args.replicates} --first-seed {args.first_seed} --n-boot {args.n_boot} --error-boot {args.error_boot}`; "
+             f"simulator seeds {args.first_seed + 1}–{args.first_seed + args.replicates}.",
              f"- Design: **{args.design}**" + (" (base scenario err05_both1_corr plus one-factor variations: adjudicator "
                                                "error 0 % / 10 %, judges never wrong together, independent truths)"
                                                if args.design == "one-factor" else " (full 3 × 2 × 2 factorial)")

@@ -229,6 +229,32 @@ def second_opinion_items(decisions: pd.DataFrame, reference: pd.Series | None, *
     return items[~pending], items[pending]
 
 
+def rule_leaves(q) -> np.ndarray:
+    """Probabilities of the second-opinion rule's outcomes ("leaves", on a new last axis):
+    stopped by a decision equal to the reference at the k-th decision (k = 1..D), or every one
+    of the D decisions against it. ``q``: per decision position (D of them), the probability
+    that that decision equals the reference (arrays of one shape, or scalars)."""
+    out, run = [], 1.0
+    for qi in q:
+        out.append(run * qi)
+        run = run * (1 - qi)
+    return np.stack(out + [run], -1)
+
+
+def unbiased_values(p1: np.ndarray, p0: np.ndarray, rho) -> tuple[np.ndarray, np.ndarray]:
+    """The least-variance unbiased estimate of a 0/1 truth on each outcome (last axis):
+    ``p1`` / ``p0`` the outcomes' probabilities given y = 1 / 0, ``rho`` the prior P(y = 1)
+    (broadcast against ``p1`` with the outcome axis kept). Minimising the prior-weighted
+    variance ``Σ_o w_o f_o²`` (``w = ρ p1 + (1 − ρ) p0``) subject to ``Σ p1 f = 1`` and
+    ``Σ p0 f = 0`` gives ``f = (λ₁ p1 + λ₀ p0)/w`` with the 2 × 2 normal equations
+    ``[m11 m10; m10 m00] λ = (1, 0)``, ``m_ab = Σ p_a p_b / w``. Returns ``(f, w)``."""
+    w = np.maximum(rho * p1 + (1 - rho) * p0, 1e-300)
+    m11, m10, m00 = (p1 * p1 / w).sum(-1), (p1 * p0 / w).sum(-1), (p0 * p0 / w).sum(-1)
+    det = m11 * m00 - m10 * m10
+    f = ((m00 / det)[..., None] * p1 - (m10 / det)[..., None] * p0) / w
+    return f, w
+
+
 class _Sequential:
     """Items under the second-opinion rule (complete items only): what :class:`ItemLayout`
     keeps of their decisions, and their estimates under a model.
@@ -361,19 +387,9 @@ class _Sequential:
             return (np.broadcast_to(np.where(rr == 1, a, 1 - a), shape),
                     np.broadcast_to(np.where(rr == 1, 1 - b, b), shape))
 
-        p1, p0 = [], []
-        run1, run0 = np.ones(shape), np.ones(shape)
-        for i in range(depth):
-            q1, q0 = at_position(i)
-            p1.append(run1 * q1)
-            p0.append(run0 * q0)
-            run1, run0 = run1 * (1 - q1), run0 * (1 - q0)
-        p1, p0 = np.stack(p1 + [run1], -1), np.stack(p0 + [run0], -1)  # (n, C, …, C, leaves)
-        rl = rho.reshape((-1,) + (1,) * (k_axes + 1))
-        w = np.maximum(rl * p1 + (1 - rl) * p0, 1e-300)
-        m11, m10, m00 = (p1 * p1 / w).sum(-1), (p1 * p0 / w).sum(-1), (p0 * p0 / w).sum(-1)
-        det = m11 * m00 - m10 * m10
-        f = ((m00 / det)[..., None] * p1 - (m10 / det)[..., None] * p0) / w
+        qs = [at_position(i) for i in range(depth)]
+        p1, p0 = rule_leaves([q[0] for q in qs]), rule_leaves([q[1] for q in qs])  # (n, C, …, C, leaves)
+        f, _ = unbiased_values(p1, p0, rho.reshape((-1,) + (1,) * (k_axes + 1)))
         # each leaf's value averaged over the positions it does not reveal (leaf k reveals positions
         # 2..k+1, the last leaf all of them), broadcast back over those positions
         fbar = np.empty_like(f)
@@ -427,12 +443,7 @@ class _Fixed:
             pats = ((np.arange(2 ** kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (P, kk)
             p1 = np.prod(np.where(pats[None] == 1, A[:, None, :], 1 - A[:, None, :]), axis=2)  # (n, P)
             p0 = np.prod(np.where(pats[None] == 1, 1 - B[:, None, :], B[:, None, :]), axis=2)
-            w = r * p1 + (1 - r) * p0
-            w = np.maximum(w, 1e-300)
-            m11, m10, m00 = (p1 * p1 / w).sum(1), (p1 * p0 / w).sum(1), (p0 * p0 / w).sum(1)
-            det = m11 * m00 - m10 * m10
-            lam1, lam0 = m00 / det, -m10 / det
-            f = (lam1[:, None] * p1 + lam0[:, None] * p0) / w  # (n, P)
+            f, w = unbiased_values(p1, p0, r)  # (n, P)
             obs = (H * (1 << np.arange(kk))[None, :]).sum(1).astype(int)
             y_tilde[sel_items] = f[np.arange(len(sel_items)), obs]
             e1 = (p1 * f * f).sum(1) - 1.0

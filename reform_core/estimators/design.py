@@ -76,6 +76,7 @@ import numpy as np
 import pandas as pd
 
 from reform_core import sampling
+from reform_core.estimators.adjudicator_error import rule_leaves, unbiased_values
 from reform_core.frames import INSTANCE_KEY, require_columns
 
 DESIGN_NAME = "question-cluster"
@@ -281,15 +282,6 @@ def second_opinion_reference(params: dict, iid, kind, agreed_label) -> np.ndarra
     return out
 
 
-def _rule_leaves(q: np.ndarray, depth: int) -> np.ndarray:
-    """Probabilities of the rule's outcomes when each decision equals the reference with
-    probability ``q`` (last axis): stopped by a decision equal to the reference at the k-th
-    decision (k = 1..depth), then every decision against it."""
-    q = np.asarray(q, dtype=float)
-    out = [(1 - q) ** k * q for k in range(depth)]
-    return np.stack(out + [(1 - q) ** depth], -1)
-
-
 def second_opinion_noise(error: float, rho, depth: int = 2) -> np.ndarray:
     """Variance an audit's decisions add to its item estimate under the second-opinion rule
     (``depth``: the most opinions asked in a row while each goes against the reference, 2 or
@@ -308,12 +300,9 @@ def second_opinion_noise(error: float, rho, depth: int = 2) -> np.ndarray:
         if len(uniq) < len(rho) // 4:
             return second_opinion_noise(error, uniq, depth)[inv.reshape(-1)]
     e = float(error)
-    p1 = _rule_leaves(np.full_like(rho, 1 - e), int(depth))  # the agreed label right: a decision confirms it w.p. 1 − e
-    p0 = _rule_leaves(np.full_like(rho, e), int(depth))
-    w = rho[..., None] * p1 + (1 - rho[..., None]) * p0
-    m11, m10, m00 = (p1 * p1 / w).sum(-1), (p1 * p0 / w).sum(-1), (p0 * p0 / w).sum(-1)
-    det = m11 * m00 - m10 * m10
-    f = ((m00 / det)[..., None] * p1 - (m10 / det)[..., None] * p0) / w
+    p1 = rule_leaves([np.full_like(rho, 1 - e)] * int(depth))  # the agreed label right: a decision confirms it w.p. 1 − e
+    p0 = rule_leaves([np.full_like(rho, e)] * int(depth))
+    f, _ = unbiased_values(p1, p0, rho[..., None])
     return rho * ((p1 * f * f).sum(-1) - 1) + (1 - rho) * (p0 * f * f).sum(-1)
 
 

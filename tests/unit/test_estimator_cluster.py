@@ -557,27 +557,39 @@ def test_the_third_opinion_rule_of_a_plan():
 
 
 def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_prediction():
-    """Hand-computed: direct 4, 0, 2 with exposures 1, 1, 2 pool to ρ = 6 / 4 = 1.5, so the
-    means are (4 + 1.5)/2, (0 + 1.5)/2 and (2 + 3)/2; the pool never lowers a variance, so the
-    first model keeps its 4."""
+    """Hand-computed. One exposure column: direct 4, 0, 2 on exposures 1, 1, 2 fit
+    ρ = Σ d·E / Σ E² = 8/6 (least squares), predictions 4/3, 4/3, 8/3, means 8/3, 2/3, 7/3."""
     got = cluster.audit_composite(np.array([4.0, 0.0, 2.0]), np.array([1.0, 1.0, 2.0]))
-    assert got == pytest.approx([4.0, 0.75, 2.5])
+    assert got == pytest.approx([8 / 3, 2 / 3, 7 / 3])
     # one model scored, or no exposure: the direct estimate
     assert cluster.audit_composite(np.array([3.0]), np.array([2.0])) == pytest.approx([3.0])
     assert cluster.audit_composite(np.array([3.0, 1.0]), np.zeros(2)) == pytest.approx([3.0, 1.0])
-    # a pooled variance below zero counts as zero (ρ = 0): the direct estimate, or half of a negative one
-    assert cluster.audit_composite(np.array([1.0, -3.0]), np.array([1.0, 1.0])) == pytest.approx([1.0, -1.5])
-    # a model without a finite variance neither pools nor takes the pool's value
+    # a direct estimate below zero counts as zero: d = 1, 0 → ρ = 1/2, means 3/4 and 1/4
+    assert cluster.audit_composite(np.array([1.0, -3.0]), np.array([1.0, 1.0])) == pytest.approx([0.75, 0.25])
+    # a model without a finite variance neither pools nor takes the pool's value: ρ = (4 + 6)/(1 + 9) = 1
     got = cluster.audit_composite(np.array([4.0, np.nan, 2.0]), np.array([1.0, 1.0, 3.0]))
-    assert np.isnan(got[1]) and got[[0, 2]] == pytest.approx([4.0, (2 + 4.5) / 2])
+    assert np.isnan(got[1]) and got[[0, 2]] == pytest.approx([2.5, 2.5])
+
+
+def test_the_pooled_prediction_fits_one_rate_per_agreed_label_by_non_negative_least_squares():
+    """Exposure split by agreed label (columns fail, pass). Direct 2, 4, 9 on exposures
+    (1, 0), (0, 1), (1, 1): the normal equations 2ρ_f + ρ_p = 11, ρ_f + 2ρ_p = 13 give
+    ρ = (3, 5), predictions 3, 5, 8, means 2.5, 4.5, 8.5. Direct 0, 4, 1: unconstrained
+    ρ_f = −1, so ρ_f = 0 and ρ_p minimises (4 − ρ_p)² + (1 − ρ_p)² at 2.5; predictions 0, 2.5,
+    2.5."""
+    e = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert cluster.audit_composite(np.array([2.0, 4.0, 9.0]), e) == pytest.approx([2.5, 4.5, 8.5])
+    assert cluster.audit_composite(np.array([0.0, 4.0, 1.0]), e) == pytest.approx([0.0, 3.25, 1.75])
+    # an exact fit returns the direct estimates
+    assert cluster.audit_composite(np.array([2.0, 4.0, 6.0]), e) == pytest.approx([2.0, 4.0, 6.0])
 
 
 def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_others():
     """Two models with the same questions and design; the judges are wrong together on some
     of the first model's agreements (f2 / f3 outside q2) and on none of the second's. Scored together, the second model's audit variance is
     larger than when it is scored alone (it borrows the first's variance per unit of exposure)
-    and the first keeps its own (the pool never lowers a variance); each model's point estimate
-    is the same either way."""
+    and the first's is smaller (its own events count half); each model's point estimate is the
+    same either way."""
     one = tiny_project()
     agree = one["label_a"] == one["label_b"]
     m1 = one.assign(model="m1")
@@ -605,4 +617,4 @@ def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_oth
         if m == "m2":
             assert audit[m] > alone_audit[m]
         else:
-            assert audit[m] == pytest.approx(alone_audit[m])
+            assert audit[m] < alone_audit[m]
