@@ -138,7 +138,9 @@ class ClusterEstimate:
 
     ``table``: one row per model with each metric (%), its measurement standard error
     ``se_<metric>`` and interval ``<metric>_lo / _hi``; ``components``: variance by source
-    per model and metric (cluster, audit, adjudicator_error; %²); ``totals`` /
+    per model and metric (``sampling``, ``audit``, ``adjudicator_error``; %²; ``audit_direct``:
+    the audit's design-based estimate before :func:`audit_composite` and the floor, kept for
+    diagnostics, not part of the total); ``totals`` /
     ``denominators``: per numerator, arrays (n_models, n_questions) of ``T_c`` and counts
     for the population bootstrap; ``both_wrong``: per model the audited both-wrong rate
     with its interval; ``error_model``: the fitted adjudicator error; ``progress``: per
@@ -827,7 +829,8 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         v_d = np.bincount(c_model, np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib_d ** 2 + v_dec_d * inv_pi, 0.0),
                           minlength=nm)
         floor, exposure = _audit_floor(gm, aud_s, a_code[rs], wrong_u, pa_s, pi_s, model_s, nm, g_s)
-        v_audit = np.maximum(audit_composite(v_cluster - v_d, exposure), floor)
+        direct = v_cluster - v_d
+        v_audit = np.maximum(audit_composite(direct, exposure), floor)
         floor_var[metric] = np.maximum(v_audit - (v_cluster - v_d), 0.0)
         v_cluster = v_d + v_audit
         v_err = np.zeros(nm)
@@ -848,7 +851,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         table[f"{metric}_hi"] = point + tq * se
         for mi, mm in enumerate(index.models):
             comp_rows.append({"model": mm, "metric": metric, "sampling": v_cluster[mi] - v_audit[mi],
-                              "audit": v_audit[mi], "adjudicator_error": v_err[mi]})
+                              "audit": v_audit[mi], "adjudicator_error": v_err[mi], "audit_direct": direct[mi]})
     comps = pd.DataFrame(comp_rows)
     err_var = {metric: comps.loc[comps["metric"] == metric, "adjudicator_error"].to_numpy() for metric in METRICS}
     progress = pd.DataFrame({
