@@ -67,11 +67,11 @@ def one(args) -> pd.DataFrame:
     t = est.table.set_index("model")
     comp = est.components.set_index(["model", "metric"])
     rows = []
-    for m in t.index:
+    for mi, m in enumerate(t.index):
         for mt in METRICS:
             rows.append({"seed": seed, "model": m, "metric": mt, "truth": truth.loc[m, mt],
                          "err": t.loc[m, mt] - truth.loc[m, mt], "se": t.loc[m, f"se_{mt}"],
-                         "lo": t.loc[m, f"{mt}_lo"], "hi": t.loc[m, f"{mt}_hi"], "df": est.df[list(t.index).index(m)],
+                         "lo": t.loc[m, f"{mt}_lo"], "hi": t.loc[m, f"{mt}_hi"], "df": est.df[mi],
                          "v_sampling": comp.loc[(m, mt), "sampling"], "v_audit": comp.loc[(m, mt), "audit"],
                          "v_direct": comp.loc[(m, mt), "audit_direct"], "v_error": comp.loc[(m, mt), "adjudicator_error"]})
     return pd.DataFrame(rows)

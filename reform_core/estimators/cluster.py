@@ -831,7 +831,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         floor, exposure = _audit_floor(gm, aud_s, a_code[rs], wrong_u, pa_s, pi_s, model_s, nm, g_s)
         direct = v_cluster - v_d
         v_audit = np.maximum(audit_composite(direct, exposure), floor)
-        floor_var[metric] = np.maximum(v_audit - (v_cluster - v_d), 0.0)
+        floor_var[metric] = np.maximum(v_audit - direct, 0.0)
         v_cluster = v_d + v_audit
         v_err = np.zeros(nm)
         if err_draws is not None:
