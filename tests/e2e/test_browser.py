@@ -249,6 +249,8 @@ def test_annotator_sees_no_judge_or_plan_names(page, server):
     page.keyboard.press("Escape")
 
     page.get_by_role("button", name="Sign out").click()
+    # Navigating away before the click reaches the server would keep lead1 signed in (a test race).
+    expect(page.get_by_role("heading", name="Sign in to ReForm")).to_be_visible()
     _sign_in(page, server, "ann1")
     expect(page.get_by_role("heading", name="Adjudication progress")).to_be_visible()
     expect(page.get_by_role("heading", name="Judge agreement")).to_have_count(0)
