@@ -22,7 +22,7 @@ an agreement both judges got wrong (an agreed fail that truly passes): one such 
 every unit holding its target, so whether the audit happens to draw it moves R3 by many units
 at once (the rare, high-leverage events behind the estimator's one-sided misses).
 
-    python bench/bench_fixed_benchmark.py [--benchmarks 40] [--plans 10] [--human-error 0] [--jobs 2]
+    python bench/bench_fixed_benchmark.py [--benchmarks 40] [--plans 10] [--human-error 0] [--first-seed 0] [--jobs 2]
 
 Results: ``bench/results/fixed_benchmark.md``.
 """
