@@ -73,12 +73,8 @@ def hidden_passes(seed: int) -> pd.Series:
     inst, ja, jb, ix, _ = _benchmark(seed)
     t, a, b = (ix.pass_vector(inst, c) for c in ("truth", ja, jb))
     flipped = (a == 0) & (b == 0) & (t == 1)
-    uv_of_mem = np.repeat(np.arange(len(ix.uv_starts)), np.diff(np.append(ix.uv_starts, len(ix.mem_rows))))
-    unit_of_uv = np.repeat(np.arange(len(ix.unit_uv_starts)), np.diff(np.append(ix.unit_uv_starts, len(ix.uv_starts))))
-    unit_of_mem = unit_of_uv[uv_of_mem]
-    n_units = len(ix.unit_k)
-    passes = np.bincount(unit_of_mem, 1 - t[ix.mem_rows], minlength=n_units) == 0
-    hidden = np.bincount(unit_of_mem, flipped[ix.mem_rows], minlength=n_units) > 0
+    passes = ix.evaluate(t)[1] == 1
+    hidden = ix.evaluate(1.0 - flipped)[1] == 0  # the unit holds a flipped row
     sel = passes & hidden & (ix.unit_k == 3)
     return pd.Series(np.bincount(ix.unit_model[sel], minlength=len(ix.models)), index=ix.models)
 
@@ -88,21 +84,12 @@ def one(args) -> pd.DataFrame:
     seed, plan_seed, human_error = args
     warnings.filterwarnings("ignore")
     pd.set_option("future.infer_string", False)
-    from reform_core.estimators import cluster, design
-    from reform_core.frames import INSTANCE_KEY
-    from reform_core.validation import simulated_decisions
+    from reform_core.estimators import cluster
+    from reform_core.validation import planned_decisions
 
     inst, ja, jb, index, truth = _benchmark(seed)
     rng = np.random.default_rng([plan_seed, 1, int(round(1000 * human_error))])
-    params = design.default_params(inst, seed=int(plan_seed), judge_a=ja, judge_b=jb)
-    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
-    by_iid = inst.set_index(INSTANCE_KEY)
-    agreed = by_iid[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
-    at = tasks[INSTANCE_KEY].to_numpy()
-    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed), index=at)
-    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=at)
-    decisions = simulated_decisions(by_iid["truth"].astype(float), tasks, human_error, rng, reference=reference,
-                                    depth=depth)
+    params, tasks, decisions = planned_decisions(inst, ja, jb, plan_seed, human_error, rng)
     est = cluster.estimate(inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng,
                            error_boot=ERROR_BOOT, level=LEVEL)
     t = est.table.set_index("model")

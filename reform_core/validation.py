@@ -122,6 +122,23 @@ class Replicate:
     rng: np.random.Generator
 
 
+def planned_decisions(inst: pd.DataFrame, judge_a: str, judge_b: str, plan_seed: int, human_error: float,
+                      rng: np.random.Generator, plan_options: Optional[dict] = None):
+    """Step 2–3 of the module docstring on a simulated project: the default plan drawn with
+    ``plan_seed`` and simulated decisions on its tasks (the plan's second-opinion rule
+    followed). Returns ``(params, tasks, decisions)``."""
+    params = design.default_params(inst, seed=int(plan_seed), judge_a=judge_a, judge_b=judge_b, **(plan_options or {}))
+    tasks = design.draw(inst, params, judge_a=judge_a, judge_b=judge_b)
+    by_iid = inst.set_index(INSTANCE_KEY)
+    at = tasks[INSTANCE_KEY].to_numpy()
+    agreed = by_iid[judge_a].reindex(at).to_numpy(dtype=float)
+    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed), index=at)
+    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=at)
+    decisions = simulated_decisions(by_iid["truth"].astype(float), tasks, human_error, rng, reference=reference,
+                                    depth=depth)
+    return params, tasks, decisions
+
+
 def adjudicated_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, both_wrong: float = 0.0,
                           correlated: bool = True, plan_options: Optional[dict] = None,
                           project: Optional[SimProject] = None, **sim_options) -> Replicate:
@@ -136,14 +153,7 @@ def adjudicated_replicate(seed: int, *, scale: str = "paper", human_error: float
     inst = sim.instances()
     inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
     rng = np.random.default_rng([int(seed), 1, int(round(1000 * human_error))])
-    params = design.default_params(inst, seed=int(seed), judge_a=ja, judge_b=jb, **(plan_options or {}))
-    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
-    truth_by_iid = inst.set_index(INSTANCE_KEY)["truth"].astype(float)
-    agreed = inst.set_index(INSTANCE_KEY)[ja].reindex(tasks[INSTANCE_KEY].to_numpy()).to_numpy(dtype=float)
-    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed),
-                          index=tasks[INSTANCE_KEY].to_numpy())
-    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=tasks[INSTANCE_KEY].to_numpy())
-    decisions = simulated_decisions(truth_by_iid, tasks, human_error, rng, reference=reference, depth=depth)
+    params, tasks, decisions = planned_decisions(inst, ja, jb, seed, human_error, rng, plan_options)
     index = reform.build_index(inst)
     truth = reform.table2(inst, p="truth", index=index).set_index("model")
     return Replicate(inst, ja, jb, params, tasks, decisions, index, truth, rng)
