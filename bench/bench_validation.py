@@ -56,7 +56,7 @@ BASE = (0.05, 0.01, True)
 LABELS = {"cluster": "default (question-cluster)", "stratified": "SPEC §4 stratified", "pooled": "pooled",
           "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
-REVISION = "v6-audit-gvf-by-label"  # estimator revision in the cache key (raw results of another revision are not mixed in)
+REVISION = "v7-pooled-floor"  # estimator revision in the cache key (raw results of another revision are not mixed in)
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 
 

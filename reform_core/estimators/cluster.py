@@ -828,7 +828,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
         v_dec_d = np.bincount(rc, np.where(dis_s, v_dec, 0.0), minlength=n_clusters)
         v_d = np.bincount(c_model, np.where(observed_c, (1 - pi_eff) * inv_pi ** 2 * contrib_d ** 2 + v_dec_d * inv_pi, 0.0),
                           minlength=nm)
-        floor, exposure = _audit_floor(gm, aud_s, a_code[rs], wrong_u, pa_s, pi_s, model_s, nm, g_s)
+        floor, exposure = _audit_floor(gm, aud_s, wrong_u, pa_s, pi_s, model_s, nm, g_s)
         direct = v_cluster - v_d
         v_audit = np.maximum(audit_composite(direct, exposure), floor)
         floor_var[metric] = np.maximum(v_audit - direct, 0.0)
@@ -925,20 +925,33 @@ def audit_composite(direct: np.ndarray, exposure: np.ndarray) -> np.ndarray:
     return out
 
 
-def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm, label) -> tuple[np.ndarray, np.ndarray]:
-    # a_stratum: each row's audit stratum (any labels: names or codes); label: each row's agreed label (0/1)
+def _audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, nm, label) -> tuple[np.ndarray, np.ndarray]:
     """Rate-based floor for the variance that the audit's corrections add.
 
     Both-judges-wrong errors are rare, so the design-based variance of the audit terms
     rests on the few errors found and is zero whenever the audit finds none, although
-    the truth may hold a few errors more. Per audit stratum s (model × agreed label) the
-    floor assumes errors fall independently at the Jeffreys-smoothed rate
-    ``r̃_s = (k + ½)/(n + 1)`` — k = the audit's debiased count of wrong agreements among
-    its n audited ones; ``Beta(k + ½, n − k + ½)`` is the Jeffreys posterior, so a stratum
-    whose audit found 0 % wrong never reports zero variance — and sums the two-stage
-    variance this would give:
-    ``r̃(1 − r̃) Σ_{u audited} (G_u²/π_A) [(1 − π_A)/(π_A π_c) + (1 − π_c)/π_c²]``, the
-    audited rows standing (weight 1/π_A) for every agreement of their sampled cluster.
+    the truth may hold a few errors more. Per agreed label l (fail, pass) the floor assumes
+    errors fall independently at the Jeffreys-smoothed rate ``r̃_l = (k_l + ½)/(n_l + 1)`` —
+    k_l = the audit's debiased count of wrong agreements among its n_l audited ones with that
+    label, **pooled over the models scored together**; ``Beta(k + ½, n − k + ½)`` is the
+    Jeffreys posterior, so an audit that found 0 % wrong never reports zero variance — and
+    sums, per model, the two-stage variance this would give:
+    ``r̃_l(1 − r̃_l) Σ_{u audited, label l} (G_u²/π_A) [(1 − π_A)/(π_A π_c) + (1 − π_c)/π_c²]``,
+    the audited rows standing (weight 1/π_A) for every agreement of their sampled cluster.
+
+    Why pooled: the models share the judges, whose errors together are what the audit
+    samples (the same reason :func:`audit_composite` pools its prediction). A rate per model
+    × label (the previous rule) spent one Jeffreys half-event on each of them, and a model's
+    agreed passes carry most of its exposure for the joint metrics (26–31× its agreed fails
+    on the simulator): with about 1,000 audited agreed passes per model and none of them
+    wrong, ½ pseudo-event per model set the pass side of each model's floor at ten times what
+    the pooled evidence gives (10 models), and the floor, not the audit, set the variance of
+    26–46 % of the joint metrics' intervals where the judges are never wrong together
+    (simulator seeds 1–400, adjudicators who err 5 %; intervals too wide there: R1 covered
+    96.8 %, 96.6 % with the pooled floor, which binds for 4–15 % of them; where the judges are
+    wrong together on 1 % of instances, seeds 1–200, the floor seldom binds either way and
+    coverage moves by at most 0.2 pp). Pooled, one half-event is spread over all the models'
+    audits. With one model scored the two rules are the same.
 
     Returns ``(floor, exposure)``: the floor per model, and per model × agreed label
     (columns: agreed fail, agreed pass) the same sum at a rate of ½ (``r̃(1 − r̃) = ¼``),
@@ -950,17 +963,13 @@ def _audit_floor(grad, audited, a_stratum, wrong, pi_a, pi_c, row_model, nm, lab
     pc = np.clip(pi_c[audited], 1e-12, 1.0)
     pa = pi_a[audited]
     term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc) + (1 - pc) / pc ** 2)
-    code, strata = pd.factorize(a_stratum[audited])
-    n = np.bincount(code).astype(float)
-    k = np.maximum(np.bincount(code, wrong[audited]), 0.0)
+    lab = (np.asarray(label)[audited] == 1).astype(np.int64)
+    n = np.bincount(lab, minlength=2).astype(float)
+    k = np.maximum(np.bincount(lab, wrong[audited], minlength=2), 0.0)
     r = np.minimum((k + 0.5) / (n + 1.0), 0.5)
-    per_stratum = np.bincount(code, term)
-    s_model = np.zeros(len(strata), dtype=np.int64)
-    s_model[code] = row_model[audited]
-    passed = np.asarray(label)[audited] == 1
-    exposure = np.stack([np.bincount(row_model[audited], np.where(passed == bool(col), 0.25 * term, 0.0), minlength=nm)
-                         for col in (0, 1)], axis=1)
-    return np.bincount(s_model, r * (1 - r) * per_stratum, minlength=nm), exposure
+    per_label = np.stack([np.bincount(row_model[audited], np.where(lab == col, term, 0.0), minlength=nm)
+                          for col in (0, 1)], axis=1)
+    return per_label @ (r * (1 - r)), 0.25 * per_label
 
 
 def _both_wrong(models, agreement_sizes: list, rates: pd.DataFrame, level: float) -> pd.DataFrame:

@@ -571,6 +571,36 @@ def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_pr
     assert np.isnan(got[1]) and got[[0, 2]] == pytest.approx([2.5, 2.5])
 
 
+def test_the_audit_floor_pools_the_jeffreys_rate_of_each_agreed_label_over_the_models():
+    """Hand-computed. Four audited rows, two models, every π_A = ½ and π_c = 1, so a row's term
+    is G²/π_A · (1 − π_A)/(π_A π_c) = 2G². Agreed fails: model 0 (G = 1, wrong 1) and model 1
+    (G = 2, wrong 0) → pooled k = 1 of n = 2, r̃ = 1.5/3 = ½, r̃(1 − r̃) = ¼. Agreed passes:
+    model 0 (G = 1) and model 1 (G = 3), none wrong (a debiased −0.2 counts as 0) → r̃ = ½/3,
+    r̃(1 − r̃) = 5/36. Floors: model 0: 2·¼ + 2·5/36 = 7/9; model 1: 8·¼ + 18·5/36 = 9/2.
+    Per model and label a rate would have given model 1's passes ¼ (k = 0 of 1) instead."""
+    grad = np.array([1.0, 2.0, 1.0, 3.0, 5.0])
+    audited = np.array([True, True, True, True, False])  # the last row is not audited: no part
+    wrong = np.array([1.0, 0.0, 0.0, -0.2, 1.0])
+    pi_a, pi_c = np.full(5, 0.5), np.ones(5)
+    row_model = np.array([0, 1, 0, 1, 0])
+    label = np.array([0, 0, 1, 1, 1])
+    floor, exposure = cluster._audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, 2, label)
+    assert floor == pytest.approx([7 / 9, 9 / 2])
+    assert exposure == pytest.approx(np.array([[0.5, 0.5], [2.0, 4.5]]))  # ¼ · Σ 2G² per model × label
+    # a literal loop over the rows, the rates pooled by label
+    rate = {}
+    for lab in (0, 1):
+        rows = [i for i in range(5) if audited[i] and label[i] == lab]
+        k = max(sum(wrong[i] for i in rows), 0.0)
+        rate[lab] = min((k + 0.5) / (len(rows) + 1), 0.5)
+    lit = [0.0, 0.0]
+    for i in range(5):
+        if audited[i]:
+            t = grad[i] ** 2 / pi_a[i] * ((1 - pi_a[i]) / (pi_a[i] * pi_c[i]) + (1 - pi_c[i]) / pi_c[i] ** 2)
+            lit[row_model[i]] += rate[label[i]] * (1 - rate[label[i]]) * t
+    assert floor == pytest.approx(lit)
+
+
 def test_the_pooled_prediction_fits_one_rate_per_agreed_label_by_non_negative_least_squares():
     """Exposure split by agreed label (columns fail, pass). Direct 2, 4, 9 on exposures
     (1, 0), (0, 1), (1, 1): the normal equations 2ρ_f + ρ_p = 11, ρ_f + 2ρ_p = 13 give
