@@ -910,7 +910,8 @@ def audit_composite(direct: np.ndarray, exposure: np.ndarray) -> np.ndarray:
     (25 of 25 model-metric cells inside 93–97 %), 93.1–96.4 % with one ``ρ`` over the total
     exposure (25), 94.3–97.4 % with ``max(direct, mean)`` — the previous rule, which never let
     the pool lower a variance — (23: R1 at 97.2–97.4 %), and 93.0–96.4 % with the direct
-    estimate alone (24); the mean widths are 3–5 % below the previous rule's.
+    estimate alone (24); the mean widths are 3–5 % below the previous rule's. (Those numbers used
+    the floor's rate per model × label; it is now pooled over the models: :func:`_audit_floor`.)
     """
     direct = np.asarray(direct, dtype=float)
     e = np.asarray(exposure, dtype=float)
