@@ -577,7 +577,7 @@ def test_the_audit_floor_pools_the_jeffreys_rate_of_each_agreed_label_over_the_m
     (G = 2, wrong 0) → pooled k = 1 of n = 2, r̃ = 1.5/3 = ½, r̃(1 − r̃) = ¼. Agreed passes:
     model 0 (G = 1) and model 1 (G = 3), none wrong (a debiased −0.2 counts as 0) → r̃ = ½/3,
     r̃(1 − r̃) = 5/36. Floors: model 0: 2·¼ + 2·5/36 = 7/9; model 1: 8·¼ + 18·5/36 = 9/2.
-    Per model and label a rate would have given model 1's passes ¼ (k = 0 of 1) instead."""
+    A rate per model and label would have given model 1's passes r̃ = ½/2 = ¼ (k = 0 of 1) instead."""
     grad = np.array([1.0, 2.0, 1.0, 3.0, 5.0])
     audited = np.array([True, True, True, True, False])  # the last row is not audited: no part
     wrong = np.array([1.0, 0.0, 0.0, -0.2, 1.0])
