@@ -28,7 +28,9 @@ later files refer to earlier ones by key:
     ``feature`` the catalog feature (required for exact and subtype, empty when uncovered)
 ``adjudications.jsonl`` — :class:`AdjudicationRecord` (decisions made elsewhere)
     ``{"judge_a": "gpt", "judge_b": "gemini", "model": "m1", "instruction": "q001-v1",
-    "position": 2, "choice": "A", "annotator": "alice"}``
+    "position": 2, "choice": "A", "annotator": "alice"}`` — on an audit item (the judges agree)
+    ``"verdict": "pass" | "fail"`` (the annotator's own verdict on the constraint) instead of
+    ``choice``; a verdict against the agreed label is stored as ``neither`` (both judges wrong)
 
 Errors are reported as ``file:line: field: message``, every problem at once. No string
 anywhere in a record (nested ``params``/``meta``/… included) may contain NUL, and every
@@ -41,6 +43,7 @@ import math
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 BUNDLE_FILES = (
     "questions.jsonl",
@@ -233,12 +236,25 @@ class AdjudicationRecord(_Record):
     model: Key
     instruction: Key
     position: int = Field(ge=1, le=50)
-    choice: Literal["A", "B", "neither"]
+    # a disagreement: the better-supported judgment (``neither`` = unsure, with a note); an audit
+    # (the judges agree): ``verdict``, the annotator's own pass / fail on the constraint, or as before
+    # a ``choice`` (A / B confirm the agreed label, ``neither`` = both judges wrong)
+    choice: Optional[Literal["A", "B", "neither"]] = None
+    verdict: Optional[Literal["pass", "fail"]] = Field(default=None, validate_default=True)
     # the person who decided: an existing annotator account, else kept as text (never an account)
     annotator: Str100 = "import"
     note: str = ""
     seconds: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     plan: Str200 = "imported"
+
+    @field_validator("verdict")
+    @classmethod
+    def _one_answer(cls, v, info):
+        if (info.data.get("choice") is None) == (v is None):
+            raise PydanticCustomError("answer", "give either choice (A | B | neither) or, on an audit of an agreement, "
+                                                "verdict (pass | fail){more}",
+                                      {"more": "" if v is None else "; not both"})
+        return v
 
 
 EXTRACTION_MATCHES = ("exact", "subtype", "composite", "uncovered", "not_format")

@@ -229,6 +229,19 @@ def plans(conn: Connection) -> pd.DataFrame:
     return df
 
 
+def work_under_way(conn: Connection, *, user_id: int, now: datetime) -> bool:
+    """Whether ``user_id`` holds a live lease on a task of an active plan, or has current
+    decisions in an active plan with decisions still needed (read from the counters)."""
+    r = conn.execute(_dt(
+        "SELECT EXISTS (SELECT 1 FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id "
+        "WHERE p.active AND t.status = 'claimed' AND t.claimed_by = :u AND t.lease_until >= :now) "
+        "OR EXISTS (SELECT 1 FROM plan_annotator_count a JOIN sample_plan p ON p.id = a.plan_id "
+        "WHERE p.active AND a.user_id = :u AND a.annotator = '' AND a.decided > 0 AND EXISTS "
+        "(SELECT 1 FROM plan_stratum_count s WHERE s.plan_id = a.plan_id AND s.filled < s.needed))", "now"),
+        {"u": user_id, "now": now}).scalar()
+    return bool(r)
+
+
 def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
     r = conn.execute(text(
         "SELECT p.id, p.name, p.judge_a_id, p.judge_b_id, ja.name, jb.name, p.params FROM sample_plan p "
@@ -430,6 +443,14 @@ def decision_state(conn: Connection, *, task_id: int, user_id: int) -> tuple[Opt
     return (None if r[0] is None else {"id": int(r[0]), "choice": r[1], "seconds": float(r[2])}), int(r[3])
 
 
+def decision_labels(conn: Connection, *, adjudication_id: int) -> tuple[Optional[int], Optional[int]]:
+    """A decision's label and the label of the judgment it stored as judge A's (the agreed label
+    on an audit); None where there is none."""
+    r = conn.execute(text("SELECT d.label, (SELECT j.label FROM judgment j WHERE j.id = d.judgment_a_id) "
+                          "FROM adjudication d WHERE d.id = :d"), {"d": adjudication_id}).first()
+    return (None, None) if r is None else tuple(None if v is None else int(v) for v in r)
+
+
 def insert_adjudication(conn: Connection, *, task_id: int, user_id: Optional[int], choice: str, label: Optional[int],
                         note: str, seconds: float, supersedes_id: Optional[int], judgment_a_id: Optional[int] = None,
                         judgment_b_id: Optional[int] = None, annotator: str = "") -> int:
@@ -480,14 +501,20 @@ def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = No
 
 
 _ITEM_HEAD = ["task_id", "plan_id", "response_id", "constraint_id", "a_left", "lease_until", "kind",
-              "instruction_text", "response_text", "a_id", "a_label", "a_rationale", "b_id", "b_label", "b_rationale"]
+              "instruction_text", "response_text", "a_id", "a_label", "a_rationale", "b_id", "b_label", "b_rationale",
+              "a_name", "a_model", "b_name", "b_model"]
 _ITEM_CONSTRAINT = ["id", "position", "feature", "mode", "text", "acceptance", "feature_name"]
+
+
+_NAMES = ", ".join(f"(SELECT {col} FROM judge WHERE id = p.{j})" for j in ("judge_a_id", "judge_b_id")
+                   for col in ("name", "model"))
 
 
 def _item_select(dialect: str) -> str:
     """What an annotator sees for the task named by a CTE ``got (id, lease_until)``: one row
     per constraint of the instruction, with the task, the instruction, the response and the
-    newest judgment of each judge (columns ``_ITEM_HEAD + _ITEM_CONSTRAINT``)."""
+    newest judgment of each judge (columns ``_ITEM_HEAD + _ITEM_CONSTRAINT``); the judges' names
+    and models are for the blinding filter, never shown."""
     # ORDER BY +id: SQLite would otherwise walk the judge's whole index (id order) to skip a sort of 1–2 rows
     newest = ("SELECT {col} FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
               "AND constraint_id = t.constraint_id ORDER BY +id DESC LIMIT 1")
@@ -499,7 +526,8 @@ def _item_select(dialect: str) -> str:
         judgments = (", ".join(f"({newest.format(col=col, j=j)})" for j in ("judge_a_id", "judge_b_id")
                                for col in ("id", "label", "rationale")), "")
     return ("SELECT t.id, t.plan_id, t.response_id, t.constraint_id, t.a_left, g.lease_until, t.kind, i.text, r.text, "
-            f"{judgments[0]}, c.id, c.position, c.feature, c.mode, c.text, c.acceptance, "
+            f"{judgments[0]}, {_NAMES}, "
+            "c.id, c.position, c.feature, c.mode, c.text, c.acceptance, "
             "(SELECT MIN(f.name) FROM catalog_feature f WHERE f.key = c.feature) "
             "FROM got g JOIN adjudication_task t ON t.id = g.id JOIN sample_plan p ON p.id = t.plan_id "
             "JOIN constraint_item ct ON ct.id = t.constraint_id JOIN instruction i ON i.id = ct.instruction_id "
@@ -518,6 +546,7 @@ def _item_rows(rows) -> Optional[dict]:
         "response_text": head["response_text"],
         "constraints": [dict(zip(_ITEM_CONSTRAINT, r[len(_ITEM_HEAD):])) for r in rows],
         "judgments": {s: (head[f"{p}_id"], head[f"{p}_label"], head[f"{p}_rationale"]) for s, p in (("A", "a"), ("B", "b"))},
+        "judge_names": [head[k] for k in ("a_name", "a_model", "b_name", "b_model")],
     }
 
 

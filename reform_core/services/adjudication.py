@@ -46,6 +46,7 @@ from reform_core.services.auth import Principal, require
 from reform_core.services.instances import instance_id, load_adjudications, load_instances
 
 CHOICES = ("A", "B", "neither")
+VERDICTS = ("pass", "fail")  # an annotator's own verdict on an audit item (verdict_choice)
 PLAN_ACTION = "plan_sampling"  # lead only (no role but "lead" lists it)
 SUMMARY_ACTION = "view_scores"
 ADJUDICATE_ACTION = "adjudicate"
@@ -214,6 +215,30 @@ def list_plans(engine: Engine, principal: Principal) -> pd.DataFrame:
     return df
 
 
+def queue_plans(engine: Engine, principal: Principal) -> pd.DataFrame:
+    """The active plans as the Adjudicate page offers them, to every role: ``id, label
+    (Plan <id>), tasks, done``, plans with work left first, newest first. Plan names are never
+    part of it — a lead's default name ``"<A> vs <B> #k"`` names the judges."""
+    require(principal, ADJUDICATE_ACTION)
+    with engine.connect() as conn:
+        df = repo.plans(conn)
+    df = df[df["active"].astype(bool)]
+    df = df.assign(label=blind_plan_names(df["id"]), _finished=df["done"] >= df["tasks"])
+    df = df.sort_values(["_finished", "id"], ascending=[True, False])
+    return df[["id", "label", "tasks", "done"]].reset_index(drop=True)
+
+
+def has_queue_to_resume(engine: Engine, principal: Principal) -> bool:
+    """Whether the signed-in user has adjudication work under way: a live lease on an item, or
+    decisions in an active plan whose items are not all decided (where the app opens for a
+    single local user who has started adjudicating)."""
+    user = require(principal, ADJUDICATE_ACTION)
+    if user.user_id is None:
+        return False
+    with engine.connect() as conn:
+        return repo.work_under_way(conn, user_id=user.user_id, now=_now())
+
+
 def blind_plan_names(ids: pd.Series) -> pd.Series:
     """What annotators see instead of plan names: ``Plan <id>``."""
     return "Plan " + ids.astype(int).astype(str)
@@ -239,13 +264,16 @@ def write_tasks(engine: Engine, principal: Principal, out, plan: Optional[str] =
     """Write the undecided tasks of plan ``plan`` (default: every active plan) to ``out`` as
     JSON Lines, one task per line, for an outside annotation team (issue 13)::
 
-        {"plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position"}
+        {"plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position", "answer"}
 
-    ``kind`` is ``disagreement`` or ``audit`` (the judges agree: ``neither`` then means both
-    are wrong); ``required`` is the number of *distinct annotators still needed* on the task
-    (its required count minus the decisions already made). Each annotator's decision comes
-    back as one line of ``adjudications.jsonl`` in a bundle for ``import`` (same ``plan``,
-    judges and item, plus ``choice``, ``annotator``, ``note``, ``seconds``). The file is
+    ``kind`` is ``disagreement`` or ``audit`` (the judges agree); ``answer`` names the field a
+    decision gives: ``choice`` (A | B | neither) on a disagreement, ``verdict`` (pass | fail, the
+    annotator's own verdict on the constraint) on an audit — ``choice`` stays accepted there
+    (``neither`` = both judges wrong). ``required`` is the number of *distinct annotators still
+    needed* on the task (its required count minus the decisions already made). Each
+    annotator's decision comes back as one line of ``adjudications.jsonl`` in a bundle for
+    ``import`` (same ``plan``, judges and item, plus the answer, ``annotator``, ``note``,
+    ``seconds``). The file is
     written to a temporary name and renamed. Returns the number of lines. Leads only (the
     lines name the judges and the evaluated model).
     """
@@ -263,12 +291,14 @@ def write_tasks(engine: Engine, principal: Principal, out, plan: Optional[str] =
     tmp = out.with_name(out.name + ".partial")
     with tmp.open("w", encoding="utf-8") as fh:
         for r in rows:
-            fh.write(json.dumps({k: r[k] for k in TASK_FIELDS}, ensure_ascii=False) + "\n")
+            line = {k: r[k] for k in TASK_FIELDS if k != "answer"}
+            line["answer"] = "verdict" if r["kind"] == "audit" else "choice"
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
     os.replace(tmp, out)
     return len(rows)
 
 
-TASK_FIELDS = ("plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position")
+TASK_FIELDS = ("plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position", "answer")
 
 
 @dataclass(frozen=True)
@@ -338,7 +368,12 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Item:
-    """One task as an annotator sees it (blinded: no judge or model names)."""
+    """One task as an annotator sees it (blinded: no judge or model names, rationales passed
+    through :func:`reform_core.judges.blinding.blind_rationale`).
+
+    ``kind``: ``disagreement`` (the judges differ: the annotator chooses the better-supported
+    judgment) or ``audit`` (the judges agree: the annotator gives their own verdict,
+    :func:`give_verdict`, and is shown neither the agreed label nor the rationales)."""
 
     task_id: int
     instruction: str
@@ -348,25 +383,34 @@ class Item:
     judge_a: Judgement  # shown as "Judge A", on the left
     judge_b: Judgement  # shown as "Judge B", on the right
     lease_until: datetime
+    kind: str = "disagreement"
 
     @property
     def shown(self) -> tuple[Optional[int], Optional[int]]:
         """The judgment ids as shown (left, right): pass them to :func:`decide`."""
         return self.judge_a.id, self.judge_b.id
 
+    @property
+    def is_audit(self) -> bool:
+        return self.kind == "audit"
+
 
 def _item(c: dict) -> Item:
     """The blinded :class:`Item` of a task's content (``repo.item_content``)."""
+    from reform_core.judges.blinding import blind_rationale
+
     t = c["task"]
     cons = [{k: v for k, v in x.items() if k != "id"} | {"feature_name": x["feature_name"] or x["feature"]}
             for x in c["constraints"]]
     target = next(i for i, x in enumerate(c["constraints"]) if x["id"] == t["constraint_id"])
     left, right = ("A", "B") if t["a_left"] == "A" else ("B", "A")
-    j = {s: Judgement(None if lab is None else int(lab), rat or "", None if jid is None else int(jid))
+    names = [n for n in c.get("judge_names", ()) if n]
+    j = {s: Judgement(None if lab is None else int(lab), blind_rationale(rat or "", names),
+                      None if jid is None else int(jid))
          for s, (jid, lab, rat) in c["judgments"].items()}
     return Item(task_id=int(t["task_id"]), instruction=c["instruction_text"], constraint=cons[target],
                 other_constraints=[x for i, x in enumerate(cons) if i != target], response=c["response_text"],
-                judge_a=j[left], judge_b=j[right], lease_until=_naive(t["lease_until"]))
+                judge_a=j[left], judge_b=j[right], lease_until=_naive(t["lease_until"]), kind=str(t["kind"]))
 
 
 def claim_next(engine: Engine, principal: Principal, plan_id: int, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> Optional[Item]:
@@ -437,7 +481,8 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
     choice : {"A", "B", "neither"}
         The judgment the annotator found better supported, *as shown*: "A" is the one shown
         as Judge A (left). It is stored relative to the plan's judges. "neither" (unsure /
-        both wrong) needs a ``note`` and yields no label.
+        both wrong) needs a ``note`` and yields no label. (An audit is asked as a verdict,
+        :func:`give_verdict`, which stores the same choices.)
     seconds : float
         Time the annotator spent on the item.
     shown : (int | None, int | None), optional
@@ -458,6 +503,59 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
     note = (note or "").strip()
     if choice == "neither" and not note:
         raise ValueError("a note is required when choosing 'neither / unsure'")
+
+    def resolve(t: dict, judgments: dict) -> tuple[str, Optional[int]]:
+        side = _plan_side(choice, t["a_left"])
+        if side == "neither":
+            return side, None
+        label = judgments[side][1]
+        if label is None:
+            raise ValueError(f"task {task_id}: the chosen judgment has no label; choose the other one or 'neither'")
+        return side, label
+
+    return _record(engine, user, task_id, resolve, note=note, seconds=seconds, shown=shown)
+
+
+def verdict_choice(verdict: str, agreed: int) -> tuple[str, Optional[int]]:
+    """The stored ``(choice, label)`` of an audit verdict given the judges' agreed label: a
+    verdict equal to it is stored as the choice of a judge ("A": both say the same) with that
+    label, a verdict against it as "neither" (both judges wrong) without one — exactly what an
+    annotator's choice among the two agreeing judgments stored before verdicts existed, so
+    the estimators read the same data for the same answers."""
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+    said = 1 if verdict == "pass" else 0
+    return ("A", int(agreed)) if said == int(agreed) else ("neither", None)
+
+
+def give_verdict(engine: Engine, principal: Principal, task_id: int, verdict: str, note: str = "",
+                 seconds: float = 0.0, shown: Optional[tuple[Optional[int], Optional[int]]] = None) -> Decision:
+    """Record the signed-in annotator's own verdict on an audit item (the judges agree).
+
+    ``verdict``: "pass" or "fail" — does the response satisfy the constraint? Stored by
+    :func:`verdict_choice` against the agreed label of the judgments ``shown`` (as in
+    :func:`decide`); the ``note`` is optional (the verdict itself is the answer). Refused with
+    a ``ValueError`` on a disagreement, or when the judgments shown no longer agree. Other
+    refusals as :func:`decide`.
+    """
+    user = require(principal, ADJUDICATE_ACTION)
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+
+    def resolve(t: dict, judgments: dict) -> tuple[str, Optional[int]]:
+        la, lb = judgments["A"][1], judgments["B"][1]
+        if t["kind"] != "audit" or la is None or la != lb:
+            raise ValueError(f"task {task_id}: a verdict answers an audit of an agreement; the judges do not agree "
+                             "here — choose the better-supported judgment")
+        return verdict_choice(verdict, la)
+
+    return _record(engine, user, task_id, resolve, note=(note or "").strip(), seconds=seconds, shown=shown)
+
+
+def _record(engine: Engine, user: Principal, task_id: int, resolve, *, note: str, seconds: float,
+            shown: Optional[tuple[Optional[int], Optional[int]]]) -> Decision:
+    """Append the decision ``resolve(task, judgments shown) -> (plan side, label)`` of ``user``
+    on a task under its lock, with the queue's refusals, second-opinion rule and counters."""
     if not np.isfinite(seconds) or seconds < 0:
         raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
     now = _now()
@@ -466,24 +564,10 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
         if t is None:
             raise ValueError(f"no adjudication task with id {task_id}")
         mine, decided = repo.decision_state(conn, task_id=task_id, user_id=user.user_id)
-        if mine is not None and mine["choice"] != repo.RETRACTED:
-            raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
         lease = _naive(t["lease_until"])
-        holds = t["claimed_by"] == user.user_id and lease is not None and lease >= now
-        if t["status"] == "done" and not holds:
-            raise AdjudicationRefused(f"task {task_id} is already complete")
-        held_by_other = t["claimed_by"] is not None and t["claimed_by"] != user.user_id
-        if t["status"] == "claimed" and held_by_other and t["required"] <= 1:
-            raise AdjudicationRefused(
-                f"task {task_id}: your lease expired and the item was handed to another annotator; "
-                "your decision was not recorded — take the next item")
+        held_by_other = _refusal(t, task_id, mine, user, lease, now)
         judgments = _shown_judgments(conn, t, shown)
-        side = _plan_side(choice, t["a_left"])
-        label = None
-        if side != "neither":
-            label = judgments[side][1]
-            if label is None:
-                raise ValueError(f"task {task_id}: the chosen judgment has no label; choose the other one or 'neither'")
+        side, label = resolve(t, judgments)
         adj_id = repo.insert_adjudication(conn, task_id=task_id, user_id=user.user_id, choice=side, label=label,
                                           note=note, seconds=float(seconds),
                                           supersedes_id=None if mine is None else mine["id"],
@@ -506,6 +590,22 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
             repo.update_task(conn, task_id=task_id, decided=decided, status="open", claimed_by=None, lease_until=None)
     return Decision(adjudication_id=adj_id, task_id=task_id, iid=int(instance_id(t["response_id"], t["constraint_id"])),
                     label=label, task_done=done)
+
+
+def _refusal(t: dict, task_id: int, mine: Optional[dict], user: Principal, lease, now) -> bool:
+    """Raise :class:`AdjudicationRefused` where the queue refuses ``user``'s decision on the
+    locked task ``t`` (see :func:`decide`); else whether another annotator holds its lease."""
+    if mine is not None and mine["choice"] != repo.RETRACTED:
+        raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
+    holds = t["claimed_by"] == user.user_id and lease is not None and lease >= now
+    if t["status"] == "done" and not holds:
+        raise AdjudicationRefused(f"task {task_id} is already complete")
+    held_by_other = t["claimed_by"] is not None and t["claimed_by"] != user.user_id
+    if t["status"] == "claimed" and held_by_other and t["required"] <= 1:
+        raise AdjudicationRefused(
+            f"task {task_id}: your lease expired and the item was handed to another annotator; "
+            "your decision was not recorded — take the next item")
+    return held_by_other
 
 
 def _second_opinion(conn, t: dict, choices: list) -> dict:
@@ -555,10 +655,12 @@ def skip(engine: Engine, principal: Principal, task_id: int) -> None:
 @dataclass(frozen=True)
 class Undone:
     """What :func:`undo_last` withdrew: the task and the decision *as it was shown* ("A" = the
-    judgment shown as Judge A, "B", or "neither")."""
+    judgment shown as Judge A, "B", or "neither"); on an audit also the ``verdict`` it stands
+    for ("pass" / "fail"; None where the agreed label is no longer known)."""
 
     task_id: int
     choice: str
+    verdict: Optional[str] = None
 
 
 def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = None,
@@ -600,7 +702,14 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
             repo.update_task(conn, task_id=t["id"], decided=decided, status="claimed", claimed_by=user.user_id,
                              lease_until=now + timedelta(seconds=lease_seconds))
         shown = mine["choice"] if mine["choice"] == "neither" else _plan_side(mine["choice"], t["a_left"])
-        return Undone(task_id=int(t["id"]), choice=shown)
+        verdict = _verdict_of(*repo.decision_labels(conn, adjudication_id=mine["id"])) if t["kind"] == "audit" else None
+        return Undone(task_id=int(t["id"]), choice=shown, verdict=verdict)
+
+
+def _verdict_of(label: Optional[int], agreed: Optional[int]) -> Optional[str]:
+    """The audit verdict a stored decision stands for (the inverse of :func:`verdict_choice`)."""
+    said = label if label is not None else (None if agreed is None else 1 - int(agreed))
+    return None if said is None else ("pass" if int(said) == 1 else "fail")
 
 
 @dataclass(frozen=True)

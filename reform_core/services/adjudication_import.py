@@ -24,6 +24,11 @@ Rules (issue 15 items 3 and 9, issue 13):
   supersedes it (a correction, kept in the append-only history).
 * The decision stores the judgments it was made on (each judge's newest usable judgment at
   import time) and takes its label from the chosen one; ``neither`` has no label.
+* **Audits.** A line on an agreement may give the annotator's own ``verdict`` (``pass`` |
+  ``fail``) instead of a ``choice``: a verdict equal to the agreed label is stored as ``A``
+  (with that label), one against it as ``neither`` (both judges wrong) — the rows a choice
+  among the agreeing judgments made, so estimates are the same for the same answers. A
+  verdict where the judges disagree is a located error.
 * The plan's progress counters change in the same transaction.
 """
 
@@ -194,20 +199,17 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
             task.decided0 = current.decided(task.id)
             task.status0 = task.status
             touched[task.id] = task
-        prev = current.get((task.id, who))
-        note = r["note"] or ""
-        if prev is not None and prev["choice"] == r["choice"] and prev["note"] == note:
-            continue  # already recorded: a re-import changes nothing
         ja, jb = int(jid[r["judge_a"]]), int(jid[r["judge_b"]])
         lab = _labels(conn, [ja, jb], key[1], key[2])
-        label = None
-        if r["choice"] != "neither":
-            label = lab[ja if r["choice"] == "A" else jb][1]
-            if label is None:
-                err(r, "choice", f"judge {r['judge_' + r['choice'].lower()]!r} has no label for this instance")
-                continue
+        choice, label = _answer(r, lab[ja][1], lab[jb][1], err)
+        if choice is None:
+            continue
+        prev = current.get((task.id, who))
+        note = r["note"] or ""
+        if prev is not None and prev["choice"] == choice and prev["note"] == note:
+            continue  # already recorded: a re-import changes nothing
         new_id = repo.insert_adjudication(conn, task_id=task.id, user_id=user_id, annotator=outside,
-                                          choice=r["choice"], label=label, note=note, seconds=float(r["seconds"]),
+                                          choice=choice, label=label, note=note, seconds=float(r["seconds"]),
                                           supersedes_id=None if prev is None else prev["id"],
                                           judgment_a_id=lab[ja][0], judgment_b_id=lab[jb][0])
         delta = annotator_deltas.setdefault(task.plan_id, {}).setdefault((user_id or 0, outside, task.stratum), [0, 0.0])
@@ -216,7 +218,7 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
         if prev is not None and prev["choice"] != repo.RETRACTED:
             delta[0] -= 1
             delta[1] -= prev["seconds"]
-        current[(task.id, who)] = {"id": new_id, "choice": r["choice"], "note": note, "seconds": float(r["seconds"])}
+        current[(task.id, who)] = {"id": new_id, "choice": choice, "note": note, "seconds": float(r["seconds"])}
         written += 1
 
     stratum_deltas: dict[int, dict[str, list[int]]] = {}
@@ -250,6 +252,29 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
         repo.add_stratum_counts(conn, plan_id=plan_id, deltas=stratum_deltas.get(plan_id, {}))
         repo.add_annotator_counts(conn, plan_id=plan_id, deltas=annotator_deltas.get(plan_id, {}))
     return written
+
+
+def _answer(r: pd.Series, la: Optional[int], lb: Optional[int], err: Err) -> tuple[Optional[str], Optional[int]]:
+    """The stored ``(choice, label)`` of one line given the judges' labels ``la``, ``lb``: its
+    ``choice`` with the chosen judgment's label, or its audit ``verdict`` stored as the same
+    choices would be (:func:`reform_core.services.adjudication.verdict_choice`); ``(None, None)``
+    after a located error."""
+    from reform_core.services.adjudication import verdict_choice
+
+    verdict = r.get("verdict") or None
+    if verdict is not None:
+        if la is None or la != lb:
+            err(r, "verdict", "a verdict answers an audit of an agreement, but the judges do not agree on this "
+                              "instance: give choice (A | B | neither)")
+            return None, None
+        return verdict_choice(str(verdict), la)
+    if r["choice"] == "neither":
+        return "neither", None
+    label = la if r["choice"] == "A" else lb
+    if label is None:
+        err(r, "choice", f"judge {r['judge_' + r['choice'].lower()]!r} has no label for this instance")
+        return None, None
+    return str(r["choice"]), label
 
 
 def _second_opinion(conn: Connection, task: _Task, params: dict) -> Optional[int]:

@@ -37,7 +37,8 @@ FRAME_COLUMNS: dict[str, list[str]] = {
     "baseline": ["model", "question", "feature", "present", "source", "evidence"],
     "judges": ["name", "provider", "model", "prompt_version", "config"],
     "judgments": ["judge", "model", "instruction", "position", "label", "rationale", "status", "error", "prompt_version"],
-    "adjudications": ["judge_a", "judge_b", "model", "instruction", "position", "choice", "annotator", "note", "seconds", "plan"],
+    "adjudications": ["judge_a", "judge_b", "model", "instruction", "position", "choice", "verdict", "annotator", "note", "seconds",
+                      "plan"],
     "extractions": ["model", "question", "label", "feature", "match", "source"],
 }
 FILE_OF = {
@@ -305,7 +306,7 @@ def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", cat
         "pair_group": "", "category": "", "acceptance": "", "params": None, "provider": "",
         "settings": None, "meta": None, "present": True, "evidence": "", "model": "",
         "prompt_version": "", "config": None, "rationale": "", "status": "ok", "error": "",
-        "note": "", "seconds": 0.0, "plan": "imported", "annotator": "import", "kind": "constrained",
+        "note": "", "seconds": 0.0, "plan": "imported", "verdict": "", "annotator": "import", "kind": "constrained",
     }
     out = {}
     for kind, cols in FRAME_COLUMNS.items():

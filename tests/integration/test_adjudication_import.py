@@ -153,8 +153,9 @@ def test_outside_team_round_trip_through_tasks_and_import(project, tmp_path):
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
     assert json.loads(r.stdout)["tasks"] == len(lines) == made.tasks - (required[item.task_id] == 1)
-    assert all(list(x) == ["plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position"]
-               for x in lines)
+    assert all(list(x) == ["plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position",
+                           "answer"] for x in lines)
+    assert all(x["answer"] == ("verdict" if x["kind"] == "audit" else "choice") for x in lines)
     assert {x["kind"] for x in lines} == {"disagreement", "audit"}
     assert sum(x["required"] for x in lines) == sum(required.values()) - 1
 

@@ -90,7 +90,7 @@ def test_items_are_blinded_and_both_sides_occur(project):
     for _ in range(5):
         item = S.claim_next(eng, u["ann1"], plan)
         assert set(vars(item)) == {"task_id", "instruction", "constraint", "other_constraints", "response",
-                                   "judge_a", "judge_b", "lease_until"}
+                                   "judge_a", "judge_b", "lease_until", "kind"}
         # every value but the response text itself (the simulator writes "Synthetic response of <model>")
         shown = repr([item.instruction, item.constraint, item.other_constraints, item.judge_a, item.judge_b])
         assert not any(s in shown for s in secret), shown
