@@ -897,21 +897,29 @@ def evidence(c: ConstraintRecord, ob: dict, plan: Plan, q: Content) -> str:
     raise ValueError(f"no evidence rule for feature {f!r}")
 
 
-def rationale(judge: str, correct: bool, label: int, c: ConstraintRecord, ev: str) -> str:
-    """A one-sentence judge rationale; wrong labels read as plausible misjudgements."""
-    name = CATALOG[c.feature].name.lower()
-    if judge == JUDGE_A:
-        ev = ev[0].upper() + ev[1:]
-    if correct and label:
-        return f"{ev}, which meets the acceptance criterion." if judge == JUDGE_A else f"Pass: {ev}, as the {c.mode} constraint on {name} asks."
-    if correct:
-        return (f"{ev}, whereas the acceptance criterion says: {c.acceptance}" if judge == JUDGE_A
-                else f"Fail: {ev}, contrary to the {c.mode} constraint on {name}.")
-    if label:
-        return (f"{ev}, which is close enough to count as satisfying the {name} constraint." if judge == JUDGE_A
-                else f"Pass: {ev}; the small deviation from the criterion is treated as acceptable.")
-    return (f"{ev}, but a borderline element is read as not meeting the {name} constraint." if judge == JUDGE_A
-            else f"Fail: {ev}, yet the judge does not accept this as satisfying the {c.mode} constraint on {name}.")
+RATIONALES = {  # (correct, label) -> phrasings either judge may use: no style tells the judges apart
+    (True, 1): ("{Ev}, which meets the acceptance criterion.", "{Ev}, as the {mode} constraint on {name} asks.",
+                "The constraint is met: {ev}."),
+    (True, 0): ("{Ev}, whereas the acceptance criterion says: {acceptance}",
+                "{Ev}, contrary to the {mode} constraint on {name}.", "The constraint is not met: {ev}."),
+    (False, 1): ("{Ev}, which is close enough to count as satisfying the {name} constraint.",
+                 "{Ev}; the small deviation from the criterion is treated as acceptable."),
+    (False, 0): ("{Ev}, but a borderline element is read as not meeting the {name} constraint.",
+                 "{Ev}, yet this is not accepted as satisfying the {mode} constraint on {name}."),
+}
+
+
+def rationale(judge: str, correct: bool, label: int, c: ConstraintRecord, ev: str, unit: tuple) -> str:
+    """A one-sentence judge rationale; wrong labels read as plausible misjudgements. Both judges
+    draw their phrasing from the same :data:`RATIONALES`: per instance the pool is shuffled
+    (hash-seeded) and judge A takes its first phrasing, judge B its second, so each judge's
+    phrasing is uniform over the pool (an annotator cannot tell them apart by style) and two
+    agreeing judges never word a rationale alike."""
+    pool = RATIONALES[(bool(correct), int(label))]
+    shuffled = sorted(range(len(pool)), key=lambda k: _u("rationale", k, *unit))
+    template = pool[shuffled[(JUDGE_A, JUDGE_B).index(judge)]]
+    return template.format(Ev=ev[0].upper() + ev[1:], ev=ev, mode=c.mode, name=CATALOG[c.feature].name.lower(),
+                           acceptance=c.acceptance)
 
 
 # --------------------------------------------------------------------------- the bundle
@@ -1036,9 +1044,9 @@ def build() -> dict[str, list]:
                 labels = {}
                 for j in (JUDGE_A, JUDGE_B):
                     labels[j] = truth if j != wrong else 1 - truth
+                    why = rationale(j, j != wrong, labels[j], c, ev, unit)
                     judgments.append(JudgmentRecord(judge=j, model=s.name, instruction=inst.key, position=c.position,
-                                                    label=labels[j], rationale=rationale(j, j != wrong, labels[j], c, ev),
-                                                    prompt_version="demo-v1"))
+                                                    label=labels[j], rationale=why, prompt_version="demo-v1"))
                 if wrong and _u("review", *unit) < ADJUDICATED_SHARE:
                     who = "alice" if _u("who", *unit) < 0.5 else "bob"
                     adjudications.append(AdjudicationRecord(

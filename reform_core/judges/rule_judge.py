@@ -12,6 +12,9 @@ For a constraint on feature ``f`` of the project's catalog:
    (counts, names, positions) cannot be decided by presence alone, so the rule judge
    abstains there.
 
+The rationale is the verifier's evidence alone: no verifier id, mode or judge name, which
+would tell annotators comparing two blinded judgments which judge wrote it.
+
 Constraints with no verifier at all, or whose verifier raises, are abstentions
 (``status="abstain"``, ``label=None``), never guesses. For presence items (baseline
 annotation) the verdict's label is the presence itself.
@@ -70,8 +73,9 @@ def _constraint_verdict(vid: str, text: str, c: ConstraintSpec, mode: str) -> Ve
         result = fn(text, mode=mode, **c.params) if _takes_mode(fn) else fn(text, **c.params)
     except Exception as exc:  # noqa: BLE001 - a verifier bug or bad parameters must not become a label
         return Verdict(c.id, None, f"verifier {vid} failed: {type(exc).__name__}: {exc}", "abstain")
+    # the evidence alone: a "[verifier, mode]" suffix would tell blinded annotators which judge wrote it
     evidence = result.evidence or ("followed" if result.passed else "not followed")
-    return Verdict(c.id, int(bool(result.passed)), f"{evidence} [{vid}, {mode}]" if _takes_mode(fn) else evidence)
+    return Verdict(c.id, int(bool(result.passed)), evidence)
 
 
 def decide(text: str, c: ConstraintSpec, *, task: str, mode: str = "strict",
