@@ -338,6 +338,9 @@ class WordingRating(SQLModel, table=True):
     id: Optional[int] = Field(default=None, primary_key=True)
     item_id: int = Field(foreign_key="wording_item.id", index=True)
     user_id: Optional[int] = Field(default=None, foreign_key="app_user.id", index=True)
+    # An outside rater's name (ratings imported by ``wording-import-ratings``, ``user_id`` NULL):
+    # never an account (migration 0009)
+    annotator: str = Field(default="", max_length=100, sa_column_kwargs={"server_default": ""})
     requires_exact: Optional[bool] = None
     clarity: Optional[int] = None
     naturalness: Optional[int] = None

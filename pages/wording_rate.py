@@ -7,12 +7,6 @@ from pages.components.render import md, md_lines, tidy
 from pages.components.session import require_page
 from reform_core.services import wording
 
-RATING_HELP = {
-    "clarity": "1 = very unclear … 5 = very clear",
-    "naturalness": "1 = very unnatural … 5 = very natural",
-    "ambiguity": "1 = not ambiguous … 5 = very ambiguous",
-    "complexity": "1 = very simple … 5 = very complex",
-}
 YES_NO = ("Yes", "No")
 
 principal = require_page("rate_wording")
@@ -103,7 +97,7 @@ for pair in (wording.RATINGS[:2], wording.RATINGS[2:]):  # two per row: a 1–5 
     for col, field in zip(st.columns(2), pair):
         v = stored[field]
         col.radio(field.capitalize(), [1, 2, 3, 4, 5], index=None if v is None else v - 1,
-                  horizontal=True, help=RATING_HELP[field], key=f"wording_{field}_{item_id}")
+                  horizontal=True, help=wording.RATING_HELP[field], key=f"wording_{field}_{item_id}")
 st.caption("Your answers to an item are saved once, when you save or move to another item; the item counts as "
            "answered when all five are given. Keys: S save, P previous, N next, U next unanswered.")
 if st.session_state.pop("wording_rate_saved", False):

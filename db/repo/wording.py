@@ -85,44 +85,60 @@ def item_study_id(conn: Connection, *, item_id: int) -> int | None:
 
 
 def current_ratings(conn: Connection, *, study_id: int, user_id: int | None = None) -> pd.DataFrame:
-    """The current (newest) rating per (item, user) of a study.
+    """The current (newest) rating per (item, rater) of a study; a rater is an account
+    (``user_id``) or an outside rater (``user_id`` NULL, named by ``annotator``).
 
     Columns: ``rating_id, item_id, user_id, username, requires_exact, clarity,
-    naturalness, ambiguity, complexity, created_at``.
+    naturalness, ambiguity, complexity, created_at``; ``username`` is the account's name or the
+    outside rater's. ``user_id`` given: that account's ratings only.
     """
     r, i, u = table("wording_rating"), table("wording_item"), table("app_user")
     newest = (
         select(func.max(r.c.id).label("rid"))
         .join(i, i.c.id == r.c.item_id)
         .where(i.c.study_id == study_id)
-        .group_by(r.c.item_id, r.c.user_id)
+        .group_by(r.c.item_id, r.c.user_id, r.c.annotator)
     )
     if user_id is not None:
         newest = newest.where(r.c.user_id == user_id)
     newest = newest.subquery()
     rows = conn.execute(
-        select(r.c.id, r.c.item_id, r.c.user_id, u.c.username, *[r.c[c] for c in RATING_FIELDS], r.c.created_at)
+        select(r.c.id, r.c.item_id, r.c.user_id, func.coalesce(u.c.username, r.c.annotator),
+               *[r.c[c] for c in RATING_FIELDS], r.c.created_at)
         .join(newest, newest.c.rid == r.c.id)
-        .join(u, u.c.id == r.c.user_id)
-        .order_by(r.c.item_id, r.c.user_id)
+        .outerjoin(u, u.c.id == r.c.user_id)
+        .order_by(r.c.item_id, r.c.user_id, r.c.annotator)
     ).all()
     return pd.DataFrame(rows, columns=["rating_id", "item_id", "user_id", "username", *RATING_FIELDS, "created_at"])
 
 
-def current_rating(conn: Connection, *, item_id: int, user_id: int) -> dict | None:
-    """The newest rating row of one (item, user), or None."""
+def current_rating(conn: Connection, *, item_id: int, user_id: int | None, annotator: str = "") -> dict | None:
+    """The newest rating row of one (item, rater), or None: an account's (``user_id``) or an
+    outside rater's (``user_id`` None, ``annotator`` their name)."""
     r = table("wording_rating")
+    who = r.c.user_id == user_id if user_id is not None else and_(r.c.user_id.is_(None), r.c.annotator == annotator)
     row = conn.execute(
-        select(r).where(and_(r.c.item_id == item_id, r.c.user_id == user_id)).order_by(r.c.id.desc()).limit(1)
+        select(r).where(and_(r.c.item_id == item_id, who)).order_by(r.c.id.desc()).limit(1)
     ).mappings().first()
     return dict(row) if row else None
 
 
-def insert_rating(conn: Connection, *, item_id: int, user_id: int, values: dict, supersedes_id: int | None) -> int:
+def insert_rating(conn: Connection, *, item_id: int, user_id: int | None, values: dict, supersedes_id: int | None,
+                  annotator: str = "") -> int:
     t = table("wording_rating")
-    res = conn.execute(t.insert().values(item_id=item_id, user_id=user_id, supersedes_id=supersedes_id,
-                                         created_at=utcnow(), **{c: values.get(c) for c in RATING_FIELDS}))
+    res = conn.execute(t.insert().values(item_id=item_id, user_id=user_id, annotator=annotator,
+                                         supersedes_id=supersedes_id, created_at=utcnow(),
+                                         **{c: values.get(c) for c in RATING_FIELDS}))
     return int(res.inserted_primary_key[0])
+
+
+def accounts(conn: Connection, *, names: list[str]) -> dict[str, tuple[int, str]]:
+    """``{username: (id, role)}`` of the accounts among ``names`` (read only)."""
+    u = table("app_user")
+    if not names:
+        return {}
+    rows = conn.execute(select(u.c.username, u.c.id, u.c.role).where(u.c.username.in_(names))).all()
+    return {r[0]: (int(r[1]), r[2]) for r in rows}
 
 
 def rating_history(conn: Connection, *, item_id: int, user_id: int) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""CLI commands of the wording area: wording-create, wording-import-generations, wording-results.
+"""CLI commands of the wording area: wording-create, wording-import-generations, wording-results,
+and for outside raters wording-tasks, wording-import-ratings.
 
 The CLI acts as the lead ``cli`` (``reform_core.services.users.cli_principal``).
 """
@@ -83,6 +84,51 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         print_json(out) if json_out else typer.echo(
             f"{out['rows']} rows: {out['written']} written, {out['existing']} already stored")
+
+    @app.command("wording-tasks")
+    def tasks_cmd(db: Optional[str] = DbOption,
+                  study: str = typer.Option(..., "--study", help="Wording study whose items to write."),
+                  out: Path = typer.Option(..., "--out", help="JSON Lines file to write (replaced if it exists)."),
+                  json_out: bool = typer.Option(False, "--json", help='Print {"tasks": n, "out": FILE}.')):
+        """Write a wording study's rating tasks for outside raters, one JSON line per item.
+
+        Each line: study, item (its id), form, target, text and questions (requires_exact,
+        clarity, naturalness, ambiguity, complexity: what to ask). Show raters the text and
+        the questions only; the form comes back with each rating as a check. Ratings come back
+        through wording-import-ratings."""
+        from reform_core.services.outside_raters import write_rating_tasks
+
+        engine, principal = _engine_and_principal(db)
+        try:
+            n = write_rating_tasks(engine, principal, study=study, out=out)
+        except (OSError, ValueError) as exc:
+            fail(str(exc))
+        print_json({"tasks": n, "out": str(out)}) if json_out else typer.echo(f"{n} rating tasks written to {out}")
+
+    @app.command("wording-import-ratings")
+    def import_ratings_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: item, form, annotator, question, value."),
+                           db: Optional[str] = DbOption,
+                           study: str = typer.Option(..., "--study", help="Wording study the ratings belong to."),
+                           json_out: bool = typer.Option(False, "--json", help='Print {"written", "superseded"}.')):
+        """Import ratings made outside the app, one line per answer.
+
+        question: requires_exact (value yes / no) or clarity, naturalness, ambiguity,
+        complexity (an integer 1-5). Problems are reported as file:line: field: message and
+        nothing is written unless every line is valid. A rater is an existing annotator
+        account of that name, else an outside name kept as text (no account is created or
+        changed; local, cli and lead/analyst names are refused). One rater's lines on one
+        item supersede their current rating, as a save in the app does; re-importing a file
+        changes nothing."""
+        from reform_core.services.outside_raters import import_ratings
+        from reform_core.services.wording import ImportFailed
+
+        engine, principal = _engine_and_principal(db)
+        try:
+            out = import_ratings(engine, principal, study=study, data=_read(file), filename=str(file))
+        except (ImportFailed, ValueError) as exc:
+            fail(str(exc))
+        print_json(out) if json_out else typer.echo(
+            f"{out['written']} rating rows written, {out['superseded']} of them superseding an earlier rating")
 
     @app.command("wording-results")
     def results_cmd(db: Optional[str] = DbOption,

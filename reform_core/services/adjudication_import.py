@@ -81,15 +81,24 @@ def _annotators(conn: Connection, adj: pd.DataFrame, err: Err) -> dict[str, tupl
         else:
             out[name] = (None, name)
     for _, r in adj.iterrows():
-        name = r["annotator"]
-        if not name.strip():
-            err(r, "annotator", "must name the person who decided (empty)")
-        elif name.strip().lower() in RESERVED:
-            err(r, "annotator", f"{name!r} is reserved for the app's built-in lead; name the person who decided")
-        elif name in accounts and accounts[name][1] != "annotator":
-            err(r, "annotator", f"{name!r} is the name of a {accounts[name][1]} account: imported decisions are "
-                                "attributed only to annotator accounts or recorded under an outside name")
+        problem = name_problem(r["annotator"], accounts.get(r["annotator"], (None, None))[1], "decided")
+        if problem:
+            err(r, "annotator", problem)
     return out
+
+
+def name_problem(name: str, role: Optional[str], verb: str = "decided") -> Optional[str]:
+    """Why ``name`` cannot stand for the person behind an imported answer, or None: empty, a
+    built-in principal, or the name of a lead or analyst account (``role``: the role of the
+    account so named, None if there is none). Imports never create or change an account."""
+    if not name.strip():
+        return f"must name the person who {verb} (empty)"
+    if name.strip().lower() in RESERVED:
+        return f"{name!r} is reserved for the app's built-in lead; name the person who {verb}"
+    if role is not None and role != "annotator":
+        return (f"{name!r} is the name of a {role} account: imported answers are attributed only to annotator "
+                "accounts or recorded under an outside name")
+    return None
 
 
 def _labels(conn: Connection, judge_ids: list[int], response_id: int, constraint_id: int) -> dict[int, tuple]:

@@ -67,6 +67,12 @@ from reform_core.verifiers.base import get as get_verifier
 
 ANSWER = "requires_exact"
 RATINGS = ("clarity", "naturalness", "ambiguity", "complexity")
+RATING_HELP = {  # what the ends of each 1–5 scale mean (the Rate wordings page, wording-tasks)
+    "clarity": "1 = very unclear … 5 = very clear",
+    "naturalness": "1 = very unnatural … 5 = very natural",
+    "ambiguity": "1 = not ambiguous … 5 = very ambiguous",
+    "complexity": "1 = very simple … 5 = very complex",
+}
 FIELDS = (ANSWER, *RATINGS)
 ICC_KINDS = ("2,1", "2,k")
 N_BOOT = 2000

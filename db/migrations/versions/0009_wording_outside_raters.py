@@ -1,0 +1,27 @@
+"""wording_rating.annotator: ratings of outside raters, imported by ``wording-import-ratings``
+with ``user_id`` NULL and the rater's name as text (never an account) (issue 33)
+
+Revision ID: 0009_wording_outside_raters
+Revises: 0008_judgment_label_index
+Create Date: 2026-12-05 10:00:00
+"""
+from alembic import op
+import sqlalchemy as sa
+import sqlmodel
+
+
+revision = '0009_wording_outside_raters'
+down_revision = '0008_judgment_label_index'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table('wording_rating', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('annotator', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False,
+                                      server_default=''))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('wording_rating', schema=None) as batch_op:
+        batch_op.drop_column('annotator')
