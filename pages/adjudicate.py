@@ -1,17 +1,22 @@
-"""Adjudication: compare two blinded judgments of one (response, constraint) and pick the
-better-supported one. Keyboard: A / B choose a judge, N = neither (needs a note),
-S = skip, U = undo my last decision.
+"""Adjudication: decide blinded items of a sample plan, by keyboard to the end.
 
-Every action is a button callback bound to the item it was shown with, so a click can only
-ever act on the item on screen (a rerun claims the next item only after the action ran).
-The item area is a fragment: a decision reruns it alone, not the whole page."""
+A disagreement asks which of two blinded judgments the response supports better (A / B, or
+N "neither / unsure" with a note); an audit asks the annotator's own verdict on a constraint
+both judges agreed on (P passes / F fails, with an optional note), without showing the
+judges' verdict. S skips, U undoes my last decision. A key that takes a note (N, P, F) puts
+the cursor in the note field: Enter saves, Escape leaves without saving.
+
+Every action is a button callback bound to the item it was shown with, so a key or a click
+can only ever act on the item on screen (a rerun claims the next item only after the action
+ran). The item area is a fragment: a decision reruns it alone, not the whole page."""
 
 import time
 
 import streamlit as st
 
-from pages.components import state
-from pages.components.render import md, show_markdown, show_raw
+from pages.components import adjudication_view as view
+from pages.components import keys, state
+from pages.components.render import md
 from pages.components.session import leave_if_signed_out, require_page, still_signed_in
 from reform_core.config import get_settings
 from reform_core.services import adjudication as S
@@ -21,23 +26,27 @@ principal = require_page("adjudicate")
 engine = state.engine()
 ss = st.session_state
 ss.setdefault("adj_started", {})  # task id -> monotonic time the item was first shown
-LABELS = {"A": "Judge A is better supported", "B": "Judge B is better supported", "neither": "Neither / unsure"}
-HEADINGS = 3  # a "#" heading inside untrusted text renders as h4: below the page's own headings
+LABELS = {"A": "Judge A is better supported", "B": "Judge B is better supported", "neither": "Neither / unsure",
+          "pass": "Passes", "fail": "Fails"}
+NOTE_ACTIONS = {"neither": "Neither / unsure: why? (required)", "pass": "Passes — a note (optional)",
+                "fail": "Fails — what is missing or wrong? (optional)"}
 
 try:
-    plans = S.list_plans(engine, principal)
+    plans = S.queue_plans(engine, principal)
 except AccessDenied as exc:
     st.error(md(exc))
     st.stop()
-plans = plans[plans["active"].astype(bool)]
-# Plans with work left first, newest first: the default is where an annotator is needed.
-plans = plans.assign(_finished=plans["done"] >= plans["tasks"]).sort_values(["_finished", "id"], ascending=[True, False])
-st.title("Adjudicate")
 if plans.empty:
-    st.info("No sample plan yet: a lead creates one on the Sampling page.")
+    st.title("Adjudicate")
+    st.info("No sample plan to work on yet. A lead draws one on the **Sampling** page; its items then appear "
+            "here. Meanwhile, **Rate wordings** may have a wording study for you.")
     st.stop()
-names = dict(zip(plans["id"], plans["name"]))
-plan_id = st.selectbox("Sample plan", list(names), format_func=lambda i: str(names[i]), key="adj_plan")
+labels = dict(zip(plans["id"], plans["label"] + " · " + plans["done"].astype(str) + " / "
+                  + plans["tasks"].astype(str) + " items done"))
+head, pick = st.columns([1, 3], vertical_alignment="center")
+head.subheader("Adjudicate", anchor=False)
+plan_id = pick.selectbox("Sample plan", list(labels), format_func=labels.get, key="adj_plan",
+                         label_visibility="collapsed")
 
 
 # ----------------------------------------------------------------------------- actions (callbacks)
@@ -47,39 +56,58 @@ def _item_no(progress: S.PlanProgress) -> str:
     return f"item {progress.item_no:,} of {progress.needed:,}"
 
 
-def _decide(task_id: int, shown: tuple, choice: str, item_no: str) -> None:
+def _decide(task_id: int, shown: tuple, action: str, item_no: str) -> None:
+    """Record ``action`` (A / B / neither, or an audit's pass / fail) with the note typed."""
     if not still_signed_in():  # revoked meanwhile (the fragment's rerun then leaves the page)
         return
     started = ss["adj_started"].pop(task_id, time.monotonic())
     note = ss.get(f"adj_note_{task_id}", "")
+    record = S.give_verdict if action in S.VERDICTS else S.decide
     try:
-        S.decide(engine, principal, task_id, choice, note=note, seconds=time.monotonic() - started, shown=shown)
+        record(engine, principal, task_id, action, note=note, seconds=time.monotonic() - started, shown=shown)
     except S.AdjudicationRefused as exc:
         ss["adj_news"] = ("warning", md(exc))
+        ss.pop("adj_noting", None)
         return
-    except ValueError as exc:  # e.g. "neither" without a note: shown next to the button clicked
+    except ValueError as exc:  # e.g. "neither" without a note: shown next to the note field
         ss["adj_started"][task_id] = started
-        ss["adj_error"] = (task_id, choice, md(exc))
+        ss["adj_error"] = (task_id, md(exc))
         return
-    ss["adj_news"] = ("success", f"Saved: “{LABELS[choice]}” on {item_no}. A new item is shown below.")
+    ss.pop("adj_noting", None)
+    what = f"your verdict “{LABELS[action].lower()}”" if action in S.VERDICTS else f"“{LABELS[action]}”"
+    ss["adj_news"] = ("success", f"Saved: {what} on {item_no}. The next item is shown below.")
+
+
+def _open_note(task_id: int, action: str) -> None:
+    ss["adj_noting"] = (task_id, action)
+    ss["adj_focus"] = ss.get("adj_focus", 0) + 1
+    ss.pop("adj_error", None)
+
+
+def _close_note(task_id: int) -> None:
+    ss.pop("adj_noting", None)
+    ss.pop("adj_error", None)
+    ss.pop(f"adj_note_{task_id}", None)
 
 
 def _skip(task_id: int, item_no: str) -> None:
     if not still_signed_in():
         return
     ss["adj_started"].pop(task_id, None)
+    ss.pop("adj_noting", None)
     try:
         S.skip(engine, principal, task_id)
     except S.AdjudicationRefused as exc:
         ss["adj_news"] = ("warning", md(exc))
         return
-    ss["adj_news"] = ("info", f"Skipped {item_no}: it went to the end of the queue. A new item is shown below.")
+    ss["adj_news"] = ("info", f"Skipped {item_no}: it went to the end of the queue. The next item is shown below.")
 
 
 def _undo(task_id) -> None:
     """Give the held item back and withdraw my last decision; one message says what happened."""
     if not still_signed_in():
         return
+    ss.pop("adj_noting", None)
     if task_id is not None:
         try:
             S.release(engine, principal, task_id)
@@ -88,36 +116,66 @@ def _undo(task_id) -> None:
     undone = S.undo_last(engine, principal, plan_id)
     if undone is None:
         ss["adj_news"] = ("warning", "Nothing to undo: you have no decision in this plan.")
-    else:
-        ss["adj_news"] = ("info", f"Undone: your decision “{LABELS[undone.choice]}” on the item below was "
-                                  "withdrawn. Decide it again.")
+        return
+    what = (f"your verdict “{LABELS[undone.verdict].lower()}”" if undone.verdict
+            else f"your decision “{LABELS[undone.choice]}”")
+    ss["adj_news"] = ("info", f"Undone: {what} on the item below was withdrawn. Decide it again.")
 
 
 # ----------------------------------------------------------------------------- the item
 
 
-def _scroll_to_top(task_id: int) -> None:
-    """A new item starts at the top of the page (Streamlit keeps the scroll position). The
-    script is a constant (no data in it) and runs in a zero-height component frame of the same
-    origin, so every ``st.html`` on the page stays inert."""
-    from streamlit.components.v1 import html as component_html
-
-    component_html(f"<script>/* item {task_id} */ for (const el of [window.parent.document.querySelector("
-                   "'[data-testid=\"stMain\"]'), window.parent.document.scrollingElement]) "
-                   "{ if (el) el.scrollTo({top: 0}); }</script>", height=0)
+NEWS_COLOURS = {"success": "green", "info": "blue", "warning": "orange"}
 
 
 def _news() -> None:
+    """What the last action did, on one line under the item's heading (``text`` is Markdown
+    built from constants and escaped data)."""
     kind, text = ss.pop("adj_news", (None, ""))
     if kind:
-        getattr(st, kind)(text)
+        st.markdown(f":{NEWS_COLOURS[kind]}-background[{text}]")
 
 
-def _error_below(task_id: int, source: str) -> None:
-    """The message of an action on this item, right under the button that caused it."""
-    err = ss.get("adj_error")
-    if err and err[0] == task_id and err[1] == source:
-        st.warning(err[2])
+def _decision_bar(item: S.Item, item_no: str) -> None:
+    """One row of buttons, each with its key; the note field opens under it."""
+    args = (item.task_id, item.shown)
+    if item.is_audit:
+        buttons = [("✓ " + LABELS["pass"], "p", _open_note, (item.task_id, "pass"), "primary"),
+                   ("✗ " + LABELS["fail"], "f", _open_note, (item.task_id, "fail"), "primary")]
+    else:
+        buttons = [(LABELS["A"], "a", _decide, (*args, "A", item_no), "primary"),
+                   (LABELS["B"], "b", _decide, (*args, "B", item_no), "primary"),
+                   (LABELS["neither"], "n", _open_note, (item.task_id, "neither"), "secondary")]
+    buttons += [("Skip", "s", _skip, (item.task_id, item_no), "secondary"),
+                ("Undo my last decision", "u", _undo, (item.task_id,), "secondary")]
+    for col, (label, key, fn, fn_args, kind) in zip(st.columns(len(buttons)), buttons):
+        col.button(label, shortcut=key, type=kind, width="stretch", wrap=True, key=f"adj_btn_{key}",
+                   on_click=fn, args=fn_args)
+    noting = ss.get("adj_noting")
+    if noting and noting[0] == item.task_id:
+        _note_form(item, noting[1], item_no)
+    elif (err := ss.get("adj_error")) and err[0] == item.task_id:
+        st.warning(err[1])
+    first = [("P / F", "passes / fails, then a note")] if item.is_audit else [
+        ("A / B", "choose a judge"), ("N", "neither, then a note")]
+    keys.legend([*first, ("Enter", "saves with the note"), ("Esc", "leaves the note unsaved"), ("S", "skip"),
+                 ("U", "undo")])
+
+
+def _note_form(item: S.Item, action: str, item_no: str) -> None:
+    """The note of a "neither" or a verdict: typed at once (the key put the cursor in it),
+    Enter saves the decision with it, Escape closes it without saving."""
+    field = f"adj_note_{item.task_id}"
+    with st.form(f"adj_note_form_{item.task_id}", border=True, enter_to_submit=True):
+        st.text_input(NOTE_ACTIONS[action], key=field)
+        save, cancel = st.columns(2)
+        save.form_submit_button(f"Save “{LABELS[action]}” (Enter)", type="primary", width="stretch",
+                                on_click=_decide, args=(item.task_id, item.shown, action, item_no))
+        cancel.form_submit_button("Leave without saving", shortcut="Escape", width="stretch",
+                                  on_click=_close_note, args=(item.task_id,))
+    if (err := ss.get("adj_error")) and err[0] == item.task_id:
+        st.warning(err[1])
+    keys.focus_input(field, ss.get("adj_focus", 0))
 
 
 @st.fragment
@@ -129,67 +187,27 @@ def workspace() -> None:
         ss.pop("adj_error", None)
         st.subheader(f"Nothing left for you in this plan ({progress.filled:,} of {progress.needed:,} decisions made)")
         _news()
-        st.success("Thank you! Every item is decided or held by another annotator.")
+        st.success("Thank you! Every item is decided or held by another annotator. Next: choose another plan above "
+                   "if one has items left, or see **Rate wordings**; items held by others come back here if their "
+                   "lease runs out.")
         st.button("Undo my last decision", shortcut="u", on_click=_undo, args=(None,))
+        keys.legend([("U", "undo my last decision")])
         return
     if ss.get("adj_shown") != item.task_id:
         ss["adj_shown"] = item.task_id
         ss.pop("adj_error", None)
-        _scroll_to_top(item.task_id)
+        keys.scroll_to_top(f"item {item.task_id}")
     ss["adj_started"].setdefault(item.task_id, time.monotonic())
     item_no = _item_no(progress)
-    st.header(f"Item {progress.item_no:,} of {progress.needed:,}")
-    st.caption(f"You have decided {progress.mine:,} item(s) in this plan. "
-               f"This item is reserved for you until {item.lease_until:%H:%M} UTC.")
+    st.subheader(f"Item {progress.item_no:,} of {progress.needed:,}")
+    st.caption(f"{'Agreement check' if item.is_audit else 'Disagreement'} · you have decided {progress.mine:,} "
+               f"item(s) in this plan · reserved for you until {item.lease_until:%H:%M} UTC")
     _news()
-
-    st.subheader("Instruction")
-    show_markdown(item.instruction, heading_offset=HEADINGS)
-
-    c = item.constraint
-    st.subheader("Constraint under review")
-    with st.container(border=True):
-        st.text(f"{c['mode']} · {c['feature_name']} (#{c['position']})")
-        show_markdown(c["text"], heading_offset=HEADINGS)
-        st.markdown("**Acceptance criteria:**")
-        show_markdown(c["acceptance"], heading_offset=HEADINGS)
-    if item.other_constraints:
-        with st.expander("The other constraints of this instruction"):
-            for o in item.other_constraints:
-                st.text(f"#{o['position']} {o['mode']} · {o['feature_name']}")
-                show_markdown(f"{o['text']}\n\n*Acceptance:* {o['acceptance']}", heading_offset=HEADINGS)
-
-    st.subheader("Response")
-    with st.container(border=True, key=f"adj_response_{item.task_id}"):
-        rendered, raw = st.tabs(["Rendered", "Raw (line numbers)"])
-        with rendered:
-            show_markdown(item.response, heading_offset=HEADINGS)  # inert: raw HTML escaped, links not live
-        with raw:
-            show_raw(item.response)
-
-    st.subheader("Judgments")
-    args = (item.task_id, item.shown)
-    for col, side, j in zip(st.columns(2), ("A", "B"), (item.judge_a, item.judge_b)):
-        with col:
-            with st.container(border=True):
-                verdict = {1: "✅ pass", 0: "❌ fail"}.get(j.label, "– no label")
-                st.markdown(f"**Judge {side}: {verdict}**")
-                show_markdown(j.rationale or "*(no rationale)*", heading_offset=HEADINGS)
-            st.button(LABELS[side], shortcut=side.lower(), type="primary", use_container_width=True, wrap=True,
-                      key=f"adj_{side}", on_click=_decide, args=(*args, side, item_no))
-            _error_below(item.task_id, side)
-
-    st.text_input("Note (required for 'neither / unsure')", key=f"adj_note_{item.task_id}")
-    cols = st.columns(3)
-    with cols[0]:
-        st.button(LABELS["neither"], shortcut="n", use_container_width=True, wrap=True, key="adj_neither",
-                  on_click=_decide, args=(*args, "neither", item_no))
-        _error_below(item.task_id, "neither")
-    cols[1].button("Skip", shortcut="s", use_container_width=True, wrap=True, key="adj_skip",
-                   on_click=_skip, args=(item.task_id, item_no))
-    cols[2].button("Undo my last decision", shortcut="u", use_container_width=True, wrap=True, key="adj_undo",
-                   on_click=_undo, args=(item.task_id,))
-    st.caption("Keys: A / B choose a judge, N neither (with a note), S skip, U undo my last decision.")
+    view.asks(item)
+    view.constraint(item)
+    _decision_bar(item, item_no)
+    view.judgments(item)
+    view.response_and_instruction(item)
 
 
 workspace()
