@@ -7,6 +7,10 @@ Every page is registered with ``st.navigation`` for everybody, so a typed or sha
 always resolves: a visitor who is not signed in gets the sign-in form in its place (the
 address and its query parameters are kept for after sign-in), a role that may not open a
 page gets "not permitted", and the menu lists only the pages the role may open.
+
+Annotators land on their queue (Adjudicate) after sign-in; in local mode the app opens on it
+once the local user has adjudication under way (``session.landing_page``); everyone else on
+the Overview.
 """
 
 import streamlit as st
@@ -23,11 +27,14 @@ principal = session.current_principal()
 sections: dict[str, list] = {}
 by_page = {}
 hidden = []
+landing, just_signed_in = session.landing_page(principal, PAGES[0].path)  # annotators: their queue
+page_of = {}
 for spec in PAGES:
     allowed = principal is not None and principal.can(spec.action)
-    page = st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.path == PAGES[0].path,
+    page = st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.path == landing,
                    visibility="visible" if allowed else "hidden")
     by_page[page.url_path] = spec
+    page_of[spec.path] = page
     if allowed:
         sections.setdefault(spec.section, []).append(page)
     else:
@@ -60,6 +67,8 @@ with st.sidebar:
         session.persist()  # the session cookie: a reload or a new tab stays signed in
 
 spec = by_page[pg.url_path]
+if just_signed_in and spec.path == PAGES[0].path != landing:
+    st.switch_page(page_of[landing])  # the sign-in form stood on "/", the Overview's place while signed out
 if not principal.can(spec.action):
     st.title(spec.title)
     st.error(f"Not permitted: your role ({principal.role}) may not open this page.")

@@ -125,14 +125,16 @@ def _undo(task_id) -> None:
 # ----------------------------------------------------------------------------- the item
 
 
-NEWS_COLOURS = {"success": "green", "info": "blue", "warning": "orange"}
+NEWS_COLOURS = {"success": "green", "info": "blue"}
 
 
 def _news() -> None:
-    """What the last action did, on one line under the item's heading (``text`` is Markdown
-    built from constants and escaped data)."""
+    """What the last action did, under the item's heading: one line when it went as asked, a
+    warning box when it was refused (``text`` is Markdown built from constants and escaped data)."""
     kind, text = ss.pop("adj_news", (None, ""))
-    if kind:
+    if kind == "warning":
+        st.warning(text)
+    elif kind:
         st.markdown(f":{NEWS_COLOURS[kind]}-background[{text}]")
 
 

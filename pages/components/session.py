@@ -90,6 +90,32 @@ def current_principal() -> Principal | None:
     return _password_principal()
 
 
+LANDING_KEY = "reform_landing"
+QUEUE_PAGE = "pages/adjudicate.py"
+
+
+def landing_page(principal: Principal | None, default: str) -> tuple[str, bool]:
+    """The page this session opens on (``/``) and whether it was decided just now (the first
+    signed-in run of the session): an annotator's queue (Adjudicate) after sign-in; in local
+    mode the queue when the local user has adjudication under way (a held item, or decisions
+    in a plan with items left); else ``default`` (the Overview). Decided once per session, so
+    the address of the page on screen never changes under the user."""
+    if principal is None:
+        return default, False
+    if LANDING_KEY in st.session_state:
+        return st.session_state[LANDING_KEY], False
+    if principal.role == "annotator" and not local_mode():
+        landing = QUEUE_PAGE
+    elif local_mode() and principal.can("adjudicate"):
+        from reform_core.services.adjudication import has_queue_to_resume
+
+        landing = QUEUE_PAGE if has_queue_to_resume(engine(), principal) else default
+    else:
+        landing = default
+    st.session_state[LANDING_KEY] = landing
+    return landing, True
+
+
 def still_signed_in() -> bool:
     """Re-check the session now (for fragments and callbacks, which do not rerun ``app.py``):
     False once it was revoked (deactivation, role change, sign-out in another tab)."""

@@ -165,3 +165,59 @@ def test_a_decision_costs_the_same_in_a_plan_of_any_size(sim_db):
     assert big.tasks > 20 * small.tasks
     assert decision_cost(small.plan_id) < 1.5 * base  # other plans' size does not matter
     assert decision_cost(big.plan_id) < 1.5 * base  # nor this plan's
+
+
+# ----------------------------------------------------------------------------- issue 33 item 5: landing
+
+
+def _page_title(at: AppTest) -> str:
+    """The page on screen: Adjudicate shows its item counter, Overview its project title."""
+    if [h for h in at.subheader if h.value == "Adjudicate"]:
+        return "Adjudicate"
+    return "Overview" if at.title and at.title[0].value == "ReForm demo" else "?"
+
+
+def test_annotators_land_on_their_queue_after_sign_in(tmp_path, monkeypatch):
+    """Annotators landed on Overview; now sign-in (password mode) opens Adjudicate for them,
+    and Overview for a lead."""
+    from reform_core.services.data import ensure_demo
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import create_user
+    from tests.app.conftest import _reset_caches
+
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    monkeypatch.setenv("REFORM_DATABASE_URL", url)
+    monkeypatch.setenv("REFORM_AUTH_MODE", "password")
+    monkeypatch.setenv("REFORM_LOAD_DEMO", "false")
+    _reset_caches()
+    eng = get_engine(url)
+    ensure_demo(eng)
+    create_user(eng, None, username="lead-a", password="lead-password", role="lead")
+    create_user(eng, None, username="ann-a", password="annotator-pw", role="annotator")
+    try:
+        for user, password, landing in (("ann-a", "annotator-pw", "Adjudicate"), ("lead-a", "lead-password", "Overview")):
+            at = AppTest.from_file(APP, default_timeout=60).run()
+            [t for t in at.text_input if t.label == "Username"][0].input(user)
+            [t for t in at.text_input if t.label == "Password"][0].input(password)
+            [b for b in at.button if b.label == "Sign in"][0].click().run()
+            assert not at.exception, at.exception
+            assert _page_title(at) == landing, (user, [h.value for h in at.subheader], [t.value for t in at.title])
+    finally:
+        _reset_caches()
+
+
+def test_local_mode_lands_on_the_queue_once_adjudication_is_under_way(tmp_path):
+    """Local mode: the demo opens on Overview; once the local user has decided an item in a plan
+    with items left, the next session opens on Adjudicate."""
+    from tests.app.conftest import app_database
+
+    with app_database(f"sqlite:///{tmp_path / 'local.db'}", load_demo=True) as url:
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        assert _page_title(at) == "Overview"
+        at.switch_page("pages/adjudicate.py").run()
+        _decide_any(at)
+        assert not at.exception, at.exception
+        again = AppTest.from_file(APP, default_timeout=60).run()
+        assert not again.exception, again.exception
+        assert _page_title(again) == "Adjudicate"
+        assert url

@@ -108,7 +108,7 @@ def rating_app(tmp_path_factory):
 
 def test_wording_scale_does_not_wrap_and_keys_save_once_per_item(rating_app):
     """The 1–5 scales wrapped their "5" onto a second line, every click was a save, and there
-    were no keyboard shortcuts: now each scale is one line, S saves the item once, N moves on."""
+    were no keyboard shortcuts: now each scale is one line, S saves the item once, → moves on."""
     from playwright.sync_api import expect
 
     from reform_core.services import wording
@@ -134,7 +134,7 @@ def test_wording_scale_does_not_wrap_and_keys_save_once_per_item(rating_app):
         heading.click()  # keys go to the page, not a radio
         page.keyboard.press("s")
         expect(page.get_by_text("Saved item 1.")).to_be_visible()
-        page.keyboard.press("n")
+        page.keyboard.press("ArrowRight")
         expect(page.get_by_role("heading", name="Item 2 of 4")).to_be_visible()
 
     engine = get_engine(url)
