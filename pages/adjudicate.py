@@ -151,7 +151,7 @@ def _decision_bar(item: S.Item, item_no: str) -> None:
     buttons += [("Skip", "s", _skip, (item.task_id, item_no), "secondary"),
                 ("Undo my last decision", "u", _undo, (item.task_id,), "secondary")]
     for col, (label, key, fn, fn_args, kind) in zip(st.columns(len(buttons)), buttons):
-        col.button(label, shortcut=key, type=kind, width="stretch", wrap=True, key=f"adj_btn_{key}",
+        col.button(label, shortcut=key, type=kind, width="stretch", wrap=True, key=f"adj_btn_{key}_{item.task_id}",
                    on_click=fn, args=fn_args)
     noting = ss.get("adj_noting")
     if noting and noting[0] == item.task_id:

@@ -502,19 +502,19 @@ def last_decision(conn: Connection, *, user_id: int, plan_id: Optional[int] = No
 
 _ITEM_HEAD = ["task_id", "plan_id", "response_id", "constraint_id", "a_left", "lease_until", "kind",
               "instruction_text", "response_text", "a_id", "a_label", "a_rationale", "b_id", "b_label", "b_rationale",
-              "a_name", "a_model", "b_name", "b_model"]
+              "a_name", "a_model", "a_provider", "b_name", "b_model", "b_provider"]
 _ITEM_CONSTRAINT = ["id", "position", "feature", "mode", "text", "acceptance", "feature_name"]
 
 
 _NAMES = ", ".join(f"(SELECT {col} FROM judge WHERE id = p.{j})" for j in ("judge_a_id", "judge_b_id")
-                   for col in ("name", "model"))
+                   for col in ("name", "model", "provider"))
 
 
 def _item_select(dialect: str) -> str:
     """What an annotator sees for the task named by a CTE ``got (id, lease_until)``: one row
     per constraint of the instruction, with the task, the instruction, the response and the
-    newest judgment of each judge (columns ``_ITEM_HEAD + _ITEM_CONSTRAINT``); the judges' names
-    and models are for the blinding filter, never shown."""
+    newest judgment of each judge (columns ``_ITEM_HEAD + _ITEM_CONSTRAINT``); the judges' names,
+    models and providers are for the blinding filter, never shown."""
     # ORDER BY +id: SQLite would otherwise walk the judge's whole index (id order) to skip a sort of 1–2 rows
     newest = ("SELECT {col} FROM judgment WHERE judge_id = p.{j} AND response_id = t.response_id "
               "AND constraint_id = t.constraint_id ORDER BY +id DESC LIMIT 1")
@@ -546,7 +546,7 @@ def _item_rows(rows) -> Optional[dict]:
         "response_text": head["response_text"],
         "constraints": [dict(zip(_ITEM_CONSTRAINT, r[len(_ITEM_HEAD):])) for r in rows],
         "judgments": {s: (head[f"{p}_id"], head[f"{p}_label"], head[f"{p}_rationale"]) for s, p in (("A", "a"), ("B", "b"))},
-        "judge_names": [head[k] for k in ("a_name", "a_model", "b_name", "b_model")],
+        "judge_names": [head[f"{s}_{k}"] for s in "ab" for k in ("name", "model", "provider")],
     }
 
 

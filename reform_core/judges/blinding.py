@@ -15,11 +15,13 @@ annotator sees them. The patterns, applied in this order:
    tells them apart (the demo's judge B used to open every rationale with one).
 3. **A mode named as such** — ``strict mode``, ``loose rules``, ``mode: strict``, ``(loose)`` —
    becomes ``[mode]``.
-4. **Names** — the name and model of each judge of the item (as stored in the judge table,
-   three characters or more) and the names of LLM vendors and model families
-   (:data:`VENDOR_NAMES`) — become ``[judge]``, whole words, any case. Provider names are
-   masked through the vendor list: a provider that is an ordinary word (``rules``,
-   ``replay``) names no one.
+4. **Names** — the name, model and provider of each judge of the item (as stored in the
+   judge table, three characters or more: ``gpt-judge``, ``gpt-5.4-mini``, ``openai``,
+   ``strict``, ``verifiers``, ``rules``) and the names of LLM vendors and model families
+   (:data:`VENDOR_NAMES`) — become ``[judge]``, whole words, any case, with a version suffix
+   (``GPT-4o``). A provider that is an ordinary word is masked as well (a rationale's
+   "rules" then reads "[judge]"): in a pair of an LLM and the rules judge it would tell them
+   apart.
 
 The filter masks words; it cannot hide what a rationale says (a loose judge's evidence for a
 pass is what a strict judge would not accept) nor the labels themselves.
@@ -65,8 +67,8 @@ def blind_rationale(text: str, names: Iterable[str] = ()) -> str:
     text : str
         A judge's rationale as stored.
     names : iterable of str
-        The names and models of the item's judges (both of them: a rationale naming the other
-        judge tells as much).
+        The names, models and providers of the item's judges (both of them: a rationale naming
+        the other judge tells as much).
 
     Returns
     -------

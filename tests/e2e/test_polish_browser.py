@@ -72,7 +72,7 @@ def _deploy_buttons(base: str, path: str) -> int:
     with browser_context() as context:
         page = context.new_page()
         page.goto(f"{base}/{path}")
-        expect(page.locator("h1").first).to_be_visible(timeout=90_000)
+        expect(page.locator("h1, h3").first).to_be_visible(timeout=90_000)  # Adjudicate's title is an h3
         page.wait_for_timeout(1000)
         return page.get_by_test_id("stAppDeployButton").count() + page.get_by_role("button", name="Deploy").count()
 

@@ -116,10 +116,10 @@ def test_the_rules_judge_writes_no_mode_and_the_filter_removes_old_signatures(if
     eng, _ = ifeval_pair
     rows = _rationales(eng)
     assert len(rows) == 2 * 832
-    assert not [r for r in rows if MODE_WORDS.search(r[2]) or "ifeval:" in r[2]]
+    assert not [r for r in rows if MODE_WORDS.search(r[2]) or re.search(r"ifeval:|\brules\b", r[2], re.I)]
     for judge, feature, why in rows:
         old = f"{why} [ifeval:{feature}, {judge}]"
-        assert blind_rationale(old, (judge, "verifiers", "verifiers-loose")) == why.strip()
+        assert blind_rationale(old, (judge, "verifiers", "verifiers-loose", "rules")) == why.strip()
 
 
 def test_items_shown_carry_no_judge_mode_or_provider_name(ifeval_pair):
@@ -132,12 +132,12 @@ def test_items_shown_carry_no_judge_mode_or_provider_name(ifeval_pair):
             "UPDATE judgment SET rationale = j.name || ' (' || j.model || ', rules provider) says: ' || rationale "
             "|| ' [ifeval:' || (SELECT feature FROM constraint_item c WHERE c.id = constraint_id) || ', ' || j.name || ']' "
             "FROM judge j WHERE j.id = judgment.judge_id"))
-    secrets = re.compile(r"\b(strict|loose|verifiers(-loose)?)\b|ifeval:", re.I)
+    secrets = re.compile(r"\b(strict|loose|rules|verifiers(-loose)?)\b|ifeval:", re.I)
     seen = 0
     while (item := S.claim_next(eng, ann, plan.plan_id)) is not None and seen < 200:
         for j in (item.judge_a, item.judge_b):
             assert not secrets.search(j.rationale), j.rationale
-            assert j.rationale.startswith("[judge] ([judge], rules provider) says: ")
+            assert j.rationale.startswith("[judge] ([judge], [judge] provider) says: ")
         S.skip(eng, ann, item.task_id) if seen % 2 else S.decide(eng, ann, item.task_id, "neither", note="x",
                                                                  shown=item.shown)
         seen += 1
