@@ -229,16 +229,14 @@ def plans(conn: Connection) -> pd.DataFrame:
     return df
 
 
-def work_under_way(conn: Connection, *, user_id: int, now: datetime) -> bool:
-    """Whether ``user_id`` holds a live lease on a task of an active plan, or has current
-    decisions in an active plan with decisions still needed (read from the counters)."""
-    r = conn.execute(_dt(
-        "SELECT EXISTS (SELECT 1 FROM adjudication_task t JOIN sample_plan p ON p.id = t.plan_id "
-        "WHERE p.active AND t.status = 'claimed' AND t.claimed_by = :u AND t.lease_until >= :now) "
-        "OR EXISTS (SELECT 1 FROM plan_annotator_count a JOIN sample_plan p ON p.id = a.plan_id "
+def work_under_way(conn: Connection, *, user_id: int) -> bool:
+    """Whether ``user_id`` has current decisions in an active plan that still needs decisions
+    (read from the progress counters)."""
+    r = conn.execute(text(
+        "SELECT EXISTS (SELECT 1 FROM plan_annotator_count a JOIN sample_plan p ON p.id = a.plan_id "
         "WHERE p.active AND a.user_id = :u AND a.annotator = '' AND a.decided > 0 AND EXISTS "
-        "(SELECT 1 FROM plan_stratum_count s WHERE s.plan_id = a.plan_id AND s.filled < s.needed))", "now"),
-        {"u": user_id, "now": now}).scalar()
+        "(SELECT 1 FROM plan_stratum_count s WHERE s.plan_id = a.plan_id AND s.filled < s.needed))"),
+        {"u": user_id}).scalar()
     return bool(r)
 
 

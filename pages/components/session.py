@@ -97,8 +97,8 @@ QUEUE_PAGE = "pages/adjudicate.py"
 def landing_page(principal: Principal | None, default: str) -> tuple[str, bool]:
     """The page this session opens on (``/``) and whether it was decided just now (the first
     signed-in run of the session): an annotator's queue (Adjudicate) after sign-in; in local
-    mode the queue when the local user has adjudication under way (a held item, or decisions
-    in a plan with items left); else ``default`` (the Overview). Decided once per session, so
+    mode the queue when the local user has adjudication under way (decisions in a plan that
+    still needs some); else ``default`` (the Overview). Decided once per session, so
     the address of the page on screen never changes under the user."""
     if principal is None:
         return default, False

@@ -229,14 +229,14 @@ def queue_plans(engine: Engine, principal: Principal) -> pd.DataFrame:
 
 
 def has_queue_to_resume(engine: Engine, principal: Principal) -> bool:
-    """Whether the signed-in user has adjudication work under way: a live lease on an item, or
-    decisions in an active plan whose items are not all decided (where the app opens for a
-    single local user who has started adjudicating)."""
+    """Whether the signed-in user has adjudication under way: decisions in an active plan that
+    still needs decisions (where the app opens for a single local user who has started
+    adjudicating; a look at the Adjudicate page, which holds an item, does not count)."""
     user = require(principal, ADJUDICATE_ACTION)
     if user.user_id is None:
         return False
     with engine.connect() as conn:
-        return repo.work_under_way(conn, user_id=user.user_id, now=_now())
+        return repo.work_under_way(conn, user_id=user.user_id)
 
 
 def blind_plan_names(ids: pd.Series) -> pd.Series:
