@@ -705,7 +705,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     fold_ad, s_ad, c_ad = fold[ad], d.a_stratum_code[ad], d.a_ctx_code[ad]
     q_hat = np.full(n, np.nan)
     base = AUDIT_PRIOR[0] if (pi_a_row > 0).any() else 0.0
-    n_s, n_c = int(d.a_stratum_code.max(initial=-1)) + 1, int(d.a_ctx_code.max(initial=-1)) + 1
+    n_s, n_c = 2 * nm, len(d.ctx_stratum)  # every (model, agreed label) and its 3 context bins, present or not
     for k in range(folds):
         t = fold_ad != k
         r_s, seen_s = _hajek_codes(s_ad[t], wrong_ad[t], w_ad[t], n_s, prior=np.full(n_s, base))

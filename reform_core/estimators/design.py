@@ -58,7 +58,8 @@ consecutive), so at any time the completed clusters are a random subset of the s
 and interim estimates stay valid ("stop when precise enough").
 
 Default sizes: ``π_D = π_0 = n_m / N_m`` with ``n_m`` Cochran's size for the model's
-``N_m`` disagreements (SPEC §4: the paper's expected number of disagreement decisions),
+``N_m`` disagreements (SPEC §4: the paper's expected number of disagreement decisions; a
+model on which the judges never disagree: its ``N_m`` questions, so its agreements are audited),
 mean ``π_A = 0.3`` (Neyman-allocated over audit groups), ``double_fraction = 0.1`` and
 second opinions on every kind of task. Measured on the simulator (bench/RESULTS.md) this
 spends its decisions where the variance is: with the previous defaults (mean ``π_A = 0.1``
@@ -478,10 +479,14 @@ def default_params(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_
     g, m = _labels(instances, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
     model = instances["model"].astype(str).to_numpy()
+    question = instances["question"].astype(str).to_numpy()
     cluster_pi = {}
     for name in np.unique(model):
-        n_dis = int(((model == name) & both & (g != m)).sum())
-        n = sampling.cochran_size(n_dis, confidence=confidence, p=p, margin=margin)
+        mine = model == name
+        # Cochran's size for the model's disagreements; a model on which the judges never disagree
+        # is sized on its questions instead, so that its agreements are still audited
+        n_dis = int((mine & both & (g != m)).sum()) or int(pd.unique(question[mine & both]).size)
+        n = sampling.cochran_size(n_dis, confidence=confidence, p=p, margin=margin) if n_dis else 0
         cluster_pi[str(name)] = min(1.0, n / n_dis) if n_dis else 0.0
     return design_params(cluster_pi, dict(cluster_pi), audit_pi=audit_pi, double_fraction=double_fraction,
                          seed=seed, folds=folds, condition=condition, audit_allocation=audit_allocation,

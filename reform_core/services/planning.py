@@ -82,8 +82,8 @@ def size_cluster_plan(instances: pd.DataFrame, *, judge_a: str, judge_b: str, se
     main = instances[instances["condition"] == "main"].reset_index(drop=True)
     g = pd.to_numeric(main[judge_a], errors="coerce")
     m = pd.to_numeric(main[judge_b], errors="coerce")
-    if not (g.notna() & m.notna() & (g != m)).any():
-        raise ValueError("the judges disagree on no instance of the main condition: nothing to sample")
+    if not (g.notna() & m.notna()).any():
+        raise ValueError("no instance of the main condition has both judges' labels: nothing to sample")
     dfrac = design.DEFAULT_DOUBLE if double_fraction is None else float(double_fraction)
     table = None
     if target_half_width is not None:

@@ -494,7 +494,9 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
             inst, rates = _both_labels_required(inst), None
     inst, unlabelled = drop_unlabelled(inst)
     if inst.empty:
-        raise ScoringError(f"no instruction has a label for every constraint ({method})")
+        raise ScoringError(f"nothing to score: every one of the {int(unlabelled.sum())} "
+                           "instruction(s) has a constraint a judge of the pair did not label (judge the missing "
+                           "pairs, or import their labels)")
     main = is_main(inst)
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
@@ -552,7 +554,8 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
             models[f"{mode}_{key}"] = models["model"].map({m: a[key] for m, a in acc.items()})
         models[f"{mode}_judge"] = rules[mode]
     if estimate is not None:
-        models["constraint_level"] = models["model"].map(estimate.table.set_index("model")["constraint_level"])
+        level = models["model"].map(estimate.table.set_index("model")["constraint_level"]).to_numpy(dtype=float)
+        models["constraint_level"] = _within_range(models["model"], level, "constraint_level", estimate.notes)
     if frames.judge_a is not None and choice is not None:
         messages.insert(0, f"scoring pair: {choice.describe()}")
     return ScoreResult(tables=tables, instances=inst, method=method, provisional=provisional, rates=rates, frames=frames,
@@ -621,13 +624,18 @@ def _estimator_table2(tables: dict, est) -> None:
     t2 = tables["table2"]
     e = est.table.set_index("model")
     for col in ("tcpr", "emcr", "r1", "r2", "r3"):
-        raw = t2["model"].map(e[col]).to_numpy(dtype=float)
-        for m, v in zip(t2["model"], raw):
-            if not np.isnan(v) and not 0.0 <= v <= 100.0:
-                est.notes.append(f"{m}: {col}: the estimator's unbiased value {v:.2f} lies outside [0, 100] (a few "
-                                 "decisions carry large design weights); shown clipped — adjudicate more to steady it")
-        t2[col] = np.clip(raw, 0.0, 100.0)
+        t2[col] = _within_range(t2["model"], t2["model"].map(e[col]).to_numpy(dtype=float), col, est.notes)
     tables["ranks"] = rank_comparison(t2)
+
+
+def _within_range(models, raw: np.ndarray, metric: str, notes: list) -> np.ndarray:
+    """An estimator's values clipped to a score's range [0, 100], with a note for each one that
+    was outside it (the unbiased value is reported in the note, never silently)."""
+    for m, v in zip(models, raw):
+        if not np.isnan(v) and not 0.0 <= v <= 100.0:
+            notes.append(f"{m}: {metric}: the estimator's unbiased value {v:.2f} lies outside [0, 100] (a few "
+                         "decisions carry large design weights); shown clipped — adjudicate more to steady it")
+    return np.clip(raw, 0.0, 100.0)
 
 
 def add_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
