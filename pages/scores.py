@@ -105,7 +105,7 @@ st.caption(interval_method(result)
 # the estimate behind the intervals carries the adjudicator-error term; until it is in, the scored one
 _held = _ivl.frame.attrs.get("estimate") if _ivl.fresh and _ivl.frame is not None else None
 est = getattr(_held, "value", None) or result.estimate
-if est is not None:
+if est is not None and est.design is not None:  # the plan-based estimator's verdict and reports
     v = verdict(est)
     (st.success if v["reached"] else st.warning)(f"Planner's verdict — {render.md(v['message'])}")
     st.markdown("**Agreement audit — both judges wrong** (share of each model's agreements, debiased for "

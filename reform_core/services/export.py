@@ -201,7 +201,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     if result.rates is not None:
         _write_table(result.rates, out, "strata", files)
     est = result.estimate
-    if est is not None:
+    if est is not None and est.design is not None:  # the default estimator's reports
         _write_table(est.totals, out, "estimator_clusters", files)
         _write_table(est.both_wrong, out, "both_wrong", files)
         if principal.can("plan_sampling"):  # annotators' estimated accuracy: leads only (as on the Scores page)

@@ -35,12 +35,14 @@ from db.repo import data as data_repo
 from db.repo import scoring as judge_repo
 from db.repo import status as status_repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
-from reform_core.metrics.reform import KS, build_index, reform_tables, unknown_baseline_targets
+from reform_core.estimators import base
+from reform_core.metrics.reform import reform_tables, unknown_baseline_targets
+from reform_core.unit_index import KS, build_index
 from reform_core.services.auth import Principal, require
 from reform_core.services.instances import label_column, load_adjudications, load_judged_with_baseline
 
-CALIBRATIONS = ("cluster", "stratified", "pooled")  # cluster: the default estimator (services/estimates.py)
-DEFAULT_CALIBRATION = "cluster"
+DEFAULT_CALIBRATION = base.DEFAULT  # the default estimator (reform_core.estimators.base)
+PAPER_RULES = ("stratified", "pooled")  # the paper's calibration rules: every row's p, the tables by plug-in
 PAIR_META = status_repo.PAIR_META
 SET_PAIR_ACTION = "set_pair"  # lead only
 EMCR_METRICS = ("emcr", "r1", "r2", "r3")
@@ -215,8 +217,8 @@ class ScoreResult:
     index: Optional[object] = None  # UnitIndex of the main rows (reused by rescore)
     facts: Optional[dict] = None  # label-independent project facts (reused by rescore)
     unlabelled: pd.Series = field(default_factory=lambda: pd.Series(dtype=int))  # dropped instructions per model
-    estimator: str = ""  # "cluster" | "stratified" | "pooled" | "judge:<name>" (score --json "estimator")
-    estimate: Optional[object] = None  # services.estimates.Estimate when the default estimator scored
+    estimator: str = ""  # an estimator's name (reform_core.estimators.base) or "judge:<name>" (score --json "estimator")
+    estimate: Optional[object] = None  # services.estimates.PlanEstimate when an estimator scored the main rows
     intervals: Optional[pd.DataFrame] = None  # model, metric, estimate, measurement_lo/_hi, population_lo/_hi
     interval_reps: int = 0
     interval_seed: int = 0
@@ -309,7 +311,7 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
         out["provisional"] = False
         out.attrs.update(w_a=float(w.get("A", 0.0)), n_pool=int(len(pool)))
         return out, None
-    raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
+    raise ScoringError(f"calibration must be one of {', '.join(PAPER_RULES)}, got {calibration!r}")
 
 
 def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
@@ -406,7 +408,7 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
             note.append("no instruction of this model has a label for every constraint: nothing to score")
         if n_unlab:
             who = (f"judge {method[6:]} did not label" if method.startswith("judge:")
-                   else "a judge of the pair did not label" if method == "cluster" else "neither judge of the pair labelled")
+                   else "a judge of the pair did not label" if _runs_estimator(method) else "neither judge of the pair labelled")
             note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
         elif n_answered > n_scored:
             note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
@@ -475,21 +477,9 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
         inst = frames.instances.assign(p=frames.instances[col])  # copy-on-write: the frames' columns are shared
         method, rates = f"judge:{judge}", None
     else:
-        if calibration not in CALIBRATIONS:
-            raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
-        method = calibration
-        plan = None
-        if calibration == "cluster":
-            from reform_core.services import estimates
-
-            plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
-            if plan is None:
-                method = "stratified"
-                messages.append("no question-cluster plan for the scoring pair yet, so the default estimator cannot run: "
-                                "scored with the paper's stratified rule — create one with `python -m reform_core plan "
-                                f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page")
-        inst, rates = calibrated_instances(frames, "stratified" if method == "cluster" else method)
-        if method == "cluster":
+        method, plan = _estimator_and_plan(engine, frames, calibration, messages)
+        inst, rates = calibrated_instances(frames, method if method in PAPER_RULES else "stratified")
+        if method not in PAPER_RULES:
             stratified = (inst, rates)
             inst, rates = _both_labels_required(inst), None
     inst, unlabelled = drop_unlabelled(inst)
@@ -501,12 +491,12 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
     est, index = None, None
-    if method == "cluster":
+    if _runs_estimator(method):
         index = build_index(inst[main] if not main.all() else inst)
-        inst, est = _cluster_scored(engine, frames, inst, main, plan, index=index, with_intervals=with_intervals,
-                                    reps=reps, seed=seed)
+        inst, est = _estimator_scored(engine, frames, inst, main, method, plan, index=index,
+                                      with_intervals=with_intervals, reps=reps, seed=seed)
     result = _assemble(engine, frames, inst, rates, method, unlabelled, messages, estimate=est, index=index)
-    if method == "cluster":
+    if _runs_estimator(method):
         result.stratified = stratified
     if with_intervals:
         add_intervals(result, reps=reps, seed=seed)
@@ -520,7 +510,7 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     of the main rows) and ``facts`` (the label-independent project facts) may come from an
     earlier result of the same instances (:func:`rescore`)."""
     choice = frames.pair
-    provisional = False if method.startswith("judge:") or method == "cluster" else \
+    provisional = False if method.startswith("judge:") or _runs_estimator(method) else \
         bool(inst.get("provisional", pd.Series(False)).any())
     main = is_main(inst)
     fixed = dict(facts or {})
@@ -531,9 +521,9 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     main_rows = inst if main.all() else inst[main]  # all main (the usual case): no copy of the rows
     index = index if index is not None else build_index(main_rows)
     evaluation = None
-    if estimate is not None and estimate.index is index and method == "cluster":
+    if estimate is not None and estimate.index is index and _runs_estimator(method):
         # the main rows' p is the estimator's smooth: its evaluation is the tables' (computed with it)
-        evaluation, estimate.smooth_evaluation = estimate.smooth_evaluation, None
+        evaluation = estimate.take_evaluation()
     tables = reform_tables(main_rows, baseline=frames.baseline, adjudications=main_adjudications(frames),
                            choice="choice", index=index, evaluation=evaluation)
     if estimate is not None:
@@ -580,23 +570,54 @@ def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
     return inst.assign(p=p)  # copy-on-write: the other columns stay shared
 
 
-def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: np.ndarray, plan: dict, *,
-                    index, with_intervals: bool, reps: int, seed: int, known_inputs=None,
-                    known_source: Optional[pd.Series] = None):
-    """Run the default estimator on the scored main rows (``index``: their unit index); ``p``
-    of those rows becomes each instance's point estimate (``source = 'cluster'``) for the
-    plug-in breakdown tables. ``known_inputs``: the plan inputs of the result being rescored
+def _runs_estimator(method: str) -> bool:
+    """Whether ``method`` scores the main rows with an estimator of the seam (the default one or a
+    registered other), rather than a paper rule's plug-in or one judge's raw labels."""
+    return not method.startswith("judge:") and method not in PAPER_RULES
+
+
+def _estimator_and_plan(engine: Engine, frames: ProjectFrames, name: str, messages: list) -> tuple[str, Optional[dict]]:
+    """The method that will score (``name``, or the stratified rule when a plan-based estimator
+    has no plan yet, with a note) and the plan it runs on."""
+    try:
+        estimator = base.get(name)
+    except ValueError as exc:
+        raise ScoringError(f"calibration: {exc}") from None
+    if not estimator.needs_plan:
+        return name, None
+    from reform_core.services import estimates
+
+    plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
+    if plan is None:
+        messages.append("no question-cluster plan for the scoring pair yet, so the default estimator cannot run: "
+                        "scored with the paper's stratified rule — create one with `python -m reform_core plan "
+                        f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page")
+        return "stratified", None
+    return name, plan
+
+
+def _estimator_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: np.ndarray, method: str,
+                      plan: Optional[dict], *, index, with_intervals: bool, reps: int, seed: int, known_inputs=None,
+                      known_source: Optional[pd.Series] = None):
+    """Run the estimator ``method`` on the scored main rows (``index``: their unit index); ``p``
+    of those rows becomes each instance's point estimate (``source`` = the estimator's name) for
+    the plug-in breakdown tables. ``known_inputs``: the plan inputs of the result being rescored
     (its tasks are reused while the plan's tasks are the same); ``known_source``: that result's
     ``source`` column (reused when it is the same all-estimator column)."""
     from reform_core.services import estimates
 
     rows = inst[main] if not main.all() else inst
-    inputs = estimates.plan_inputs(engine, plan, frames.instances, known=known_inputs)
-    est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed, index=index)
-    other = estimates.other_plan_decisions(engine, plan)
-    if other:
-        est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs the "
-                         "design of its own plan); the paper's rules use them")
+    if plan is None:
+        est = estimates.plain_estimate(rows, method, frames.adjudications, intervals=with_intervals, reps=reps,
+                                       seed=seed, index=index)
+    else:
+        inputs = estimates.plan_inputs(engine, plan, frames.instances, known=known_inputs)
+        est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed,
+                                         index=index)
+        other = estimates.other_plan_decisions(engine, plan)
+        if other:
+            est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs "
+                             "the design of its own plan); the paper's rules use them")
     p = inst["p"].to_numpy(dtype=float, copy=True)
     smooth, rid = est.smooth, rows["iid"].to_numpy()
     aligned = len(smooth) == len(rid) and np.array_equal(smooth.index.to_numpy(), rid)  # the usual case: same rows
@@ -605,11 +626,11 @@ def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, m
     if "source" in inst.columns:
         if main.all():  # every row is the estimator's: one value, no per-row copy of the strings
             kept = known_source is not None and len(known_source) == len(inst) and known_source.index.equals(inst.index) \
-                and str(known_source.dtype) == "str" and bool((known_source == "cluster").all())
-            cols["source"] = known_source if kept else pd.Series("cluster", index=inst.index, dtype="str")
+                and str(known_source.dtype) == "str" and bool((known_source == method).all())
+            cols["source"] = known_source if kept else pd.Series(method, index=inst.index, dtype="str")
         else:
             src = inst["source"].to_numpy(dtype=object, copy=True)
-            src[main] = "cluster"
+            src[main] = method
             cols["source"] = src
     if "provisional" in inst.columns:  # the estimator's rows are never the stratified rule's fallback
         cols["provisional"] = np.where(main, False, inst["provisional"].to_numpy(dtype=bool))
@@ -666,11 +687,15 @@ def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
     est = result.estimate
     if est is not None:
         if not est.with_population or est.reps != reps or est.seed != seed:
-            plan = {"id": None, "name": est.plan, "params": est.params}
             # the same rows as the scoring run: its unit index and the design arrays it keeps are reused
-            full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed,
-                                              index=est.index)
-            full.notes = est.notes
+            if est.design is None:
+                full = estimates.plain_estimate(main, result.method, result.frames.adjudications, intervals=True,
+                                                reps=reps, seed=seed, index=est.index)
+            else:
+                plan = {"id": None, "name": est.plan, "params": est.design.to_stored()}
+                full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed,
+                                                  index=est.index)
+            full.estimate.notes = est.notes
             est = full
         ci = est.scores
     elif result.method in ("stratified", "pooled"):
@@ -709,7 +734,9 @@ def rescore(engine: Engine, principal: Principal, previous: ScoreResult, adjudic
 
     adj = adjudications[["iid", "a", "choice", "annotator"]].reset_index(drop=True)
     frames = replace(previous.frames, adjudications=adj)
-    if previous.method == "cluster":
+    if _runs_estimator(previous.method):
+        if previous.estimate is None or previous.estimate.design is None:  # a plan-less estimator: run it again
+            return score(engine, principal, calibration=previous.method, frames=frames)
         return _rescore_cluster(engine, principal, previous, frames)
     old, inst, rates = previous.instances, previous.instances, previous.rates
     if previous.method == "pooled":
@@ -764,7 +791,7 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
     plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
     if previous.stratified is None or previous.estimate is None or plan is None \
             or plan["name"] != previous.estimate.plan:
-        return score(engine, principal, calibration="cluster", frames=frames)
+        return score(engine, principal, calibration=previous.method, frames=frames)
     s_inst, s_rates = previous.stratified
     if not is_main(s_inst).all():
         # the stratified rule scores the other conditions: apply the new decisions to it (its main rows'
@@ -776,11 +803,12 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
         inst = inst.iloc[pd.Index(inst["iid"]).get_indexer(kept["iid"])]
     main = is_main(inst)
     messages = [m for m in previous.messages if not m.startswith(("scoring pair: ", "default estimator (plan "))]
-    inst, est = _cluster_scored(engine, frames, inst, main, plan, index=previous.index, with_intervals=False,
-                                reps=2000, seed=0, known_inputs=previous.estimate.inputs,  # score()'s defaults
-                                known_source=kept["source"] if "source" in kept.columns else None)
-    result = _assemble(engine, frames, inst, None, "cluster", previous.unlabelled, messages, index=previous.index,
-                       facts=previous.facts, estimate=est)
+    inst, est = _estimator_scored(engine, frames, inst, main, previous.method, plan, index=previous.index,
+                                  with_intervals=False, reps=2000, seed=0,  # score()'s defaults
+                                  known_inputs=previous.estimate.inputs,
+                                  known_source=kept["source"] if "source" in kept.columns else None)
+    result = _assemble(engine, frames, inst, None, previous.method, previous.unlabelled, messages,
+                       index=previous.index, facts=previous.facts, estimate=est)
     result.stratified = (s_inst, s_rates)
     return result
 

@@ -53,16 +53,18 @@ def score_version(inst: pd.DataFrame, params: dict) -> dict:
     """Tasks drawn from the stored parameters, simulated decisions (5 % error, the plan's
     opinion rule followed), the default estimator's table, variance components and both-wrong
     rates."""
-    from reform_core.estimators import cluster, design
-    from reform_core.validation import simulated_decisions
+    from reform_core.estimators import cluster, draws
+    from reform_core.estimators.design import Design
+    from bench.validation import simulated_decisions
 
     ja, jb = "label_judge_a", "label_judge_b"
-    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
+    params = Design.from_stored(params)
+    tasks = draws.draw(inst, params, judge_a=ja, judge_b=jb)
     by_iid = inst.set_index("iid")
     at = tasks["iid"].to_numpy()
-    reference = pd.Series(design.second_opinion_reference(params, at, tasks["kind"],
+    reference = pd.Series(params.second_opinion_reference(at, tasks["kind"],
                                                           by_iid[ja].reindex(at).to_numpy(dtype=float)), index=at)
-    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=at)
+    depth = pd.Series(params.opinion_depth(tasks["kind"]), index=at)
     rng = np.random.default_rng(SEED)
     dec = simulated_decisions(by_iid["truth"].astype(float), tasks, 0.05, rng, reference=reference, depth=depth)
     est = cluster.estimate(inst, tasks, dec, params, judge_a=ja, judge_b=jb, rng=rng, error_boot=5)

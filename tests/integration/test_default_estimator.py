@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reform_core.metrics.loop_reference import loop_table2
+from bench.loop_reference import loop_table2
 from reform_core.services.data import simulate_into
 from reform_core.services.scoring import score, score_json
 from reform_core.services.uow import get_engine
