@@ -19,9 +19,9 @@ per instruction in input order (the format of ``tests/data/ifeval/official_verdi
 A verdict that depends on langdetect's random draw (the reference leaves ``langdetect``
 unseeded; such a verdict changed between ``DRAWS`` seeded runs of the same check) is
 printed. Stress cases add ``random`` (1 for such a verdict, else 0), ``prompt_key, source,
-transform`` and ``family`` (``instructions`` or ``counts``), and use the case number as ``key``; the responses that are their prompt's own
-(transforms in ``BOUNDARY_TRANSFORMS``) also get the count instructions at the reference's
-own counts (``at least C`` and ``less than C + 1`` sentences, words and all-capital words),
+transform`` and ``family`` (``instructions`` or ``counts``), and use the case number as
+``key``; the responses that are their prompt's own (transforms in ``BOUNDARY_TRANSFORMS``)
+also get the count instructions at the reference's own counts (``at least C`` and ``less than C + 1`` sentences, words and all-capital words),
 which pass only when a checker counts exactly as the reference does.
 """
 
