@@ -27,7 +27,9 @@ from typing import Callable, Optional
 from reform_core.judges.base import TASK_PRESENCE, ConstraintSpec, JudgeItem, JudgeResult, Verdict
 from reform_core.verifiers import base as verifiers
 
-RULES_VERSION = "rules-v2"
+# v3: the IFEval checks decide exactly as IFEval's reference checker (Punkt sentences, NLTK
+# word tokens, keywords as regular expressions, line endings as given); v2 verdicts differ.
+RULES_VERSION = "rules-v3"
 MODES = ("strict", "loose")
 DEFAULT_MODEL = "verifiers"
 
