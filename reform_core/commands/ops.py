@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal
 
-        if clear == (issuer is not None or subject is not None):
+        if (issuer is not None or subject is not None) if clear else (issuer is None or subject is None):
             fail("give --issuer and --subject (to bind) or --clear (to unbind)")
         eng = get_engine(db_url(db))
         try:

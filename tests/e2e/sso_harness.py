@@ -112,10 +112,11 @@ def oidc_provider(tmp: Path, redirect_uri: str, *, claims_in_id_token: bool = Fa
 
 def secrets_toml(redirect_uri: str, issuer: str) -> str:
     """The ``[auth]`` section the tests use: docs/operations.md's generic snippet, pointed here."""
-    return (f'[auth]\nredirect_uri = "{redirect_uri}"\ncookie_secret = "{COOKIE_SECRET}"\n'
-            f'client_id = "{CLIENT_ID}"\nclient_secret = "{CLIENT_SECRET}"\n'
-            f'server_metadata_url = "{issuer}/.well-known/openid-configuration"\n'
-            'expose_tokens = ["access"]\nclient_kwargs = { prompt = "login" }\n')
+    from tests.sso_docs import filled
+
+    return filled("generic", **{"https://REFORM_HOST/oauth2callback": redirect_uri, "https://IDP_HOST": issuer,
+                                "AT-LEAST-32-RANDOM-CHARACTERS-SAME-ON-EVERY-PROCESS": COOKIE_SECRET,
+                                "CLIENT_ID": CLIENT_ID, "CLIENT_SECRET": CLIENT_SECRET})
 
 
 @contextmanager
