@@ -18,7 +18,6 @@ import streamlit as st
 
 COOKIE = "reform_return_to"
 MAX_AGE_S = 900
-MAX_LEN = 2000
 DONE_KEY = "reform_return_done"
 FORGOTTEN_KEY = "reform_return_forgotten"
 _SAFE = re.compile(r"[0-9A-Za-z._~%-]{1,2000}")  # what quote(..., safe="") produces

@@ -30,6 +30,12 @@ def list_accounts(eng) -> list[dict]:
 
 
 def register(app: typer.Typer) -> None:
+    _register_operations(app)
+    _register_account_creation(app)
+    _register_account_changes(app)
+
+
+def _register_operations(app: typer.Typer) -> None:
     @app.command("backup")
     def backup_cmd(out: Path = typer.Option(..., "--out", help="Backup file to write."), db: Optional[str] = DbOption):
         """Write a consistent snapshot (SQLite backup API; pg_dump custom format on PostgreSQL)."""
@@ -67,6 +73,8 @@ def register(app: typer.Typer) -> None:
         if not report["ok"]:
             raise typer.Exit(1)
 
+
+def _register_account_creation(app: typer.Typer) -> None:
     @app.command("user-add")
     def user_add_cmd(username: str = typer.Argument(...), role: str = typer.Option("annotator", "--role"),
                      sso: bool = typer.Option(False, "--sso", help="Single sign-on only: no password."),
@@ -116,6 +124,8 @@ def register(app: typer.Typer) -> None:
 
         print_json(list_accounts(get_engine(db_url(db))))
 
+
+def _register_account_changes(app: typer.Typer) -> None:
     @app.command("user-set")
     def user_set_cmd(username: str = typer.Argument(...),
                      role: Optional[str] = typer.Option(None, "--role", help="annotator, analyst or lead"),

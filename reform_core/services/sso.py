@@ -95,6 +95,11 @@ def email_claims(id_claims: Mapping, userinfo: Callable[[], Mapping] | None = No
     return (email if isinstance(email, str) and email else None), _verified(some[0].get("email_verified"))
 
 
+def _deactivated(username: str) -> SignInRefused:
+    return SignInRefused("deactivated", f"Your ReForm account {username} is deactivated: ask a lead to reactivate "
+                                        f"it (user-set {username} --activate).")
+
+
 def _bind_by_email(engine: Engine, ident: Identity, email: str | None, verified: bool) -> None:
     """Bind the account with this (verified) e-mail to ``ident``, or refuse saying why."""
     unbound = (f"or ask a lead to bind your ReForm account to this identity: python -m reform_core user-bind NAME "
@@ -112,8 +117,7 @@ def _bind_by_email(engine: Engine, ident: Identity, email: str | None, verified:
             raise SignInRefused("not_invited", f"No ReForm account has the e-mail address {email}: ask a lead to "
                                                f"invite you ({INVITE.format(email=key or email)}).")
         if not u["active"]:
-            raise SignInRefused("deactivated", f"Your ReForm account {u['username']} is deactivated: ask a lead to "
-                                               f"reactivate it (user-set {u['username']} --activate).")
+            raise _deactivated(u["username"])
         if u["sso_subject"] is None and repo.bind_sso(conn, user_id=int(u["id"]), issuer=ident.issuer,
                                                       subject=ident.subject):
             return
@@ -124,16 +128,32 @@ def _bind_by_email(engine: Engine, ident: Identity, email: str | None, verified:
 
 
 def _session(conn, u: dict, ident: Identity, now: datetime) -> Principal:
-    """The account's principal while this sign-in's session is open; opens it on first use."""
-    expires = ident.issued_at + timedelta(hours=SESSION_HOURS)
+    """The account's principal while this sign-in's session is open; opens it on first use, to
+    end :data:`SESSION_HOURS` after the ID token's issue (never later than that from now, should
+    the provider's clock run ahead)."""
     row = repo.session_by_hash(conn, user_id=int(u["id"]), secret_hash=ident.sign_in_hash)
-    if row is None and expires > now:
-        repo.insert_session(conn, user_id=int(u["id"]), secret_hash=ident.sign_in_hash, role=u["role"],
-                            expires_at=expires)
-    elif row is None or row["revoked_at"] is not None or row["role"] != u["role"] or expires <= now:
+    if row is None:
+        expires = min(ident.issued_at, now) + timedelta(hours=SESSION_HOURS)
+        if expires > now:
+            repo.insert_session(conn, user_id=int(u["id"]), secret_hash=ident.sign_in_hash, role=u["role"],
+                                expires_at=expires)
+    else:
+        expires = row["expires_at"] if row["expires_at"].tzinfo else row["expires_at"].replace(tzinfo=timezone.utc)
+    if expires <= now or (row is not None and (row["revoked_at"] is not None or row["role"] != u["role"])):
         raise SignInRefused("ended", "Your session has ended (signed out, 12 hours after you signed in, or your "
                                      "account was changed by a lead). Sign in again.")
     return Principal(int(u["id"]), u["username"], u["role"])
+
+
+def _bound_principal(engine: Engine, ident: Identity, now: datetime) -> Principal | None:
+    """The principal of the account bound to ``ident``, checked now (None: no account is)."""
+    with engine.begin() as conn:
+        u = repo.user_by_sso(conn, issuer=ident.issuer, subject=ident.subject)
+        if u is None or u["username"] in BUILTIN_USERS:
+            return None
+        if not u["active"]:
+            raise _deactivated(u["username"])
+        return _session(conn, u, ident, now)
 
 
 def sso_principal(engine: Engine, claims: Mapping, *, userinfo: Callable[[], Mapping] | None = None,
@@ -141,21 +161,16 @@ def sso_principal(engine: Engine, claims: Mapping, *, userinfo: Callable[[], Map
     """The principal of the signed-in identity ``claims`` (the ID token's, ``st.user``), checked
     against its account now; :class:`SignInRefused` saying why not. ``userinfo`` returns the
     provider's userinfo claims; it is called only for an identity not bound yet whose ID
-    token lacks the e-mail address or its verification."""
+    token lacks the e-mail address or its verification (and outside any transaction)."""
     now = now or datetime.now(timezone.utc)
     ident = identity_from_claims(claims)
-    with engine.connect() as conn:
-        bound = repo.user_by_sso(conn, issuer=ident.issuer, subject=ident.subject)
-    if bound is None:
+    principal = _bound_principal(engine, ident, now)
+    if principal is None:
         _bind_by_email(engine, ident, *email_claims(claims, userinfo))
-    with engine.begin() as conn:
-        u = repo.user_by_sso(conn, issuer=ident.issuer, subject=ident.subject)
-        if u is None or u["username"] in BUILTIN_USERS:  # unbound by a lead meanwhile
-            raise SignInRefused("ended", "Your account's sign-in identity was changed by a lead. Sign in again.")
-        if not u["active"]:
-            raise SignInRefused("deactivated", f"Your ReForm account {u['username']} is deactivated: ask a lead to "
-                                               f"reactivate it (user-set {u['username']} --activate).")
-        return _session(conn, u, ident, now)
+        principal = _bound_principal(engine, ident, now)
+    if principal is None:  # unbound by a lead in between
+        raise SignInRefused("ended", "Your account's sign-in identity was changed by a lead. Sign in again.")
+    return principal
 
 
 def end_sso_session(engine: Engine, claims: Mapping) -> None:

@@ -113,6 +113,9 @@ def test_a_sign_in_lasts_12_hours_and_ends_on_role_change_rebinding_and_sign_out
     assert sso_principal(eng, first, now=NOW + timedelta(hours=11, minutes=59)).role == "annotator"
     assert "Your session has ended" in _refused(eng, first, "ended", now=NOW + timedelta(hours=12))
     _refused(eng, claims("u-b", signed_in=NOW - timedelta(hours=13)), "ended")  # an old login cookie
+    ahead = claims("u-b", signed_in=NOW + timedelta(hours=5))  # a provider whose clock runs ahead
+    assert sso_principal(eng, ahead, now=NOW).username == "bob"
+    _refused(eng, ahead, "ended", now=NOW + timedelta(hours=12))  # still 12 hours from its first use
     again = claims("u-b", signed_in=NOW + timedelta(hours=12))  # signed in again at the provider
     assert sso_principal(eng, again, now=NOW + timedelta(hours=12)).username == "bob"
 
