@@ -18,9 +18,9 @@ def _render_sso(url_path: str) -> None:
     (every claim shown as plain text)."""
     return_to.remember(url_path)
     refusal = session.sso_refusal()
-    if refusal is None or refusal.reason == "ended":
+    if refusal is None or refusal.reason in ("ended", "userinfo", "invalid"):  # a new sign-in may do
         if refusal is not None:
-            st.info(md(refusal))
+            (st.info if refusal.reason == "ended" else st.error)(md(refusal))
         st.button("Sign in with your identity provider", type="primary", on_click=st.login)
         st.caption("Back here after signing in at the provider? It refused ReForm's request: "
                    "a lead finds the reason in the app's log.")
