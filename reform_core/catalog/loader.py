@@ -11,7 +11,8 @@ A catalog is data: a YAML or JSON file with ``name``, ``version``, ``categories`
 ``modes``             meaningful constraint modes, default ``[require, forbid]``
 ``require_template``  constraint text for ``require`` (needed when ``require`` is a mode)
 ``forbid_template``   constraint text for ``forbid`` (needed when ``forbid`` is a mode)
-``params``            list of ``{name, type, default, min?, max?, choices?, description?}``
+``params``            list of ``{name, type, default, min?, max?, choices?, description?}``; ``type``
+                      one of int, float, str, list, bool, any (any JSON value)
 ``acceptance``        ``{mode: acceptance-criteria template}`` for every mode
 ``rule_detectable``   true when a ``feature:<key>`` presence detector decides the feature
 ``paper_counts``      optional ``{require: n, forbid: n}`` from the source paper
@@ -38,7 +39,8 @@ import pandas as pd
 import yaml
 
 MODES = ("require", "forbid")
-PARAM_TYPES = {"int": int, "float": (int, float), "str": str, "list": list, "bool": bool}
+PARAM_TYPES = {"int": int, "float": (int, float), "str": str, "list": list, "bool": bool, "any": object}
+BOOL_OK = ("bool", "any")  # the param types a true/false value is (bool is an int subclass in Python)
 BUNDLED = ("reformbench", "ifeval")
 # Scores a catalog may declare (SPEC §3, §4.2):
 #   tcpr              all-constraints pass rate (= IFEval's prompt-level accuracy)
@@ -474,7 +476,7 @@ def _parse_params(raw: Any, where: str, at: tuple) -> tuple[Param, ...]:
             _fail(f"{pwhere}: unknown type {ptype!r} (known: {list(PARAM_TYPES)})", *pat, "type")
         default = p.get("default")
         if default is not None and (not isinstance(default, PARAM_TYPES[ptype])
-                                    or (isinstance(default, bool) and ptype != "bool")):
+                                    or (isinstance(default, bool) and ptype not in BOOL_OK)):
             _fail(f"{pwhere}: default {default!r} is not of type {ptype}", *pat, "default")
         lo, hi, choices = p.get("min"), p.get("max"), tuple(p.get("choices") or ())
         if isinstance(default, (int, float)) and not isinstance(default, bool):

@@ -79,6 +79,21 @@ def _name_line(text: str) -> int:
     return 1
 
 
+def read_upload(principal, data: bytes, filename: str) -> CatalogFile:
+    """:func:`parse_catalog_file` for a signed-in user (the Import page): leads only."""
+    from reform_core.services.auth import require
+    from reform_core.services.table_import import IMPORT_ACTION
+
+    require(principal, IMPORT_ACTION)
+    return parse_catalog_file(data, filename)
+
+
+def stored_names(engine) -> list[str]:
+    """The names of the catalogs stored with the project, in the order they were stored."""
+    with engine.connect() as conn:
+        return list(repo.catalog_documents(conn))
+
+
 def read_catalog_path(path: str | Path) -> CatalogFile:
     """:func:`parse_catalog_file` on a file (a regular file only)."""
     path = Path(path)

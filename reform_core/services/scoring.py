@@ -313,8 +313,8 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
 
 
 def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
-    from reform_core.catalog import load_catalog
     from reform_core.catalog.loader import DEFAULT_METRICS
+    from reform_core.services.catalogs import catalog_named
 
     if decisions_only:
         with engine.connect() as conn:
@@ -324,13 +324,13 @@ def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
         answered = judge_repo.answered_instructions(conn)
         coverage = judge_repo.baseline_coverage(conn)
         decisions = judge_repo.decisions_by_pair(conn)
-    metrics: list[str] = []
-    for name in catalogs or ["reformbench"]:
-        try:
-            declared = load_catalog(name).metrics
-        except ValueError:  # a custom catalog file that is not at hand: the generic scores
-            declared = DEFAULT_METRICS
-        metrics += [m for m in declared if m not in metrics]
+        metrics: list[str] = []
+        for name in catalogs or ["reformbench"]:
+            try:
+                declared = catalog_named(conn, name).metrics  # bundled, or stored with the project
+            except ValueError:  # loaded before catalogs were stored with projects: the generic scores
+                declared = DEFAULT_METRICS
+            metrics += [m for m in declared if m not in metrics]
     return {"catalogs": catalogs, "metrics": metrics, "answered": answered.set_index("model")["instructions"],
             "baseline_annotated": coverage["annotated"], "decisions": decisions}
 

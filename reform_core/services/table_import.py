@@ -14,6 +14,10 @@ reported at once as ``file:line: column (field): message`` — for CSV the line 
 record starts, for Parquet the row number (1 = first row) — and nothing is written unless
 the whole table is valid (one transaction). Rows that describe the same question,
 instruction, constraint or response must agree; re-importing identical data changes nothing.
+Without a position column, rows of one response with the same feature, mode and params are
+that constraint's occurrences when they agree (IFEval asks for some twice) and an error when
+their texts or labels differ. Features the catalog lacks are one message naming each with its
+rows (and ``catalog-init`` for a team's own features), not one per row.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any, Callable, Optional
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from reform_core.records import storage_problem
+from reform_core.records import DuplicateKeyError, loads_unique, storage_problem
 from reform_core.services.importer import ImportFailed, Progress, frames_bundle, import_bundle_obj, one_line
 
 FIELDS: dict[str, str] = {
@@ -300,7 +304,11 @@ class _Rows:
             params = {}
         else:
             try:
-                params = json.loads(v) if isinstance(v, str) else None
+                params = loads_unique(v) if isinstance(v, str) else None
+            except DuplicateKeyError as exc:
+                self.err(i, "params", f"key(s) {', '.join(map(repr, exc.keys))} given twice (JSON would keep only the "
+                                      "last value)")
+                return None
             except (ValueError, RecursionError) as exc:
                 self.err(i, "params", f"invalid JSON: {getattr(exc, 'msg', None) or exc}")
                 return None
@@ -522,12 +530,15 @@ class _Rows:
 
 
 def import_table(engine: Engine, data: bytes, filename: str, mapping: dict[str, str], *,
-                 catalog: Optional[str] = None, replace: bool = False, progress: Progress = None) -> dict:
+                 catalog=None, replace: bool = False, progress: Progress = None) -> dict:
     """Validate and import one table (module docstring); return rows written per kind plus
     ``rows``, ``catalog``, ``columns`` (column → field), ``ignored_columns``, per judge
     ``labels`` (labels and abstentions written) and ``not_judged`` (rows without a label),
-    and ``responses_without_text``. ``catalog``: a bundled name or a catalog file (default: the
-    bundled catalog that knows every feature). Raises :class:`ImportFailed`."""
+    and ``responses_without_text``. ``catalog``: a bundled name, the name of a catalog stored
+    with the project, a catalog file's path or a
+    :class:`~reform_core.services.catalogs.CatalogFile` (a file is stored with the project:
+    :mod:`reform_core.services.catalogs`); default: the bundled or stored catalog that knows
+    most features. Raises :class:`ImportFailed`."""
     table = read_table(data, filename)
     columns = resolve_columns(list(table.frame.columns), mapping, table.name)
     if table.frame.empty:
@@ -546,8 +557,9 @@ IMPORT_ACTION = "import_data"  # lead only
 
 
 def import_upload(engine: Engine, principal, data: bytes, filename: str, mapping: dict[str, str], *,
-                  catalog: Optional[str] = None, replace: bool = False) -> dict:
-    """:func:`import_table` for a signed-in user (the import page): leads only."""
+                  catalog=None, replace: bool = False) -> dict:
+    """:func:`import_table` for a signed-in user (the import page): leads only. ``catalog``: a
+    name, or a :class:`~reform_core.services.catalogs.CatalogFile` uploaded."""
     from reform_core.services.auth import require
 
     require(principal, IMPORT_ACTION)
