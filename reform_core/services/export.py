@@ -250,6 +250,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "judge_pair_source": result.pair_source,
         "catalogs": [{k: v for k, v in c.items() if k != "_text"} for c in rec["catalogs"]],
         "metrics": result.metrics,
+        "metric_definitions": scored["metric_definitions"],
         "models": {m: {"instructions": r["instructions"], "excluded": r["excluded"], "notes": r["notes"],
                        **{k: r[k] for k in ("intervals", "both_wrong") if k in r}}
                    for m, r in scored["models"].items()},
