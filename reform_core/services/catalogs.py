@@ -123,12 +123,13 @@ def catalog_named(conn: Connection, name: str) -> Catalog:
 
 
 def resolve(conn: Connection, name_or_path: str) -> tuple[Catalog, Optional[CatalogFile]]:
-    """A catalog by bundled name, stored name or file path; the file too when read from one."""
+    """A catalog by bundled name, stored name or file path; the file too when read from one.
+    ValueError when it is none of them; :class:`ImportFailed` for a file with problems."""
     try:
         return catalog_named(conn, name_or_path), None
     except ValueError as exc:
         if not Path(name_or_path).is_file():
-            raise ImportFailed([one_line(f"(catalog): {exc}, nor a file")]) from None
+            raise ValueError(f"{exc}, nor a file") from None
     f = read_catalog_path(name_or_path)
     return f.catalog, f
 

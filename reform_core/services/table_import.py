@@ -218,7 +218,10 @@ def _choose_catalog(conn, features: set[str], catalog):
     if isinstance(catalog, catalogs.CatalogFile):
         return catalog.catalog, catalog
     if catalog:
-        return catalogs.resolve(conn, catalog)
+        try:
+            return catalogs.resolve(conn, catalog)
+        except ValueError as exc:
+            raise ImportFailed([one_line(f"(catalog): {exc}")]) from None
     return max(catalogs.candidates(conn), key=lambda cat: sum(f in cat for f in features)), None
 
 
