@@ -22,7 +22,6 @@ from typing import Any, Callable, Optional
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from db.repo import data as data_repo
 from db.repo import judging as repo
 from reform_core.config import get_settings, judge_endpoint, redact, secret_values
 from reform_core.judges import LLM_PROVIDERS, PROVIDERS, make_llm_judge

@@ -184,7 +184,8 @@ def import_prompts(engine: Engine, principal: Principal, *, study: str, data: by
 
     Every line is validated first (``id``, ``system``/``user``, and ``checks``: positions
     1..n, distinct constraints, a known checker whose ``params`` it accepts, a rubric for
-    ``judge`` constraints); all problems are reported together as ``file:line: field:
+    ``judge`` constraints; ``size`` and ``constraints``, when given, must match the checks; a
+    key given twice in a line is an error); all problems are reported together as ``file:line: field:
     message`` and nothing is written unless every line is valid. A prompt already stored
     identically is skipped; a different prompt under a stored id is an error. Returns
     ``{"study", "prompts", "written", "existing", "constraints"}``.
