@@ -94,11 +94,12 @@ def stored_names(engine) -> list[str]:
         return list(repo.catalog_documents(conn))
 
 
-def read_catalog_path(path: str | Path) -> CatalogFile:
-    """:func:`parse_catalog_file` on a file (a regular file only)."""
+def read_catalog_path(path: str | Path, root: Optional[Path] = None) -> CatalogFile:
+    """:func:`parse_catalog_file` on a file (a regular file only; with ``root``, a symbolic
+    link out of that directory is refused, as for a bundle's other files)."""
     path = Path(path)
     try:
-        data = read_file(path)
+        data = read_file(path, root)
     except OSError as exc:
         raise ImportFailed([one_line(f"{path.name}:0: (file): cannot read: {exc.strerror or exc}")]) from None
     return parse_catalog_file(data, path.name)

@@ -190,7 +190,7 @@ def _bundle_catalog(root: Path, manifest: R.BundleManifest, named: bool, errors:
     if not paths:
         return None
     try:
-        f = read_catalog_path(paths[0])
+        f = read_catalog_path(paths[0], root if paths[0].parent == root else None)
     except ImportFailed as exc:
         errors += exc.errors
         return None
@@ -437,7 +437,6 @@ class _Writer:
         fname = row.get("_file")
         fname = fname if isinstance(fname, str) else FILE_OF[kind]
         self.errors.append(one_line(f"{fname}:{int(row['_line'])}: {fld}: {msg}"))
-
 
     def missing(self, kind: str, df: pd.DataFrame, mask, fld: str, msg_fn) -> None:
         for _, row in df[mask].iterrows():

@@ -208,3 +208,17 @@ def test_unknown_features_are_one_message_with_the_way_out(tmp_path, sqlite_url)
         "14), 'zz_two' (lines 6, 11, 16) of catalog reformbench; for your own features, write a starter catalog with "
         "`python -m reform_core catalog-init own.csv --out catalog.yaml`, edit its texts and import with --catalog "
         "catalog.yaml"]
+
+
+def test_a_bundle_catalog_linked_out_of_the_bundle_is_refused_unread(tmp_path, sqlite_url):
+    blocks = _doc_blocks()
+    eng = get_engine(sqlite_url)
+    import_table(eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(blocks["yaml"].encode(), "c.yaml"))
+    export_bundle(eng, tmp_path / "b")
+    (tmp_path / "outside.yaml").write_text(blocks["yaml"])
+    (tmp_path / "b" / "catalog.yaml").unlink()
+    (tmp_path / "b" / "catalog.yaml").symlink_to(tmp_path / "outside.yaml")
+    with pytest.raises(ImportFailed) as exc:
+        import_bundle(get_engine(f"sqlite:///{tmp_path / 'fresh.db'}"), tmp_path / "b")
+    assert any(e.startswith("catalog.yaml:0: (file): cannot read: is a symbolic link to") and "outside the bundle" in e
+               for e in exc.value.errors), exc.value.errors
