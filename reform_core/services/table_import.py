@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from reform_core.catalog.loader import BUNDLED
 from reform_core.records import DuplicateKeyError, loads_unique, storage_problem
 from reform_core.services.importer import ImportFailed, Progress, frames_bundle, import_bundle_obj, one_line
 
@@ -226,12 +227,6 @@ def _choose_catalog(conn, features: set[str], catalog):
 
 
 MAX_UNKNOWN_SHOWN = 10  # unknown features named in the one message about them
-
-
-def _bundled_names() -> tuple[str, ...]:
-    from reform_core.catalog.loader import BUNDLED
-
-    return BUNDLED
 
 
 @dataclass
@@ -475,7 +470,8 @@ class _Rows:
             return True
         differ = [j for j in st.judges if labels[j] != first_labels[j]]
         for j in differ:
-            self.err(i, f"label:{j}", f"{where}, labelled {first_labels[j]!r} there and {labels[j]!r} here{hint}")
+            there, here = ("no label" if v == "" else repr(v) for v in (first_labels[j], labels[j]))
+            self.err(i, f"label:{j}", f"{where}, labelled {there} there and {here} here{hint}")
         return bool(differ)
 
     def _unknown_features(self) -> None:
@@ -495,7 +491,7 @@ class _Rows:
         else:
             more = f" and {len(self.unknown) - len(shown)} more" if len(self.unknown) > len(shown) else ""
             what = f"{len(self.unknown)} unknown features: " + ", ".join(f"{f!r} ({rows_of(r)})" for f, r in shown) + more
-        if self.catalog_file is not None or self.cat.name not in _bundled_names():
+        if self.catalog_file is not None or self.cat.name not in BUNDLED:
             hint = f"add {'it' if len(self.unknown) == 1 else 'them'} to catalog {self.cat.name} (docs/catalog.md)"
         else:
             hint = self._bundled_hint()
@@ -504,7 +500,7 @@ class _Rows:
     def _bundled_hint(self) -> str:
         from reform_core.catalog import load_catalog
 
-        others = [n for n in _bundled_names() if n != self.cat.name and all(f in load_catalog(n) for f in self.unknown)]
+        others = [n for n in BUNDLED if n != self.cat.name and all(f in load_catalog(n) for f in self.unknown)]
         if others:
             return (f"{'it is a feature' if len(self.unknown) == 1 else 'they are features'} of catalog {others[0]}: "
                     f"--catalog {others[0]}")
