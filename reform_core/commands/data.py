@@ -20,12 +20,16 @@ def _progress(enabled: bool):
 
 def register(app: typer.Typer) -> None:
     @app.command("init")
-    def init_cmd(db: Optional[str] = DbOption, catalog: str = typer.Option("reformbench", help="Catalog name or file."),
+    def init_cmd(db: Optional[str] = DbOption, catalog: str = typer.Option("reformbench", help="Catalog: a bundled name, a catalog file (stored with "
+                                                                  "the project; docs/catalog.md) or a stored one's name."),
                  json_out: bool = typer.Option(False, "--json")):
         """Create or upgrade the database schema and load the catalog."""
-        from reform_core.services.data import init_project
+        from reform_core.services.data import ImportFailed, init_project
 
-        out = init_project(_engine(db), catalog=catalog)
+        try:
+            out = init_project(_engine(db), catalog=catalog)
+        except (ImportFailed, ValueError) as exc:
+            fail(str(exc))
         print_json(out) if json_out else typer.echo(f"database ready; catalog {out['catalog']} ({out['features_loaded']} features loaded)")
 
     @app.command("status")

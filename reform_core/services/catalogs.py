@@ -118,8 +118,8 @@ def catalog_named(conn: Connection, name: str) -> Catalog:
     doc = repo.catalog_document(conn, name)
     if doc is None:
         stored = ", ".join(repo.catalog_documents(conn)) or "none"
-        raise ValueError(f"catalog {name!r} is neither a bundled catalog ({', '.join(BUNDLED)}) nor stored with this "
-                         f"project (stored: {stored}); import it with --catalog FILE")
+        raise ValueError(f"catalog {name!r} is neither bundled ({', '.join(BUNDLED)}) nor stored with this project "
+                         f"(stored: {stored})")
     return _parse_stored(doc["content"], doc["filename"] or f"{name}.yaml")
 
 
@@ -130,7 +130,7 @@ def resolve(conn: Connection, name_or_path: str) -> tuple[Catalog, Optional[Cata
         return catalog_named(conn, name_or_path), None
     except ValueError as exc:
         if not Path(name_or_path).is_file():
-            raise ValueError(f"{exc}, nor a file") from None
+            raise ValueError(f"{exc}, nor a file (a catalog file: docs/catalog.md)") from None
     f = read_catalog_path(name_or_path)
     return f.catalog, f
 
