@@ -222,3 +222,23 @@ def test_a_bundle_catalog_linked_out_of_the_bundle_is_refused_unread(tmp_path, s
         import_bundle(get_engine(f"sqlite:///{tmp_path / 'fresh.db'}"), tmp_path / "b")
     assert any(e.startswith("catalog.yaml:0: (file): cannot read: is a symbolic link to") and "outside the bundle" in e
                for e in exc.value.errors), exc.value.errors
+
+
+def test_catalog_init_on_a_table_nobody_shaped_for_reform(tmp_path):
+    """IFEval's own verdict file (every instruction id, kwargs of every JSON type, an instruction
+    asked twice in one prompt): the starter catalog imports the whole table as it is."""
+    from tests.integration.test_import_table import MAP as IFEVAL_MAP
+    from tests.integration.test_import_table import _ifeval_table
+
+    df = _ifeval_table()
+    df.to_csv(tmp_path / "verdicts.csv", index=False)
+    maps = sum((["--map", m] for m in IFEVAL_MAP), [])
+    r = _cli("catalog-init", tmp_path / "verdicts.csv", "--out", tmp_path / "c.yaml", "--name", "my-ifeval", *maps,
+             "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["features"] == df["instruction_id"].nunique()
+    cat = load_catalog(tmp_path / "c.yaml")
+    assert cat.name == "my-ifeval" and {c.key for c in cat.categories} == {k.split(":")[0] for k in df["instruction_id"]}
+    out = import_table(get_engine(f"sqlite:///{tmp_path / 'p.db'}"), (tmp_path / "verdicts.csv").read_bytes(),
+                       "verdicts.csv", dict(m.split("=") for m in IFEVAL_MAP), catalog=str(tmp_path / "c.yaml"))
+    assert out["catalog"] == "my-ifeval" and out["constraints"] == len(df) and out["judgments"] == 2 * len(df)
