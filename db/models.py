@@ -51,6 +51,20 @@ class CatalogFeature(SQLModel, table=True):
     rule_detectable: bool = False
 
 
+class CatalogDocument(SQLModel, table=True):
+    """A team's own catalog file as imported (``import-table --catalog FILE``, the Import page),
+    kept with the project so that later commands (judge, score, export) need no file: its
+    text, the name and version it declares, the uploaded file's name and the text's SHA-256."""
+
+    __tablename__ = "catalog_document"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=100, unique=True)
+    version: str = Field(default="", max_length=50)
+    filename: str = Field(default="", max_length=200)
+    sha256: str = Field(max_length=64)
+    content: str = _text()
+
+
 class Question(SQLModel, table=True):
     __tablename__ = "question"
     id: Optional[int] = Field(default=None, primary_key=True)

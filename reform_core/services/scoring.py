@@ -14,10 +14,13 @@ Missing data is left out and counted, never a pass (SPEC §4.2):
   of the pair labelled it; for a raw judge, that judge did not) is left out of every score
   of that method — counted per model as ``excluded["unlabelled_instructions"]``;
 * a target whose (model, question) has no baseline annotation has unknown opposition and is
-  left out of EMCR — counted as ``excluded["no_baseline_targets"]``;
-* a metric with no eligible data, or one the project's catalog does not declare (IFEval has
-  no EMCR; a project without baseline data never claims EMCR), is ``None`` with a note that
-  says why.
+  left out of EMCR — counted as ``excluded["no_baseline_targets"]`` where EMCR applies;
+* a metric with no eligible data is ``None`` with a note that says why; one the project's
+  catalog does not declare (IFEval has no EMCR), or EMCR without baseline data (never claimed),
+  is ``None`` and not described: the texts of the metrics — ``metric_definitions``, the notes,
+  the pages' definitions — follow the catalog's metric set and the data's shape
+  (:mod:`reform_core.metrics.descriptions`); a catalog that declares EMCR in a project without
+  baseline data gets one project note saying why it is not computed.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from db.repo import scoring as judge_repo
 from db.repo import status as status_repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
 from reform_core.estimators import base
+from reform_core.metrics.descriptions import DataShape, MetricDescriptions, describe_metrics
 from reform_core.metrics.reform import reform_tables, unknown_baseline_targets
 from reform_core.unit_index import KS, build_index
 from reform_core.services.auth import Principal, require
@@ -225,6 +229,8 @@ class ScoreResult:
     # the default estimator's stratified calibration of every row (p, stratum, source, provisional)
     # and its rates: rescore updates them for new decisions instead of recalibrating the project
     stratified: Optional[tuple[pd.DataFrame, pd.DataFrame]] = None
+    # what each reported metric means here (reform_core.metrics.descriptions): pages, score, exports
+    descriptions: Optional[MetricDescriptions] = None
 
 
 def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.Series]:
@@ -315,8 +321,8 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
 
 
 def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
-    from reform_core.catalog import load_catalog
     from reform_core.catalog.loader import DEFAULT_METRICS
+    from reform_core.services.catalogs import catalog_named
 
     if decisions_only:
         with engine.connect() as conn:
@@ -326,13 +332,13 @@ def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
         answered = judge_repo.answered_instructions(conn)
         coverage = judge_repo.baseline_coverage(conn)
         decisions = judge_repo.decisions_by_pair(conn)
-    metrics: list[str] = []
-    for name in catalogs or ["reformbench"]:
-        try:
-            declared = load_catalog(name).metrics
-        except ValueError:  # a custom catalog file that is not at hand: the generic scores
-            declared = DEFAULT_METRICS
-        metrics += [m for m in declared if m not in metrics]
+        metrics: list[str] = []
+        for name in catalogs or ["reformbench"]:
+            try:
+                declared = catalog_named(conn, name).metrics  # bundled, or stored with the project
+            except ValueError:  # loaded before catalogs were stored with projects: the generic scores
+                declared = DEFAULT_METRICS
+            metrics += [m for m in declared if m not in metrics]
     return {"catalogs": catalogs, "metrics": metrics, "answered": answered.set_index("model")["instructions"],
             "baseline_annotated": coverage["annotated"], "decisions": decisions}
 
@@ -373,10 +379,42 @@ def _verifier_accuracy(main: pd.DataFrame, judge: str) -> tuple[dict, int]:
     return out, missing
 
 
+def _coverage_notes(method: str, n_scored: int, n_answered: int, n_unlab: int) -> list[str]:
+    """What a model's scores leave out: instructions without every label, or not judged yet."""
+    note = []
+    if n_scored == 0:
+        note.append("no instruction of this model has a label for every constraint: nothing to score")
+    if n_unlab:
+        who = (f"judge {method[6:]} did not label" if method.startswith("judge:")
+               else "a judge of the pair did not label" if _runs_estimator(method) else "neither judge of the pair labelled")
+        note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
+    elif n_answered > n_scored:
+        note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
+    return note
+
+
+def _emcr_notes(m: str, t2i: pd.DataFrame, known_models: set, n_unknown: int) -> list[str]:
+    """Why a model's EMCR or R^K is missing or partial (where EMCR applies)."""
+    note = []
+    if m not in known_models:
+        note.append("emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
+                    "known to be baseline-opposed")
+    else:
+        empty = [k for k in KS if int(t2i.loc[m, f"n{k}"]) == 0]
+        note += [f"r{k}: no eligible units at K={k}" for k in empty]
+        if empty:
+            note.append(f"emcr: needs eligible units at every K (none at K={', '.join(map(str, empty))})")
+    if n_unknown:
+        note.append(f"{n_unknown} target(s) whose question has no baseline annotation for this model are left "
+                    "out of EMCR (opposition unknown)")
+    return note
+
+
 def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlabelled: pd.Series,
-                 metrics: list[str], has_baseline: bool, verifier: dict[str, tuple[dict, int]],
-                 catalogs: list[str], method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Per model: instructions answered / scored, exclusions, constraint level, notes."""
+                 metrics: list[str], emcr: bool, verifier: dict[str, tuple[dict, int]],
+                 method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Per model: instructions answered / scored, exclusions, constraint level, notes (EMCR's
+    only where it applies: ``emcr``, declared by the catalog and baseline data exists)."""
     main_rows = is_main(result_inst)
     main = result_inst if main_rows.all() else result_inst[main_rows]
     models = sorted(set(t2["model"].astype(str)) | set(facts["answered"].index.astype(str)) | set(unlabelled.index))
@@ -403,34 +441,9 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
         n_answered = int(facts["answered"].get(m, 0))
         n_unlab = int(unlabelled.get(m, 0))
         n_unknown = int(unknown.get(m, 0))
-        note: list[str] = []
-        if n_scored == 0:
-            note.append("no instruction of this model has a label for every constraint: nothing to score")
-        if n_unlab:
-            who = (f"judge {method[6:]} did not label" if method.startswith("judge:")
-                   else "a judge of the pair did not label" if _runs_estimator(method) else "neither judge of the pair labelled")
-            note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
-        elif n_answered > n_scored:
-            note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
-        if "emcr" not in facts["metrics"]:
-            note.append(f"emcr, r1, r2, r3: do not apply to catalog {', '.join(catalogs) or '?'} "
-                        "(it declares no baseline-opposed scores)")
-        elif not has_baseline:
-            note.append("emcr, r1, r2, r3: the project has no baseline annotations, so no target is known to be "
-                        "baseline-opposed; EMCR is not claimed")
-        elif n_scored:
-            if m not in facts["known_target_models"]:
-                note.append("emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
-                            "known to be baseline-opposed")
-            else:
-                empty = [k for k in KS if int(t2i.loc[m, f"n{k}"]) == 0]
-                for k in empty:
-                    note.append(f"r{k}: no eligible units at K={k}")
-                if empty:
-                    note.append(f"emcr: needs eligible units at every K (none at K={', '.join(map(str, empty))})")
-            if n_unknown:
-                note.append(f"{n_unknown} target(s) whose question has no baseline annotation for this model are left "
-                            "out of EMCR (opposition unknown)")
+        note = _coverage_notes(method, n_scored, n_answered, n_unlab)
+        if emcr and n_scored:  # EMCR's notes only where it applies (metrics.descriptions)
+            note += _emcr_notes(m, t2i, facts["known_target_models"], n_unknown)
         for mode in ("strict", "loose"):
             if mode in metrics and mode not in verifier:
                 note.append(f"{mode}: no rules judge ran in {mode} mode "
@@ -537,8 +550,14 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     verifier = {mode: _verifier_accuracy(main_rows, j) for mode, j in rules.items()}
     if "unknown_targets" not in facts:
         facts["unknown_targets"] = unknown_baseline_targets(main_rows) if len(main_rows) else pd.Series(dtype=int)
-    models, notes = _model_facts(inst, tables["table2"], facts, unlabelled, metrics, has_baseline, verifier,
-                                 facts["catalogs"], method)
+    if "constraint_counts" not in facts:  # label-independent: kept in the facts rescore reuses
+        facts["constraint_counts"] = constraint_counts(main_rows)
+    descriptions = describe_metrics(facts["metrics"], DataShape.of(facts["constraint_counts"],
+                                                                   has_baseline=has_baseline))
+    if descriptions.note and descriptions.note not in messages:
+        messages.append(descriptions.note)
+    models, notes = _model_facts(inst, tables["table2"], facts, unlabelled, metrics, descriptions.emcr, verifier,
+                                 method)
     for mode, (acc, _) in verifier.items():
         for key in ("prompt_level", "instruction_level"):
             models[f"{mode}_{key}"] = models["model"].map({m: a[key] for m, a in acc.items()})
@@ -555,7 +574,16 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
                        other_pair_decisions=_other_pair_decisions(facts["decisions"], frames.judge_a and
                                                                   (frames.judge_a, frames.judge_b)),
                        index=index, facts={k: v for k, v in facts.items() if k != "decisions"}, unlabelled=unlabelled,
-                       estimator=method, estimate=estimate)
+                       estimator=method, estimate=estimate, descriptions=descriptions)
+
+
+def constraint_counts(main_rows: pd.DataFrame) -> list[int]:
+    """The distinct numbers of constraints of the scored prompts (the data's shape that the
+    metric texts follow: TCPR says "all three" only where every prompt has three)."""
+    if main_rows.empty:
+        return []
+    pairs = main_rows[["instruction", "position"]].drop_duplicates()
+    return sorted(set(pairs.groupby("instruction", sort=False).size().tolist()))
 
 
 def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
@@ -817,6 +845,7 @@ def score_json(result: ScoreResult) -> dict:
     """The SPEC §8 ``score --json`` shape (percentages; ``None`` plus a note where a metric does
     not apply or has no eligible data)."""
     t2 = result.tables["table2"].set_index("model")
+    emcr = "emcr" in result.metrics
     models = {}
     for r in result.models.itertuples(index=False):
         m = str(r.model)
@@ -833,8 +862,9 @@ def score_json(result: ScoreResult) -> dict:
                     "prompt_level": json_number(pl), "instruction_level": json_number(getattr(r, f"{mode}_instruction_level")),
                     "judge": getattr(r, f"{mode}_judge")}
         out["instructions"] = {"answered": int(r.answered), "scored": int(r.scored)}
-        out["excluded"] = {"no_baseline_targets": int(r.no_baseline_targets),
-                           "unlabelled_instructions": int(r.unlabelled_instructions)}
+        out["excluded"] = {"unlabelled_instructions": int(r.unlabelled_instructions)}
+        if emcr:  # EMCR's exclusions only where EMCR applies (declared and baseline data exists)
+            out["excluded"] = {"no_baseline_targets": int(r.no_baseline_targets), **out["excluded"]}
         out["notes"] = list(result.notes.get(m, []))
         if result.intervals is not None:
             from reform_core.services.estimates import intervals_json
@@ -844,7 +874,9 @@ def score_json(result: ScoreResult) -> dict:
     doc = {"models": models, "method": result.method, "estimator": result.estimator or result.method,
            "provisional": result.provisional,
            "pair": list(result.pair) if result.pair else None, "pair_source": result.pair_source or None,
-           "catalogs": result.catalogs, "metrics": result.metrics, "notes": result.messages,
+           "catalogs": result.catalogs, "metrics": result.metrics,
+           "metric_definitions": result.descriptions.as_dict() if result.descriptions else {},
+           "notes": result.messages,
            "other_pair_decisions": result.other_pair_decisions}
     if result.intervals is not None:
         doc["intervals"] = {"level": 0.95, "reps": result.interval_reps, "seed": result.interval_seed}
