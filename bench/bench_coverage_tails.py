@@ -2,7 +2,7 @@
 ``bench_validation.py``).
 
 For the validation's five one-factor scenarios it reruns the default estimator on the same
-replicates (``reform_core.validation.adjudicated_replicate``, which ``run_replicate`` uses
+replicates (``bench.validation.adjudicated_replicate``, which ``run_replicate`` uses
 too: same simulator seeds, plans, decisions and random streams, so the estimates and standard
 errors are the validation's) and splits each metric's misses by side: the truth *below* the interval (the
 estimate too high) or *above* it (too low). It also reports how the standard error moves
@@ -58,7 +58,7 @@ def one(args) -> pd.DataFrame:
     warnings.filterwarnings("ignore")
     pd.set_option("future.infer_string", False)  # object strings, as bench_validation runs (the same numbers to the pair)
     from reform_core.estimators import cluster
-    from reform_core.validation import adjudicated_replicate
+    from bench.validation import adjudicated_replicate
 
     r = adjudicated_replicate(seed, human_error=human_error, both_wrong=both_wrong, correlated=correlated)
     truth = r.truth

@@ -56,13 +56,14 @@ LEVEL = 0.95
 def _benchmark(seed: int):
     from reform_core.frames import CONDITION_MAIN
     from reform_core.metrics import reform
+    from reform_core.unit_index import build_index
     from reform_core.simulate import simulate
 
     sim = simulate(seed, "paper", both_wrong=BOTH_WRONG, correlated=CORRELATED)
     ja, jb = (f"label_{j}" for j in sim.judges)
     inst = sim.instances()
     inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
-    index = reform.build_index(inst)
+    index = build_index(inst)
     truth = reform.table2(inst, p="truth", index=index).set_index("model")
     return inst, ja, jb, index, truth
 
@@ -85,7 +86,7 @@ def one(args) -> pd.DataFrame:
     warnings.filterwarnings("ignore")
     pd.set_option("future.infer_string", False)
     from reform_core.estimators import cluster
-    from reform_core.validation import planned_decisions
+    from bench.validation import planned_decisions
 
     inst, ja, jb, index, truth = _benchmark(seed)
     rng = np.random.default_rng([plan_seed, 1, int(round(1000 * human_error))])

@@ -1,7 +1,8 @@
 """Benchmark: IFEval verification (strict, loose) and the MOSAIC checks on real responses.
 
-Run: ``cd /work/main && python bench/bench_ifeval.py``. Times the median of 5 runs of
-each job and writes ``bench/results/ifeval.md``.
+Run: ``python bench/bench_ifeval.py``. Counts the verdicts that differ from IFEval's
+reference checker per set of responses (``bench/ifeval_report.py``), times the median of 5
+runs of each job and writes ``bench/results/ifeval.md``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.ifeval_report import MODES, all_comparisons, summary  # noqa: E402
 from bench.machine import cpu_model  # noqa: E402
 
 from reform_core import ifeval_eval  # noqa: E402
@@ -33,6 +35,24 @@ def median_seconds(fn) -> float:
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
+
+def agreement_lines() -> list[str]:
+    """Per set of responses and mode: verdicts compared with the reference's, and how many differ."""
+    lines = [
+        "Verdicts of `verify-ifeval` (= the rules judge) against IFEval's reference checker "
+        "(`python bench/ifeval_report.py` lists each differing verdict; the reference's verdicts: "
+        "`bench/ifeval_reference.py`). *drawn*: verdicts the reference itself draws at random "
+        "(langdetect unseeded).",
+        "",
+        "| responses | mode | instructions | differing verdicts | drawn | prompt-level: reference / ours |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, comparison in all_comparisons(DATA).items():
+        for mode in MODES:
+            s = summary(comparison, mode)
+            lines.append(f"| {label} | {mode} | {s['compared']} | **{s['differ']}** | {s['random']} | "
+                         f"{s['prompt_reference']:.2f} % / {s['prompt_ours']:.2f} % |")
+    return lines
 
 
 def main() -> None:
@@ -66,6 +86,8 @@ def main() -> None:
         f"- machine: {os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu_model()}; "
         f"Python {platform.python_version()}",
         f"- data: {len(prompts)} IFEval prompts, {len(texts)} GPT-4 responses; median of {RUNS} runs, single process",
+        "",
+        *agreement_lines(),
         "",
         "| job | median s | items | µs / item |",
         "|---|---|---|---|",

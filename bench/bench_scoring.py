@@ -27,7 +27,7 @@ from bench.machine import cpu_model  # noqa: E402
 from reform_core.calibration import calibrate_stratified, stratum_rates  # noqa: E402
 from reform_core.metrics import reform  # noqa: E402
 from reform_core.metrics.intervals import bootstrap_intervals  # noqa: E402
-from reform_core.metrics.loop_reference import loop_table2  # noqa: E402
+from bench.loop_reference import loop_table2  # noqa: E402
 from reform_core.simulate import simulate  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "scoring.md"

@@ -13,7 +13,7 @@ Replicate r of every scenario uses simulator seed ``--first-seed`` + r (common r
 that differ only in the adjudicator error share the simulated project and the plan and
 differ in the decisions (separate random streams).
 
-In each replicate (:func:`reform_core.validation.run_replicate`) a paper-scale project is
+In each replicate (:func:`bench.validation.run_replicate`) a paper-scale project is
 simulated, the **default plan** is drawn, simulated annotators decide its tasks, and every
 estimator scores from the same decisions: the new default (``cluster``), the paper's
 ``stratified`` and ``pooled`` rules, each judge's raw labels, and PPI++ (``ppi_py``) on a
@@ -93,7 +93,7 @@ def one_elsewhere(args) -> list[Path]:
     seed, error_boot, tag, deadline = args
     warnings.filterwarnings("ignore")
     from bench.elsewhere_cli import replicate
-    from reform_core.validation import REPLICATE_COLUMNS
+    from bench.validation import REPLICATE_COLUMNS
 
     paths = [RAW / tag / f"elsewhere_err{int(round(e * 100)):02d}_{seed}.csv" for e in ELSEWHERE_ERRORS]
     if all(p.exists() for p in paths) or _past(deadline):
@@ -120,7 +120,7 @@ def one(args) -> list[Path]:
     pd.set_option("future.infer_string", False)  # object strings: see the module docstring
     from bench.ppi_baseline import comparator
     from reform_core.simulate import simulate
-    from reform_core.validation import run_replicate
+    from bench.validation import run_replicate
 
     paths = [raw_path(tag, sc, seed) for sc in group]
     todo = [(sc, p) for sc, p in zip(group, paths) if not p.exists()]
@@ -149,7 +149,7 @@ def _fmt_cov(r, prefix="") -> str:
 
 
 def section(name: str, reps: pd.DataFrame) -> list[str]:
-    from reform_core.validation import summarize
+    from bench.validation import summarize
 
     s = summarize(reps.drop(columns=["seconds"]))
     n_rep = reps["seed"].nunique()
@@ -174,7 +174,7 @@ def section(name: str, reps: pd.DataFrame) -> list[str]:
 def verdict(all_reps: dict[str, pd.DataFrame]) -> tuple[list[str], int, int]:
     """Targets of issue 13 for the default estimator, scenario by scenario; also counts
     (passed, checked)."""
-    from reform_core.validation import summarize
+    from bench.validation import summarize
 
     lines = ["| scenario | metric | bias ≤ 0.2 pp | coverage 93–97 % | width ≤ PPI++ |", "|---|---|---|---|---|"]
     ok_n = total = 0
@@ -196,7 +196,7 @@ def verdict(all_reps: dict[str, pd.DataFrame]) -> tuple[list[str], int, int]:
 def elsewhere_section(reps_by: dict[str, pd.DataFrame]) -> list[str]:
     """The "Done when" check on the project generated elsewhere: |bias| ≤ 0.5 pp and
     measurement coverage ≥ 88 % for TCPR and EMCR."""
-    from reform_core.validation import summarize
+    from bench.validation import summarize
 
     lines = ["### A project generated elsewhere (bench/independent_project.py)", "",
              "An independent generator (no code shared with `reform_core/simulate.py`; latent-class truths, targets "

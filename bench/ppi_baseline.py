@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-from reform_core.metrics.reform import KS, UnitIndex
+from reform_core.unit_index import KS, UnitIndex
 
 
 def _ppi(Y: np.ndarray, Yhat: np.ndarray, Yhat_unlabeled: np.ndarray) -> tuple[float, float, float]:
@@ -36,7 +36,7 @@ def _ppi(Y: np.ndarray, Yhat: np.ndarray, Yhat_unlabeled: np.ndarray) -> tuple[f
 
 
 def comparator(human_error: float):
-    """A ``reform_core.validation.run_replicate`` ``extra`` callable for PPI++."""
+    """A ``bench.validation.run_replicate`` ``extra`` callable for PPI++."""
 
     def extra(inst: pd.DataFrame, index: UnitIndex, ja: str, jb: str, decisions: pd.DataFrame,
               rng: np.random.Generator) -> pd.DataFrame:

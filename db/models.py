@@ -51,6 +51,20 @@ class CatalogFeature(SQLModel, table=True):
     rule_detectable: bool = False
 
 
+class CatalogDocument(SQLModel, table=True):
+    """A team's own catalog file as imported (``import-table --catalog FILE``, the Import page),
+    kept with the project so that later commands (judge, score, export) need no file: its
+    text, the name and version it declares, the uploaded file's name and the text's SHA-256."""
+
+    __tablename__ = "catalog_document"
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(max_length=100, unique=True)
+    version: str = Field(default="", max_length=50)
+    filename: str = Field(default="", max_length=200)
+    sha256: str = Field(max_length=64)
+    content: str = _text()
+
+
 class Question(SQLModel, table=True):
     __tablename__ = "question"
     id: Optional[int] = Field(default=None, primary_key=True)
@@ -179,7 +193,16 @@ class Judgment(SQLModel, table=True):
 
 
 class User(SQLModel, table=True):
+    """An account. ``password_hash`` is empty for an account that signs in only by single
+    sign-on; ``email`` (stored lower-case) finds the account at its first SSO sign-in, when the
+    provider vouches for the address (``email_verified``), and binds it to the provider's
+    ``(sso_issuer, sso_subject)``, which alone identify it from then on (migration 0011)."""
+
     __tablename__ = "app_user"
+    __table_args__ = (
+        Index("ux_app_user_email", "email", unique=True),
+        Index("ux_app_user_sso", "sso_issuer", "sso_subject", unique=True),
+    )
     id: Optional[int] = Field(default=None, primary_key=True)
     username: str = Field(max_length=100, unique=True)
     display_name: str = Field(default="", max_length=200)
@@ -187,6 +210,9 @@ class User(SQLModel, table=True):
     password_hash: str = Field(default="", max_length=500)
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    email: Optional[str] = Field(default=None, max_length=254)
+    sso_issuer: Optional[str] = Field(default=None, max_length=255)
+    sso_subject: Optional[str] = Field(default=None, max_length=255)
 
 
 class SigninThrottle(SQLModel, table=True):
@@ -201,9 +227,11 @@ class SigninThrottle(SQLModel, table=True):
 
 
 class AuthSession(SQLModel, table=True):
-    """A signed-in browser session (password mode): the browser holds a signed token naming
-    this row and its secret; the row holds the secret's SHA-256, the role it was issued for,
-    its expiry and its revocation (sign-out, deactivation, role change, password reset)."""
+    """A signed-in browser session. Password mode: the browser holds a signed token naming
+    this row and its secret; the row holds the secret's SHA-256. Single sign-on: the row holds
+    the SHA-256 of the sign-in's identity (issuer, subject, nonce, issue time of its ID token).
+    Either way the row holds the role it was issued for, its expiry and its revocation
+    (sign-out, deactivation, role change, password reset)."""
 
     __tablename__ = "auth_session"
     id: Optional[int] = Field(default=None, primary_key=True)
@@ -339,7 +367,7 @@ class WordingRating(SQLModel, table=True):
     item_id: int = Field(foreign_key="wording_item.id", index=True)
     user_id: Optional[int] = Field(default=None, foreign_key="app_user.id", index=True)
     # An outside rater's name (ratings imported by ``wording-import-ratings``, ``user_id`` NULL):
-    # never an account (migration 0009)
+    # never an account (migration 0011)
     annotator: str = Field(default="", max_length=100, sa_column_kwargs={"server_default": ""})
     requires_exact: Optional[bool] = None
     clarity: Optional[int] = None

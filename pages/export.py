@@ -10,7 +10,8 @@ from pages.components import state
 from pages.components.render import md, md_lines
 from pages.components.session import require_page
 from reform_core.services import explore
-from reform_core.services.scoring import CALIBRATIONS, ScoringError
+from reform_core.estimators.base import names as estimator_names
+from reform_core.services.scoring import ScoringError
 
 principal = require_page("export")
 st.title("Export")
@@ -25,7 +26,7 @@ else:
     st.warning(f"Cannot export calibrated scores yet: {md(pair.message)}")
 
 c1, c2 = st.columns(2)
-calibration = c1.selectbox("Calibration", CALIBRATIONS, key="export_calibration",
+calibration = c1.selectbox("Estimator", estimator_names(), key="export_calibration",
                            help="cluster: the default estimator (question-cluster plan; exports both intervals, "
                                 "the audit's both-wrong rates and the cluster totals); stratified / pooled: the "
                                 "paper's rules.")

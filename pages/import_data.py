@@ -1,4 +1,5 @@
-"""Import: a plain table of any benchmark (CSV or Parquet), with a column mapping (leads)."""
+"""Import: a plain table of any benchmark (CSV or Parquet), with a column mapping and a bundled or
+own catalog (leads)."""
 
 import pandas as pd
 import streamlit as st
@@ -6,7 +7,7 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md
 from pages.components.session import require_page
-from reform_core.services import table_import
+from reform_core.services import catalogs, table_import
 
 principal = require_page("import_data")
 eng = state.engine()
@@ -38,10 +39,25 @@ for i, column in enumerate(table.frame.columns):
     value = st.text_input(f"Column {md(column)}", table_import.guess_field(column), key=f"import_map_{upload.file_id}_{i}")
     if value.strip():
         mapping[column] = value.strip()
+UPLOAD = "your own catalog file…"
 c1, c2 = st.columns(2)
-catalog = c1.selectbox("Catalog", ["automatic", "reformbench", "ifeval"], key="import_catalog",
-                       help="automatic: the bundled catalog that knows most features of the table")
+catalog = c1.selectbox("Catalog", ["automatic", "reformbench", "ifeval", *catalogs.stored_names(eng), UPLOAD],
+                       key="import_catalog", help="automatic: the bundled or stored catalog that knows most features "
+                       "of the table; your own catalog file is kept with the project (format: docs/catalog.md; "
+                       "`python -m reform_core catalog-init TABLE --out catalog.yaml` writes a starter)")
 replace = c2.checkbox("Overwrite rows that conflict with existing ones", key="import_replace")
+if catalog == UPLOAD:
+    own = st.file_uploader("Catalog file", type=["yaml", "yml", "json"], key="import_catalog_file")
+    if own is None:
+        st.stop()
+    try:
+        catalog = catalogs.read_upload(principal, own.getvalue(), own.name)
+    except table_import.ImportFailed as exc:
+        st.error("This catalog cannot be used.")
+        st.code(str(exc), language=None, wrap_lines=True)
+        st.stop()
+    st.caption(f"Catalog {md(catalog.catalog.name)} version {md(catalog.catalog.version)}: "
+               f"{len(catalog.catalog)} feature(s).")
 
 if st.button("Import", type="primary", key="import_go"):
     try:

@@ -86,18 +86,19 @@ def table2() -> None:
         st.caption("⏳ Intervals updating: the scores below include every decision; the intervals shown are "
                    "from an earlier state and are being recomputed." if ivl.frame is not None else
                    "⏳ Intervals updating: the measurement and population intervals are being computed.")
-    t2 = render.score_result(principal, calibration=calibration, judge=judge).tables["table2"]
+    scored = render.score_result(principal, calibration=calibration, judge=judge)
+    t2, described = scored.tables["table2"], scored.descriptions
     shown = render.table2_display(t2, ivl.frame, emcr=emcr_applies, kinds=("measurement",))
     st.markdown("**Rates with their measurement intervals** (95 %, *meas.*) and denominators (*n*)")
-    st.dataframe(shown, hide_index=True, column_config=render.table2_columns(shown))
+    st.dataframe(shown, hide_index=True, column_config=render.table2_columns(shown, described))
     if ivl.frame is not None:
         st.markdown("**The same rates with their population intervals** (95 %; they add the questions' own sampling)")
         pop = render.population_display(t2, ivl.frame, emcr=emcr_applies)
-        st.dataframe(pop, hide_index=True, column_config=render.table2_columns(pop))
+        st.dataframe(pop, hide_index=True, column_config=render.table2_columns(pop, described))
 
 
 table2()
-st.markdown("  \n".join(render.METRIC_DEFINITIONS if emcr_applies else render.METRIC_DEFINITIONS[:1]))
+st.markdown("  \n".join(render.metric_definitions(result.descriptions)))
 st.caption("**Measurement** — " + MEASUREMENT_TEXT.split(": ", 1)[1])
 st.caption("**Population** — " + POPULATION_TEXT.split(": ", 1)[1])
 st.caption(interval_method(result)
@@ -105,7 +106,7 @@ st.caption(interval_method(result)
 # the estimate behind the intervals carries the adjudicator-error term; until it is in, the scored one
 _held = _ivl.frame.attrs.get("estimate") if _ivl.fresh and _ivl.frame is not None else None
 est = getattr(_held, "value", None) or result.estimate
-if est is not None:
+if est is not None and est.design is not None:  # the plan-based estimator's verdict and reports
     v = verdict(est)
     (st.success if v["reached"] else st.warning)(f"Planner's verdict — {render.md(v['message'])}")
     st.markdown("**Agreement audit — both judges wrong** (share of each model's agreements, debiased for "

@@ -1,12 +1,13 @@
 """Users (leads): list accounts, create new ones with a role, and manage them (role change,
-deactivate / activate, password reset, unlock after too many failed sign-ins)."""
+deactivate / activate, password reset, unlock after too many failed sign-ins). With single
+sign-on an account needs no password: its e-mail address finds it at its first sign-in."""
 
 import pandas as pd
 import streamlit as st
 
 from pages.components import state
 from pages.components.render import md, tidy
-from pages.components.session import require_page
+from pages.components.session import oidc_mode, require_page
 from reform_core.services.auth import ROLES
 from reform_core.services.users import MIN_PASSWORD, create_user, list_users, set_password, update_user
 
@@ -20,17 +21,20 @@ with st.form("users_create", clear_on_submit=True):
     username = c1.text_input("Username")
     display = c2.text_input("Display name (optional)")
     role = c3.selectbox("Role", ROLES)
-    c1, c2 = st.columns(2)
-    password = c1.text_input(f"Password (at least {MIN_PASSWORD} characters)", type="password")
-    again = c2.text_input("Repeat password", type="password")
+    c1, c2, c3 = st.columns(3)
+    email = c1.text_input("E-mail (finds the account at its first single sign-on)")
+    optional = " (optional with single sign-on)" if oidc_mode() else ""
+    password = c2.text_input(f"Password (at least {MIN_PASSWORD} characters){optional}", type="password")
+    again = c3.text_input("Repeat password", type="password")
     submitted = st.form_submit_button("Create account", type="primary")
 if submitted:
     if password != again:
         st.error("password: the two entries differ")
     else:
         try:
-            created = create_user(state.engine(), principal, username=username.strip(), password=password, role=role,
-                                  display_name=display.strip())
+            created = create_user(state.engine(), principal, username=username.strip(), role=role,
+                                  password=password if password or not oidc_mode() else None,
+                                  display_name=display.strip(), email=email.strip() or None)
         except ValueError as exc:
             st.error(str(exc))
         else:
@@ -74,5 +78,8 @@ if changed:
             st.success(f"{md(who)}: " + ", ".join(done) + ".")
             accounts = list_users(state.engine(), principal)
 
-table = pd.DataFrame(accounts, columns=["username", "display_name", "role", "active", "locked", "created_at"])
-st.dataframe(tidy(table, flags=("active", "locked")), hide_index=True)
+table = pd.DataFrame(accounts, columns=["username", "display_name", "email", "role", "active", "locked", "sso_bound",
+                                      "created_at"])
+st.dataframe(tidy(table, flags=("active", "locked", "sso_bound")), hide_index=True)
+st.caption("sso_bound: the account is bound to a single sign-on identity (issuer, subject); "
+           "`python -m reform_core user-bind NAME --clear` unbinds it, and its next sign-in binds it anew.")

@@ -35,14 +35,19 @@ later files refer to earlier ones by key:
 Errors are reported as ``file:line: field: message``, every problem at once. No string
 anywhere in a record (nested ``params``/``meta``/… included) may contain NUL, and every
 number must be finite: PostgreSQL can store neither.
+
+Records are read strictly (:func:`parse_record`): every value must have its JSON type (a
+``"position": "1"`` or a ``"present": 1`` is an error, never converted), and a key given twice
+in one object (``{"name": "a", "name": "b"}``) is an error instead of the last one winning.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 BUNDLE_FILES = (
@@ -88,6 +93,66 @@ def storage_problem(value: Any) -> Optional[str]:
     if isinstance(value, (list, tuple)):
         return next((p for p in map(storage_problem, value) if p), None)
     return None
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object gives the same key twice; ``keys`` names the repeated ones."""
+
+    def __init__(self, keys: list[str]):
+        self.keys = keys
+        super().__init__(f"duplicate key(s) {', '.join(map(repr, keys))}: JSON would keep only the last value")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        raise DuplicateKeyError(sorted({k for k, _ in pairs if k in seen or seen.add(k)}))
+    return out
+
+
+def loads_unique(text: str) -> Any:
+    """``json.loads`` that refuses an object with a repeated key (:class:`DuplicateKeyError`)."""
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+
+
+def duplicate_keys(text: str) -> list[str]:
+    """The keys some object of the JSON ``text`` repeats (the first such object), or ``[]``
+    (also for text that is not JSON: its parse error is reported elsewhere)."""
+    try:
+        loads_unique(text)
+    except DuplicateKeyError as exc:
+        return exc.keys
+    except (ValueError, RecursionError):
+        return []
+    return []
+
+
+def parse_record(record_type: type[BaseModel], line: str) -> tuple[Optional[BaseModel], list[tuple[str, str]]]:
+    """One JSON line validated strictly as ``record_type``: ``(record, [])`` or ``(None,
+    [(field, message), …])`` with every problem of the line (type errors, each repeated key).
+
+    Fast path: a line with as many colons as given fields cannot repeat a key (each key is
+    followed by a colon outside strings), so only other lines are parsed a second time."""
+    problems: list[tuple[str, str]] = []
+    record = None
+    try:
+        record = record_type.model_validate_json(line, strict=True)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            loc = ".".join(map(field_label, err.get("loc", ()))) or "(line)"
+            problems.append((loc, err.get("msg", "invalid")))
+    if record is None or line.count(":") != len(record.model_fields_set):
+        problems += [(field_label(k), "given twice in this line (JSON would keep only the last value)")
+                     for k in duplicate_keys(line)]
+    return (None, problems) if problems else (record, [])
+
+
+def field_label(part) -> str:
+    """A field name (or list index) as printed: names from the user's file are quoted unless plain."""
+    if isinstance(part, int):
+        return str(part)
+    return part if isinstance(part, str) and part.isidentifier() else repr(part)
 
 
 class _Record(BaseModel):
@@ -250,7 +315,9 @@ class AdjudicationRecord(_Record):
     @field_validator("verdict")
     @classmethod
     def _one_answer(cls, v, info):
-        if (info.data.get("choice") is None) == (v is None):
+        if "choice" not in info.data:  # an invalid choice: reported on its own
+            return v
+        if (info.data["choice"] is None) == (v is None):
             raise PydanticCustomError("answer", "give either choice (A | B | neither) or, on an audit of an agreement, "
                                                 "verdict (pass | fail){more}",
                                       {"more": "" if v is None else "; not both"})

@@ -11,16 +11,43 @@ from sqlalchemy.engine import Connection
 from db.models import utcnow
 
 
+_USER_COLUMNS = "id, username, display_name, role, password_hash, active, email, sso_issuer, sso_subject"
+
+
 def get_user(conn: Connection, *, username: str) -> dict | None:
-    row = conn.execute(text("SELECT id, username, display_name, role, password_hash, active FROM app_user WHERE username = :u"),
+    row = conn.execute(text(f"SELECT {_USER_COLUMNS} FROM app_user WHERE username = :u"),
                        {"u": username}).mappings().first()
     return dict(row) if row else None
 
 
-def insert_user(conn: Connection, *, username: str, role: str, password_hash: str, display_name: str = "") -> int:
-    conn.execute(text("INSERT INTO app_user (username, display_name, role, password_hash, active, created_at) "
-                      "VALUES (:u, :d, :r, :h, :a, :c)"),
-                 {"u": username, "d": display_name or username, "r": role, "h": password_hash, "a": True, "c": utcnow()})
+def user_by_email(conn: Connection, *, email: str) -> dict | None:
+    """The account whose (lower-case) e-mail is ``email`` (give it lower-case)."""
+    row = conn.execute(text(f"SELECT {_USER_COLUMNS} FROM app_user WHERE email = :e"), {"e": email}).mappings().first()
+    return dict(row) if row else None
+
+
+def user_by_sso(conn: Connection, *, issuer: str, subject: str) -> dict | None:
+    """The account bound to the single sign-on identity ``(issuer, subject)``."""
+    row = conn.execute(text(f"SELECT {_USER_COLUMNS} FROM app_user WHERE sso_issuer = :i AND sso_subject = :s"),
+                       {"i": issuer, "s": subject}).mappings().first()
+    return dict(row) if row else None
+
+
+def bind_sso(conn: Connection, *, user_id: int, issuer: str, subject: str) -> bool:
+    """Bind an account that is not bound yet to ``(issuer, subject)``; False when it is bound
+    already (one conditional UPDATE: two first sign-ins at once cannot both bind it)."""
+    res = conn.execute(text("UPDATE app_user SET sso_issuer = :i, sso_subject = :s "
+                            "WHERE id = :id AND sso_subject IS NULL AND sso_issuer IS NULL"),
+                       {"i": issuer, "s": subject, "id": user_id})
+    return res.rowcount == 1
+
+
+def insert_user(conn: Connection, *, username: str, role: str, password_hash: str, display_name: str = "",
+                email: str | None = None) -> int:
+    conn.execute(text("INSERT INTO app_user (username, display_name, role, password_hash, active, created_at, email) "
+                      "VALUES (:u, :d, :r, :h, :a, :c, :e)"),
+                 {"u": username, "d": display_name or username, "r": role, "h": password_hash, "a": True, "c": utcnow(),
+                  "e": email})
     return int(conn.execute(text("SELECT id FROM app_user WHERE username = :u"), {"u": username}).scalar_one())
 
 
@@ -30,7 +57,8 @@ def update_user(conn: Connection, *, username: str, **values) -> None:
 
 
 def list_users(conn: Connection) -> list[dict]:
-    res = conn.execute(text("SELECT id, username, display_name, role, active, created_at FROM app_user ORDER BY username"))
+    res = conn.execute(text("SELECT id, username, display_name, role, active, created_at, email, "
+                            "sso_subject IS NOT NULL AS sso_bound FROM app_user ORDER BY username"))
     return [dict(r) for r in res.mappings()]
 
 
@@ -84,6 +112,23 @@ def insert_session(conn: Connection, *, user_id: int, secret_hash: str, role: st
     res = conn.execute(insert_(S.__table__).values(user_id=user_id, secret_hash=secret_hash, role=role,
                                                    created_at=utcnow(), expires_at=expires_at).returning(S.id))
     return int(res.scalar_one())
+
+
+def session_by_hash(conn: Connection, *, user_id: int, secret_hash: str) -> dict | None:
+    """The newest session of ``user_id`` whose secret (or SSO sign-in) hashes to ``secret_hash``."""
+    from db.models import AuthSession as S
+
+    row = conn.execute(select(S.id, S.role, S.expires_at, S.revoked_at)
+                       .where(S.user_id == user_id, S.secret_hash == secret_hash)
+                       .order_by(S.id.desc()).limit(1)).mappings().first()
+    return dict(row) if row else None
+
+
+def revoke_sessions_by_hash(conn: Connection, *, secret_hash: str) -> int:
+    from db.models import AuthSession as S
+
+    return conn.execute(update(S).where(S.secret_hash == secret_hash, S.revoked_at.is_(None))
+                        .values(revoked_at=utcnow())).rowcount
 
 
 def session_with_user(conn: Connection, *, session_id: int) -> dict | None:

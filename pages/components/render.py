@@ -125,33 +125,31 @@ def _ci(lo, hi) -> str:
     return "—" if pd.isna(lo) or pd.isna(hi) else f"{lo:.1f}–{hi:.1f}"  # compact: Table 2 fits at 1400 px
 
 
-# What the Scores page's metrics mean (issue 15 item 17: they were never defined on the page).
-METRIC_DEFINITIONS = (
-    "**TCPR** (three-constraint pass rate): the share of instructions whose response meets all three of its "
-    "formatting constraints; calibrated, each instruction counts with the product of its constraints' pass "
-    "probabilities.",
-    "**R¹, R², R³** (joint correction rates at K = 1, 2, 3): an *eligible unit* is a set of K *baseline-opposed* "
-    "targets of one question — formatting the model's own answer to the question does not show where it is "
-    "required, or shows where it is forbidden — that recur across the question's variants; each R is the share of "
-    "eligible units whose targets are all met in every variant that asks for them.",
-    "**EMCR** (equal-weight multi-constraint correction rate) = (R¹ + R² + R³) / 3. "
-    "Every rate is a percentage; **n** is its denominator (instructions for TCPR, eligible units for the others).",
-)
-_METRIC_HELP = {"TCPR": "Three-constraint pass rate: share of instructions meeting all three constraints (%).",
+def metric_definitions(descriptions) -> list[str]:
+    """What the Scores page's metrics mean (issue 15 item 17), worded for this benchmark: one
+    Markdown line per metric of ``descriptions`` (:mod:`reform_core.metrics.descriptions`)."""
+    lines = [f"**{md(t.label)}** ({md(t.name)}): {md(t.definition)}" for t in descriptions.display()]
+    return lines + ["Every rate is a percentage; **n** is its denominator (prompts for TCPR"
+                    + (", eligible units for the others)." if descriptions.emcr else ").")]
+
+
+_METRIC_HELP = {"TCPR": "Share of prompts meeting all of their constraints (%).",
                 "EMCR": "Equal-weight multi-constraint correction rate: (R¹ + R² + R³) / 3 (%).",
                 **{f"R{k}": f"Joint correction rate at K = {k}: share of eligible units of {k} baseline-opposed "
                             "target(s) met in every variant that asks for them (%)." for k in (1, 2, 3)}}
 _DENOMINATORS = {"instructions": "TCPR", "units": "EMCR", "n1": "R1", "n2": "R2", "n3": "R3"}
 
 
-def table2_columns(shown: pd.DataFrame) -> dict:
+def table2_columns(shown: pd.DataFrame, descriptions=None) -> dict:
     """Column settings that keep :func:`table2_display` within the page at 1400 px: short
-    headers ("meas.", "pop.", "n") with the full meaning in each header's tooltip."""
+    headers ("meas.", "pop.", "n") with the full meaning in each header's tooltip (worded for
+    this benchmark from ``descriptions`` when given)."""
     config = {}
+    tips = {t.label: t.tooltip for t in descriptions.texts} if descriptions is not None else {}
     for c in shown.columns:
         if c in _METRIC_HELP:
             config[c] = st.column_config.NumberColumn(c.replace("R1", "R¹").replace("R2", "R²").replace("R3", "R³"),
-                                                      help=_METRIC_HELP[c], format="%.2f")
+                                                      help=tips.get(c, _METRIC_HELP[c]), format="%.2f")
         elif c.endswith(" 95% CI"):
             config[c] = st.column_config.TextColumn("95% CI", help=f"95 % interval of {c.split()[0]}")
         elif c.endswith(" measurement"):

@@ -5,9 +5,15 @@ in this Streamlit session's state, and in a cookie (``reform_session``, ``SameSi
 so that a reload, a typed address or a link opened in a new tab (each a new Streamlit
 session) is still signed in. The token is checked against the database on every run, so
 sign-out, deactivation and a role change end it at once, in every open tab.
+
+Single sign-on (``REFORM_AUTH_MODE=oidc``) signs in through ``st.login``; the identity in
+Streamlit's signed login cookie (``st.user``) is checked against its account on every run
+(``reform_core.services.sso``), with the same 12-hour limit and the same revocations.
 """
 
 from __future__ import annotations
+
+import logging
 
 import streamlit as st
 
@@ -18,7 +24,10 @@ from reform_core.services.auth import Principal
 PRINCIPAL_KEY = "reform_principal"
 TOKEN_KEY = "reform_token"
 ENDED_KEY = "reform_session_ended"
+REFUSAL_KEY = "reform_sso_refusal"
 COOKIE = "reform_session"
+_log = logging.getLogger("reform.sso")
+_logged: set[str] = set()
 
 
 def local_mode() -> bool:
@@ -68,10 +77,62 @@ def _password_principal() -> Principal | None:
     return p
 
 
+def oidc_ready() -> bool:
+    """Whether single sign-on is configured and its provider answers (checked once per process);
+    otherwise show the one-line reason (also logged once) and return False."""
+    from pages.components.render import md
+    from pages.components.state import oidc_provider
+    from reform_core.services.oidc_provider import OidcConfigError
+
+    try:
+        oidc_provider()
+    except OidcConfigError as exc:
+        if str(exc) not in _logged:
+            _logged.add(str(exc))
+            _log.error("single sign-on cannot start: %s", exc)
+        st.error(f"Single sign-on cannot start: {md(exc)}")
+        return False
+    return True
+
+
+def _userinfo() -> dict:
+    """The provider's userinfo claims for the signed-in identity (asked with its access token)."""
+    from pages.components.state import oidc_provider
+    from reform_core.services.oidc_provider import UserinfoError, fetch_userinfo
+    from reform_core.services.sso import SignInRefused
+
+    try:
+        return fetch_userinfo(oidc_provider().userinfo_endpoint, st.user.tokens.to_dict().get("access"))
+    except UserinfoError as exc:
+        _log.warning("single sign-on: %s", exc)
+        raise SignInRefused("userinfo", f"ReForm could not read your e-mail address from your identity provider "
+                                        f"({exc}); sign in again.") from None
+
+
+def _oidc_principal() -> Principal | None:
+    """The account of the identity Streamlit signed in (``st.user``), checked now; None, with the
+    reason kept for the sign-in page, when it may not use ReForm."""
+    from reform_core.services.sso import SignInRefused, sso_principal
+
+    st.session_state.pop(REFUSAL_KEY, None)
+    if not st.user.is_logged_in:
+        return None
+    try:
+        return sso_principal(engine(), st.user.to_dict(), userinfo=_userinfo)
+    except SignInRefused as exc:
+        st.session_state[REFUSAL_KEY] = exc
+        return None
+
+
+def sso_refusal():
+    """Why the signed-in SSO identity may not use ReForm now (``SignInRefused``), or None."""
+    return st.session_state.get(REFUSAL_KEY)
+
+
 def current_principal() -> Principal | None:
     """The principal for this session: the local lead in local mode (only for a browser on this
-    machine), the account matching the OIDC identity (``st.user.email``) in oidc mode, else
-    the owner of this session's token (password mode)."""
+    machine), the account bound to the signed-in SSO identity in oidc mode, else the owner of
+    this session's token (password mode)."""
     if local_mode():
         if remote_client():
             return None  # local mode makes the visitor the lead: never for another machine
@@ -82,11 +143,7 @@ def current_principal() -> Principal | None:
             p = st.session_state.setdefault(PRINCIPAL_KEY, local_principal(engine()))
         return p
     if oidc_mode():
-        if not st.user.is_logged_in:
-            return None
-        from reform_core.services.users import principal_for_identity
-
-        return principal_for_identity(engine(), str(st.user.get("email") or ""))  # checked on every run
+        return _oidc_principal()  # checked on every run
     return _password_principal()
 
 
@@ -163,14 +220,22 @@ def persist() -> None:
 
 
 def sign_out() -> None:
+    """End this session: its token (password mode), or this sign-in's session and Streamlit's
+    login cookie, and the provider's session where it offers RP-initiated logout (oidc)."""
+    if oidc_mode():
+        from reform_core.services.sso import end_sso_session
+
+        st.session_state.clear()
+        if st.user.is_logged_in:
+            end_sso_session(engine(), st.user.to_dict())
+            st.logout()
+        return
     from reform_core.services.users import end_session
 
     end_session(engine(), st.session_state.get(TOKEN_KEY) or _cookie_token())
     st.session_state.clear()
     st.session_state[ENDED_KEY] = True
     st.session_state["reform_signed_out"] = True
-    if oidc_mode() and st.user.is_logged_in:
-        st.logout()
 
 
 def through_app() -> None:

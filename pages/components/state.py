@@ -34,3 +34,24 @@ def score_cache():
 def clear_data_caches() -> None:
     """Call after a write so cached reads are recomputed."""
     st.cache_data.clear()
+
+
+def auth_settings() -> dict:
+    """The ``[auth]`` section of ``.streamlit/secrets.toml`` as a plain dict ({} without one)."""
+    try:
+        auth = st.secrets.get("auth")
+    except FileNotFoundError:  # no secrets file, or one that cannot be parsed (its text is never shown)
+        return {}
+    if auth is None:
+        return {}
+    return auth.to_dict() if hasattr(auth, "to_dict") else dict(auth)
+
+
+@st.cache_resource(show_spinner="Checking the identity provider…")
+def oidc_provider():
+    """The identity provider of ``REFORM_AUTH_MODE=oidc``, its ``[auth]`` configuration and
+    metadata checked once per process (``OidcConfigError`` is not cached: the next run checks
+    again, so a provider that was down at start is picked up once it answers)."""
+    from reform_core.services.oidc_provider import check_auth_config
+
+    return check_auth_config(auth_settings())

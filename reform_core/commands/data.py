@@ -1,4 +1,5 @@
-"""CLI commands of the data area: init, import, import-ifeval, demo, status, simulate, export-bundle."""
+"""CLI commands of the data area: init, import, import-ifeval, import-table, catalog-init, demo, status,
+simulate, export-bundle."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ def _progress(enabled: bool):
 
 def register(app: typer.Typer) -> None:
     @app.command("init")
-    def init_cmd(db: Optional[str] = DbOption, catalog: str = typer.Option("reformbench", help="Catalog name or file."),
+    def init_cmd(db: Optional[str] = DbOption, catalog: str = typer.Option("reformbench", help="Catalog: a bundled name, a catalog file (stored with "
+                                                                  "the project; docs/catalog.md) or a stored one's name."),
                  json_out: bool = typer.Option(False, "--json")):
         """Create or upgrade the database schema and load the catalog."""
-        from reform_core.services.data import init_project
+        from reform_core.services.data import ImportFailed, init_project
 
-        out = init_project(_engine(db), catalog=catalog)
+        try:
+            out = init_project(_engine(db), catalog=catalog)
+        except (ImportFailed, ValueError) as exc:
+            fail(str(exc))
         print_json(out) if json_out else typer.echo(f"database ready; catalog {out['catalog']} ({out['features_loaded']} features loaded)")
 
     @app.command("status")
@@ -111,8 +116,11 @@ def register(app: typer.Typer) -> None:
                                                            "constraint_text, acceptance, params, response, "
                                                            "label:JUDGE, rationale:JUDGE; a column named like a "
                                                            "field maps to it."),
-                         catalog: Optional[str] = typer.Option(None, "--catalog", help="Catalog name or file (default: "
-                                                               "the bundled catalog that knows most of the features)."),
+                         catalog: Optional[str] = typer.Option(None, "--catalog", help="Catalog: a bundled name "
+                                                               "(reformbench, ifeval), a catalog file (stored with the "
+                                                               "project; docs/catalog.md) or the name of one stored "
+                                                               "(default: the bundled or stored catalog that knows "
+                                                               "most of the features)."),
                          replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ones."),
                          json_out: bool = typer.Option(False, "--json")):
         """Import a plain table: one row per (model, prompt, constraint), with optional response
@@ -130,6 +138,30 @@ def register(app: typer.Typer) -> None:
         if out["ignored_columns"]:
             typer.echo(f"note: column(s) not imported: {', '.join(out['ignored_columns'])}", err=True)
         print_json(out)
+
+    @app.command("catalog-init")
+    def catalog_init_cmd(table: Path = typer.Argument(..., help="A .csv or .parquet table, as for import-table."),
+                         out: Path = typer.Option(..., "--out", help="The catalog file to write (YAML)."),
+                         mapping: List[str] = typer.Option([], "--map", help="COLUMN=FIELD (repeatable), as for "
+                                                           "import-table."),
+                         name: Optional[str] = typer.Option(None, "--name", help="The catalog's name (default: the "
+                                                            "table's file name)."),
+                         force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
+                         json_out: bool = typer.Option(False, "--json")):
+        """Write a starter catalog from a table's distinct features (edit its texts, then
+        import-table TABLE --catalog FILE); format: docs/catalog.md."""
+        from reform_core.services.catalog_init import catalog_init
+        from reform_core.services.table_import import ImportFailed, parse_mapping
+
+        try:
+            result = catalog_init(table, out, parse_mapping(mapping), name=name, force=force)
+        except (ImportFailed, ValueError) as exc:
+            fail(str(exc))
+        if json_out:
+            print_json(result)
+        else:
+            typer.echo(f"wrote {result['out']}: {result['features']} feature(s); edit its texts, then "
+                       f"`python -m reform_core import-table {table} --catalog {result['out']}`")
 
     @app.command("simulate")
     def simulate_cmd(db: Optional[str] = DbOption, seed: int = typer.Option(0, "--seed"),

@@ -51,23 +51,28 @@ def _pct(v) -> str:
 
 
 def score_text(out: dict) -> str:
-    """The ``score`` JSON as a table; a missing number shows — and its reason below the table."""
-    cols = [("TCPR", "tcpr"), ("EMCR", "emcr"), ("R1", "r1"), ("R2", "r2"), ("R3", "r3"), ("constr.", "constraint_level")]
+    """The ``score`` JSON as a table of the metrics that apply (EMCR and R1–R3 only where they
+    do); a missing number shows — and its reason below the table; then what each metric means."""
+    emcr = "emcr" in out.get("metrics", [])
+    cols = [("TCPR", "tcpr"), *([("EMCR", "emcr"), ("R1", "r1"), ("R2", "r2"), ("R3", "r3")] if emcr else []),
+            ("constr.", "constraint_level")]
     ifeval = [m for m in ("strict", "loose") if m in out.get("metrics", [])]
     head = f"{'model':<24}" + "".join(f"{c:>8}" for c, _ in cols)
-    head += "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval) + "  units          scored/answered"
+    head += "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval) + ("  units         " if emcr else "") \
+        + " scored/answered"
     lines = [head]
     for m, r in out["models"].items():
         row = f"{m[:23]:<24}" + "".join(_pct(r[k]) for _, k in cols)
         for mode in ifeval:
             acc = r.get(mode) or {}
             row += f"  {_pct(acc.get('prompt_level'))}  {_pct(acc.get('instruction_level'))}"
-        row += f"  {str(r['units']):<14} {r['instructions']['scored']}/{r['instructions']['answered']}"
+        row += (f"  {str(r['units']):<14}" if emcr else "") + f" {r['instructions']['scored']}/{r['instructions']['answered']}"
         lines.append(row)
     for m, r in out["models"].items():
         lines += [f"{m}: {n}" for n in r["notes"]]
     if out.get("other_pair_decisions"):
         lines.append(f"{out['other_pair_decisions']} decision(s) belong to plans of other judge pairs and are not used")
+    lines += list(out.get("metric_definitions", {}).values())
     return "\n".join(lines)
 
 

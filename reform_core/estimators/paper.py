@@ -30,7 +30,7 @@ import pandas as pd
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, stratum_rates
 from reform_core.frames import INSTANCE_KEY, require_columns
 from reform_core.metrics.intervals import METRICS, point_scores, replicate_score_sets
-from reform_core.metrics.reform import UnitIndex, build_index
+from reform_core.unit_index import UnitIndex, build_index
 
 
 def _percentile(reps: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -159,3 +159,39 @@ def pooled(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str = "
     wd = rng.beta(k + 0.5, n - k + 0.5, size=n_boot)
     draws = np.vstack([wd, 1 - wd])
     return _intervals(index, pv, param, draws, n_boot=n_boot, level=level, rng=rng), cal
+
+
+class PaperRule:
+    """One of the paper's rules behind the estimation seam (:mod:`reform_core.estimators.base`).
+
+    ``hints``: ``calibrated`` and ``rates`` — the stratified rule's calibration of these rows
+    when the caller already has it (the scoring run), used instead of calibrating again."""
+
+    needs_plan = False
+
+    def __init__(self, name: str, fn, label: str, interval_method: str):
+        self.name, self._fn, self.label, self.interval_method = name, fn, label, interval_method
+
+    def estimate(self, data, options):
+        from reform_core.estimators.base import METRICS as SCORES, Estimate
+
+        rng = np.random.default_rng(int(options.seed))
+        extra = {}
+        if self.name == "stratified" and data.hints.get("calibrated") is not None:
+            extra = {"calibrated": data.hints["calibrated"], "rates": data.hints["rates"], "index": data.index}
+        scores, cal = self._fn(data.instances, data.decisions[[INSTANCE_KEY, "h"]], judge_a=data.judge_a,
+                               judge_b=data.judge_b, n_boot=int(options.reps), level=options.level, rng=rng,
+                               condition=None, **extra)
+        table = scores.pivot(index="model", columns="metric", values="estimate").reindex(columns=list(SCORES))
+        rows = pd.Series(cal["p"].to_numpy(dtype=float), index=cal[INSTANCE_KEY].to_numpy())
+        return Estimate(estimator=self.name, table=table.reset_index(), intervals=scores,
+                        components=pd.DataFrame(columns=["model", "metric"]), rows=rows)
+
+
+_JEFFREYS = ("the calibration's rates drawn from their Jeffreys posteriors (a stratum reviewed at 0 % or 100 % "
+             "still varies); population: plus a cluster bootstrap over questions.")
+STRATIFIED = PaperRule("stratified", stratified, "the paper's stratified calibration (its main-results rule)",
+                       "Measurement: " + _JEFFREYS)
+POOLED = PaperRule("pooled", pooled,
+                   "the paper's pooled calibration (its auxiliary rule; W from decisions on disagreements)",
+                   "Measurement: the pooled weight W_A drawn from its Jeffreys posterior; population: " + _JEFFREYS.split("; ")[-1])

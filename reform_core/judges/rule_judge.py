@@ -30,7 +30,9 @@ from typing import Callable, Optional
 from reform_core.judges.base import TASK_PRESENCE, ConstraintSpec, JudgeItem, JudgeResult, Verdict
 from reform_core.verifiers import base as verifiers
 
-RULES_VERSION = "rules-v2"
+# v3: the IFEval checks decide exactly as IFEval's reference checker (Punkt sentences, NLTK
+# word tokens, keywords as regular expressions, line endings as given); v2 verdicts differ.
+RULES_VERSION = "rules-v3"
 MODES = ("strict", "loose")
 DEFAULT_MODEL = "verifiers"
 
@@ -43,16 +45,16 @@ def feature_verifier(feature: str) -> Optional[Callable]:
         return None
 
 
-def catalog_verifiers(catalogs: Iterable[str]) -> dict[str, str]:
-    """``{feature key: verifier id}`` of every feature of ``catalogs`` that names a registered
-    constraint verifier. A catalog that cannot be loaded by name (a custom file that is not
-    at hand) contributes none: its features fall back to the presence detectors."""
-    from reform_core.catalog import load_catalog
+def catalog_verifiers(catalogs: Iterable) -> dict[str, str]:
+    """``{feature key: verifier id}`` of every feature of ``catalogs`` (catalogs, or names of
+    bundled ones) that names a registered constraint verifier. A name that cannot be loaded
+    contributes none: its features fall back to the presence detectors."""
+    from reform_core.catalog import Catalog, load_catalog
 
     out: dict[str, str] = {}
     for name in catalogs:
         try:
-            cat = load_catalog(name)
+            cat = name if isinstance(name, Catalog) else load_catalog(name)
         except ValueError:
             continue
         out.update({f.key: f.verifier for f in cat.features if f.verifier and f.verifier in verifiers.registered_ids()})
@@ -113,11 +115,11 @@ def rules_model(mode: str = "strict", model: str = "") -> str:
 
 class RuleJudge:
     """The rules judge. ``mode``: IFEval's strict or loose rules (verifiers without modes
-    ignore it); ``catalogs``: the project's catalogs, whose constraint verifiers it runs."""
+    ignore it); ``catalogs``: the project's catalogs (or bundled names), whose constraint verifiers it runs."""
 
     provider = "rules"
 
-    def __init__(self, model: str = "", *, mode: str = "strict", catalogs: Iterable[str] = ()):
+    def __init__(self, model: str = "", *, mode: str = "strict", catalogs: Iterable = ()):
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
         self.mode = mode

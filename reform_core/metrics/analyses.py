@@ -170,7 +170,7 @@ class CompositionData:
     """The kept composition pairs as arrays (one row per (model, group, position))."""
 
     def __init__(self, clean: pd.DataFrame, *, p: str = "p", single: str = "single", main: str = CONDITION_MAIN):
-        from reform_core.metrics.reform import opposition
+        from reform_core.unit_index import opposition
 
         s = clean[clean["condition"] == single].assign(_key=lambda d: pair_key(d), _label=lambda d: d.index)
         j = clean[clean["condition"] == main].assign(_key=lambda d: pair_key(d), _label=lambda d: d.index)

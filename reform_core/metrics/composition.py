@@ -13,7 +13,8 @@ import pandas as pd
 
 from reform_core.frames import CONDITION_MAIN
 from reform_core.frames import require_columns as _require
-from reform_core.metrics.reform import KS, build_index, group_sums, opposition, rates_from_sums
+from reform_core.metrics.reform import group_sums, rates_from_sums
+from reform_core.unit_index import KS, build_index, opposition
 
 
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
@@ -131,7 +132,7 @@ def prompting_comparison(
         INSTANCES with both conditions (the other condition's rows need ``p``,
         ``pair_group`` and ``position`` only).
     **roles
-        Further column roles of :func:`reform_core.metrics.reform.build_index`.
+        Further column roles of :func:`reform_core.unit_index.build_index`.
 
     Returns
     -------

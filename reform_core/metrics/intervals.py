@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from reform_core.metrics.reform import KS, UnitIndex, aggregate, build_index, group_sums, rates_from_sums
+from reform_core.metrics.reform import aggregate, group_sums, rates_from_sums
+from reform_core.unit_index import KS, UnitIndex, build_index
 
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level")
 _SUM_KEYS = ("n_inst", "allpass") + tuple(f"{s}{k}" for k in KS for s in ("units", "joint"))
@@ -106,7 +107,7 @@ def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, r
     Parameters
     ----------
     index : UnitIndex
-        From :func:`reform_core.metrics.reform.build_index`.
+        From :func:`reform_core.unit_index.build_index`.
     pv : ndarray
         Point pass vector of the indexed rows.
     weights : ndarray, shape (B, n_questions)
@@ -237,7 +238,7 @@ def bootstrap_intervals(
     rates : DataFrame, optional
         :func:`reform_core.calibration.stratum_rates` output of the same calibration.
     **roles
-        ``condition`` and column roles of :func:`reform_core.metrics.reform.build_index`.
+        ``condition`` and column roles of :func:`reform_core.unit_index.build_index`.
 
     Returns
     -------

@@ -26,7 +26,7 @@ response and the two judgments as "Judge A" (left) / "Judge B" (right) in the ta
 random order — never judge names, the evaluated model or the stratum key.
 
 Live calibration. :class:`LiveScores` keeps the instances, the per-model scoring index
-(:func:`reform_core.metrics.reform.build_index`) and the calibrated ``p``; a new decision
+(:func:`reform_core.unit_index.build_index`) and the calibrated ``p``; a new decision
 updates ``p`` of that instance and of its stratum's unreviewed instances, then rescores only
 the affected model.
 """
@@ -794,7 +794,7 @@ class LiveScores:
     def __init__(self, instances: pd.DataFrame, adjudications: pd.DataFrame, *, judge_a: str, judge_b: str,
                  condition: Optional[str] = "main"):
         from reform_core.calibration import calibrate_stratified
-        from reform_core.metrics.reform import build_index
+        from reform_core.unit_index import build_index
 
         self.instances, self.judge_a, self.judge_b, self.condition = instances, judge_a, judge_b, condition
         self._names: Optional[tuple[str, str]] = None  # judge names, for sync()

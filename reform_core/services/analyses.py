@@ -191,7 +191,8 @@ def _composition(cal: _Calibrated, n_boot: int, rng, level: float):
 
 def _prompting(cal: _Calibrated, n_boot: int, rng, level: float):
     from reform_core.metrics.intervals import replicate_scores
-    from reform_core.metrics.reform import build_index, group_sums, rates_from_sums
+    from reform_core.metrics.reform import group_sums, rates_from_sums
+    from reform_core.unit_index import build_index
 
     clean, excl = A.prompting_pairs(cal.inst)
     if clean.empty or not (clean["condition"] == "prompted").any():

@@ -9,6 +9,7 @@ import pandas as pd
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from db.repo import catalogs as catalog_repo
 from db.repo import data as repo
 
 _QUERIES = {
@@ -78,15 +79,22 @@ def _write_jsonl(path: Path, records) -> int:
 
 
 def export_bundle(engine: Engine, out_dir: str | Path) -> dict[str, int]:
-    """Write every bundle file for the project in ``out_dir``; return lines per file."""
+    """Write every bundle file for the project in ``out_dir``; return lines per file (a team's
+    own catalog, stored with the project, as ``catalog.yaml`` / ``catalog.json``: 1)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     with engine.connect() as conn:
         meta = repo.get_meta(conn)
-        catalogs = [r[0] for r in conn.execute(text("SELECT DISTINCT catalog FROM catalog_feature"))]
+        catalogs = repo.project_catalogs(conn) or \
+            [r[0] for r in conn.execute(text("SELECT DISTINCT catalog FROM catalog_feature ORDER BY catalog"))]
         manifest = {"format": "reform-bundle", "version": 1, "name": meta.get("project_name", ""),
                     "catalog": catalogs[0] if catalogs else "reformbench"}
+        own = catalog_repo.catalog_document(conn, manifest["catalog"])
+        if own is not None:  # a team's own catalog travels with the bundle (read back by the importer)
+            fname = "catalog.json" if own["filename"].lower().endswith(".json") else "catalog.yaml"
+            (out / fname).write_text(own["content"], encoding="utf-8")
+            counts[fname] = 1
         construction = json.loads(meta.get("construction_models") or "[]")
         if construction:
             manifest["construction_models"] = construction

@@ -29,11 +29,16 @@ def _questions(engine: Engine) -> pd.DataFrame:
         return repo.read_frame(conn, "question", ["id", "key", "text"])
 
 
-def _catalog_name(engine: Engine, catalog: Optional[str]) -> str:
-    if catalog:
-        return catalog
+def _catalog(engine: Engine, catalog: Optional[str]):
+    """``catalog`` (a bundled or stored name, or a file), else the project's meta catalog."""
+    from reform_core.services.catalogs import catalog_named
+
     with engine.connect() as conn:
-        return repo.get_meta(conn).get("catalog", "reformbench") or "reformbench"
+        name = catalog or repo.get_meta(conn).get("catalog", "reformbench") or "reformbench"
+        try:
+            return catalog_named(conn, name)
+        except ValueError:
+            return load_catalog(name)  # a file path (or the loader's own message)
 
 
 def build_variants(engine: Engine, *, per_question: int, seed: int = 0, pool_size: int = 6, k: int = 3,
@@ -47,7 +52,7 @@ def build_variants(engine: Engine, *, per_question: int, seed: int = 0, pool_siz
     Returns ``{"questions", "instructions", "constraints", "integrated", "integration_errors",
     "multiplicity"}`` (Table A11 rows as records). ``dry_run`` writes nothing.
     """
-    cat = load_catalog(_catalog_name(engine, catalog))
+    cat = _catalog(engine, catalog)
     qs = _questions(engine)
     with engine.connect() as conn:
         ins_db = repo.read_frame(conn, "instruction", ["question_id", "condition"])
@@ -129,7 +134,7 @@ def extract_features(engine: Engine, *, provider: str = "rules", model: str = ""
     result = {"annotation": annotation, "extracted": 0, "coverage": []}
     if not open_ended:
         return result
-    cat = load_catalog(_catalog_name(engine, None))
+    cat = _catalog(engine, None)
     rows = [{"key": f.key, "name": f.name, "definition": f.definition} for f in cat]
     with engine.connect() as conn:
         resp = repo.read_frame(conn, "response", ["model_id", "question_id", "kind", "text"])

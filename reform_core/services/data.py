@@ -229,10 +229,16 @@ MAX_IFEVAL_KEY = 200 - len("ifeval-")  # question/instruction keys are at most 2
 
 def _json_objects(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
     """The ``(line number, object)`` lines of a JSON Lines file; problems go to ``errors``."""
+    from reform_core.records import DuplicateKeyError, loads_unique
+
     out = []
     for lineno, line in read_lines(path, errors):
         try:
-            d = json.loads(line)
+            d = loads_unique(line)
+        except DuplicateKeyError as exc:
+            errors += [one_line(f"{path.name}:{lineno}: {field_label(k)}: given twice in this line (JSON would keep "
+                                "only the last value)") for k in exc.keys]
+            continue
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits, too deep
             errors.append(one_line(f"{path.name}:{lineno}: (line): invalid JSON: {getattr(exc, 'msg', None) or exc}"))
             continue
@@ -249,7 +255,7 @@ def _json_objects(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
 def param_problems(feature, kw: dict, *, ifeval: bool = True) -> list[str]:
     """Problems of one constraint's params (IFEval: kwargs) against its catalog feature: names
     (IFEval: also the required ones, from the reference checker), types and choices."""
-    from reform_core.catalog.loader import PARAM_TYPES
+    from reform_core.catalog.loader import BOOL_OK, PARAM_TYPES
     from reform_core.verifiers import ifeval as ifeval_verifiers
 
     given = {k: v for k, v in kw.items() if v is not None}
@@ -266,7 +272,7 @@ def param_problems(feature, kw: dict, *, ifeval: bool = True) -> list[str]:
     out = []
     for p in feature.params:
         v = given.get(p.name)
-        if v is not None and (not isinstance(v, PARAM_TYPES[p.type]) or isinstance(v, bool)):
+        if v is not None and (not isinstance(v, PARAM_TYPES[p.type]) or isinstance(v, bool) and p.type not in BOOL_OK):
             out.append(f"{feature.key}: {p.name} must be of type {p.type}, got {type(v).__name__}")
         elif p.choices and v is not None and v not in p.choices:
             out.append(f"{feature.key}: {p.name} must be one of {list(p.choices)}, got {v!r}")

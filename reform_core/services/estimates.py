@@ -13,10 +13,10 @@ the pages show:
   truth the annotator reported (``h``): on a disagreement the chosen judge's label
   ("neither" = unsure: no label, counted); on an audited agreement the agreed label, or
   its opposite for "neither" (both judges wrong);
-* :func:`cluster_estimate` — :func:`reform_core.estimators.cluster.estimate` (and, with
-  ``intervals``, :func:`~reform_core.estimators.cluster.population_intervals`);
-* :func:`paper_intervals` — the two intervals of the paper's stratified / pooled rules
-  (:mod:`reform_core.estimators.paper`);
+* :func:`cluster_estimate` — the default estimator through the estimation seam
+  (:mod:`reform_core.estimators.base`) on the plan's design, tasks and decisions;
+* :func:`paper_intervals` — the two intervals of the paper's stratified / pooled rules, through
+  the same seam;
 * :func:`verdict` — whether the plan's target half-width is reached ("stop when precise
   enough").
 """
@@ -24,7 +24,7 @@ the pages show:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -32,10 +32,12 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import adjudication as repo
+from reform_core.estimators import base
+from reform_core.estimators.design import Design, is_stored_design
 from reform_core.frames import CONDITION_MAIN
-from reform_core.metrics.reform import sorted_slots
+from reform_core.unit_index import sorted_slots
 
-ESTIMATOR = "cluster"  # the default estimator's name (score / export "estimator")
+ESTIMATOR = base.DEFAULT  # the default estimator's name (score / export "estimator")
 INTERVAL_METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 DEFAULT_REPS = 2000
 MEASUREMENT_TEXT = ("Measurement interval (95 %): the score of this fixed benchmark — how far it may move because "
@@ -46,14 +48,9 @@ POPULATION_TEXT = ("Population interval (95 %): adds the questions' own sampling
 DEFAULT_TARGET = {"metric": "tcpr", "half_width": 3.0}  # the Cochran margin e = 0.03 of the default sizing
 
 
-def design_name() -> str:
-    from reform_core.estimators.design import DESIGN_NAME
-
-    return DESIGN_NAME
-
-
 def is_cluster_plan(params) -> bool:
-    return isinstance(params, dict) and params.get("design") == design_name()
+    """Whether a plan's stored parameters are a question-cluster design (the default estimator's)."""
+    return is_stored_design(params)
 
 
 def design_plan(engine: Engine, judge_a: str, judge_b: str) -> Optional[dict]:
@@ -133,120 +130,130 @@ def _labels_at(instances: pd.DataFrame, iid: np.ndarray, judge_a: str, judge_b: 
 
 
 @dataclass
-class Estimate:
-    """The default estimator's result in product shape.
+class PlanEstimate:
+    """The default estimator's result on a plan, in product shape.
 
-    ``table``: per model the point estimates (%) of :data:`INTERVAL_METRICS` and
-    ``constraint_level``; ``scores``: long frame ``model, metric, estimate,
-    measurement_lo/_hi, population_lo/_hi`` (population NaN unless intervals were asked
-    for); ``both_wrong``: per model ``agreements, audited, both_wrong, lo, hi`` (%);
-    ``annotators``: per annotator estimated sensitivity, specificity, accuracy and counts
-    (empty when no item was decided twice); ``progress``: per model planned / decided
-    clusters and audits; ``smooth``: each scored main row's point estimate of its truth
-    (for the plug-in breakdown tables), by iid; ``totals``: per (model, question) cluster
-    totals and denominators (lets an export recompute Table 2).
-    """
+    ``estimate``: the seam's :class:`~reform_core.estimators.base.Estimate` (``table``: per model
+    the point estimates (%); ``intervals``: long frame ``model, metric, estimate,
+    measurement_lo/_hi, population_lo/_hi``, population NaN unless intervals were asked for;
+    ``rows``: each scored main row's point estimate of its truth, for the plug-in breakdown
+    tables; ``reports``: ``both_wrong`` — per model ``agreements, audited, both_wrong, lo, hi``
+    (%) —, ``annotators`` — per annotator estimated sensitivity, specificity, accuracy and counts
+    (empty when no item was decided twice) —, ``progress`` — per model planned / decided clusters
+    and audits —, ``totals`` — per (model, question) cluster totals and denominators, which let
+    an export recompute Table 2). ``plan`` / ``design``: the plan's name and design; ``inputs``,
+    ``index``: what it ran on (reused by a rerun)."""
 
-    name: str
     plan: str
-    params: dict
-    table: pd.DataFrame
-    scores: pd.DataFrame
-    both_wrong: pd.DataFrame
-    annotators: pd.DataFrame
-    progress: pd.DataFrame
-    smooth: pd.Series
-    totals: pd.DataFrame
-    error_identified: bool
+    design: Optional[Design]
+    estimate: base.Estimate
     with_population: bool
     reps: int
     seed: int
-    notes: list = field(default_factory=list)
     inputs: Optional[PlanInputs] = None
-    index: Optional[object] = None  # the unit index it ran on (UnitIndex: reused by a rerun)
-    # ``index.evaluate`` of ``smooth`` (all-pass, Ĵ, Ŵ; ClusterEstimate.smooth_evaluation): the plug-in
-    # tables' evaluation, handed to them once by the scoring run (then dropped)
-    smooth_evaluation: Optional[tuple] = field(default=None, repr=False)
+    index: Optional[object] = None
+
+    @property
+    def name(self) -> str:
+        return self.estimate.estimator
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.estimate.table
+
+    @property
+    def scores(self) -> pd.DataFrame:
+        return self.estimate.intervals
+
+    @property
+    def notes(self) -> list:
+        return self.estimate.notes
+
+    @property
+    def smooth(self) -> pd.Series:
+        return self.estimate.rows
+
+    @property
+    def both_wrong(self) -> Optional[pd.DataFrame]:
+        return self.estimate.reports.get("both_wrong")
+
+    @property
+    def annotators(self) -> Optional[pd.DataFrame]:
+        return self.estimate.reports.get("annotators")
+
+    @property
+    def progress(self) -> Optional[pd.DataFrame]:
+        return self.estimate.reports.get("progress")
+
+    @property
+    def totals(self) -> Optional[pd.DataFrame]:
+        return self.estimate.reports.get("totals")
+
+    @property
+    def error_identified(self) -> bool:
+        return bool(self.estimate.reports.get("error_identified"))
+
+    def take_evaluation(self) -> Optional[tuple]:
+        """The unit index's evaluation of ``smooth`` (handed once to the plug-in tables, then dropped)."""
+        out, self.estimate.evaluation = self.estimate.evaluation, None
+        return out
 
 
 def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *, intervals: bool = False,
                      reps: int = DEFAULT_REPS, seed: int = 0, judge_a: str = "label_a",
-                     judge_b: str = "label_b", index=None) -> Estimate:
-    """The question-cluster difference estimate of the main condition (``instances``: the
-    scored main rows, both labels present). ``intervals`` adds the population bootstrap
-    (``reps`` replicates) and the adjudicator-error refits; the measurement interval is
-    always computed (analytic). ``index``: the unit index of ``instances`` (built with
-    ``condition=None``) when the caller holds it; it keeps the estimator's design arrays, so a
-    rerun after new decisions reuses them."""
-    from reform_core.estimators import cluster
-    from reform_core.metrics.reform import build_index
+                     judge_b: str = "label_b", index=None) -> PlanEstimate:
+    """The default estimate of the main condition (``instances``: the scored main rows, both
+    labels present) on a question-cluster plan (``plan``: ``name`` and stored ``params``), through
+    the estimation seam. ``intervals`` adds the population bootstrap (``reps`` replicates) and the
+    adjudicator-error refits; the measurement interval is always computed (analytic). ``index``:
+    the unit index of ``instances`` (built with ``condition=None``) when the caller holds it; the
+    estimator keeps its decision-independent arrays with it, so a rerun after new decisions
+    reuses them."""
+    from reform_core.unit_index import build_index
 
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps!r}")
-    params = plan["params"]
-    rng = np.random.default_rng(int(seed))
+    design = Design.from_stored(plan["params"])
     index = index if index is not None else build_index(instances, condition=None)
-    est = cluster.estimate(instances, inputs.tasks[["iid"]], inputs.decisions[["iid", "annotator", "h"]], params,
-                           judge_a=judge_a, judge_b=judge_b, condition=None, index=index, rng=rng,
-                           error_boot=cluster.ERROR_BOOT if intervals else 0)
-    pop = cluster.population_intervals(est, n_boot=int(reps), rng=rng) if intervals else None
-    scores = cluster.scores_frame(est, pop)
-    unmeasured = _unmeasured(est.progress)
-    scores.loc[scores["model"].isin(unmeasured), ["measurement_lo", "measurement_hi"]] = np.nan
-    table = est.table[["model", *INTERVAL_METRICS, "constraint_level"]].copy()
-    # debiased decisions may leave [0, 1]; the plug-in breakdown tables need probabilities
-    smooth = pd.Series(np.clip(est.smooth, 0.0, 1.0), index=instances["iid"].to_numpy()[index.row_pos])
-    # per (model, question) cluster with rows, question-major: T_c and D_c of each numerator
-    nq, nm = len(est.questions), len(est.models)
-    cols = {"model": np.tile(np.asarray(est.models, dtype=object), nq),
-            "question": np.repeat(np.asarray(est.questions, dtype=object), nm)}
-    for num in est.totals:
-        cols[f"t_{num}"] = est.totals[num].T.reshape(-1).astype(float)
-        cols[f"d_{num}"] = est.denominators[num].T.reshape(-1).astype(float)
-    tot = pd.DataFrame(cols)
-    tot = tot[tot["d_rows"].to_numpy() > 0].reset_index(drop=True)
-    acc = est.error_model.accuracy() if est.error_model.identified else pd.DataFrame(
-        columns=["annotator", "sensitivity", "specificity", "accuracy", "decisions", "double_items"])
-    notes = list(est.notes)
+    data = base.EstimationData(instances=instances, decisions=inputs.decisions, judge_a=judge_a, judge_b=judge_b,
+                               design=design, tasks=inputs.tasks, index=index, memo=index.memo)
+    est = base.get(ESTIMATOR).estimate(data, base.Options(intervals=intervals, reps=int(reps), seed=int(seed)))
     if inputs.unsure:
-        notes.append(f"{inputs.unsure} 'neither / unsure' decision(s) on disagreements carry no label; their "
-                     "questions count as not yet adjudicated until another annotator decides them")
-    return Estimate(name=ESTIMATOR, plan=str(plan["name"]), params=params, table=table, scores=scores,
-                    both_wrong=est.both_wrong.copy(), annotators=acc.reset_index(drop=True), progress=est.progress.copy(),
-                    smooth=smooth, totals=tot, error_identified=bool(est.error_model.identified),
-                    with_population=intervals, reps=int(reps), seed=int(seed), notes=notes, inputs=inputs, index=index,
-                    smooth_evaluation=est.smooth_evaluation)
+        est.notes.append(f"{inputs.unsure} 'neither / unsure' decision(s) on disagreements carry no label; their "
+                         "questions count as not yet adjudicated until another annotator decides them")
+    return PlanEstimate(plan=str(plan["name"]), design=design, estimate=est, with_population=intervals,
+                        reps=int(reps), seed=int(seed), inputs=inputs, index=index)
 
 
-def _unmeasured(progress: pd.DataFrame) -> list[str]:
-    """Models whose disagreements have no fully adjudicated question yet: their estimate is
-    the predictions alone and the variance formula has nothing to measure, so they get no
-    measurement interval (never a zero-width one) and no "precise enough" verdict."""
-    p = progress
-    return p.loc[(p["disagreements"] > 0) & (p["clusters_observed"] == 0), "model"].astype(str).tolist()
+def plain_estimate(instances: pd.DataFrame, name: str, adjudications: pd.DataFrame, *, intervals: bool = False,
+                   reps: int = DEFAULT_REPS, seed: int = 0, index=None) -> PlanEstimate:
+    """An estimator of the seam that needs no plan (``name``, registered) on the scored main rows,
+    from the pair's current decisions (``iid, a``; ``annotator`` where known)."""
+    dec = pd.DataFrame({"iid": adjudications["iid"].to_numpy(dtype=np.int64), "h": adjudications["a"].to_numpy(float),
+                        "annotator": (adjudications["annotator"].astype(str).to_numpy() if "annotator" in adjudications
+                                      else "")})
+    data = base.EstimationData(instances=instances, decisions=dec, index=index)
+    est = base.get(name).estimate(data, base.Options(intervals=intervals, reps=int(reps), seed=int(seed)))
+    return PlanEstimate(plan="", design=None, estimate=est, with_population=intervals, reps=int(reps), seed=int(seed),
+                        index=index)
 
 
 def paper_intervals(instances: pd.DataFrame, adjudications: pd.DataFrame, method: str, *, reps: int = DEFAULT_REPS,
                     seed: int = 0, rates: pd.DataFrame | None = None, index=None) -> pd.DataFrame:
     """Measurement and population intervals of the paper's rules (``stratified`` | ``pooled``)
-    for the scored main rows, from the pair's decisions (``iid, a``): long frame as
-    :attr:`Estimate.scores`. ``rates``: the scoring run's stratum rates, when ``instances``
-    are its calibrated rows (stratified: the calibration is then not redone); ``index``: its
-    unit index of these rows (main rows only, in this order)."""
-    from reform_core.estimators import paper
-
+    for the scored main rows, from the pair's decisions (``iid, a``), through the estimation seam:
+    long frame as :attr:`PlanEstimate.scores`. ``rates``: the scoring run's stratum rates, when
+    ``instances`` are its calibrated rows (stratified: the calibration is then not redone);
+    ``index``: its unit index of these rows (main rows only, in this order)."""
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps!r}")
     dec = pd.DataFrame({"iid": adjudications["iid"].to_numpy(dtype=np.int64), "h": adjudications["a"].to_numpy(float)})
-    rng = np.random.default_rng(int(seed))
+    hints = {}
     if method == "stratified" and rates is not None:
         main_rates = rates[rates["condition"] == CONDITION_MAIN] if "condition" in rates.columns else rates
-        scores, _ = paper.stratified(instances, dec, n_boot=int(reps), rng=rng, condition=None, calibrated=instances,
-                                     rates=main_rates, index=index)
-        return scores
-    fn = {"stratified": paper.stratified, "pooled": paper.pooled}[method]
-    scores, _ = fn(instances, dec, n_boot=int(reps), rng=rng, condition=None)
-    return scores
+        hints = {"calibrated": instances, "rates": main_rates}
+    data = base.EstimationData(instances=instances, decisions=dec, index=index if hints else None, hints=hints)
+    return base.get(method).estimate(data, base.Options(intervals=True, reps=int(reps), seed=int(seed))).intervals
 
 
 def intervals_json(scores: pd.DataFrame, model: str, *, population: bool = True) -> dict:
@@ -271,10 +278,10 @@ def target_of(params: dict) -> dict:
     return {**DEFAULT_TARGET, "source": "default (Cochran margin 3 pp)"}
 
 
-def verdict(est: Estimate) -> dict:
+def verdict(est: PlanEstimate) -> dict:
     """Whether every model's measurement half-width of the target metric is within the plan's
     target: ``{metric, half_width, reached, models: {model: half-width}, message}``."""
-    t = target_of(est.params)
+    t = target_of(est.design.to_stored())
     s = est.scores[est.scores["metric"] == t["metric"]]
     hw = {str(r.model): (float(r.measurement_hi - r.measurement_lo) / 2 if pd.notna(r.measurement_lo) else None)
           for r in s.itertuples(index=False)}
@@ -319,13 +326,15 @@ def raw_intervals(instances: pd.DataFrame, *, reps: int = DEFAULT_REPS, seed: in
                          "population_lo": ci["ci_low"], "population_hi": ci["ci_high"]})
 
 
-def estimate_json(est: Estimate, doc: dict) -> None:
+def estimate_json(est: PlanEstimate, doc: dict) -> None:
     """Add the default estimator's facts to a ``score --json`` document: per model
     ``both_wrong`` (the audit's both-judges-wrong rate among agreements, %, with its 95 %
     interval) and ``progress``; top level ``plan``, ``annotators`` (estimated accuracy)
     and ``verdict`` (the plan's target reached or not)."""
     from reform_core.services.scoring import json_number
 
+    if est.design is None:  # an estimator without a plan: none of the plan's reports
+        return
     bw = est.both_wrong.set_index("model")
     pr = est.progress.set_index("model")
     for m, out in doc["models"].items():
@@ -348,25 +357,17 @@ def estimate_json(est: Estimate, doc: dict) -> None:
 def estimator_label(result) -> str:
     """One line naming the estimator of a :class:`~reform_core.services.scoring.ScoreResult`."""
     if result.estimate is not None:
-        return (f"question-cluster difference estimator (default; plan '{result.estimate.plan}') — unbiased for "
-                "TCPR, EMCR and R¹–R³ under correlated variants, with audited agreements and adjudicator error corrected")
-    if result.method == "stratified":
-        return "the paper's stratified calibration (its main-results rule)"
-    if result.method == "pooled":
-        return "the paper's pooled calibration (its auxiliary rule; W from decisions on disagreements)"
+        return base.get(ESTIMATOR).label.replace("(default)", f"(default; plan '{result.estimate.plan}')")
+    if result.method in base.names():
+        return base.get(result.method).label
     return f"raw labels of judge {result.method.removeprefix('judge:')} (no calibration)"
 
 
 def interval_method(result) -> str:
     """How the intervals of a result's method are computed (one sentence)."""
-    if result.estimate is not None:
-        return ("Measurement: linearised two-stage variance of the estimator (question sample, agreement audit, "
-                "adjudicator-error refits), t quantile; population: cluster bootstrap over questions (2,000 "
-                "replicates, seed 0). Bounds clipped to [0, 100].")
-    if result.method in ("stratified", "pooled"):
-        return ("Measurement: the calibration's rates drawn from their Jeffreys posteriors (a stratum reviewed at "
-                "0 % or 100 % still varies); population: plus a cluster bootstrap over questions (2,000 replicates, "
-                "seed 0).")
+    name = ESTIMATOR if result.estimate is not None else result.method
+    if name in base.names():
+        return base.get(name).interval_method
     return "A raw judge's labels are taken as given: no measurement interval; population: cluster bootstrap over questions."
 
 

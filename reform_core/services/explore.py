@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 from db.repo import explore as repo
 from reform_core.metrics.composition import composition_table, prompting_comparison
-from reform_core.metrics.reform import build_index, opposition
+from reform_core.unit_index import build_index, opposition
 from reform_core.services import scoring
 from reform_core.services.auth import Principal, require, require_any
 

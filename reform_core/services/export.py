@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -143,7 +144,7 @@ def dataset_hash_started(engine: Engine) -> Callable[[], str]:
     return wait
 
 
-def _records(engine: Engine) -> dict[str, pd.DataFrame]:
+def _records(engine: Engine) -> dict:
     with engine.connect() as conn:
         def frame(sql):
             res = conn.execute(text(sql))
@@ -165,8 +166,25 @@ def _records(engine: Engine) -> dict[str, pd.DataFrame]:
             "plans": frame("SELECT p.name, ja.name AS judge_a, jb.name AS judge_b, p.params, p.created_at FROM sample_plan p "
                            "JOIN judge ja ON ja.id = p.judge_a_id JOIN judge jb ON jb.id = p.judge_b_id ORDER BY p.id"),
             "judges": frame("SELECT name, provider, model, prompt_version, config FROM judge ORDER BY id"),
-            "catalogs": frame("SELECT catalog, catalog_version, COUNT(*) AS features FROM catalog_feature GROUP BY catalog, catalog_version"),
+            "catalogs": catalog_entries(conn),
         }
+
+
+def catalog_entries(conn) -> list[dict]:
+    """The manifest's ``catalogs``: every catalog of the project (name, version, features,
+    used, source, sha256); a team's own catalog's text is written beside the manifest
+    (``file``), so the export names exactly the catalog it was scored with."""
+    from reform_core.services.catalogs import manifest_entries
+
+    out = []
+    for e in manifest_entries(conn):
+        text = e.pop("text", None)
+        if text is not None:
+            suffix = Path(e["source"]).suffix.lower() if Path(e["source"]).suffix.lower() in (".json", ".yml") else ".yaml"
+            e["file"] = "catalog_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", e["name"])[:80] + suffix
+            e["_text"] = text
+        out.append(e)
+    return out
 
 
 def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibration: str = DEFAULT_CALIBRATION,
@@ -201,7 +219,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     if result.rates is not None:
         _write_table(result.rates, out, "strata", files)
     est = result.estimate
-    if est is not None:
+    if est is not None and est.design is not None:  # the default estimator's reports
         _write_table(est.totals, out, "estimator_clusters", files)
         _write_table(est.both_wrong, out, "both_wrong", files)
         if principal.can("plan_sampling"):  # annotators' estimated accuracy: leads only (as on the Scores page)
@@ -214,6 +232,10 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
                 df[c] = df[c].astype(str).where(df[c].notna(), None)
         _write_table(df, out, name, files)
     studies = write_study_tables(engine, principal, out, files, write=_write_table, n_boot=n_boot, seed=seed)
+    for c in rec["catalogs"]:
+        if "_text" in c:
+            (out / c["file"]).write_text(c["_text"], encoding="utf-8")
+            files.append(c["file"])
     plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
               "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
     judge_rows = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
@@ -226,8 +248,9 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "judges": judge_rows,
         "judge_pair": list(result.pair) if result.pair else [],
         "judge_pair_source": result.pair_source,
-        "catalogs": rec["catalogs"].to_dict("records"),
+        "catalogs": [{k: v for k, v in c.items() if k != "_text"} for c in rec["catalogs"]],
         "metrics": result.metrics,
+        "metric_definitions": scored["metric_definitions"],
         "models": {m: {"instructions": r["instructions"], "excluded": r["excluded"], "notes": r["notes"],
                        **{k: r[k] for k in ("intervals", "both_wrong") if k in r}}
                    for m, r in scored["models"].items()},

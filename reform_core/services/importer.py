@@ -18,7 +18,6 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 import pandas as pd
-from pydantic import ValidationError
 from sqlalchemy.engine import Connection, Engine
 
 from db.repo import data as repo
@@ -76,6 +75,7 @@ class Bundle:
     frames: dict[str, pd.DataFrame]
     manifest: R.BundleManifest = field(default_factory=R.BundleManifest)
     source: str = "<frames>"
+    catalog_file: object = None  # a team's own catalog read from a file (services.catalogs.CatalogFile)
 
     def file(self, kind: str) -> str:
         return FILE_OF[kind]
@@ -92,16 +92,7 @@ def one_line(msg: str) -> str:
     return msg.translate(_LINE_BREAKS)
 
 
-def field_label(part) -> str:
-    """A field name (or list index) as printed: names from the user's file are quoted unless plain."""
-    if isinstance(part, int):
-        return str(part)
-    return part if isinstance(part, str) and part.isidentifier() else repr(part)
-
-
-def _fmt_error(fname: str, line: int, err: dict) -> str:
-    loc = ".".join(map(field_label, err.get("loc", ()))) or "(line)"
-    return one_line(f"{fname}:{line}: {loc}: {err.get('msg', 'invalid')}")
+field_label = R.field_label  # re-exported: the importers' one way of printing a field
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -170,13 +161,13 @@ def read_lines(path: Path, errors: list[str], root: Path | None = None) -> list[
 
 
 def iter_records(path: Path, record_type: type, errors: list[str], root: Path | None = None) -> Iterator[tuple[int, object]]:
-    """Parse and validate one line at a time; append located errors to ``errors``."""
+    """Parse and validate one line at a time, strictly (:func:`reform_core.records.parse_record`:
+    no type coercion, no repeated key); append every located problem of every line to ``errors``."""
     for lineno, line in iter_lines(path, errors, root):
-        try:
-            yield lineno, record_type.model_validate_json(line)
-        except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                errors.append(_fmt_error(path.name, lineno, err))
+        record, problems = R.parse_record(record_type, line)
+        if record is not None:
+            yield lineno, record
+        errors += [one_line(f"{path.name}:{lineno}: {loc}: {msg}") for loc, msg in problems]
 
 
 def parse_jsonl(path: Path, record_type: type, errors: list[str], root: Path | None = None) -> list[tuple[int, object]]:
@@ -184,15 +175,31 @@ def parse_jsonl(path: Path, record_type: type, errors: list[str], root: Path | N
     return list(iter_records(path, record_type, errors, root))
 
 
-def _catalog_errors(name: str) -> list[str]:
-    """The located problem with the manifest's catalog, if it cannot be loaded."""
-    from reform_core.catalog import load_catalog
+CATALOG_FILES = ("catalog.yaml", "catalog.yml", "catalog.json")  # a bundle's own catalog (export-bundle writes it)
 
+
+def _bundle_catalog(root: Path, manifest: R.BundleManifest, named: bool, errors: list[str]):
+    """The bundle's own catalog file (``catalog.yaml`` beside ``bundle.json``, or the file the
+    manifest names, relative to the bundle or as given), read and validated; None for a bundled
+    catalog or one stored with the project (checked when the import opens the database)."""
+    from reform_core.catalog.loader import BUNDLED
+    from reform_core.services.catalogs import read_catalog_path
+
+    own = [root / n for n in CATALOG_FILES if os.path.lexists(root / n)]
+    name = manifest.catalog
+    paths = own or ([] if name in BUNDLED else [p for p in (root / name, Path(name)) if p.is_file()][:1])
+    if not paths:
+        return None
     try:
-        load_catalog(name)
-    except (ValueError, OSError) as exc:
-        return [one_line(f"bundle.json:1: catalog: {exc}")]
-    return []
+        f = read_catalog_path(paths[0], root if paths[0].parent == root else None)
+    except ImportFailed as exc:
+        errors += exc.errors
+        return None
+    if own and named and name != f.catalog.name:
+        errors.append(one_line(f"bundle.json:1: catalog: {name!r} is not the catalog of {paths[0].name} "
+                               f"({f.catalog.name!r})"))
+    manifest.catalog = f.catalog.name
+    return f
 
 
 def read_bundle(path: str | Path) -> Bundle:
@@ -205,16 +212,16 @@ def read_bundle(path: str | Path) -> Bundle:
     mpath = root / "bundle.json"
     if os.path.lexists(mpath):
         try:
-            manifest = R.BundleManifest.model_validate_json(read_file(mpath, root).decode("utf-8"))
+            parsed, problems = R.parse_record(R.BundleManifest, read_file(mpath, root).decode("utf-8"))
         except OSError as exc:
             errors.append(one_line(f"bundle.json:0: (file): cannot read: {exc.strerror or exc}"))
         except UnicodeDecodeError:
             errors.append("bundle.json:0: (file): not valid UTF-8")
-        except ValidationError as exc:
-            errors += [_fmt_error("bundle.json", 1, e) for e in exc.errors(include_url=False)]
         else:
-            errors += _catalog_errors(manifest.catalog)
-    known = set(R.BUNDLE_FILES) | {"bundle.json"}
+            errors += [one_line(f"bundle.json:1: {loc}: {msg}") for loc, msg in problems]
+            manifest = parsed or manifest
+    catalog_file = _bundle_catalog(root, manifest, "catalog" in manifest.model_fields_set, errors)
+    known = set(R.BUNDLE_FILES) | {"bundle.json", *CATALOG_FILES}
     for p in sorted(root.iterdir()):
         if p.is_file() and p.suffix in (".jsonl", ".json") and p.name not in known:
             errors.append(f"{p.name}:0: (file): unknown bundle file (expected one of {', '.join(R.BUNDLE_FILES)})")
@@ -227,11 +234,11 @@ def read_bundle(path: str | Path) -> Bundle:
         p = root / fname
         if os.path.lexists(p):
             for n, record in iter_records(p, rtype, errors, root):
-                if not errors:
-                    builder.add(fname, n, record)
-    if errors:
-        raise ImportFailed(errors)
-    return Bundle(frames=builder.frames(), manifest=manifest, source=str(root))
+                builder.add(fname, n, record)
+    frames = builder.frames()
+    if errors:  # the valid lines' own problems too: a bad line does not hide the rest of its file
+        raise ImportFailed(errors + duplicate_errors(frames))
+    return Bundle(frames=frames, manifest=manifest, source=str(root), catalog_file=catalog_file)
 
 
 _KIND_OF = {"questions.jsonl": "questions", "models.jsonl": "models", "baseline_features.jsonl": "baseline",
@@ -381,6 +388,42 @@ def _insert_frame(conn: Connection, tname: str, df: pd.DataFrame, cols: list[str
             repo.bulk_insert(conn, tname, _rows(df.iloc[start:start + WRITE_BATCH], cols))
 
 
+NATURAL_KEYS = (  # (kind, natural key, what a row is): two rows of a bundle with one key are ambiguous
+    ("questions", ["key"], "question key"),
+    ("instructions", ["key"], "instruction key"),
+    ("constraints", ["instruction", "position"], "constraint position"),
+    ("models", ["name"], "model"),
+    ("responses", ["model", "question", "instruction"], "response"),
+    ("baseline", ["model", "question", "feature"], "baseline feature"),
+    ("judges", ["name"], "judge"),
+    ("judgments", ["judge", "model", "instruction", "position", "prompt_version"], "judgment"),
+    ("extractions", ["model", "question", "label"], "extraction"),
+    ("adjudications", ["plan", "judge_a", "judge_b", "model", "instruction", "position", "annotator"],
+     "decision of this annotator in this plan"),
+)
+
+
+def duplicate_errors(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """A located error for every row that repeats an earlier row's natural key
+    (:data:`NATURAL_KEYS`), whether its other values agree or conflict."""
+    out: list[str] = []
+    for kind, keys, label in NATURAL_KEYS:
+        df = frames.get(kind)
+        if df is None or df.empty:
+            continue
+        dup = df[df.duplicated(keys, keep=False)]
+        if dup.empty:
+            continue
+        first = dup.groupby(keys, sort=False)["_line"].transform("min")
+        for (_, row), fl in zip(dup.iterrows(), first):
+            if row["_line"] != fl:
+                fname = row.get("_file")
+                fname = fname if isinstance(fname, str) else FILE_OF[kind]
+                out.append(one_line(f"{fname}:{int(row['_line'])}: {keys[-1]}: duplicate {label} "
+                                    f"(first at line {int(fl)})"))
+    return out
+
+
 class _Writer:
     def __init__(self, conn: Connection, bundle: Bundle, replace: bool, progress: Progress):
         self.conn = conn
@@ -395,18 +438,6 @@ class _Writer:
         fname = row.get("_file")
         fname = fname if isinstance(fname, str) else FILE_OF[kind]
         self.errors.append(one_line(f"{fname}:{int(row['_line'])}: {fld}: {msg}"))
-
-    def dupes(self, kind: str, keys: list[str], label: str) -> None:
-        df = self.f[kind]
-        if df.empty:
-            return
-        dup = df[df.duplicated(keys, keep=False)]
-        if dup.empty:
-            return
-        first = dup.groupby(keys, sort=False)["_line"].transform("min")
-        for (_, row), fl in zip(dup.iterrows(), first):
-            if row["_line"] != fl:
-                self.err(kind, row, keys[-1], f"duplicate {label} (first at line {int(fl)})")
 
     def missing(self, kind: str, df: pd.DataFrame, mask, fld: str, msg_fn) -> None:
         for _, row in df[mask].iterrows():
@@ -461,18 +492,7 @@ class _Writer:
     # -- the import -----------------------------------------------------------------
     def run(self) -> dict[str, int]:
         f = self.f
-        for kind, keys, label in (
-            ("questions", ["key"], "question key"),
-            ("instructions", ["key"], "instruction key"),
-            ("constraints", ["instruction", "position"], "constraint position"),
-            ("models", ["name"], "model"),
-            ("responses", ["model", "question", "instruction"], "response"),
-            ("baseline", ["model", "question", "feature"], "baseline feature"),
-            ("judges", ["name"], "judge"),
-            ("judgments", ["judge", "model", "instruction", "position", "prompt_version"], "judgment"),
-            ("extractions", ["model", "question", "label"], "extraction"),
-        ):
-            self.dupes(kind, keys, label)
+        self.errors += duplicate_errors(f)
 
         # ---- references, checked against bundle ∪ database
         conn = self.conn
@@ -655,31 +675,14 @@ class _Writer:
                                    err=lambda row, fld, msg: self.err("adjudications", row, fld, msg))
 
 
-def ensure_catalog(conn: Connection, name: str = "reformbench") -> int:
-    """Load a bundled or custom catalog into ``catalog_feature`` if it is not there yet."""
-    from reform_core.catalog import load_catalog
+def ensure_catalog(conn: Connection, name: str = "reformbench", *, file=None, replace: bool = False) -> int:
+    """Load a bundled, stored or custom catalog (``name``: a name or a file path; ``file``: a
+    :class:`~reform_core.services.catalogs.CatalogFile` read already) into ``catalog_feature``
+    and keep a custom one with the project (:mod:`reform_core.services.catalogs`); return the
+    number of features inserted."""
+    from reform_core.services.catalogs import ensure
 
-    cat = load_catalog(name)
-    have = key_frame(conn, "feature")
-    if (have["catalog"] == cat.name).any():
-        return 0
-    rows = [
-        {
-            "catalog": cat.name,
-            "catalog_version": str(cat.version),
-            "key": f.key,
-            "name": f.name,
-            "category": f.category,
-            "category_name": f.category_name or "",
-            "definition": f.definition or "",
-            "require_template": f.require_template or "",
-            "forbid_template": f.forbid_template or "",
-            "rule_detectable": bool(f.rule_detectable),
-        }
-        for f in cat.features
-    ]
-    repo.bulk_insert(conn, "catalog_feature", rows)
-    return len(rows)
+    return ensure(conn, name, file=file, replace=replace)[1]
 
 
 IMPORT_LOCK_KEY = 0x5245464F524D01  # the advisory lock of imports on PostgreSQL ("REFORM", 1)
@@ -699,7 +702,7 @@ def import_bundle_obj(engine: Engine, bundle: Bundle, *, replace: bool = False, 
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": IMPORT_LOCK_KEY})
         try:
-            ensure_catalog(conn, bundle.manifest.catalog or "reformbench")
+            ensure_catalog(conn, bundle.manifest.catalog or "reformbench", file=bundle.catalog_file, replace=replace)
         except (ValueError, OSError) as exc:
             raise ImportFailed([one_line(f"bundle.json:1: catalog: {exc}")]) from None
         writer = _Writer(conn, bundle, replace, progress)

@@ -22,7 +22,6 @@ from typing import Any, Callable, Optional
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from db.repo import data as data_repo
 from db.repo import judging as repo
 from reform_core.config import get_settings, judge_endpoint, redact, secret_values
 from reform_core.judges import LLM_PROVIDERS, PROVIDERS, make_llm_judge
@@ -255,8 +254,10 @@ def _judge_pending(engine: Engine, run: JudgeRun, key: str, job: jobs.JobHandle,
         judge, _ = _make_llm(run.provider, model=run.model, base_url=run.base_url, rpm=run.rpm, tpm=run.tpm,
                              timeout=run.timeout, retry=retry, api_key=key)
     elif run.provider == "rules":
+        from reform_core.services.catalogs import project_catalogs
+
         with engine.connect() as conn:
-            catalogs = data_repo.project_catalogs(conn)
+            catalogs = project_catalogs(conn)  # bundled or stored with the project: no file needed
         judge = RuleJudge(run.model, mode=run.mode, catalogs=catalogs)
     else:
         with unit_of_work(engine) as s:

@@ -159,6 +159,11 @@ def _prompt_row(rec: dict, loc: str, errors: list) -> dict | None:
     listed = rec.get("constraints")
     if listed is not None and listed != keys:
         errors.append(f"{loc}: constraints: {listed!r} differs from the checks' constraints {keys!r}")
+    size = rec.get("size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+        errors.append(f"{loc}: size: must be an integer, got {size!r}")
+    elif size is not None and size != len(cons):
+        errors.append(f"{loc}: size: {size} does not match the {len(cons)} constraint(s) of the prompt's checks")
     if len(errors) > before:
         return None
     return {**row, "checks": cons}
@@ -179,15 +184,17 @@ def import_prompts(engine: Engine, principal: Principal, *, study: str, data: by
 
     Every line is validated first (``id``, ``system``/``user``, and ``checks``: positions
     1..n, distinct constraints, a known checker whose ``params`` it accepts, a rubric for
-    ``judge`` constraints); all problems are reported together as ``file:line: field:
+    ``judge`` constraints; ``size`` and ``constraints``, when given, must match the checks; a
+    key given twice in a line is an error); all problems are reported together as ``file:line: field:
     message`` and nothing is written unless every line is valid. A prompt already stored
     identically is skipped; a different prompt under a stored id is an error. Returns
     ``{"study", "prompts", "written", "existing", "constraints"}``.
     """
     require(principal, MANAGE)
     study = _name(study)
-    records = read_records(data, filename)
-    errors, rows, seen = [], [], {}
+    errors: list[str] = []
+    records = read_records(data, filename, errors)
+    rows, seen = [], {}
     for line, rec in records:
         row = _prompt_row(rec, f"{filename}:{line}", errors)
         if row is None:
@@ -197,7 +204,7 @@ def import_prompts(engine: Engine, principal: Principal, *, study: str, data: by
             continue
         seen[row["key"]] = line
         rows.append(row)
-    if not records:
+    if not records and not errors:
         errors.append(f"{filename}: no prompts")
     if errors:
         raise ImportFailed(errors)
@@ -237,12 +244,13 @@ def import_outputs(engine: Engine, principal: Principal, *, study: str, data: by
     """
     require(principal, MANAGE)
     study = _name(study)
-    records = read_records(data, filename)
+    errors: list[str] = []
+    records = read_records(data, filename, errors)
     with engine.connect() as conn:
         sid = _study(conn, study)["id"]
         stored_prompts = repo.prompts(conn, study_id=sid)
     prompt_ids = {k: int(i) for k, i in zip(stored_prompts["key"], stored_prompts["id"])}
-    errors, rows, seen = [], [], {}
+    rows, seen = [], {}
     for line, rec in records:
         loc, before = f"{filename}:{line}", len(errors)
         prompt = _text(rec, "prompt", loc, errors, limit=MAX_LEN["id"])
@@ -264,7 +272,7 @@ def import_outputs(engine: Engine, principal: Principal, *, study: str, data: by
         seen[key] = line
         rows.append({"prompt_id": prompt_ids[prompt], "model": model, "output": rec["output"],
                      "meta": {"source": "import", "file": Path(filename).name}})
-    if not records:
+    if not records and not errors:
         errors.append(f"{filename}: no outputs")
     if errors:
         raise ImportFailed(errors)

@@ -173,7 +173,7 @@ def _data_checks(engine: Engine, conn) -> list[dict]:
     the scores say what they leave out."""
     from db.repo import data as data_repo
     from db.repo import scoring as score_repo
-    from reform_core.catalog import load_catalog
+    from reform_core.services.catalogs import catalog_named
     from reform_core.services.scoring import project_pair
 
     out = []
@@ -181,7 +181,7 @@ def _data_checks(engine: Engine, conn) -> list[dict]:
     emcr = []
     for name in catalogs:
         try:
-            if "emcr" in load_catalog(name).metrics:
+            if "emcr" in catalog_named(conn, name).metrics:
                 emcr.append(name)
         except ValueError:
             emcr.append(name)

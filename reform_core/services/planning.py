@@ -34,6 +34,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import adjudication as repo
+from reform_core.estimators.design import Design
 from reform_core.services.auth import Principal, require
 from reform_core.services.instances import load_instances
 
@@ -50,14 +51,19 @@ def design_defaults() -> dict:
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    """A sized design: ``params`` (stored with the plan), ``tasks`` (``design.draw``) and the
+    """A sized design: ``design`` (stored with the plan), ``tasks`` (``tasks.draw``) and the
     per-model ``models`` table (disagreements, agreements, sampled questions, tasks,
     decisions needed, cluster / audit probabilities, predicted half-width when sized by
     target)."""
 
-    params: dict
+    design: Design
     tasks: pd.DataFrame
     models: pd.DataFrame
+
+    @property
+    def params(self) -> dict:
+        """The design as stored with the plan."""
+        return self.design.to_stored()
 
 
 def _check(seed, double_fraction, audit_pi) -> None:
@@ -75,39 +81,40 @@ def size_cluster_plan(instances: pd.DataFrame, *, judge_a: str, judge_b: str, se
     """Size and draw the design for ``instances`` (INSTANCES with the pair's label columns
     ``judge_a`` / ``judge_b``); pure."""
     from reform_core import sampling
-    from reform_core.estimators import design
+    from reform_core.estimators import design, planner
+    from reform_core.estimators.draws import default_design, draw
 
     _check(seed, double_fraction, audit_pi)
     sampling.cochran_size(1, confidence=confidence, p=p, margin=margin)  # validates the three
     main = instances[instances["condition"] == "main"].reset_index(drop=True)
     g = pd.to_numeric(main[judge_a], errors="coerce")
     m = pd.to_numeric(main[judge_b], errors="coerce")
-    if not (g.notna() & m.notna() & (g != m)).any():
-        raise ValueError("the judges disagree on no instance of the main condition: nothing to sample")
+    if not (g.notna() & m.notna()).any():
+        raise ValueError("no instance of the main condition has both judges' labels: nothing to sample")
     dfrac = design.DEFAULT_DOUBLE if double_fraction is None else float(double_fraction)
     table = None
     if target_half_width is not None:
         if audit_pi is not None:
             raise ValueError("--audit-share is chosen by the planner when sizing by --target-half-width; give one")
-        params, table = design.plan_for_half_width(main, half_width=float(target_half_width), metric=metric,
-                                                   seed=int(seed), judge_a=judge_a, judge_b=judge_b,
-                                                   double_fraction=dfrac)
-        params["target"]["source"] = "plan --target-half-width"
+        plan, table = planner.plan_for_half_width(main, half_width=float(target_half_width), metric=metric,
+                                                  seed=int(seed), judge_a=judge_a, judge_b=judge_b,
+                                                  double_fraction=dfrac)
+        plan = plan.with_extra(target={**plan.target, "source": "plan --target-half-width"})
     else:
-        params = design.default_params(main, seed=int(seed), judge_a=judge_a, judge_b=judge_b, confidence=confidence,
-                                       p=p, margin=margin, double_fraction=dfrac,
-                                       audit_pi=design.DEFAULT_AUDIT if audit_pi is None else float(audit_pi))
-        params["target"] = {"metric": "tcpr", "half_width": round(100 * float(margin), 6),
-                            "source": "Cochran margin"}
-        params.update(confidence=float(confidence), p=float(p), margin=float(margin))
-    tasks = design.draw(main, params, judge_a=judge_a, judge_b=judge_b)
-    models = _model_table(main, tasks, params, judge_a, judge_b, table)
-    return ClusterPlan(params=params, tasks=tasks, models=models)
+        plan = default_design(main, seed=int(seed), judge_a=judge_a, judge_b=judge_b, confidence=confidence,
+                              p=p, margin=margin, double_fraction=dfrac,
+                              audit_pi=design.DEFAULT_AUDIT if audit_pi is None else float(audit_pi))
+        plan = plan.with_extra(target={"metric": "tcpr", "half_width": round(100 * float(margin), 6),
+                                       "source": "Cochran margin"},
+                               confidence=float(confidence), p=float(p), margin=float(margin))
+    tasks = draw(main, plan, judge_a=judge_a, judge_b=judge_b)
+    models = _model_table(main, tasks, plan, judge_a, judge_b, table)
+    return ClusterPlan(design=plan, tasks=tasks, models=models)
 
 
-def _model_table(main: pd.DataFrame, tasks: pd.DataFrame, params: dict, ja: str, jb: str,
+def _model_table(main: pd.DataFrame, tasks: pd.DataFrame, design: Design, ja: str, jb: str,
                  planner: Optional[pd.DataFrame]) -> pd.DataFrame:
-    from reform_core.estimators.design import audit_probability, cluster_key
+    from reform_core.estimators.design import cluster_key
 
     g = pd.to_numeric(main[ja], errors="coerce").to_numpy(dtype=float)
     m = pd.to_numeric(main[jb], errors="coerce").to_numpy(dtype=float)
@@ -122,8 +129,8 @@ def _model_table(main: pd.DataFrame, tasks: pd.DataFrame, params: dict, ja: str,
              "questions_sampled": int(pd.unique(cluster_key(t["model"], t["question"])).size),
              "disagreement_tasks": int((t["kind"] == "disagreement").sum()),
              "audit_tasks": int((t["kind"] == "audit").sum()), "decisions_needed": int(t["required"].sum()),
-             "cluster_pi": float(params["cluster_pi"].get(name, 0.0)),
-             "audit_pi": float(audit_probability(params, [name])[0])}
+             "cluster_pi": float(design.cluster_pi.get(name, 0.0)),
+             "audit_pi": float(design.audit_probability([name])[0])}
         if planner is not None:
             pr = planner.set_index("model")
             r["predicted_half_width"] = float(pr.loc[name, "predicted_half_width"]) if name in pr.index else np.nan
@@ -159,11 +166,11 @@ def create_cluster_plan(engine: Engine, principal: Principal, *, judge_a: str, j
     actor = require(principal, PLAN_ACTION)
     inst = load_instances(engine, judge_a, judge_b)
     plan = size_cluster_plan(inst, judge_a=inst.attrs["judge_a"], judge_b=inst.attrs["judge_b"], **options)
-    from reform_core.estimators.design import uniform
+    from reform_core.estimators.design import Stream
 
     tasks = plan.tasks
     row = pd.Index(inst["iid"]).get_indexer(tasks["iid"])
-    a_left = np.where(uniform(int(plan.params["seed"]) + 11, tasks["iid"].to_numpy()) < 0.5, "A", "B")
+    a_left = np.where(plan.design.uniform(Stream.SIDES, tasks["iid"].to_numpy()) < 0.5, "A", "B")
     params = {**plan.params, "judge_a": judge_a, "judge_b": judge_b,
               "models": {r["model"]: {k: v for k, v in r.items() if k != "model"} for r in plan.models.to_dict("records")}}
     from reform_core.services.adjudication import insert_named_plan

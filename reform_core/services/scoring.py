@@ -14,10 +14,13 @@ Missing data is left out and counted, never a pass (SPEC §4.2):
   of the pair labelled it; for a raw judge, that judge did not) is left out of every score
   of that method — counted per model as ``excluded["unlabelled_instructions"]``;
 * a target whose (model, question) has no baseline annotation has unknown opposition and is
-  left out of EMCR — counted as ``excluded["no_baseline_targets"]``;
-* a metric with no eligible data, or one the project's catalog does not declare (IFEval has
-  no EMCR; a project without baseline data never claims EMCR), is ``None`` with a note that
-  says why.
+  left out of EMCR — counted as ``excluded["no_baseline_targets"]`` where EMCR applies;
+* a metric with no eligible data is ``None`` with a note that says why; one the project's
+  catalog does not declare (IFEval has no EMCR), or EMCR without baseline data (never claimed),
+  is ``None`` and not described: the texts of the metrics — ``metric_definitions``, the notes,
+  the pages' definitions — follow the catalog's metric set and the data's shape
+  (:mod:`reform_core.metrics.descriptions`); a catalog that declares EMCR in a project without
+  baseline data gets one project note saying why it is not computed.
 """
 
 from __future__ import annotations
@@ -35,12 +38,15 @@ from db.repo import data as data_repo
 from db.repo import scoring as judge_repo
 from db.repo import status as status_repo
 from reform_core.calibration import calibrate_pooled, calibrate_stratified, pooled_weights, stratum_rates
-from reform_core.metrics.reform import KS, build_index, reform_tables, unknown_baseline_targets
+from reform_core.estimators import base
+from reform_core.metrics.descriptions import DataShape, MetricDescriptions, describe_metrics
+from reform_core.metrics.reform import reform_tables, unknown_baseline_targets
+from reform_core.unit_index import KS, build_index
 from reform_core.services.auth import Principal, require
 from reform_core.services.instances import label_column, load_adjudications, load_judged_with_baseline
 
-CALIBRATIONS = ("cluster", "stratified", "pooled")  # cluster: the default estimator (services/estimates.py)
-DEFAULT_CALIBRATION = "cluster"
+DEFAULT_CALIBRATION = base.DEFAULT  # the default estimator (reform_core.estimators.base)
+PAPER_RULES = ("stratified", "pooled")  # the paper's calibration rules: every row's p, the tables by plug-in
 PAIR_META = status_repo.PAIR_META
 SET_PAIR_ACTION = "set_pair"  # lead only
 EMCR_METRICS = ("emcr", "r1", "r2", "r3")
@@ -215,14 +221,16 @@ class ScoreResult:
     index: Optional[object] = None  # UnitIndex of the main rows (reused by rescore)
     facts: Optional[dict] = None  # label-independent project facts (reused by rescore)
     unlabelled: pd.Series = field(default_factory=lambda: pd.Series(dtype=int))  # dropped instructions per model
-    estimator: str = ""  # "cluster" | "stratified" | "pooled" | "judge:<name>" (score --json "estimator")
-    estimate: Optional[object] = None  # services.estimates.Estimate when the default estimator scored
+    estimator: str = ""  # an estimator's name (reform_core.estimators.base) or "judge:<name>" (score --json "estimator")
+    estimate: Optional[object] = None  # services.estimates.PlanEstimate when an estimator scored the main rows
     intervals: Optional[pd.DataFrame] = None  # model, metric, estimate, measurement_lo/_hi, population_lo/_hi
     interval_reps: int = 0
     interval_seed: int = 0
     # the default estimator's stratified calibration of every row (p, stratum, source, provisional)
     # and its rates: rescore updates them for new decisions instead of recalibrating the project
     stratified: Optional[tuple[pd.DataFrame, pd.DataFrame]] = None
+    # what each reported metric means here (reform_core.metrics.descriptions): pages, score, exports
+    descriptions: Optional[MetricDescriptions] = None
 
 
 def drop_unlabelled(inst: pd.DataFrame, p: str = "p") -> tuple[pd.DataFrame, pd.Series]:
@@ -309,12 +317,12 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
         out["provisional"] = False
         out.attrs.update(w_a=float(w.get("A", 0.0)), n_pool=int(len(pool)))
         return out, None
-    raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
+    raise ScoringError(f"calibration must be one of {', '.join(PAPER_RULES)}, got {calibration!r}")
 
 
 def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
-    from reform_core.catalog import load_catalog
     from reform_core.catalog.loader import DEFAULT_METRICS
+    from reform_core.services.catalogs import catalog_named
 
     if decisions_only:
         with engine.connect() as conn:
@@ -324,13 +332,13 @@ def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
         answered = judge_repo.answered_instructions(conn)
         coverage = judge_repo.baseline_coverage(conn)
         decisions = judge_repo.decisions_by_pair(conn)
-    metrics: list[str] = []
-    for name in catalogs or ["reformbench"]:
-        try:
-            declared = load_catalog(name).metrics
-        except ValueError:  # a custom catalog file that is not at hand: the generic scores
-            declared = DEFAULT_METRICS
-        metrics += [m for m in declared if m not in metrics]
+        metrics: list[str] = []
+        for name in catalogs or ["reformbench"]:
+            try:
+                declared = catalog_named(conn, name).metrics  # bundled, or stored with the project
+            except ValueError:  # loaded before catalogs were stored with projects: the generic scores
+                declared = DEFAULT_METRICS
+            metrics += [m for m in declared if m not in metrics]
     return {"catalogs": catalogs, "metrics": metrics, "answered": answered.set_index("model")["instructions"],
             "baseline_annotated": coverage["annotated"], "decisions": decisions}
 
@@ -371,10 +379,42 @@ def _verifier_accuracy(main: pd.DataFrame, judge: str) -> tuple[dict, int]:
     return out, missing
 
 
+def _coverage_notes(method: str, n_scored: int, n_answered: int, n_unlab: int) -> list[str]:
+    """What a model's scores leave out: instructions without every label, or not judged yet."""
+    note = []
+    if n_scored == 0:
+        note.append("no instruction of this model has a label for every constraint: nothing to score")
+    if n_unlab:
+        who = (f"judge {method[6:]} did not label" if method.startswith("judge:")
+               else "a judge of the pair did not label" if _runs_estimator(method) else "neither judge of the pair labelled")
+        note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
+    elif n_answered > n_scored:
+        note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
+    return note
+
+
+def _emcr_notes(m: str, t2i: pd.DataFrame, known_models: set, n_unknown: int) -> list[str]:
+    """Why a model's EMCR or R^K is missing or partial (where EMCR applies)."""
+    note = []
+    if m not in known_models:
+        note.append("emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
+                    "known to be baseline-opposed")
+    else:
+        empty = [k for k in KS if int(t2i.loc[m, f"n{k}"]) == 0]
+        note += [f"r{k}: no eligible units at K={k}" for k in empty]
+        if empty:
+            note.append(f"emcr: needs eligible units at every K (none at K={', '.join(map(str, empty))})")
+    if n_unknown:
+        note.append(f"{n_unknown} target(s) whose question has no baseline annotation for this model are left "
+                    "out of EMCR (opposition unknown)")
+    return note
+
+
 def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlabelled: pd.Series,
-                 metrics: list[str], has_baseline: bool, verifier: dict[str, tuple[dict, int]],
-                 catalogs: list[str], method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Per model: instructions answered / scored, exclusions, constraint level, notes."""
+                 metrics: list[str], emcr: bool, verifier: dict[str, tuple[dict, int]],
+                 method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Per model: instructions answered / scored, exclusions, constraint level, notes (EMCR's
+    only where it applies: ``emcr``, declared by the catalog and baseline data exists)."""
     main_rows = is_main(result_inst)
     main = result_inst if main_rows.all() else result_inst[main_rows]
     models = sorted(set(t2["model"].astype(str)) | set(facts["answered"].index.astype(str)) | set(unlabelled.index))
@@ -401,34 +441,9 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
         n_answered = int(facts["answered"].get(m, 0))
         n_unlab = int(unlabelled.get(m, 0))
         n_unknown = int(unknown.get(m, 0))
-        note: list[str] = []
-        if n_scored == 0:
-            note.append("no instruction of this model has a label for every constraint: nothing to score")
-        if n_unlab:
-            who = (f"judge {method[6:]} did not label" if method.startswith("judge:")
-                   else "a judge of the pair did not label" if method == "cluster" else "neither judge of the pair labelled")
-            note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
-        elif n_answered > n_scored:
-            note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
-        if "emcr" not in facts["metrics"]:
-            note.append(f"emcr, r1, r2, r3: do not apply to catalog {', '.join(catalogs) or '?'} "
-                        "(it declares no baseline-opposed scores)")
-        elif not has_baseline:
-            note.append("emcr, r1, r2, r3: the project has no baseline annotations, so no target is known to be "
-                        "baseline-opposed; EMCR is not claimed")
-        elif n_scored:
-            if m not in facts["known_target_models"]:
-                note.append("emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
-                            "known to be baseline-opposed")
-            else:
-                empty = [k for k in KS if int(t2i.loc[m, f"n{k}"]) == 0]
-                for k in empty:
-                    note.append(f"r{k}: no eligible units at K={k}")
-                if empty:
-                    note.append(f"emcr: needs eligible units at every K (none at K={', '.join(map(str, empty))})")
-            if n_unknown:
-                note.append(f"{n_unknown} target(s) whose question has no baseline annotation for this model are left "
-                            "out of EMCR (opposition unknown)")
+        note = _coverage_notes(method, n_scored, n_answered, n_unlab)
+        if emcr and n_scored:  # EMCR's notes only where it applies (metrics.descriptions)
+            note += _emcr_notes(m, t2i, facts["known_target_models"], n_unknown)
         for mode in ("strict", "loose"):
             if mode in metrics and mode not in verifier:
                 note.append(f"{mode}: no rules judge ran in {mode} mode "
@@ -475,36 +490,26 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
         inst = frames.instances.assign(p=frames.instances[col])  # copy-on-write: the frames' columns are shared
         method, rates = f"judge:{judge}", None
     else:
-        if calibration not in CALIBRATIONS:
-            raise ScoringError(f"calibration must be one of {', '.join(CALIBRATIONS)}, got {calibration!r}")
-        method = calibration
-        plan = None
-        if calibration == "cluster":
-            from reform_core.services import estimates
-
-            plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
-            if plan is None:
-                method = "stratified"
-                messages.append("no question-cluster plan for the scoring pair yet, so the default estimator cannot run: "
-                                "scored with the paper's stratified rule — create one with `python -m reform_core plan "
-                                f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page")
-        inst, rates = calibrated_instances(frames, "stratified" if method == "cluster" else method)
-        if method == "cluster":
+        method, plan = _estimator_and_plan(engine, frames, calibration, messages)
+        inst, rates = calibrated_instances(frames, method if method in PAPER_RULES else "stratified")
+        if method not in PAPER_RULES:
             stratified = (inst, rates)
             inst, rates = _both_labels_required(inst), None
     inst, unlabelled = drop_unlabelled(inst)
     if inst.empty:
-        raise ScoringError(f"no instruction has a label for every constraint ({method})")
+        raise ScoringError(f"nothing to score: every one of the {int(unlabelled.sum())} "
+                           "instruction(s) has a constraint a judge of the pair did not label (judge the missing "
+                           "pairs, or import their labels)")
     main = is_main(inst)
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
     est, index = None, None
-    if method == "cluster":
+    if _runs_estimator(method):
         index = build_index(inst[main] if not main.all() else inst)
-        inst, est = _cluster_scored(engine, frames, inst, main, plan, index=index, with_intervals=with_intervals,
-                                    reps=reps, seed=seed)
+        inst, est = _estimator_scored(engine, frames, inst, main, method, plan, index=index,
+                                      with_intervals=with_intervals, reps=reps, seed=seed)
     result = _assemble(engine, frames, inst, rates, method, unlabelled, messages, estimate=est, index=index)
-    if method == "cluster":
+    if _runs_estimator(method):
         result.stratified = stratified
     if with_intervals:
         add_intervals(result, reps=reps, seed=seed)
@@ -518,7 +523,7 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     of the main rows) and ``facts`` (the label-independent project facts) may come from an
     earlier result of the same instances (:func:`rescore`)."""
     choice = frames.pair
-    provisional = False if method.startswith("judge:") or method == "cluster" else \
+    provisional = False if method.startswith("judge:") or _runs_estimator(method) else \
         bool(inst.get("provisional", pd.Series(False)).any())
     main = is_main(inst)
     fixed = dict(facts or {})
@@ -529,9 +534,9 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     main_rows = inst if main.all() else inst[main]  # all main (the usual case): no copy of the rows
     index = index if index is not None else build_index(main_rows)
     evaluation = None
-    if estimate is not None and estimate.index is index and method == "cluster":
+    if estimate is not None and estimate.index is index and _runs_estimator(method):
         # the main rows' p is the estimator's smooth: its evaluation is the tables' (computed with it)
-        evaluation, estimate.smooth_evaluation = estimate.smooth_evaluation, None
+        evaluation = estimate.take_evaluation()
     tables = reform_tables(main_rows, baseline=frames.baseline, adjudications=main_adjudications(frames),
                            choice="choice", index=index, evaluation=evaluation)
     if estimate is not None:
@@ -545,14 +550,21 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     verifier = {mode: _verifier_accuracy(main_rows, j) for mode, j in rules.items()}
     if "unknown_targets" not in facts:
         facts["unknown_targets"] = unknown_baseline_targets(main_rows) if len(main_rows) else pd.Series(dtype=int)
-    models, notes = _model_facts(inst, tables["table2"], facts, unlabelled, metrics, has_baseline, verifier,
-                                 facts["catalogs"], method)
+    if "constraint_counts" not in facts:  # label-independent: kept in the facts rescore reuses
+        facts["constraint_counts"] = constraint_counts(main_rows)
+    descriptions = describe_metrics(facts["metrics"], DataShape.of(facts["constraint_counts"],
+                                                                   has_baseline=has_baseline))
+    if descriptions.note and descriptions.note not in messages:
+        messages.append(descriptions.note)
+    models, notes = _model_facts(inst, tables["table2"], facts, unlabelled, metrics, descriptions.emcr, verifier,
+                                 method)
     for mode, (acc, _) in verifier.items():
         for key in ("prompt_level", "instruction_level"):
             models[f"{mode}_{key}"] = models["model"].map({m: a[key] for m, a in acc.items()})
         models[f"{mode}_judge"] = rules[mode]
     if estimate is not None:
-        models["constraint_level"] = models["model"].map(estimate.table.set_index("model")["constraint_level"])
+        level = models["model"].map(estimate.table.set_index("model")["constraint_level"]).to_numpy(dtype=float)
+        models["constraint_level"] = _within_range(models["model"], level, "constraint_level", estimate.notes)
     if frames.judge_a is not None and choice is not None:
         messages.insert(0, f"scoring pair: {choice.describe()}")
     return ScoreResult(tables=tables, instances=inst, method=method, provisional=provisional, rates=rates, frames=frames,
@@ -562,7 +574,16 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
                        other_pair_decisions=_other_pair_decisions(facts["decisions"], frames.judge_a and
                                                                   (frames.judge_a, frames.judge_b)),
                        index=index, facts={k: v for k, v in facts.items() if k != "decisions"}, unlabelled=unlabelled,
-                       estimator=method, estimate=estimate)
+                       estimator=method, estimate=estimate, descriptions=descriptions)
+
+
+def constraint_counts(main_rows: pd.DataFrame) -> list[int]:
+    """The distinct numbers of constraints of the scored prompts (the data's shape that the
+    metric texts follow: TCPR says "all three" only where every prompt has three)."""
+    if main_rows.empty:
+        return []
+    pairs = main_rows[["instruction", "position"]].drop_duplicates()
+    return sorted(set(pairs.groupby("instruction", sort=False).size().tolist()))
 
 
 def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
@@ -577,23 +598,54 @@ def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
     return inst.assign(p=p)  # copy-on-write: the other columns stay shared
 
 
-def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: np.ndarray, plan: dict, *,
-                    index, with_intervals: bool, reps: int, seed: int, known_inputs=None,
-                    known_source: Optional[pd.Series] = None):
-    """Run the default estimator on the scored main rows (``index``: their unit index); ``p``
-    of those rows becomes each instance's point estimate (``source = 'cluster'``) for the
-    plug-in breakdown tables. ``known_inputs``: the plan inputs of the result being rescored
+def _runs_estimator(method: str) -> bool:
+    """Whether ``method`` scores the main rows with an estimator of the seam (the default one or a
+    registered other), rather than a paper rule's plug-in or one judge's raw labels."""
+    return not method.startswith("judge:") and method not in PAPER_RULES
+
+
+def _estimator_and_plan(engine: Engine, frames: ProjectFrames, name: str, messages: list) -> tuple[str, Optional[dict]]:
+    """The method that will score (``name``, or the stratified rule when a plan-based estimator
+    has no plan yet, with a note) and the plan it runs on."""
+    try:
+        estimator = base.get(name)
+    except ValueError as exc:
+        raise ScoringError(f"calibration: {exc}") from None
+    if not estimator.needs_plan:
+        return name, None
+    from reform_core.services import estimates
+
+    plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
+    if plan is None:
+        messages.append("no question-cluster plan for the scoring pair yet, so the default estimator cannot run: "
+                        "scored with the paper's stratified rule — create one with `python -m reform_core plan "
+                        f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page")
+        return "stratified", None
+    return name, plan
+
+
+def _estimator_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: np.ndarray, method: str,
+                      plan: Optional[dict], *, index, with_intervals: bool, reps: int, seed: int, known_inputs=None,
+                      known_source: Optional[pd.Series] = None):
+    """Run the estimator ``method`` on the scored main rows (``index``: their unit index); ``p``
+    of those rows becomes each instance's point estimate (``source`` = the estimator's name) for
+    the plug-in breakdown tables. ``known_inputs``: the plan inputs of the result being rescored
     (its tasks are reused while the plan's tasks are the same); ``known_source``: that result's
     ``source`` column (reused when it is the same all-estimator column)."""
     from reform_core.services import estimates
 
     rows = inst[main] if not main.all() else inst
-    inputs = estimates.plan_inputs(engine, plan, frames.instances, known=known_inputs)
-    est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed, index=index)
-    other = estimates.other_plan_decisions(engine, plan)
-    if other:
-        est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs the "
-                         "design of its own plan); the paper's rules use them")
+    if plan is None:
+        est = estimates.plain_estimate(rows, method, frames.adjudications, intervals=with_intervals, reps=reps,
+                                       seed=seed, index=index)
+    else:
+        inputs = estimates.plan_inputs(engine, plan, frames.instances, known=known_inputs)
+        est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed,
+                                         index=index)
+        other = estimates.other_plan_decisions(engine, plan)
+        if other:
+            est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs "
+                             "the design of its own plan); the paper's rules use them")
     p = inst["p"].to_numpy(dtype=float, copy=True)
     smooth, rid = est.smooth, rows["iid"].to_numpy()
     aligned = len(smooth) == len(rid) and np.array_equal(smooth.index.to_numpy(), rid)  # the usual case: same rows
@@ -602,11 +654,11 @@ def _cluster_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, m
     if "source" in inst.columns:
         if main.all():  # every row is the estimator's: one value, no per-row copy of the strings
             kept = known_source is not None and len(known_source) == len(inst) and known_source.index.equals(inst.index) \
-                and str(known_source.dtype) == "str" and bool((known_source == "cluster").all())
-            cols["source"] = known_source if kept else pd.Series("cluster", index=inst.index, dtype="str")
+                and str(known_source.dtype) == "str" and bool((known_source == method).all())
+            cols["source"] = known_source if kept else pd.Series(method, index=inst.index, dtype="str")
         else:
             src = inst["source"].to_numpy(dtype=object, copy=True)
-            src[main] = "cluster"
+            src[main] = method
             cols["source"] = src
     if "provisional" in inst.columns:  # the estimator's rows are never the stratified rule's fallback
         cols["provisional"] = np.where(main, False, inst["provisional"].to_numpy(dtype=bool))
@@ -621,13 +673,18 @@ def _estimator_table2(tables: dict, est) -> None:
     t2 = tables["table2"]
     e = est.table.set_index("model")
     for col in ("tcpr", "emcr", "r1", "r2", "r3"):
-        raw = t2["model"].map(e[col]).to_numpy(dtype=float)
-        for m, v in zip(t2["model"], raw):
-            if not np.isnan(v) and not 0.0 <= v <= 100.0:
-                est.notes.append(f"{m}: {col}: the estimator's unbiased value {v:.2f} lies outside [0, 100] (a few "
-                                 "decisions carry large design weights); shown clipped — adjudicate more to steady it")
-        t2[col] = np.clip(raw, 0.0, 100.0)
+        t2[col] = _within_range(t2["model"], t2["model"].map(e[col]).to_numpy(dtype=float), col, est.notes)
     tables["ranks"] = rank_comparison(t2)
+
+
+def _within_range(models, raw: np.ndarray, metric: str, notes: list) -> np.ndarray:
+    """An estimator's values clipped to a score's range [0, 100], with a note for each one that
+    was outside it (the unbiased value is reported in the note, never silently)."""
+    for m, v in zip(models, raw):
+        if not np.isnan(v) and not 0.0 <= v <= 100.0:
+            notes.append(f"{m}: {metric}: the estimator's unbiased value {v:.2f} lies outside [0, 100] (a few "
+                         "decisions carry large design weights); shown clipped — adjudicate more to steady it")
+    return np.clip(raw, 0.0, 100.0)
 
 
 def add_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -658,11 +715,15 @@ def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
     est = result.estimate
     if est is not None:
         if not est.with_population or est.reps != reps or est.seed != seed:
-            plan = {"id": None, "name": est.plan, "params": est.params}
             # the same rows as the scoring run: its unit index and the design arrays it keeps are reused
-            full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed,
-                                              index=est.index)
-            full.notes = est.notes
+            if est.design is None:
+                full = estimates.plain_estimate(main, result.method, result.frames.adjudications, intervals=True,
+                                                reps=reps, seed=seed, index=est.index)
+            else:
+                plan = {"id": None, "name": est.plan, "params": est.design.to_stored()}
+                full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed,
+                                                  index=est.index)
+            full.estimate.notes = est.notes
             est = full
         ci = est.scores
     elif result.method in ("stratified", "pooled"):
@@ -701,7 +762,9 @@ def rescore(engine: Engine, principal: Principal, previous: ScoreResult, adjudic
 
     adj = adjudications[["iid", "a", "choice", "annotator"]].reset_index(drop=True)
     frames = replace(previous.frames, adjudications=adj)
-    if previous.method == "cluster":
+    if _runs_estimator(previous.method):
+        if previous.estimate is None or previous.estimate.design is None:  # a plan-less estimator: run it again
+            return score(engine, principal, calibration=previous.method, frames=frames)
         return _rescore_cluster(engine, principal, previous, frames)
     old, inst, rates = previous.instances, previous.instances, previous.rates
     if previous.method == "pooled":
@@ -756,7 +819,7 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
     plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
     if previous.stratified is None or previous.estimate is None or plan is None \
             or plan["name"] != previous.estimate.plan:
-        return score(engine, principal, calibration="cluster", frames=frames)
+        return score(engine, principal, calibration=previous.method, frames=frames)
     s_inst, s_rates = previous.stratified
     if not is_main(s_inst).all():
         # the stratified rule scores the other conditions: apply the new decisions to it (its main rows'
@@ -768,11 +831,12 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
         inst = inst.iloc[pd.Index(inst["iid"]).get_indexer(kept["iid"])]
     main = is_main(inst)
     messages = [m for m in previous.messages if not m.startswith(("scoring pair: ", "default estimator (plan "))]
-    inst, est = _cluster_scored(engine, frames, inst, main, plan, index=previous.index, with_intervals=False,
-                                reps=2000, seed=0, known_inputs=previous.estimate.inputs,  # score()'s defaults
-                                known_source=kept["source"] if "source" in kept.columns else None)
-    result = _assemble(engine, frames, inst, None, "cluster", previous.unlabelled, messages, index=previous.index,
-                       facts=previous.facts, estimate=est)
+    inst, est = _estimator_scored(engine, frames, inst, main, previous.method, plan, index=previous.index,
+                                  with_intervals=False, reps=2000, seed=0,  # score()'s defaults
+                                  known_inputs=previous.estimate.inputs,
+                                  known_source=kept["source"] if "source" in kept.columns else None)
+    result = _assemble(engine, frames, inst, None, previous.method, previous.unlabelled, messages,
+                       index=previous.index, facts=previous.facts, estimate=est)
     result.stratified = (s_inst, s_rates)
     return result
 
@@ -781,6 +845,7 @@ def score_json(result: ScoreResult) -> dict:
     """The SPEC §8 ``score --json`` shape (percentages; ``None`` plus a note where a metric does
     not apply or has no eligible data)."""
     t2 = result.tables["table2"].set_index("model")
+    emcr = "emcr" in result.metrics
     models = {}
     for r in result.models.itertuples(index=False):
         m = str(r.model)
@@ -797,8 +862,9 @@ def score_json(result: ScoreResult) -> dict:
                     "prompt_level": json_number(pl), "instruction_level": json_number(getattr(r, f"{mode}_instruction_level")),
                     "judge": getattr(r, f"{mode}_judge")}
         out["instructions"] = {"answered": int(r.answered), "scored": int(r.scored)}
-        out["excluded"] = {"no_baseline_targets": int(r.no_baseline_targets),
-                           "unlabelled_instructions": int(r.unlabelled_instructions)}
+        out["excluded"] = {"unlabelled_instructions": int(r.unlabelled_instructions)}
+        if emcr:  # EMCR's exclusions only where EMCR applies (declared and baseline data exists)
+            out["excluded"] = {"no_baseline_targets": int(r.no_baseline_targets), **out["excluded"]}
         out["notes"] = list(result.notes.get(m, []))
         if result.intervals is not None:
             from reform_core.services.estimates import intervals_json
@@ -808,7 +874,9 @@ def score_json(result: ScoreResult) -> dict:
     doc = {"models": models, "method": result.method, "estimator": result.estimator or result.method,
            "provisional": result.provisional,
            "pair": list(result.pair) if result.pair else None, "pair_source": result.pair_source or None,
-           "catalogs": result.catalogs, "metrics": result.metrics, "notes": result.messages,
+           "catalogs": result.catalogs, "metrics": result.metrics,
+           "metric_definitions": result.descriptions.as_dict() if result.descriptions else {},
+           "notes": result.messages,
            "other_pair_decisions": result.other_pair_decisions}
     if result.intervals is not None:
         doc["intervals"] = {"level": 0.95, "reps": result.interval_reps, "seed": result.interval_seed}

@@ -14,6 +14,10 @@ reported at once as ``file:line: column (field): message`` — for CSV the line 
 record starts, for Parquet the row number (1 = first row) — and nothing is written unless
 the whole table is valid (one transaction). Rows that describe the same question,
 instruction, constraint or response must agree; re-importing identical data changes nothing.
+Without a position column, rows of one response with the same feature, mode and params are
+that constraint's occurrences when they agree (IFEval asks for some twice) and an error when
+their texts or labels differ. Features the catalog lacks are one message naming each with its
+rows (and ``catalog-init`` for a team's own features), not one per row.
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pandas as pd
 from sqlalchemy.engine import Engine
 
-from reform_core.records import storage_problem
+from reform_core.catalog.loader import BUNDLED
+from reform_core.records import DuplicateKeyError, loads_unique, storage_problem
 from reform_core.services.importer import ImportFailed, Progress, frames_bundle, import_bundle_obj, one_line
 
 FIELDS: dict[str, str] = {
@@ -204,23 +209,56 @@ def _cell(v: Any) -> Any:
     return str(v)
 
 
-def _choose_catalog(features: set[str], catalog: Optional[str]):
-    from reform_core.catalog import load_catalog
-    from reform_core.catalog.loader import BUNDLED
+def _choose_catalog(conn, features: set[str], catalog):
+    """``(catalog, file)``: ``catalog`` (a bundled or stored name, a file path, or a
+    :class:`~reform_core.services.catalogs.CatalogFile`), else the bundled or stored catalog
+    that knows most of ``features`` (a typo stays one error). ``file``: the catalog file to
+    store with the project, if one was read."""
+    from reform_core.services import catalogs
 
+    if isinstance(catalog, catalogs.CatalogFile):
+        return catalog.catalog, catalog
     if catalog:
         try:
-            return load_catalog(catalog)
+            return catalogs.resolve(conn, catalog)
         except ValueError as exc:
             raise ImportFailed([one_line(f"(catalog): {exc}")]) from None
-    cats = [load_catalog(name) for name in BUNDLED]  # the one that knows most features: a typo stays one error
-    return max(cats, key=lambda cat: sum(f in cat for f in features))
+    return max(catalogs.candidates(conn), key=lambda cat: sum(f in cat for f in features)), None
+
+
+MAX_UNKNOWN_SHOWN = 10  # unknown features named in the one message about them
+
+
+@dataclass
+class _State:
+    """What the rows of a table have built so far (:meth:`_Rows.frames`)."""
+
+    judges: list[str]
+    questions: dict = field(default_factory=dict)
+    instructions: dict = field(default_factory=dict)
+    constraints: dict = field(default_factory=dict)
+    responses: dict = field(default_factory=dict)
+    judgments: list = field(default_factory=list)
+    q_seen: dict = field(default_factory=dict)
+    i_seen: dict = field(default_factory=dict)
+    c_seen: dict = field(default_factory=dict)
+    r_seen: dict = field(default_factory=dict)
+    row_seen: dict = field(default_factory=dict)
+    twins: dict = field(default_factory=dict)
+    next_pos: dict = field(default_factory=dict)
+    occurrence: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+    unjudged: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.labels = {j: 0 for j in self.judges}
+        self.unjudged = {j: 0 for j in self.judges}
 
 
 class _Rows:
     """Validates the rows and assembles the importer's frames."""
 
-    def __init__(self, table: Table, columns: dict[str, str], catalog: Optional[str]):
+    def __init__(self, table: Table, columns: dict[str, str], choose: Callable[[set[str]], tuple]):
         self.t = table
         self.columns = columns
         self.errors: list[str] = []
@@ -233,7 +271,8 @@ class _Rows:
         for fld in KEY_FIELDS + tuple(f for f in columns if f.startswith("label:")):
             self.cells[fld] = [v.strip() if isinstance(v, str) else v for v in self.cells[fld]]
         features = {v for v in self.cells["feature"] if isinstance(v, str) and v}
-        self.cat = _choose_catalog(features, catalog)
+        self.cat, self.catalog_file = choose(features)
+        self.unknown: dict[str, list[int]] = {}  # feature → rows, in row order
 
     def err(self, i: int, fld: str, msg: str) -> None:
         col = self.columns.get(fld)
@@ -263,7 +302,11 @@ class _Rows:
             params = {}
         else:
             try:
-                params = json.loads(v) if isinstance(v, str) else None
+                params = loads_unique(v) if isinstance(v, str) else None
+            except DuplicateKeyError as exc:
+                self.err(i, "params", f"key(s) {', '.join(map(repr, exc.keys))} given twice (JSON would keep only the "
+                                      "last value)")
+                return None
             except (ValueError, RecursionError) as exc:
                 self.err(i, "params", f"invalid JSON: {getattr(exc, 'msg', None) or exc}")
                 return None
@@ -280,12 +323,7 @@ class _Rows:
         from reform_core.services.data import param_problems
 
         if feature not in self.cat:
-            from reform_core.catalog import load_catalog
-            from reform_core.catalog.loader import BUNDLED
-
-            elsewhere = [n for n in BUNDLED if n != self.cat.name and feature in load_catalog(n)]
-            hint = f" (a feature of catalog {elsewhere[0]}: --catalog {elsewhere[0]})" if elsewhere else ""
-            self.err(i, "feature", f"unknown feature {feature!r} of catalog {self.cat.name}{hint}")
+            self.unknown.setdefault(feature, []).append(i)  # one message for all of them: unknown_features
             return None
         feat = self.cat[feature]
         mode = self.cells["mode"][i] or feat.modes[0]
@@ -316,90 +354,158 @@ class _Rows:
             self.err(i, fld, f"differs from {self.t.unit} {self.t.lines[first[1]]} for the same {what}")
 
     def frames(self) -> tuple[dict[str, pd.DataFrame], dict]:
-        c = self.cells
-        name = self.t.name
-        judges = sorted(f[6:] for f in self.columns if f.startswith("label:"))
-        questions, instructions, constraints, responses, judgments = {}, {}, {}, {}, []
-        q_seen, i_seen, c_seen, r_seen, row_seen = {}, {}, {}, {}, {}
-        next_pos: dict[str, dict] = {}
-        occurrence: dict[tuple, int] = {}
-        labels = {j: 0 for j in judges}
-        unjudged = {j: 0 for j in judges}
-        has_response = "response" in self.columns
+        """The importer's frames and the import report (:class:`ImportFailed` with every problem)."""
+        st = _State(judges=sorted(f[6:] for f in self.columns if f.startswith("label:")))
         for i in range(self.n):
-            vals = {f: self._text(i, f) for f in ("model", "question", "instruction", "prompt", "instruction_text",
-                                                  "condition", "pair_group", "response")}
-            missing = [f for f in REQUIRED if not (c[f][i] if isinstance(c[f][i], str) else True)]
-            for f in missing:
-                self.err(i, f, "required (empty cell)")
-            if missing:
-                continue
-            model, qkey = vals["model"], vals["question"]
-            ikey = vals["instruction"] or qkey
-            cons = self._constraint(i, self._text(i, "feature"))
-            self._agree(q_seen, qkey, vals["prompt"], i, "prompt", f"question {qkey!r}")
-            questions.setdefault(qkey, {"key": qkey, "text": vals["prompt"], "_line": self.t.lines[i], "_file": name})
-            ins = (qkey, vals["instruction_text"] or vals["prompt"], vals["condition"] or "main", vals["pair_group"] or ikey)
-            compared = ins if "instruction_text" in self.columns else (ins[0], ins[2], ins[3])  # else: the prompt's
-            self._agree(i_seen, ikey, compared, i, "instruction",
-                        f"instruction {ikey!r} (its question, text, condition and pair group)")
-            instructions.setdefault(ikey, {"key": ikey, "question": ins[0], "text": ins[1], "condition": ins[2],
-                                           "pair_group": ins[3], "_line": self.t.lines[i], "_file": name})
-            self._agree(r_seen, (model, ikey), vals["response"], i, "response", f"model {model!r} and instruction {ikey!r}")
-            if cons is None:
-                for j in judges:  # still report bad label cells
-                    self._label(i, j)
-                continue
-            signature = json.dumps([cons[k] for k in ("feature", "mode", "text", "acceptance", "params")], sort_keys=True)
-            raw_pos = c["position"][i]
-            if "position" in self.columns:
-                try:
-                    pos = int(float(raw_pos)) if raw_pos != "" and float(raw_pos).is_integer() else None
-                except (TypeError, ValueError):
-                    pos = None
-                if pos is None or not 1 <= pos <= 50:
-                    self.err(i, "position", f"expected an integer from 1 to 50, got {raw_pos!r}")
-                    continue
-            else:  # the n-th row of a constraint in a response is its n-th occurrence in the instruction
-                nth = occurrence.get((model, ikey, signature), 0)
-                occurrence[(model, ikey, signature)] = nth + 1
-                known = next_pos.setdefault(ikey, {})
-                pos = known.setdefault((signature, nth), len(known) + 1)
-                if pos > 50:
-                    self.err(i, "feature", f"instruction {ikey!r} has more than 50 distinct constraints")
-                    continue
-            self._agree(c_seen, (ikey, pos), signature, i, "feature",
-                        f"constraint ({ikey!r}, position {pos}): feature, mode, text, acceptance and params")
-            constraints.setdefault((ikey, pos), {"instruction": ikey, "position": pos, **cons,
-                                                 "_line": self.t.lines[i], "_file": name})
-            first = row_seen.setdefault((model, ikey, pos), i)
-            if first != i:
-                self.err(i, "model", f"a second row for model {model!r}, instruction {ikey!r}, position {pos} "
-                                     f"(first at {self.t.unit} {self.t.lines[first]})")
-                continue
-            responses.setdefault((model, ikey), {"model": model, "question": qkey, "instruction": ikey,
-                                                 "text": vals["response"], "_line": self.t.lines[i], "_file": name})
-            for j in judges:
-                judgment = self._judgment(i, j, model, ikey, pos)
-                if judgment is None:
-                    unjudged[j] += 1
-                    continue
-                judgments.append(judgment)
-                labels[j] += judgment["label"] is not None
+            self._row(i, st)
+        self._unknown_features()
         if self.errors:
             raise ImportFailed(self.errors)
-        def df(rows):
-            return pd.DataFrame(list(rows))
-        frames = {"questions": df(questions.values()), "instructions": df(instructions.values()),
-                  "constraints": df(constraints.values()), "responses": df(responses.values()),
-                  "judgments": df(judgments)}
+        frames = {kind: pd.DataFrame(list(rows.values() if isinstance(rows, dict) else rows))
+                  for kind, rows in (("questions", st.questions), ("instructions", st.instructions),
+                                     ("constraints", st.constraints), ("responses", st.responses),
+                                     ("judgments", st.judgments))}
+        has_response = "response" in self.columns
         report = {"rows": self.n, "catalog": self.cat.name,
                   "columns": {col: fld for fld, col in self.columns.items()},
-                  "labels": labels, "not_judged": unjudged,
-                  "responses_without_text": 0 if has_response else len(responses)}
-        if has_response:
-            report["responses_without_text"] = sum(1 for r in responses.values() if not r["text"])
+                  "labels": st.labels, "not_judged": st.unjudged,
+                  "responses_without_text": sum(1 for r in st.responses.values() if not r["text"])
+                  if has_response else len(st.responses)}
         return frames, report
+
+    def _row(self, i: int, st: "_State") -> None:
+        """Row ``i``: its question, instruction and response (agreeing with earlier rows), then
+        its constraint and judgments."""
+        c, name = self.cells, self.t.name
+        vals = {f: self._text(i, f) for f in ("model", "question", "instruction", "prompt", "instruction_text",
+                                              "condition", "pair_group", "response")}
+        missing = [f for f in REQUIRED if not (c[f][i] if isinstance(c[f][i], str) else True)]
+        for f in missing:
+            self.err(i, f, "required (empty cell)")
+        if missing:
+            return
+        model, qkey = vals["model"], vals["question"]
+        ikey = vals["instruction"] or qkey
+        cons = self._constraint(i, self._text(i, "feature"))
+        self._agree(st.q_seen, qkey, vals["prompt"], i, "prompt", f"question {qkey!r}")
+        st.questions.setdefault(qkey, {"key": qkey, "text": vals["prompt"], "_line": self.t.lines[i], "_file": name})
+        ins = (qkey, vals["instruction_text"] or vals["prompt"], vals["condition"] or "main", vals["pair_group"] or ikey)
+        compared = ins if "instruction_text" in self.columns else (ins[0], ins[2], ins[3])  # else: the prompt's
+        self._agree(st.i_seen, ikey, compared, i, "instruction",
+                    f"instruction {ikey!r} (its question, text, condition and pair group)")
+        st.instructions.setdefault(ikey, {"key": ikey, "question": ins[0], "text": ins[1], "condition": ins[2],
+                                          "pair_group": ins[3], "_line": self.t.lines[i], "_file": name})
+        self._agree(st.r_seen, (model, ikey), vals["response"], i, "response", f"model {model!r} and instruction {ikey!r}")
+        if cons is None:
+            for j in st.judges:  # still report bad label cells
+                self._label(i, j)
+            return
+        pos = self._position(i, st, model, ikey, cons)
+        if pos is None:
+            return
+        st.constraints.setdefault((ikey, pos), {"instruction": ikey, "position": pos, **cons,
+                                                "_line": self.t.lines[i], "_file": name})
+        first = st.row_seen.setdefault((model, ikey, pos), i)
+        if first != i:
+            self.err(i, "model", f"a second row for model {model!r}, instruction {ikey!r}, position {pos} "
+                                 f"(first at {self.t.unit} {self.t.lines[first]})")
+            return
+        st.responses.setdefault((model, ikey), {"model": model, "question": qkey, "instruction": ikey,
+                                                "text": vals["response"], "_line": self.t.lines[i], "_file": name})
+        for j in st.judges:
+            judgment = self._judgment(i, j, model, ikey, pos)
+            if judgment is None:
+                st.unjudged[j] += 1
+                continue
+            st.judgments.append(judgment)
+            st.labels[j] += judgment["label"] is not None
+
+    def _position(self, i: int, st: "_State", model: str, ikey: str, cons: dict) -> Optional[int]:
+        """The constraint's position: the ``position`` cell, else the order of first appearance
+        in its instruction (the n-th row of one constraint for one response is its n-th
+        occurrence: IFEval asks for some constraints twice). Rows that would be the same
+        constraint of the same response but disagree are an error, not two constraints."""
+        signature = json.dumps([cons[k] for k in ("feature", "mode", "text", "acceptance", "params")], sort_keys=True)
+        if "position" in self.columns:
+            raw_pos = self.cells["position"][i]
+            try:
+                pos = int(float(raw_pos)) if raw_pos != "" and float(raw_pos).is_integer() else None
+            except (TypeError, ValueError):
+                pos = None
+            if pos is None or not 1 <= pos <= 50:
+                self.err(i, "position", f"expected an integer from 1 to 50, got {raw_pos!r}")
+                return None
+        else:
+            if self._conflicting_twin(i, st, model, ikey, cons):
+                return None
+            nth = st.occurrence.get((model, ikey, signature), 0)
+            st.occurrence[(model, ikey, signature)] = nth + 1
+            known = st.next_pos.setdefault(ikey, {})
+            pos = known.setdefault((signature, nth), len(known) + 1)
+            if pos > 50:
+                self.err(i, "feature", f"instruction {ikey!r} has more than 50 distinct constraints")
+                return None
+        self._agree(st.c_seen, (ikey, pos), signature, i, "feature",
+                    f"constraint ({ikey!r}, position {pos}): feature, mode, text, acceptance and params")
+        return pos
+
+    def _conflicting_twin(self, i: int, st: "_State", model: str, ikey: str, cons: dict) -> bool:
+        """Without a position column, rows of one response with the same feature, mode and
+        params must agree on the constraint's text and on every judge's label: a row that
+        disagrees with the first such row is reported (True), since which constraint it
+        describes cannot be told."""
+        key = (model, ikey, cons["feature"], cons["mode"], json.dumps(cons["params"], sort_keys=True))
+        labels = {j: LABELS.get(v.lower(), v) if isinstance(v, str) else v
+                  for j in st.judges for v in [self.cells[f"label:{j}"][i]]}
+        first = st.twins.setdefault(key, (i, cons["text"], cons["acceptance"], labels))
+        if first[0] == i:
+            return False
+        fi, text, acceptance, first_labels = first
+        where = (f"conflicts with {self.t.unit} {self.t.lines[fi]}, the same model {model!r}, prompt {ikey!r}, "
+                 f"feature {cons['feature']!r}, mode and params")
+        hint = "; if the prompt asks for this constraint twice, give each row its position (a position column)"
+        if (text, acceptance) != (cons["text"], cons["acceptance"]):
+            fld = "constraint_text" if text != cons["text"] else "acceptance"
+            self.err(i, fld, f"{where}, with another {fld.replace('_', ' ')}{hint}")
+            return True
+        differ = [j for j in st.judges if labels[j] != first_labels[j]]
+        for j in differ:
+            there, here = ("no label" if v == "" else repr(v) for v in (first_labels[j], labels[j]))
+            self.err(i, f"label:{j}", f"{where}, labelled {there} there and {here} here{hint}")
+        return bool(differ)
+
+    def _unknown_features(self) -> None:
+        """One located message (at the first such row) for every feature the catalog lacks,
+        each with its rows, instead of one message per row."""
+        if not self.unknown:
+            return
+        shown = list(self.unknown.items())[:MAX_UNKNOWN_SHOWN]
+
+        def rows_of(rows: list[int]) -> str:
+            lines = ", ".join(str(self.t.lines[r]) for r in rows[:5]) + (", …" if len(rows) > 5 else "")
+            return f"{self.t.unit}{'s' if len(rows) > 1 else ''} {lines}"
+
+        if len(self.unknown) == 1:
+            feature, rows = shown[0]
+            what = f"unknown feature {feature!r}" + (f" ({rows_of(rows)})" if len(rows) > 1 else "")
+        else:
+            more = f" and {len(self.unknown) - len(shown)} more" if len(self.unknown) > len(shown) else ""
+            what = f"{len(self.unknown)} unknown features: " + ", ".join(f"{f!r} ({rows_of(r)})" for f, r in shown) + more
+        if self.catalog_file is not None or self.cat.name not in BUNDLED:
+            hint = f"add {'it' if len(self.unknown) == 1 else 'them'} to catalog {self.cat.name} (docs/catalog.md)"
+        else:
+            hint = self._bundled_hint()
+        self.err(shown[0][1][0], "feature", f"{what} of catalog {self.cat.name}; {hint}")
+
+    def _bundled_hint(self) -> str:
+        from reform_core.catalog import load_catalog
+
+        others = [n for n in BUNDLED if n != self.cat.name and all(f in load_catalog(n) for f in self.unknown)]
+        if others:
+            return (f"{'it is a feature' if len(self.unknown) == 1 else 'they are features'} of catalog {others[0]}: "
+                    f"--catalog {others[0]}")
+        return (f"for your own features, write a starter catalog with `python -m reform_core catalog-init "
+                f"{self.t.name} --out catalog.yaml`, edit its texts and import with --catalog catalog.yaml")
 
     def _label(self, i: int, judge: str) -> Optional[int]:
         """0, 1, None (empty) or -1 (invalid, reported)."""
@@ -423,19 +529,24 @@ class _Rows:
 
 
 def import_table(engine: Engine, data: bytes, filename: str, mapping: dict[str, str], *,
-                 catalog: Optional[str] = None, replace: bool = False, progress: Progress = None) -> dict:
+                 catalog=None, replace: bool = False, progress: Progress = None) -> dict:
     """Validate and import one table (module docstring); return rows written per kind plus
     ``rows``, ``catalog``, ``columns`` (column → field), ``ignored_columns``, per judge
     ``labels`` (labels and abstentions written) and ``not_judged`` (rows without a label),
-    and ``responses_without_text``. ``catalog``: a bundled name or a catalog file (default: the
-    bundled catalog that knows every feature). Raises :class:`ImportFailed`."""
+    and ``responses_without_text``. ``catalog``: a bundled name, the name of a catalog stored
+    with the project, a catalog file's path or a
+    :class:`~reform_core.services.catalogs.CatalogFile` (a file is stored with the project:
+    :mod:`reform_core.services.catalogs`); default: the bundled or stored catalog that knows
+    most features. Raises :class:`ImportFailed`."""
     table = read_table(data, filename)
     columns = resolve_columns(list(table.frame.columns), mapping, table.name)
     if table.frame.empty:
         raise ImportFailed([f"{table.name}:1: (file): no data rows"])
-    rows = _Rows(table, columns, catalog)
+    with engine.connect() as conn:
+        rows = _Rows(table, columns, lambda features: _choose_catalog(conn, features, catalog))
     frames, report = rows.frames()
-    bundle = frames_bundle(frames, source=table.name, catalog=catalog or rows.cat.name)
+    bundle = frames_bundle(frames, source=table.name, catalog=rows.cat.name)
+    bundle.catalog_file = rows.catalog_file
     counts = import_bundle_obj(engine, bundle, replace=replace, progress=progress)
     used = set(columns.values())
     return {**counts, **report, "ignored_columns": [c for c in table.frame.columns if c not in used]}
@@ -445,8 +556,9 @@ IMPORT_ACTION = "import_data"  # lead only
 
 
 def import_upload(engine: Engine, principal, data: bytes, filename: str, mapping: dict[str, str], *,
-                  catalog: Optional[str] = None, replace: bool = False) -> dict:
-    """:func:`import_table` for a signed-in user (the import page): leads only."""
+                  catalog=None, replace: bool = False) -> dict:
+    """:func:`import_table` for a signed-in user (the import page): leads only. ``catalog``: a
+    name, or a :class:`~reform_core.services.catalogs.CatalogFile` uploaded."""
     from reform_core.services.auth import require
 
     require(principal, IMPORT_ACTION)

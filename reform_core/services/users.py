@@ -37,6 +37,7 @@ SESSION_HOURS = 12.0
 # Letters, digits and . _ @ + - (an e-mail address is a valid username, for OIDC), 1–100 characters,
 # starting with a letter or digit.
 USERNAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}")
+EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 _hasher = PasswordHasher()
 _dummy_hash: list[str] = []
@@ -99,20 +100,42 @@ def _check_password(password: str) -> None:
         raise ValueError(f"password: must have at least {MIN_PASSWORD} characters")
 
 
-def create_user(engine: Engine, principal: Principal | None, *, username: str, password: str, role: str,
-                display_name: str = "") -> Principal:
-    """Create an account (leads only; ``principal=None`` only from the CLI bootstrap)."""
+def normalize_email(email: str | None, *, strict: bool = True) -> str | None:
+    """``email`` lower-cased and trimmed (e-mail addresses compare case-insensitively here), or
+    None when there is none; a ValueError naming the rule when it is not one address (with
+    ``strict=False``: None instead)."""
+    if email is None or (isinstance(email, str) and not email.strip()):
+        return None
+    value = email.strip().lower() if isinstance(email, str) else ""
+    if not EMAIL_RE.fullmatch(value) or len(value) > 254:
+        if not strict:
+            return None
+        raise ValueError(f"email: expected one address such as alice@example.com (at most 254 characters), got {email!r}")
+    return value
+
+
+def create_user(engine: Engine, principal: Principal | None, *, username: str, password: str | None, role: str,
+                display_name: str = "", email: str | None = None) -> Principal:
+    """Create an account (leads only; ``principal=None`` only from the CLI bootstrap).
+
+    ``password=None`` makes an account that signs in only by single sign-on. ``email`` (default:
+    the username when it is an e-mail address) finds the account at its first SSO sign-in; it is
+    stored lower-case and no two accounts share one."""
     if principal is not None:
         require(principal, "manage_users")
     if role not in ROLES:
         raise ValueError(f"role: must be one of {', '.join(ROLES)}, got {role!r}")
     validate_username(username)
-    _check_password(password)
+    if password is not None:
+        _check_password(password)
+    email = normalize_email(email) if email is not None else normalize_email(username, strict=False)
     with engine.begin() as conn:
         if repo.get_user(conn, username=username) is not None:
             raise ValueError(f"username: {username!r} already exists")
-        uid = repo.insert_user(conn, username=username, role=role, password_hash=_hasher.hash(password),
-                               display_name=display_name)
+        if email is not None and repo.user_by_email(conn, email=email) is not None:
+            raise ValueError(f"email: another account already has the address {email!r}")
+        uid = repo.insert_user(conn, username=username, role=role, display_name=display_name, email=email,
+                               password_hash=_hasher.hash(password) if password is not None else "")
     return Principal(uid, username, role)
 
 
@@ -139,16 +162,22 @@ def set_password(engine: Engine, principal: Principal, *, username: str, passwor
 
 
 def update_user(engine: Engine, principal: Principal, *, username: str, role: str | None = None,
-                active: bool | None = None, unlock: bool = False) -> dict:
-    """Change an account (leads only): its role, deactivate / activate it, and lift its sign-in
-    throttle. A role change or a deactivation ends the account's open sessions at once.
-    Returns the account as :func:`list_users` shows it."""
+                active: bool | None = None, unlock: bool = False, email: str | None = None) -> dict:
+    """Change an account (leads only): its role, deactivate / activate it, lift its sign-in
+    throttle, set its e-mail address. A role change or a deactivation ends the account's open
+    sessions at once. Returns the account as :func:`list_users` shows it."""
     require(principal, "manage_users")
     if role is not None and role not in ROLES:
         raise ValueError(f"role: must be one of {', '.join(ROLES)}, got {role!r}")
+    email = normalize_email(email) if email is not None else None
     with engine.begin() as conn:
         u = _account(conn, username)
         values = {}
+        if email is not None and email != u["email"]:
+            other = repo.user_by_email(conn, email=email)
+            if other is not None:
+                raise ValueError(f"email: the account {other['username']!r} already has the address {email!r}")
+            values["email"] = email
         if role is not None and role != u["role"]:
             values["role"] = role
         if active is not None and bool(active) != bool(u["active"]):
@@ -164,17 +193,19 @@ def update_user(engine: Engine, principal: Principal, *, username: str, role: st
 
 def _public(u: dict, failures: int) -> dict:
     return {"username": u["username"], "display_name": u["display_name"], "role": u["role"],
-            "active": bool(u["active"]), "locked": failures >= MAX_ATTEMPTS}
+            "active": bool(u["active"]), "locked": failures >= MAX_ATTEMPTS, "email": u["email"],
+            "sso_bound": u["sso_subject"] is not None}
 
 
 def list_users(engine: Engine, principal: Principal) -> list[dict]:
     """The accounts (never the built-in ``local`` and ``cli`` principals), with whether each
-    is locked out by the sign-in throttle."""
+    is locked out by the sign-in throttle and whether it is bound to a single sign-on identity."""
     require(principal, "manage_users")
     with engine.connect() as conn:
         rows = [u for u in repo.list_users(conn) if u["username"] not in BUILTIN_USERS]
         locked = repo.locked_usernames(conn, limit=MAX_ATTEMPTS, since=_now() - timedelta(seconds=WINDOW_S))
-    return [{**u, "active": bool(u["active"]), "locked": u["username"] in locked} for u in rows]
+    return [{**u, "active": bool(u["active"]), "locked": u["username"] in locked, "sso_bound": bool(u["sso_bound"])}
+            for u in rows]
 
 
 def sign_in(engine: Engine, username: str, password: str) -> Principal:
@@ -210,18 +241,6 @@ def sign_in(engine: Engine, username: str, password: str) -> Principal:
 def unlock(engine: Engine, principal: Principal, *, username: str) -> None:
     """Lift the sign-in throttle of ``username`` (leads only)."""
     update_user(engine, principal, username=username, unlock=True)
-
-
-def principal_for_identity(engine: Engine, username: str) -> Principal | None:
-    """The principal of an identity proven elsewhere (OIDC via ``st.login``): the account must
-    exist and be active — a lead creates it (``user-add``) and so decides its role."""
-    if not username or username.lower() in BUILTIN_USERS:
-        return None
-    with engine.connect() as conn:
-        u = repo.get_user(conn, username=username)
-    if u is None or not u["active"]:
-        return None
-    return Principal(int(u["id"]), u["username"], u["role"])
 
 
 # -- session tokens -----------------------------------------------------------------------------

@@ -118,7 +118,7 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
         forms_raw, raw = read_file(d / "forms.csv", d), read_file(d / "items.jsonl", d)
     except OSError as exc:
         raise ValueError(f"--manifest: {d}: {exc}") from exc
-    for line, rec in read_records(forms_raw, fname):
+    for line, rec in read_records(forms_raw, fname, errors):
         form, checker = str(rec.get("form") or "").strip(), str(rec.get("checker") or "").strip()
         if not form or len(form) > 100:
             errors.append(f"{fname}:{line}: form: must be 1–100 characters")
@@ -132,7 +132,7 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
         errors.append(f"{fname}: no forms")
     iname = str(d / "items.jsonl")
     rows, seen = [], {}
-    for line, rec in read_records(raw, iname):
+    for line, rec in read_records(raw, iname, errors):
         loc, before = f"{iname}:{line}", len(errors)
         item, form = str(rec.get("item") or "").strip(), str(rec.get("form") or "").strip()
         prompt, rep = rec.get("prompt"), rec.get("repetition")

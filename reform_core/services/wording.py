@@ -252,8 +252,9 @@ def import_study_items(engine: Engine, principal: Principal, *, name: str, data:
     params = _check_params(checker, reference)
     if wise_study:
         params["wise_study"] = wise_study.strip()
-    records = read_records(data, filename)
-    errors, items, forms, seen = [], [], {}, {}
+    errors: list[str] = []
+    records = read_records(data, filename, errors)
+    items, forms, seen = [], {}, {}
     for line, rec in records:
         row = {}
         for col in ("form", "target", "text"):
@@ -273,7 +274,7 @@ def import_study_items(engine: Engine, principal: Principal, *, name: str, data:
             seen[key] = line
             forms.setdefault(row["form"], {"key": row["form"], "template": ""})
             items.append(row)
-    if not records:
+    if not records and not errors:
         errors.append(f"{filename}: no items")
     if errors:
         raise ImportFailed(errors)
@@ -660,56 +661,79 @@ def generation_compliance(gens: pd.DataFrame, *, checker: str = DEFAULT_CHECKER,
             "notes": notes}
 
 
-def read_records(data: bytes, filename: str) -> list[tuple[int, dict]]:
+def read_records(data: bytes, filename: str, errors: list[str] | None = None) -> list[tuple[int, dict]]:
     """Parse a CSV (header row) or JSONL file into ``(line, record)`` pairs.
 
-    The line is the 1-based line on which the record starts. Raises :class:`ImportFailed`
-    with located messages for unreadable input.
+    The line is the 1-based line on which the record starts. Every unreadable line is
+    reported, located (a JSON line that is not JSON or not an object, or that repeats a key,
+    is reported and skipped; the other lines are still returned). With ``errors``, problems
+    are appended to it and the readable records returned, so the caller can report the other
+    lines' problems too; without, :class:`ImportFailed` is raised with all of them.
     """
+    own = errors is None
+    errors = [] if own else errors
+    before = len(errors)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ImportFailed([f"{filename}: not UTF-8 text ({exc})"]) from None
     low = filename.lower()
     if low.endswith(".csv"):
-        reader = csv.reader(io.StringIO(text, newline=""))
+        out = _csv_records(text, filename, errors)
+    elif low.endswith((".jsonl", ".ndjson", ".json")):
+        out = _json_records(text, filename, errors)
+    else:
+        raise ImportFailed([f"{filename}: unknown file type; use .csv or .jsonl"])
+    if own and len(errors) > before:
+        raise ImportFailed(errors)
+    return out
+
+
+def _csv_records(text: str, filename: str, errors: list[str]) -> list[tuple[int, dict]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        return []
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        errors.append(f"{filename}:1: (header): column(s) {', '.join(map(repr, dup))} appear more than once")
+    out, prev = [], reader.line_num
+    try:
+        for row in reader:
+            start, prev = prev + 1, reader.line_num
+            if not any(c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                errors.append(f"{filename}:{start}: (row): {len(row)} fields, the header has {len(header)}")
+                continue
+            out.append((start, dict(zip(header, row))))
+    except csv.Error as exc:
+        errors.append(f"{filename}:{reader.line_num}: (row): {exc}")
+    return out
+
+
+def _json_records(text: str, filename: str, errors: list[str]) -> list[tuple[int, dict]]:
+    from reform_core.records import DuplicateKeyError, field_label, loads_unique
+
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
         try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            return []
-        out, errors, prev = [], [], reader.line_num
-        try:
-            for row in reader:
-                start, prev = prev + 1, reader.line_num
-                if not any(c.strip() for c in row):
-                    continue
-                if len(row) != len(header):
-                    errors.append(f"{filename}:{start}: (row): {len(row)} fields, the header has {len(header)}")
-                    continue
-                out.append((start, dict(zip(header, row))))
-        except csv.Error as exc:
-            errors.append(f"{filename}:{reader.line_num}: (row): {exc}")
-        if errors:
-            raise ImportFailed(errors)
-        return out
-    if low.endswith((".jsonl", ".ndjson", ".json")):
-        out, errors = [], []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append(f"{filename}:{n}: (line): invalid JSON: {exc.msg}")
-                continue
-            if not isinstance(rec, dict):
-                errors.append(f"{filename}:{n}: (line): expected a JSON object, got {type(rec).__name__}")
-                continue
-            out.append((n, rec))
-        if errors:
-            raise ImportFailed(errors)
-        return out
-    raise ImportFailed([f"{filename}: unknown file type; use .csv or .jsonl"])
+            rec = loads_unique(line)
+        except DuplicateKeyError as exc:
+            errors += [f"{filename}:{n}: {field_label(k)}: given twice in this line (JSON would keep only the last "
+                       "value)" for k in exc.keys]
+            continue
+        except (ValueError, RecursionError) as exc:
+            errors.append(f"{filename}:{n}: (line): invalid JSON: {getattr(exc, 'msg', None) or exc}")
+            continue
+        if not isinstance(rec, dict):
+            errors.append(f"{filename}:{n}: (line): expected a JSON object, got {type(rec).__name__}")
+            continue
+        out.append((n, rec))
+    return out
 
 
 def _generation_row(rec: dict, loc: str, errors: list[str]) -> dict | None:
@@ -773,8 +797,9 @@ def import_generations(engine: Engine, principal: Principal, *, data: bytes, fil
     study = (study or "").strip()
     if len(study) > MAX_LEN["study"]:
         raise ValueError(f"study: longer than {MAX_LEN['study']} characters")
-    records = read_records(data, filename)
-    errors, rows, lines = [], [], {}
+    errors: list[str] = []
+    records = read_records(data, filename, errors)
+    rows, lines = [], {}
     for line, rec in records:
         row = _generation_row(rec, f"{filename}:{line}", errors)
         if row is None:
@@ -787,7 +812,7 @@ def import_generations(engine: Engine, principal: Principal, *, data: bytes, fil
             continue
         lines[key] = line
         rows.append(row)
-    if not records:
+    if not records and not errors:
         errors.append(f"{filename}: no generations")
     if errors:
         raise ImportFailed(errors)

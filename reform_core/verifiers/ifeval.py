@@ -1,12 +1,19 @@
 """IFEval's 25 verifiable instructions as verifiers ``ifeval:<instruction_id>``.
 
 Definitions follow the IFEval paper (Zhou et al. 2023, "Instruction-Following Evaluation
-for Large Language Models", arXiv 2311.07911, Table 1 and §3) and the rules of its
-reference checker, so verdicts can be compared with the official ones:
+for Large Language Models", arXiv 2311.07911, Table 1 and §3) and reproduce its reference
+checker (google-research ``instruction_following_eval``: ``instructions.py``,
+``instructions_util.py``, ``evaluation_lib.py``) verdict for verdict:
 
-* words are ``\\w+`` runs; sentences come from an offline splitter (``text_utils``);
+* words are ``\\w+`` runs, sentences NLTK Punkt's English sentences, all-capital words
+  are counted over ``nltk.word_tokenize`` tokens, languages come from ``langdetect``
+  (``ifeval_text``);
 * comparison relations are ``"less than"`` (count < N) and ``"at least"`` (count >= N);
-* keywords match literally (case-insensitive substrings; forbidden words as whole words);
+* keywords, forbidden words, postscript markers and section splitters are regular
+  expressions, as in the reference (case-insensitive; forbidden words between ``\\b``);
+  one that is not a valid expression, where the reference stops with an error, matches
+  literally;
+* the response is checked as given (no line-ending normalisation);
 * an empty (whitespace-only) response follows no instruction;
 * **loose** mode (paper §3) also tries the response without its first line, without its
   last line, without both, and each of the four with ``*`` removed; it passes if any does.
@@ -19,9 +26,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable
 
-from reform_core.verifiers import text_utils as tu
+from reform_core.verifiers import ifeval_text as tu
 from reform_core.verifiers.base import CheckResult, register
 
 MODES = ("strict", "loose")
@@ -37,6 +45,21 @@ def _ok(passed: bool, evidence: str, lines: tuple[int, ...] = (), **detail) -> C
 
 def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
+
+
+def _regex(pattern: str) -> str:
+    """``pattern`` as the reference uses it: a regular expression. One that does not
+    compile (the reference stops there with ``re.error``) is matched literally."""
+    try:
+        re.compile(pattern)
+    except re.error:
+        return re.escape(pattern)
+    return pattern
+
+
+def _first_visible(m: re.Match) -> int:
+    """Position of the first non-space character of a match (``^\\s*`` may span lines)."""
+    return m.start() + len(m.group()) - len(m.group().lstrip())
 
 
 def _compare(count: int, relation: str, n: int, what: str) -> CheckResult:
@@ -57,7 +80,7 @@ def _instruction(iid: str, required: tuple[str, ...] = (), optional: tuple[str, 
 # ---------------------------------------------------------------- keywords
 @_instruction("keywords:existence", ("keywords",))
 def _existence(text, keywords):
-    missing = [k for k in keywords if not re.search(re.escape(k), text, flags=re.IGNORECASE)]
+    missing = [k for k in sorted(keywords) if not re.search(_regex(k), text, flags=re.IGNORECASE)]
     if missing:
         return _ok(False, f"missing keywords: {missing}", missing=missing)
     return _ok(True, f"all keywords present: {list(keywords)}", missing=[])
@@ -65,15 +88,18 @@ def _existence(text, keywords):
 
 @_instruction("keywords:frequency", ("keyword", "frequency", "relation"))
 def _frequency(text, keyword, frequency, relation):
-    n = len(re.findall(re.escape(keyword), text, flags=re.IGNORECASE))
+    keyword = keyword.strip()
+    if not keyword:  # the reference draws a random word
+        raise ValueError("keyword: must not be empty")
+    n = len(re.findall(_regex(keyword), text, flags=re.IGNORECASE))
     return _compare(n, relation, frequency, f"occurrences of {keyword!r}")
 
 
 @_instruction("keywords:forbidden_words", ("forbidden_words",))
 def _forbidden(text, forbidden_words):
     found, lines = [], []
-    for w in forbidden_words:
-        m = re.search(r"\b" + re.escape(w) + r"\b", text, flags=re.IGNORECASE)
+    for w in sorted(set(forbidden_words)):
+        m = re.search(r"\b" + _regex(w) + r"\b", text, flags=re.IGNORECASE)
         if m:
             found.append(w)
             lines.append(_line_of(text, m.start()))
@@ -84,9 +110,10 @@ def _forbidden(text, forbidden_words):
 
 @_instruction("keywords:letter_frequency", ("letter", "let_frequency", "let_relation"))
 def _letter_frequency(text, letter, let_frequency, let_relation):
-    if len(letter) != 1:
+    if len(letter) != 1:  # the reference draws a random letter
         raise ValueError(f"letter: must be a single character, got {letter!r}")
-    n = text.lower().count(letter.lower())
+    letter = letter.strip().lower()
+    n = Counter(text.lower())[letter]
     return _compare(n, let_relation, let_frequency, f"occurrences of letter {letter!r}")
 
 
@@ -123,7 +150,7 @@ def _english_lowercase(text):
 
 @_instruction("change_case:capital_word_frequency", ("capital_frequency", "capital_relation"))
 def _capital_words(text, capital_frequency, capital_relation):
-    n = sum(1 for t in tu.word_tokens(text) if t.isupper())
+    n = sum(1 for t in tu.word_tokens(text) if t.isupper())  # nltk.word_tokenize
     return _compare(n, capital_relation, capital_frequency, "all-capital words")
 
 
@@ -159,19 +186,27 @@ def _number_paragraphs(text, num_paragraphs):
     return _ok(n == num_paragraphs, f"{n} paragraphs separated by ***; required {num_paragraphs}", count=n)
 
 
+def _first_word(paragraph: str) -> str:
+    """The reference's first word: the first whitespace-separated token without leading
+    quotes, cut at the first of ``. , ? ! ' "``, lower-cased character by character."""
+    word = paragraph.split()[0].strip().lstrip("'").lstrip('"')
+    return "".join(c.lower() for c in re.split(r"[.,?!'\"]", word, maxsplit=1)[0])
+
+
 @_instruction(
     "length_constraints:nth_paragraph_first_word", ("num_paragraphs", "nth_paragraph", "first_word")
 )
 def _nth_paragraph_first_word(text, num_paragraphs, nth_paragraph, first_word):
+    if not 1 <= nth_paragraph <= num_paragraphs:  # the reference draws a random paragraph
+        raise ValueError(f"nth_paragraph: must be 1..num_paragraphs ({num_paragraphs}), got {nth_paragraph}")
     parts = text.split("\n\n")
     n = sum(1 for p in parts if p.strip())
-    if nth_paragraph > n or nth_paragraph < 1:
+    if nth_paragraph > n:
         return _ok(False, f"only {n} paragraphs; paragraph {nth_paragraph} is missing", count=n)
     para = parts[nth_paragraph - 1].strip()
     if not para:
         return _ok(False, f"paragraph {nth_paragraph} is empty", count=n)
-    word = para.split()[0].strip().lstrip("'").lstrip('"')
-    word = re.split(r"[.,]", word, maxsplit=1)[0].lower()
+    word = _first_word(para)
     passed = n == num_paragraphs and word == first_word.lower()
     return _ok(
         passed,
@@ -201,26 +236,26 @@ def _postscript(text, postscript_marker):
     elif marker == "P.S.":
         pattern = r"\s*p\.\s?s\..*$"
     else:
-        pattern = r"\s*" + re.escape(marker.lower()) + r".*$"
-    m = re.search(pattern, text.lower(), flags=re.MULTILINE)
+        pattern = r"\s*" + _regex(marker.lower()) + r".*$"
+    lower = text.lower()
+    m = re.search(pattern, lower, flags=re.MULTILINE)
     if m:
-        return _ok(True, f"postscript {marker!r} on line {_line_of(text, m.start())}", (_line_of(text, m.start()),))
+        line = _line_of(lower, _first_visible(m))
+        return _ok(True, f"postscript {marker!r} on line {line}", (line,))
     return _ok(False, f"no postscript starting with {marker!r}")
 
 
 # ---------------------------------------------------------------- detectable format
 @_instruction("detectable_format:number_bullet_lists", ("num_bullets",))
 def _bullets(text, num_bullets):
-    lines = [
-        i
-        for i, line in enumerate(text.split("\n"), 1)
-        if re.match(r"\s*\*[^*]", line) or re.match(r"\s*-", line)
-    ]
+    found = [*re.finditer(r"^\s*\*[^\*].*$", text, flags=re.MULTILINE),
+             *re.finditer(r"^\s*-.*$", text, flags=re.MULTILINE)]
+    lines = tuple(sorted({_line_of(text, _first_visible(m)) for m in found}))
     return _ok(
-        len(lines) == num_bullets,
-        f"{len(lines)} markdown bullet points; required exactly {num_bullets}",
-        tuple(lines),
-        count=len(lines),
+        len(found) == num_bullets,
+        f"{len(found)} markdown bullet points; required exactly {num_bullets}",
+        lines,
+        count=len(found),
     )
 
 
@@ -241,7 +276,8 @@ def _highlights(text, num_highlights):
 
 @_instruction("detectable_format:multiple_sections", ("num_sections",), ("section_spliter",))
 def _sections(text, num_sections, section_spliter="Section"):
-    parts = re.split(r"\s?" + re.escape(section_spliter) + r"\s?\d+\s?", text)
+    section_spliter = section_spliter.strip()
+    parts = re.split(r"\s?" + _regex(section_spliter) + r"\s?\d+\s?", text)
     n = len(parts) - 1
     return _ok(
         n >= num_sections,
@@ -253,14 +289,10 @@ def _sections(text, num_sections, section_spliter="Section"):
 @_instruction("detectable_format:json_format")
 def _json_format(text):
     body = text.strip()
-    for fence in ("```json", "```Json", "```JSON", "```"):
-        if body.startswith(fence):
-            body = body[len(fence) :]
-            break
-    if body.endswith("```"):
-        body = body[:-3]
+    for fence in ("```json", "```Json", "```JSON", "```"):  # one after the other, as the reference
+        body = body.removeprefix(fence)
     try:
-        json.loads(body.strip())
+        json.loads(body.removesuffix("```").strip())
     except ValueError as exc:
         return _ok(False, f"not valid JSON: {exc}")
     return _ok(True, "the response is valid JSON")
@@ -360,7 +392,7 @@ def check(instruction_id: str, text: str, kwargs: dict | None = None, mode: str 
     instruction_id : str
         An IFEval id such as ``"punctuation:no_comma"`` (without the ``ifeval:`` prefix).
     text : str
-        The response. Windows line endings are normalised to ``\\n``.
+        The response, checked as given (as the reference does, line endings included).
     kwargs : dict, optional
         The instruction's kwargs as in IFEval's ``input_data.jsonl``; None values ignored.
     mode : {"strict", "loose"}
@@ -380,7 +412,6 @@ def check(instruction_id: str, text: str, kwargs: dict | None = None, mode: str 
         raise ValueError("text: response is None")
     fn = _CHECKS[instruction_id][0]
     args = clean_kwargs(instruction_id, kwargs or {})
-    text = tu.normalize_newlines(text)
     variants = [text] if mode == "strict" else loose_variants(text)
     first = None
     for i, variant in enumerate(variants):

@@ -66,3 +66,58 @@ def test_annotators_cannot_open_the_import_page(demo_db):
     at.switch_page("pages/import_data.py").run()
     assert not at.file_uploader
     assert any("annotator" in e.value for e in at.error), [e.value for e in at.error]
+
+
+OWN_TABLE = (b"model,question,prompt,feature,mode,gpt\n"
+             b"m1,p1,Describe tides.,numbered_steps,require,1\n"
+             b"m1,p1,Describe tides.,plain_words,forbid,0\n")
+OWN_CATALOG = """\
+name: tides
+version: "1"
+categories:
+  - {key: layout, name: Layout}
+features:
+  - key: numbered_steps
+    name: Numbered steps
+    category: layout
+    definition: Numbered steps.
+    modes: [require]
+    require_template: "Number the steps."
+    acceptance: {require: "Steps are numbered."}
+  - key: plain_words
+    name: Plain words
+    category: layout
+    definition: Only everyday words.
+    modes: [forbid]
+    forbid_template: "Do not use jargon."
+    acceptance: {forbid: "No jargon."}
+"""
+
+
+def test_import_page_takes_an_own_catalog_file_checked_with_located_errors(tmp_path):
+    """Issue 32 item 3: a lead uploads their own catalog; a broken one is refused with
+    file:line: field: message, a good one is used and stored with the project."""
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    with app_database(url, load_demo=False):
+        at = _page(url)
+        at.file_uploader[0].set_value(("own.csv", OWN_TABLE, "text/csv")).run()
+        _map(at, {"gpt": "label:gpt"})
+        at.selectbox(key="import_catalog").set_value("your own catalog file…").run()
+        assert not at.exception, at.exception
+        broken = OWN_CATALOG.replace("category: layout\n    definition: Only", "category: style\n    definition: Only")
+        at.file_uploader(key="import_catalog_file").set_value(("tides.yaml", broken.encode(), "text/yaml")).run()
+        assert any("This catalog cannot be used" in e.value for e in at.error)
+        line = broken.splitlines().index("    category: style") + 1
+        assert any(f"tides.yaml:{line}: features.1.category: feature 'plain_words': unknown category 'style'" in c.value
+                   for c in at.code), [c.value for c in at.code]
+        assert not any(b.key == "import_go" for b in at.button)  # nothing to import with a broken catalog
+
+        at.file_uploader(key="import_catalog_file").set_value(("tides.yaml", OWN_CATALOG.encode(), "text/yaml")).run()
+        _map(at, {"gpt": "label:gpt"})
+        at.button(key="import_go").click().run()
+        assert not at.exception, at.exception
+        assert any("Imported 2 row(s) against catalog tides" in s.value for s in at.success), [e.value for e in at.error]
+        with get_engine(url).connect() as conn:
+            assert conn.execute(text("SELECT name, filename FROM catalog_document")).all() == [("tides", "tides.yaml")]
+            assert conn.execute(text("SELECT text FROM constraint_item ORDER BY position")).scalars().all() == [
+                "Number the steps.", "Do not use jargon."]

@@ -52,4 +52,7 @@ def test_ifeval_accuracies_on_the_scores_page(ifeval_app_db):
             # 0 %/100 %); its percentile bounds can sit a hair beside the plug-in point (known, see the note).
             assert lo < hi and lo - 0.1 <= value <= hi + 0.1
     assert len(at.get("vega_lite_chart")) == 1  # the TCPR heatmap only
-    assert any("do not apply to catalog ifeval" in i.value for i in at.info)
+    # the metrics are described for IFEval's shape: 1-3 constraints per prompt, no EMCR (issue 32 item 4)
+    shown = " ".join(m.value for m in at.markdown).replace("\\", "")  # md() escapes punctuation
+    assert "all of the prompt's constraints (1–3 per prompt here" in shown and "all three" not in shown
+    assert "EMCR" not in shown and not any("emcr" in i.value.lower() for i in at.info)

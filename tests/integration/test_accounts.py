@@ -209,7 +209,7 @@ def test_cli_user_set_and_reset_password(sqlite_url):
     r = _cli(sqlite_url, "user-set", "ann", "--role", "analyst")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"username": "ann", "display_name": "ann", "role": "analyst", "active": True,
-                                    "locked": False}
+                                    "locked": False, "email": None, "sso_bound": False}
     r = _cli(sqlite_url, "user-set", "ann", "--deactivate")
     assert r.returncode == 0 and json.loads(r.stdout)["active"] is False
     with pytest.raises(SignInError):

@@ -18,8 +18,9 @@ from reform_core.services import adjudication as S
 from reform_core.services.auth import Principal
 from reform_core.services.data import simulate_into
 from reform_core.services.importer import ImportFailed, import_bundle
+from reform_core.services.sso import SignInRefused, sso_principal
 from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal, local_principal, principal_for_identity
+from reform_core.services.users import cli_principal, local_principal
 from tests.integration.test_adjudication_progress import assert_counters_match
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,7 +87,10 @@ def test_imports_never_create_change_or_demote_accounts(project, tmp_path):
             {**_item(eng, tasks[7]), "choice": "A", "annotator": "ann1"}]
     assert import_bundle(eng, _bundle(tmp_path / "good", good))["adjudications"] == 2
     assert _rows(eng, "SELECT * FROM app_user ORDER BY id") == accounts  # no account created or changed
-    assert principal_for_identity(eng, "mallory@example.com") is None  # an OIDC identity gets nothing
+    with pytest.raises(SignInRefused) as refused:  # an SSO identity with that verified e-mail gets nothing
+        sso_principal(eng, {"iss": "https://idp.example", "sub": "m", "iat": 1, "email": "mallory@example.com",
+                            "email_verified": True})
+    assert refused.value.reason == "not_invited"
     assert cli_principal(eng).role == "lead" and local_principal(eng).role == "lead"
     got = _rows(eng, "SELECT task_id, user_id, annotator FROM adjudication ORDER BY task_id")
     assert got == [(tasks[6], None, "mallory@example.com"), (tasks[7], u["ann1"].user_id, "")]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reform_core.metrics.loop_reference import loop_table2
+from bench.loop_reference import loop_table2
 from reform_core.services.data import simulate_into
 from reform_core.services.scoring import score, score_json
 from reform_core.services.uow import get_engine
@@ -236,7 +236,6 @@ def test_pooled_weights_ignore_audit_decisions(sqlite_url, tmp_path):
     with eng.connect() as conn:
         audit_ids = plan_tasks(conn, plan_id=plan.plan_id).query("kind == 'audit'")["id"].tolist()
     assert len(audit_ids) == 40
-    from reform_core.services.users import principal_for_identity  # noqa: F401  (accounts exist for the queue)
     from db.repo.adjudication import ensure_user, write_tx
     from reform_core.services.auth import Principal
 

@@ -162,10 +162,11 @@ def test_ifeval_walkthrough(tmp_path, servers):
     assert {a["annotator"] for a in llm["annotators"]} == {"ann1", "ann2", "ann3"}
     assert m["emcr"] is None and "emcr" not in llm["metrics"]
     assert m["prompt_level"] == m["tcpr"] and m["instruction_level"] == m["constraint_level"]
-    # no baseline data: every target (key, instruction id) of an answered prompt has unknown opposition
-    targets = {(d["key"], i) for d in map(json.loads, INPUT.read_text(encoding="utf-8").splitlines())
-               for i in d["instruction_id_list"] if d["key"] != 2785}
-    assert m["excluded"] == {"no_baseline_targets": len(targets), "unlabelled_instructions": 0}
+    # IFEval declares no EMCR: no baseline-target exclusion count, no EMCR text (issue 32 item 4)
+    assert m["excluded"] == {"unlabelled_instructions": 0}
+    assert set(llm["metric_definitions"]) == {"tcpr", "constraint_level", "strict", "loose"}
+    assert "all of the prompt's constraints (1–3 per prompt here" in llm["metric_definitions"]["tcpr"]
+    assert not any("emcr" in n.lower() for n in m["notes"] + llm["notes"])
     assert m["instructions"] == {"answered": 540, "scored": 540}
     st = json.loads(_cli("status", "--db", url, "--json").stdout)
     assert st["pair"] == ["gpt", "gem"] and st["plans"][0]["name"] == "llm"
@@ -199,7 +200,8 @@ def test_ifeval_walkthrough(tmp_path, servers):
     assert m["prompt_level"] == pytest.approx(100 * sum(all(vs) for vs in official.values()) / len(official), abs=1e-6)
     assert m["instruction_level"] == pytest.approx(100 * sum(flat) / len(flat), abs=1e-6)
     text = _cli("score", "--db", url).stdout
-    assert "strict P" in text and "loose I" in text and "do not apply to catalog ifeval" in text
+    assert "strict P" in text and "loose I" in text and "EMCR" not in text and "all three" not in text
+    assert "all of the prompt's constraints" in text
 
     # --- export: the pair, the metrics, what was left out; instances.csv recomputes -----------
     out_dir = tmp_path / "export"

@@ -230,7 +230,9 @@ def test_malformed_files(tmp_path):
     data = b'model,question,feature,prompt\nm,q1,bullet_list,"two\nlines"\nm,q2,nope,x\n'
     with pytest.raises(ImportFailed) as exc:
         import_table(eng, data, "t.csv", {})
-    assert exc.value.errors == ["t.csv:4: feature: unknown feature 'nope' of catalog reformbench"]
+    assert exc.value.errors == ["t.csv:4: feature: unknown feature 'nope' of catalog reformbench; for your own "
+                                "features, write a starter catalog with `python -m reform_core catalog-init t.csv "
+                                "--out catalog.yaml`, edit its texts and import with --catalog catalog.yaml"]
     assert _counts(eng)["question"] == 0
 
 

@@ -100,7 +100,7 @@ def test_rescore_of_the_default_estimator_equals_scoring_from_scratch(sqlite_url
     again = scoring.rescore(eng, lead, before, adj)
     _same(again, fresh)
     assert again.index is before.index and again.estimate.index is before.index, "the kept index was reused"
-    assert "cluster-design" in before.index.memo, "the estimator's design arrays are kept with the index"
+    assert "cluster-layout" in before.index.memo, "the estimator's design arrays are kept with the index"
     for name in ("table", "both_wrong", "annotators", "progress", "totals"):
         pd.testing.assert_frame_equal(getattr(again.estimate, name), getattr(fresh.estimate, name), obj=name)
     assert again.estimate.notes == fresh.estimate.notes
@@ -112,7 +112,7 @@ def test_rescore_of_the_default_estimator_equals_scoring_from_scratch(sqlite_url
     _same(third, scoring.score(eng, lead, calibration="cluster"))
     # the plug-in tables come from the estimator's evaluation of its point estimates (the
     # predictions' evaluation patched on the observed clusters): the same as evaluating them anew
-    assert again.estimate.smooth_evaluation is None, "handed to the tables once, not kept"
+    assert again.estimate.estimate.evaluation is None, "handed to the tables once, not kept"
     for res in (fresh, third):
         main = res.instances[res.instances["condition"] == "main"]
         anew = reform.reform_tables(main, baseline=res.frames.baseline, adjudications=scoring.main_adjudications(res.frames),

@@ -165,5 +165,5 @@ def test_unknown_catalog_name_and_unparsable_file(tmp_path):
         load_catalog("nope")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(ValueError, match="bad.json: cannot parse"):
+    with pytest.raises(ValueError, match=r"bad.json:1: \(file\): cannot parse"):
         load_catalog(bad)

@@ -4,7 +4,7 @@ Unbiasedness is a statement about the design: averaged over every possible draw,
 estimate equals the true score of the fixed benchmark. On a tiny project the draws can be
 enumerated, so these tests compute that average *exactly* (every pattern of sampled
 clusters and audited rows with its probability) and compare it with the true scores from
-the literal loop of :mod:`reform_core.metrics.loop_reference` — not with the estimator's
+the literal loop of :mod:`bench.loop_reference` — not with the estimator's
 own engine. The project has correlated truths (a target fails in every variant) and an
 agreement on which both judges are wrong.
 """
@@ -18,9 +18,10 @@ import pandas as pd
 import pytest
 
 from reform_core.estimators import adjudicator_error as ae
-from reform_core.estimators import cluster, design
-from reform_core.metrics.loop_reference import loop_table2
-from reform_core.metrics.reform import build_index
+from reform_core.estimators import allocation, cluster, design, draws
+from reform_core.estimators.cluster.audit_variance import audit_composite, audit_floor
+from bench.loop_reference import loop_table2
+from reform_core.unit_index import build_index
 
 CATS = {"f1": "c1", "f2": "c2", "f3": "c3", "f4": "c3", "f5": "c1"}
 
@@ -56,7 +57,7 @@ def toy_frame(spec: list, *, baseline_opposed) -> pd.DataFrame:
 
 def params(pi_c: float, pi_0: float, pi_a: float, allocation: str = "gradient", unit: str = "row",
            second_opinion: str = "none") -> dict:
-    return design.design_params({"m": pi_c}, {"m": pi_0}, audit_pi=pi_a, double_fraction=0.0, seed=11, folds=2,
+    return design.create({"m": pi_c}, {"m": pi_0}, audit_pi=pi_a, double_fraction=0.0, seed=11, folds=2,
                                 audit_allocation=allocation, audit_unit=unit, second_opinion=second_opinion)
 
 
@@ -64,7 +65,7 @@ def row_audit_pi(inst: pd.DataFrame, prm: dict) -> dict:
     """π_A of each agreement (by iid) under the plan's allocation rule."""
     index = build_index(inst)
     rows = inst.iloc[index.row_pos]
-    pa = design.audit_row_probabilities(prm, index, rows, rows["label_a"].to_numpy(), rows["label_b"].to_numpy())
+    pa = allocation.audit_row_probabilities(prm, index, rows, rows["label_a"].to_numpy(), rows["label_b"].to_numpy())
     return dict(zip(rows["iid"].to_numpy(), pa))
 
 
@@ -81,8 +82,8 @@ def expected_estimate(inst: pd.DataFrame, prm: dict, metrics) -> dict:
     pa_of = row_audit_pi(inst, prm)
     total = {m: 0.0 for m in metrics}
     for picked in itertools.product([False, True], repeat=len(clusters)):
-        p_c = np.prod([(prm["cluster_pi"]["m"] if has_dis[q] else prm["cluster_pi0"]["m"]) if z else
-                       1 - (prm["cluster_pi"]["m"] if has_dis[q] else prm["cluster_pi0"]["m"])
+        p_c = np.prod([(prm.cluster_pi["m"] if has_dis[q] else prm.cluster_pi0["m"]) if z else
+                       1 - (prm.cluster_pi["m"] if has_dis[q] else prm.cluster_pi0["m"])
                        for q, z in zip(clusters, picked)])
         if p_c == 0:
             continue
@@ -178,7 +179,7 @@ def test_two_stage_design_with_audit_is_exactly_unbiased_for_the_true_scores(pi_
 def test_everything_adjudicated_gives_the_exact_scores():
     inst = tiny_project()
     prm = params(1.0, 1.0, 1.0)
-    tasks = design.draw(inst, prm)
+    tasks = draws.draw(inst, prm)
     assert set(tasks["iid"]) == set(inst["iid"])  # every row is a task
     est = cluster.estimate(inst, tasks, perfect_decisions(inst, inst["iid"]), prm, error_boot=0,
                            error_model=ae.perfect(["ann"]))
@@ -259,7 +260,7 @@ def test_an_audit_that_finds_no_error_still_reports_variance():
     inst = tiny_project()
     inst["truth"] = np.where(inst["label_a"] == inst["label_b"], inst["label_a"], inst["truth"])  # no both-wrong
     prm = params(1.0, 1.0, 0.5)
-    tasks = design.draw(inst, prm)
+    tasks = draws.draw(inst, prm)
     est = cluster.estimate(inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0,
                            error_model=ae.perfect(["ann"]))
     audit = est.components.set_index("metric").loc["tcpr", "audit"]
@@ -268,21 +269,24 @@ def test_an_audit_that_finds_no_error_still_reports_variance():
     assert bw["both_wrong"] == pytest.approx(0.0) and bw["hi"] > 0
 
 
-def test_a_kept_index_reuses_its_design_only_for_the_same_labels_and_tasks():
-    """The design arrays kept with the unit index (for reruns after new decisions) are reused
+def test_a_kept_memo_reuses_its_design_only_for_the_same_labels_and_tasks():
+    """The design arrays a caller keeps in its memo (for reruns after new decisions) are reused
     only while labels, tasks and parameters are unchanged: with other labels the estimate is
-    the one a fresh index gives."""
+    the one a fresh run gives."""
     inst = tiny_project()
     prm = params(1.0, 1.0, 1.0)
-    tasks = design.draw(inst, prm)
+    tasks = draws.draw(inst, prm)
     index = build_index(inst, condition=None)
+    memo: dict = {}
     half = perfect_decisions(inst, inst["iid"]).iloc[::2]
-    first = cluster.estimate(inst, tasks, half, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index)
-    assert "cluster-design" in index.memo
+    first = cluster.estimate(inst, tasks, half, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index,
+                             memo=memo)
+    assert "cluster-layout" in memo
     flipped = inst.assign(label_b=1 - inst["label_b"])
     for frame, dec, t in ((inst, perfect_decisions(inst, inst["iid"]), tasks), (flipped, half, tasks),
                           (inst, half, tasks.iloc[: len(tasks) // 2])):
-        kept = cluster.estimate(frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index)
+        kept = cluster.estimate(frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index,
+                                memo=memo)
         fresh = cluster.estimate(frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]))
         pd.testing.assert_frame_equal(kept.table, fresh.table)
         assert kept.notes == fresh.notes
@@ -315,7 +319,7 @@ def expected_by_group(inst: pd.DataFrame, prm: dict, metrics) -> dict:
                                          agree["label_a"], keys=False)[0]
     total = {m: 0.0 for m in metrics}
     for picked in itertools.product([False, True], repeat=len(clusters)):
-        p_c = np.prod([prm["cluster_pi"]["m"] if z else 1 - prm["cluster_pi"]["m"] for z in picked])
+        p_c = np.prod([prm.cluster_pi["m"] if z else 1 - prm.cluster_pi["m"] for z in picked])
         if p_c == 0:
             continue
         chosen = [q for q, z in zip(clusters, picked) if z]
@@ -379,7 +383,7 @@ def test_neyman_allocation_audits_agreed_fails_more_when_they_are_rarer():
     lab = (rng.random(n) < 0.9).astype(float)
     inst["label_a"], inst["label_b"] = lab, lab
     inst.loc[::17, "label_b"] = 1 - inst.loc[::17, "label_a"]
-    prm = design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.2, double_fraction=0.0, seed=1,
+    prm = design.create({"m": 1.0}, {"m": 1.0}, audit_pi=0.2, double_fraction=0.0, seed=1,
                                audit_allocation="neyman", audit_unit="row")
     pa = pd.Series(row_audit_pi(inst, prm))
     agree = (inst["label_a"] == inst["label_b"]).to_numpy()
@@ -388,7 +392,7 @@ def test_neyman_allocation_audits_agreed_fails_more_when_they_are_rarer():
     assert pa[inst["iid"][fails]].mean() > 2 * pa[inst["iid"][passes]].mean()
     assert pa[inst["iid"][agree]].mean() == pytest.approx(0.2)
     mean_label = ((inst["label_a"] + inst["label_b"]) / 2).to_numpy()
-    r = design.prior_wrong_rates(mean_label, agree, np.zeros(n, dtype=int), 1, 0.01)
+    r = allocation.prior_wrong_rates(mean_label, agree, np.zeros(n, dtype=int), 1, 0.01)
     assert r[0, 0] == pytest.approx(0.01 * mean_label.sum() / fails.sum())  # expected true passes shown as fails
     assert r[0, 1] == pytest.approx(0.01 * (n - mean_label.sum()) / passes.sum())
 
@@ -436,21 +440,21 @@ def test_an_item_awaiting_its_second_opinion_is_pending():
 
 
 def test_the_second_opinion_rule_of_a_plan():
-    prm = design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, second_opinion="all")
+    prm = design.create({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, second_opinion="all")
     assert design.required_annotators(prm, "audit", 7, None) == 1
     assert design.required_annotators(prm, "audit", 7, "A") == 1
     assert design.required_annotators(prm, "audit", 7, "neither") == 2  # both judges wrong: ask another
     assert design.required_annotators(prm, "disagreement", 7, "A") == 1
     assert design.required_annotators(prm, "disagreement", 7, "B") == 2  # against the reference judge A
-    audit_only = {**prm, "second_opinion": "audit"}
+    audit_only = {**prm.to_stored(), "second_opinion": "audit"}
     assert design.required_annotators(audit_only, "disagreement", 7, "B") == 1
-    assert design.required_annotators({**prm, "second_opinion": "none"}, "audit", 7, "neither") is None
+    assert design.required_annotators({**prm.to_stored(), "second_opinion": "none"}, "audit", 7, "neither") is None
     assert design.required_annotators({"source": "import"}, "audit", 7, "neither") is None
-    both = {**prm, "double_fraction": 1.0}  # doubled from the start: always two
+    both = {**prm.to_stored(), "double_fraction": 1.0}  # doubled from the start: always two
     assert design.required_annotators(both, "audit", 7, "A") == 2
-    ref = design.second_opinion_reference(prm, [1, 2], ["audit", "disagreement"], [0.0, 1.0])
+    ref = prm.second_opinion_reference([1, 2], ["audit", "disagreement"], [0.0, 1.0])
     assert list(ref) == [0.0, 1.0]
-    assert np.isnan(design.second_opinion_reference(both, [1], ["audit"], [1.0])).all()
+    assert np.isnan(design.Design.from_stored(both).second_opinion_reference([1], ["audit"], [1.0])).all()
 
 
 def test_third_opinion_estimates_are_exactly_unbiased_with_random_later_annotators():
@@ -523,9 +527,9 @@ def test_the_third_opinion_rule_reduces_to_the_fixed_formula_with_equal_annotato
     f = np.array(vals)
     assert p1 @ f == pytest.approx(1.0) and p0 @ f == pytest.approx(0.0)  # unbiased
     noise = rho * (p1 @ f ** 2 - 1) + (1 - rho) * (p0 @ f ** 2)
-    assert design.second_opinion_noise(e, np.array([rho]), 3)[0] == pytest.approx(noise)
+    assert allocation.second_opinion_noise(e, np.array([rho]), 3)[0] == pytest.approx(noise)
     # the third opinion cuts the noise of an audit that confirms the judges, for few decisions
-    assert design.second_opinion_noise(e, np.array([rho]), 3)[0] < 0.35 * design.second_opinion_noise(e, np.array([rho]))[0]
+    assert allocation.second_opinion_noise(e, np.array([rho]), 3)[0] < 0.35 * allocation.second_opinion_noise(e, np.array([rho]))[0]
 
 
 def test_an_item_owed_its_third_opinion_is_pending():
@@ -541,33 +545,33 @@ def test_an_item_owed_its_third_opinion_is_pending():
 
 
 def test_the_third_opinion_rule_of_a_plan():
-    prm = design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, second_opinion="all")
-    assert prm["audit_opinions"] == 3
+    prm = design.create({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, second_opinion="all")
+    assert prm.audit_opinions == 3 and prm.to_stored()["audit_opinions"] == 3
     assert design.required_annotators(prm, "audit", 7, ["neither", "neither"]) == 3
     assert design.required_annotators(prm, "audit", 7, ["neither", "A"]) == 2
     assert design.required_annotators(prm, "audit", 7, ["neither", "neither", "neither"]) == 3  # three at most
     assert design.required_annotators(prm, "audit", 7, []) == 1
     assert design.required_annotators(prm, "disagreement", 7, ["B", "B"]) == 2  # two at most on a disagreement
-    older = {k: v for k, v in prm.items() if k != "audit_opinions"}  # plans made before the key: two at most
+    older = design.Design.from_stored({k: v for k, v in prm.to_stored().items() if k != "audit_opinions"})  # plans made before the key: two at most
     assert design.required_annotators(older, "audit", 7, ["neither", "neither"]) == 2
-    assert list(design.opinion_depth(prm, ["audit", "disagreement"])) == [3, 2]
-    assert list(design.opinion_depth(older, ["audit"])) == [2]
+    assert list(prm.opinion_depth(["audit", "disagreement"])) == [3, 2]
+    assert list(older.opinion_depth(["audit"])) == [2]
     with pytest.raises(ValueError, match="audit_opinions"):
-        design.design_params({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, audit_opinions=4)
+        design.create({"m": 1.0}, {"m": 1.0}, audit_pi=0.3, double_fraction=0.0, seed=4, audit_opinions=4)
 
 
 def test_the_audit_variance_is_the_mean_of_the_direct_estimate_and_the_pooled_prediction():
     """Hand-computed. One exposure column: direct 4, 0, 2 on exposures 1, 1, 2 fit
     ρ = Σ d·E / Σ E² = 8/6 (least squares), predictions 4/3, 4/3, 8/3, means 8/3, 2/3, 7/3."""
-    got = cluster.audit_composite(np.array([4.0, 0.0, 2.0]), np.array([1.0, 1.0, 2.0]))
+    got = audit_composite(np.array([4.0, 0.0, 2.0]), np.array([1.0, 1.0, 2.0]))
     assert got == pytest.approx([8 / 3, 2 / 3, 7 / 3])
     # one model scored, or no exposure: the direct estimate
-    assert cluster.audit_composite(np.array([3.0]), np.array([2.0])) == pytest.approx([3.0])
-    assert cluster.audit_composite(np.array([3.0, 1.0]), np.zeros(2)) == pytest.approx([3.0, 1.0])
+    assert audit_composite(np.array([3.0]), np.array([2.0])) == pytest.approx([3.0])
+    assert audit_composite(np.array([3.0, 1.0]), np.zeros(2)) == pytest.approx([3.0, 1.0])
     # a direct estimate below zero counts as zero: d = 1, 0 → ρ = 1/2, means 3/4 and 1/4
-    assert cluster.audit_composite(np.array([1.0, -3.0]), np.array([1.0, 1.0])) == pytest.approx([0.75, 0.25])
+    assert audit_composite(np.array([1.0, -3.0]), np.array([1.0, 1.0])) == pytest.approx([0.75, 0.25])
     # a model without a finite variance neither pools nor takes the pool's value: ρ = (4 + 6)/(1 + 9) = 1
-    got = cluster.audit_composite(np.array([4.0, np.nan, 2.0]), np.array([1.0, 1.0, 3.0]))
+    got = audit_composite(np.array([4.0, np.nan, 2.0]), np.array([1.0, 1.0, 3.0]))
     assert np.isnan(got[1]) and got[[0, 2]] == pytest.approx([2.5, 2.5])
 
 
@@ -584,7 +588,7 @@ def test_the_audit_floor_pools_the_jeffreys_rate_of_each_agreed_label_over_the_m
     pi_a, pi_c = np.full(5, 0.5), np.ones(5)
     row_model = np.array([0, 1, 0, 1, 0])
     label = np.array([0, 0, 1, 1, 1])
-    floor, exposure = cluster._audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, 2, label)
+    floor, exposure = audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, 2, label)
     assert floor == pytest.approx([7 / 9, 9 / 2])
     assert exposure == pytest.approx(np.array([[0.5, 0.5], [2.0, 4.5]]))  # ¼ · Σ 2G² per model × label
     # a literal loop over the rows, the rates pooled by label
@@ -608,10 +612,10 @@ def test_the_pooled_prediction_fits_one_rate_per_agreed_label_by_non_negative_le
     ρ_f = −1, so ρ_f = 0 and ρ_p minimises (4 − ρ_p)² + (1 − ρ_p)² at 2.5; predictions 0, 2.5,
     2.5."""
     e = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    assert cluster.audit_composite(np.array([2.0, 4.0, 9.0]), e) == pytest.approx([2.5, 4.5, 8.5])
-    assert cluster.audit_composite(np.array([0.0, 4.0, 1.0]), e) == pytest.approx([0.0, 3.25, 1.75])
+    assert audit_composite(np.array([2.0, 4.0, 9.0]), e) == pytest.approx([2.5, 4.5, 8.5])
+    assert audit_composite(np.array([0.0, 4.0, 1.0]), e) == pytest.approx([0.0, 3.25, 1.75])
     # an exact fit returns the direct estimates
-    assert cluster.audit_composite(np.array([2.0, 4.0, 6.0]), e) == pytest.approx([2.0, 4.0, 6.0])
+    assert audit_composite(np.array([2.0, 4.0, 6.0]), e) == pytest.approx([2.0, 4.0, 6.0])
 
 
 def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_others():
@@ -631,10 +635,10 @@ def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_oth
 
     def run(inst):
         models = sorted(inst["model"].unique())
-        prm = design.design_params({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=0.5,
+        prm = design.create({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=0.5,
                                    double_fraction=0.0, seed=11, folds=2, audit_allocation="gradient",
                                    audit_unit="row", second_opinion="none")
-        tasks = design.draw(inst, prm)
+        tasks = draws.draw(inst, prm)
         est = cluster.estimate(inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0,
                                error_model=ae.perfect(["ann"]))
         return (est.components[est.components["metric"] == "tcpr"].set_index("model")["audit"],

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reform_core.estimators import cluster, design, paper
-from reform_core.metrics.loop_reference import loop_table2
+from reform_core.estimators import cluster, design, draws, paper
+from bench.loop_reference import loop_table2
 from reform_core.simulate import simulate
 
 
@@ -83,9 +83,9 @@ def test_everything_decided_twice_in_agreement_shrinks_the_interval_to_the_exact
     inst = inst[inst["condition"] == "main"].reset_index(drop=True)
     ja, jb = (f"label_{j}" for j in sim.judges)
     models = inst["model"].unique()
-    prm = design.design_params({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=1.0,
+    prm = design.create({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=1.0,
                                double_fraction=1.0, seed=5)
-    tasks = design.draw(inst, prm, judge_a=ja, judge_b=jb)
+    tasks = draws.draw(inst, prm, judge_a=ja, judge_b=jb)
     assert set(tasks["iid"]) == set(inst["iid"]) and (tasks["required"] == 2).all()
     truth = inst.set_index("iid")["truth"].astype(float)
     rng = np.random.default_rng(0)
@@ -121,8 +121,8 @@ def test_population_interval_holds_the_measurement_interval():
     inst = sim.instances()
     inst = inst[inst["condition"] == "main"].reset_index(drop=True)
     ja, jb = (f"label_{j}" for j in sim.judges)
-    prm = design.default_params(inst, seed=0, judge_a=ja, judge_b=jb)
-    tasks = design.draw(inst, prm, judge_a=ja, judge_b=jb)
+    prm = draws.default_design(inst, seed=0, judge_a=ja, judge_b=jb)
+    tasks = draws.draw(inst, prm, judge_a=ja, judge_b=jb)
     truth = inst.set_index("iid")["truth"].astype(float)
     dec = pd.DataFrame({"iid": np.repeat(tasks["iid"].to_numpy(), 2), "annotator": ["a", "b"] * len(tasks),
                         "h": np.repeat(truth.reindex(tasks["iid"]).to_numpy(), 2)})

@@ -140,11 +140,14 @@ def test_loose_mode_removes_asterisks():
     assert check("startend:quotation", text, mode="loose").passed
 
 
-def test_windows_line_endings_count_paragraphs_like_unix():
+def test_windows_line_endings_are_checked_as_given_like_the_reference():
+    """The reference splits paragraphs at ``"\\n\\n"`` of the response as given: a Windows
+    ``"\\r\\n\\r\\n"`` is no paragraph break there, so it is none here."""
     kw = {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "second"}
     unix = "First paragraph.\n\nSecond paragraph."
     assert check("length_constraints:nth_paragraph_first_word", unix, kw).passed
-    assert check("length_constraints:nth_paragraph_first_word", unix.replace("\n", "\r\n"), kw).passed
+    windows = check("length_constraints:nth_paragraph_first_word", unix.replace("\n", "\r\n"), kw)
+    assert not windows.passed and windows.detail["count"] == 1
 
 
 def test_unicode_text():
@@ -176,8 +179,43 @@ def test_evidence_points_at_lines():
     assert res.lines == (2, 3) and "3 commas" in res.evidence
 
 
-def test_keywords_match_literally_not_as_regex():
-    assert check("keywords:existence", "I code in C++ daily.", {"keywords": ["C++"]}).passed
-    assert not check("keywords:existence", "I code in CCC daily.", {"keywords": ["C++"]}).passed
+def test_keywords_are_regular_expressions_as_in_the_reference():
+    """The reference passes keywords to ``re.search`` / ``re.findall`` unescaped; one that is
+    no valid expression ("(c": where the reference stops with an error) matches literally here."""
     kw = {"keyword": "a.b", "frequency": 1, "relation": "at least"}
-    assert not check("keywords:frequency", "axb", kw).passed
+    assert check("keywords:frequency", "axb", kw).passed
+    assert check("keywords:existence", "colour", {"keywords": ["colou?r"]}).passed
+    assert not check("keywords:forbidden_words", "a grey cat", {"forbidden_words": ["gr[ae]y"]}).passed
+    # Python >= 3.11 reads "C++" as the possessive "C+": CCC matches, as in the reference
+    assert check("keywords:existence", "I code in CCC daily.", {"keywords": ["C++"]}).passed
+    assert check("keywords:existence", "see (c) above", {"keywords": ["(c"]}).passed
+    assert not check("keywords:existence", "see c above", {"keywords": ["(c"]}).passed
+
+
+def test_first_word_stops_at_the_references_punctuation():
+    """The reference's first word ends at the first of . , ? ! ' " (so "Bob's" is "bob")."""
+    kw = {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "bob"}
+    assert check("length_constraints:nth_paragraph_first_word", "Intro.\n\nBob's turn.", kw).passed
+    assert check("length_constraints:nth_paragraph_first_word", 'Intro.\n\n"Bob?" she asked.', kw).passed
+    with pytest.raises(ValueError, match="nth_paragraph"):  # the reference draws one at random
+        check("length_constraints:nth_paragraph_first_word", "a\n\nb", {**kw, "nth_paragraph": 3})
+
+
+def test_bullet_patterns_are_the_references_multiline_expressions():
+    """``^\\s*\\*[^\\*].*$`` with re.MULTILINE: ``[^\\*]`` may be the line break, so a lone
+    "*" line followed by "- item" counts twice (once per pattern), as in the reference."""
+    res = check("detectable_format:number_bullet_lists", "*\n- item", {"num_bullets": 2})
+    assert res.passed and res.lines == (1, 2)
+
+
+def test_json_fences_are_removed_one_after_the_other():
+    """The reference strips ```json, ```Json, ```JSON and ``` in turn, then a final ```."""
+    assert check("detectable_format:json_format", '```json```{"a": 1}```', {}).passed
+
+
+def test_letter_frequency_counts_any_single_character():
+    """Google's current reference counts a non-letter such as '#' as given (an earlier
+    version replaced it by a random letter)."""
+    kw = {"letter": "#", "let_frequency": 2, "let_relation": "at least"}
+    assert check("keywords:letter_frequency", "# one\n# two", kw).passed
+    assert not check("keywords:letter_frequency", "# one", kw).passed

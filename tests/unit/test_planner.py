@@ -13,22 +13,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reform_core.estimators import cluster, design
+from reform_core.estimators import cluster, draws, planner
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY
 from reform_core.simulate import simulate
-from reform_core.validation import simulated_decisions
+from bench.validation import simulated_decisions
 
 
 def test_predicted_variance_adds_its_four_terms():
     p = pd.Series({"a_cluster": 2.0, "b_audit": 3.0, "c_noise": 0.5, "d_noise": 0.25})
     pc, pa = 0.4, 0.2
     want = 2.0 * (1 - pc) / pc + 3.0 * ((1 - pa) / (pa * pc) + (1 - pc) / pc) + 0.5 / pc + 0.25 / pc
-    assert design.predicted_variance(p, pc, pa) == pytest.approx(want)
-    assert design.predicted_variance(p, 0.0, pa) == np.inf
-    assert design.predicted_variance(p, pc, 0.0) == np.inf  # both-wrong errors assumed and no audit
+    assert planner.predicted_variance(p, pc, pa) == pytest.approx(want)
+    assert planner.predicted_variance(p, 0.0, pa) == np.inf
+    assert planner.predicted_variance(p, pc, 0.0) == np.inf  # both-wrong errors assumed and no audit
     no_errors = p.copy()
     no_errors["b_audit"] = 0.0
-    assert design.predicted_variance(no_errors, pc, 0.0) == pytest.approx(2.0 * 1.5 + 0.5 / pc)
+    assert planner.predicted_variance(no_errors, pc, 0.0) == pytest.approx(2.0 * 1.5 + 0.5 / pc)
 
 
 def _project(seed: int = 3) -> pd.DataFrame:
@@ -40,8 +40,8 @@ def _project(seed: int = 3) -> pd.DataFrame:
 def test_second_opinions_reach_a_target_for_fewer_decisions_than_doubling():
     inst = _project()
     kw = dict(half_width=6.0, metric="tcpr", seed=1, judge_a="label_judge_a", judge_b="label_judge_b")
-    _, rule = design.plan_for_half_width(inst, second_opinion="all", double_fraction=0.1, **kw)
-    _, doubled = design.plan_for_half_width(inst, second_opinion="none", double_fraction=1.0, **kw)
+    _, rule = planner.plan_for_half_width(inst, second_opinion="all", double_fraction=0.1, **kw)
+    _, doubled = planner.plan_for_half_width(inst, second_opinion="none", double_fraction=1.0, **kw)
     assert rule["reachable"].all() and doubled["reachable"].all()
     assert rule["expected_decisions"].sum() < 0.8 * doubled["expected_decisions"].sum()
 
@@ -52,10 +52,10 @@ def test_the_estimator_measures_about_the_half_width_the_planner_predicted():
     within a factor of two of the prediction, model by model, averaged over three decision draws."""
     inst = _project()
     ja, jb = "label_judge_a", "label_judge_b"
-    params, table = design.plan_for_half_width(inst, half_width=6.0, metric="tcpr", seed=1, judge_a=ja, judge_b=jb)
-    tasks = design.draw(inst, params, judge_a=ja, judge_b=jb)
+    params, table = planner.plan_for_half_width(inst, half_width=6.0, metric="tcpr", seed=1, judge_a=ja, judge_b=jb)
+    tasks = draws.draw(inst, params, judge_a=ja, judge_b=jb)
     by_iid = inst.set_index(INSTANCE_KEY)
-    ref = pd.Series(design.second_opinion_reference(params, tasks["iid"], tasks["kind"],
+    ref = pd.Series(params.second_opinion_reference(tasks["iid"], tasks["kind"],
                                                     by_iid[ja].reindex(tasks["iid"]).to_numpy(dtype=float)),
                     index=tasks["iid"].to_numpy())
     widths = []

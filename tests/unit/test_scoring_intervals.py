@@ -6,6 +6,7 @@ import pytest
 
 from reform_core.calibration import calibrate_stratified, stratum_rates
 from reform_core.metrics import reform
+from reform_core.unit_index import build_index
 from reform_core.metrics.intervals import bootstrap_intervals, replicate_scores, row_strata
 from reform_core.simulate import simulate
 
@@ -40,7 +41,7 @@ def resampled_frame(df, index, weights, p_override=None):
 
 def test_question_replicate_equals_brute_force(project):
     cal, _ = project
-    index = reform.build_index(cal)
+    index = build_index(cal)
     pv = index.pass_vector(cal, "p")
     rng = np.random.default_rng(11)
     nq = len(index.questions)
@@ -65,7 +66,7 @@ def _constraint_level(frame, index):
 
 def test_adjudication_replicate_equals_brute_force(project):
     cal, rates = project
-    index = reform.build_index(cal)
+    index = build_index(cal)
     pv = index.pass_vector(cal, "p")
     h, pi_hat, n_rev = row_strata(index, cal, rates, pv)
     rng = np.random.default_rng(5)
@@ -87,7 +88,7 @@ def test_adjudication_replicate_equals_brute_force(project):
 
 def test_unit_weights_and_point_rates_give_the_point_estimate(project):
     cal, rates = project
-    index = reform.build_index(cal)
+    index = build_index(cal)
     pv = index.pass_vector(cal, "p")
     h, pi_hat, _ = row_strata(index, cal, rates, pv)
     reps = replicate_scores(index, pv, np.ones((1, len(index.questions))), row_stratum=h, pi=pi_hat[:, None])

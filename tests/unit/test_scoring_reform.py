@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from reform_core.calibration import calibrate_stratified
 from reform_core.metrics import reform
-from reform_core.metrics.loop_reference import loop_table2
+from reform_core.unit_index import build_index
+from bench.loop_reference import loop_table2
 
 FEATURES = [f"f{i}" for i in range(6)]
 
@@ -282,7 +283,7 @@ def test_restricted_index_scores_its_clusters_like_the_loop_reference(seed):
     """``UnitIndex.restrict`` keeps whole (model, question) clusters: the scores it gives are
     the literal loop's on those clusters' rows, and its derivatives are the full index's."""
     df = random_project(seed, n_models=3)
-    index = reform.build_index(df)
+    index = build_index(df)
     rng = np.random.default_rng(seed)
     keep = rng.random(len(index.models) * len(index.questions)) < 0.5
     sub, rows = index.restrict(keep)

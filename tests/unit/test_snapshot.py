@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reform_core.metrics.reform import same_as_snapshot, snapshot
+from reform_core.unit_index import same_as_snapshot, snapshot
 
 
 def test_equal_values_match_and_any_change_does_not():

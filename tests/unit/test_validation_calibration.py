@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from reform_core.estimators import design
+from reform_core.estimators import draws
 from reform_core.simulate import simulate
-from reform_core.validation import REPLICATE_COLUMNS, run_replicate, simulated_decisions, summarize
+from bench.validation import REPLICATE_COLUMNS, run_replicate, simulated_decisions, summarize
 
 # Reduced scale: 150 questions, 800 instructions, 4 models; judges wrong together on 1 %.
 SCALE = dict(scale="paper", n_questions=150, n_instructions=800, n_models=4)
@@ -71,7 +71,7 @@ def test_a_replicate_is_reproducible_from_its_seed():
 def test_simulated_annotators_are_distinct_per_task_and_err_at_the_given_rate():
     sim = simulate(3, "small")
     inst = sim.instances()
-    tasks = design.draw(inst, design.default_params(inst, seed=3, judge_a="label_judge_a", judge_b="label_judge_b",
+    tasks = draws.draw(inst, draws.default_design(inst, seed=3, judge_a="label_judge_a", judge_b="label_judge_b",
                                                      double_fraction=1.0),
                         judge_a="label_judge_a", judge_b="label_judge_b")
     truth = inst.set_index("iid")["truth"].astype(float)
@@ -89,11 +89,11 @@ def test_simulated_opinions_follow_the_plans_rule_to_a_third():
     an annotator not yet on the item."""
     sim = simulate(3, "small")
     inst = sim.instances()
-    params = design.default_params(inst, seed=3, judge_a="label_judge_a", judge_b="label_judge_b", double_fraction=0.0)
-    tasks = design.draw(inst, params, judge_a="label_judge_a", judge_b="label_judge_b")
+    params = draws.default_design(inst, seed=3, judge_a="label_judge_a", judge_b="label_judge_b", double_fraction=0.0)
+    tasks = draws.draw(inst, params, judge_a="label_judge_a", judge_b="label_judge_b")
     agreed = inst.set_index("iid")["label_judge_a"].reindex(tasks["iid"]).to_numpy(dtype=float)
-    ref = pd.Series(design.second_opinion_reference(params, tasks["iid"], tasks["kind"], agreed), index=tasks["iid"])
-    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=tasks["iid"])
+    ref = pd.Series(params.second_opinion_reference(tasks["iid"], tasks["kind"], agreed), index=tasks["iid"])
+    depth = pd.Series(params.opinion_depth(tasks["kind"]), index=tasks["iid"])
     truth = inst.set_index("iid")["truth"].astype(float)
     dec = simulated_decisions(truth, tasks, 0.3, np.random.default_rng(1), reference=ref, depth=depth)
     assert (dec.groupby("iid")["annotator"].nunique() == dec.groupby("iid").size()).all()

@@ -7,8 +7,8 @@ whole adjudication can be replayed against it:
 1. ``simulate(seed, scale, human_error=e, both_wrong=b, correlated=c)``: a project whose
    judges are wrong together on a share ``b`` of instances and whose truths are
    correlated across a question's variants (or not); only the ``main`` condition is scored;
-2. the **default plan** (:func:`reform_core.estimators.design.default_params` and
-   :func:`~reform_core.estimators.design.draw`: question clusters, audit, double
+2. the **default plan** (:func:`reform_core.estimators.draws.default_design` and
+   :func:`~reform_core.estimators.draws.draw`: question clusters, audit, double
    adjudication) is drawn with the replicate's seed;
 3. every task gets its ``required`` decisions from distinct simulated annotators (a pool
    of :data:`ANNOTATORS`), each the true label flipped with probability ``e``;
@@ -34,9 +34,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from reform_core.estimators import cluster, design, paper
+from reform_core.estimators import base, draws
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY
 from reform_core.metrics import reform
+from reform_core.unit_index import build_index
 from reform_core.simulate import SimProject, simulate
 
 ANNOTATORS = 8
@@ -59,10 +60,10 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
     Each task gets ``required`` decisions from distinct annotators (drawn uniformly from a
     pool of ``annotators``); each decision reports the true label, flipped with
     probability ``human_error``. ``reference``: the plan's second-opinion rule
-    (:func:`reform_core.estimators.design.second_opinion_reference`, per iid; NaN = none): a
+    (:meth:`reform_core.estimators.design.Design.second_opinion_reference`, per iid; NaN = none): a
     task with a reference gets another decision from another annotator while every decision
     so far differs from it, up to ``depth`` decisions (per iid,
-    :func:`reform_core.estimators.design.opinion_depth`; 2 where absent), as the work queue
+    :meth:`reform_core.estimators.design.Design.opinion_depth`; 2 where absent), as the work queue
     asks for them. Decisions come in the order they were made (a task's first decision first).
 
     Returns
@@ -127,13 +128,13 @@ def planned_decisions(inst: pd.DataFrame, judge_a: str, judge_b: str, plan_seed:
     """Step 2–3 of the module docstring on a simulated project: the default plan drawn with
     ``plan_seed`` and simulated decisions on its tasks (the plan's second-opinion rule
     followed). Returns ``(params, tasks, decisions)``."""
-    params = design.default_params(inst, seed=int(plan_seed), judge_a=judge_a, judge_b=judge_b, **(plan_options or {}))
-    tasks = design.draw(inst, params, judge_a=judge_a, judge_b=judge_b)
+    params = draws.default_design(inst, seed=int(plan_seed), judge_a=judge_a, judge_b=judge_b, **(plan_options or {}))
+    tasks = draws.draw(inst, params, judge_a=judge_a, judge_b=judge_b)
     by_iid = inst.set_index(INSTANCE_KEY)
     at = tasks[INSTANCE_KEY].to_numpy()
     agreed = by_iid[judge_a].reindex(at).to_numpy(dtype=float)
-    reference = pd.Series(design.second_opinion_reference(params, tasks[INSTANCE_KEY], tasks["kind"], agreed), index=at)
-    depth = pd.Series(design.opinion_depth(params, tasks["kind"]), index=at)
+    reference = pd.Series(params.second_opinion_reference(tasks[INSTANCE_KEY], tasks["kind"], agreed), index=at)
+    depth = pd.Series(params.opinion_depth(tasks["kind"]), index=at)
     decisions = simulated_decisions(by_iid["truth"].astype(float), tasks, human_error, rng, reference=reference,
                                     depth=depth)
     return params, tasks, decisions
@@ -154,7 +155,7 @@ def adjudicated_replicate(seed: int, *, scale: str = "paper", human_error: float
     inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
     rng = np.random.default_rng([int(seed), 1, int(round(1000 * human_error))])
     params, tasks, decisions = planned_decisions(inst, ja, jb, seed, human_error, rng, plan_options)
-    index = reform.build_index(inst)
+    index = build_index(inst)
     truth = reform.table2(inst, p="truth", index=index).set_index("model")
     return Replicate(inst, ja, jb, params, tasks, decisions, index, truth, rng)
 
@@ -182,7 +183,7 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
         ``extra(instances, index, judge_a, judge_b, decisions, rng) -> DataFrame`` with
         columns ``model, metric, estimator, estimate, lo, hi`` (more comparators).
     plan_options : dict, optional
-        Keyword arguments of :func:`reform_core.estimators.design.default_params`.
+        Keyword arguments of :func:`reform_core.estimators.draws.default_design`.
     project : SimProject, optional
         An already simulated project to reuse (it must have been made by
         ``simulate(seed, scale, both_wrong=both_wrong, correlated=correlated, **sim_options)``;
@@ -207,14 +208,13 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
         f["estimator"] = name
         parts.append(f)
 
-    if "cluster" in estimators:
-        est = cluster.estimate(inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng,
-                               error_boot=error_boot, level=level)
-        add(cluster.scores_frame(est, cluster.population_intervals(est, n_boot=n_boot, level=level, rng=rng)), "cluster")
-    for name, fn in (("stratified", paper.stratified), ("pooled", paper.pooled)):
+    for name in ("cluster", "stratified", "pooled"):  # through the estimation seam, by name
         if name in estimators:
-            scores, _ = fn(inst, decisions, judge_a=ja, judge_b=jb, n_boot=n_boot, level=level, rng=rng, index=index)
-            add(scores, name)
+            data = base.EstimationData(instances=inst, decisions=decisions, judge_a=ja, judge_b=jb, design=params,
+                                       tasks=tasks, index=index)
+            options = base.Options(intervals=True, reps=n_boot, level=level, refits=error_boot,
+                                   seed=int(rng.integers(2 ** 31)))
+            add(base.get(name).estimate(data, options).intervals, name)
     for name, col in (("judge_a", ja), ("judge_b", jb)):
         if name in estimators:
             t2 = reform.table2(inst, p=col, index=index)

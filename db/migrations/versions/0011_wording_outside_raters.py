@@ -1,8 +1,8 @@
 """wording_rating.annotator: ratings of outside raters, imported by ``wording-import-ratings``
 with ``user_id`` NULL and the rater's name as text (never an account) (issue 33)
 
-Revision ID: 0009_wording_outside_raters
-Revises: 0008_judgment_label_index
+Revision ID: 0011_wording_outside_raters
+Revises: 0010_catalog_document
 Create Date: 2026-12-05 10:00:00
 """
 from alembic import op
@@ -10,8 +10,8 @@ import sqlalchemy as sa
 import sqlmodel
 
 
-revision = '0009_wording_outside_raters'
-down_revision = '0008_judgment_label_index'
+revision = '0011_wording_outside_raters'
+down_revision = '0010_catalog_document'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,97 @@
+"""Step 2 of the default estimator: the design as realised so far by the decisions.
+
+A sampled cluster is *observed* once every row of it that needs a decision has one (and no
+item of it awaits another opinion); the observed clusters are a random subset of the sampled
+ones with a task, so each enters with the probability ``π_c`` times the share of such clusters
+of its model and kind that are complete (the queue serves clusters in a random order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reform_core.estimators import adjudicator_error as ae
+from reform_core.estimators.cluster.layout import Layout
+from reform_core.frames import INSTANCE_KEY
+from reform_core.unit_index import sorted_slots
+
+
+@dataclass
+class Progress:
+    """Where the plan stands: each decision's slot among the rows that need one (-1: none), the
+    opinion rule's reference and depth by iid, the observed clusters, their effective probability
+    ``pi_eff`` and its inverse, the observed disagreements and audited agreements, and counts."""
+
+    slot: np.ndarray
+    reference: pd.Series | None
+    depth: pd.Series | None
+    observed_c: np.ndarray
+    pi_eff: np.ndarray
+    inv_pi: np.ndarray
+    obs_dis: np.ndarray
+    audited: np.ndarray
+    n_sampled: np.ndarray
+    n_observed: np.ndarray
+    audited_m: np.ndarray
+    notes: list
+
+
+def _decided(lay: Layout, decisions: pd.DataFrame):
+    """Which rows needing a decision are decided (their items' rule complete), and the rule's
+    reference and depth by iid (None without the rule)."""
+    slot = sorted_slots(lay.need_iid, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
+    decided = np.zeros(len(lay.need_pos), dtype=bool)
+    decided[slot[slot >= 0]] = True
+    reference = depth = None
+    notes = []
+    if lay.need_reference is not None and np.isfinite(lay.need_reference).any():
+        # an item whose opinions so far all went against its reference is decided once the rule's next is in
+        reference = pd.Series(lay.need_reference, index=lay.need_iid)
+        depth = pd.Series(lay.need_depth, index=lay.need_iid) if lay.need_depth is not None else None
+        _, pending = ae.second_opinion_items(decisions[slot >= 0], reference, depth=depth)
+        decided[sorted_slots(lay.need_iid, pending.to_numpy(dtype=np.int64))] = False
+        if len(pending):
+            notes.append(f"{len(pending)} item(s) await another opinion (the decisions so far went against the plan's "
+                         "reference: both judges wrong on an audit, judge B on a disagreement); their questions count "
+                         "as not yet adjudicated")
+    return slot, decided, reference, depth, notes
+
+
+def _effective_probability(lay: Layout, observed_c: np.ndarray) -> np.ndarray:
+    """``π_c`` times the share of the model's sampled clusters with a task (of the same kind:
+    with or without a disagreement) that are complete."""
+    cl = lay.clusters
+    done_share = np.ones(cl.n_clusters)
+    for mi in range(cl.nm):
+        for kind in (True, False):
+            grp = (cl.c_model == mi) & (cl.has_dis == kind) & cl.sampled_c & lay.has_task
+            if grp.any():
+                done_share[grp] = (observed_c & grp).sum() / grp.sum()
+    return cl.pi_c * done_share
+
+
+def progress(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray, models) -> Progress:
+    """:class:`Progress` of the decisions so far, with a note per model whose audit or
+    disagreements are not measured yet."""
+    cl = lay.clusters
+    slot, decided, reference, depth, notes = _decided(lay, decisions)
+    missing = np.bincount(cl.row_cluster[lay.need_pos[~decided]], minlength=cl.n_clusters) > 0
+    observed_c = cl.sampled_c & ~missing
+    pi_eff = _effective_probability(lay, observed_c)
+    inv_pi = np.where(observed_c & (pi_eff > 0), 1.0 / np.where(pi_eff > 0, pi_eff, 1.0), 0.0)
+    obs_row = observed_c[cl.row_cluster]
+    obs_dis, audited = (g != m) & obs_row, lay.audit_sel & obs_row
+    audited_m = np.bincount(cl.row_model[np.flatnonzero(audited)], minlength=cl.nm)
+    for mi, mm in enumerate(models):
+        if not audited_m[mi]:
+            notes.append(f"{mm}: no audited agreement decided yet — both-judges-wrong errors are not corrected")
+        if not (observed_c & cl.has_dis & (cl.c_model == mi)).any() and lay.dis_per_model[mi]:
+            notes.append(f"{mm}: no fully adjudicated question yet — its disagreements are predicted, not measured")
+    return Progress(slot=slot, reference=reference, depth=depth, observed_c=observed_c, pi_eff=pi_eff, inv_pi=inv_pi,
+                    obs_dis=obs_dis, audited=audited,
+                    n_sampled=np.bincount(cl.c_model, cl.sampled_c, minlength=cl.nm).astype(int),
+                    n_observed=np.bincount(cl.c_model, observed_c, minlength=cl.nm).astype(int),
+                    audited_m=audited_m, notes=notes)
