@@ -85,6 +85,40 @@ def register(app: typer.Typer) -> None:
         print_json(out) if json_out else typer.echo(
             f"{out['rows']} rows: {out['written']} written, {out['existing']} already stored")
 
+    @app.command("wording-results")
+    def results_cmd(db: Optional[str] = DbOption,
+                    study: str = typer.Option(..., "--study", help="Study name."),
+                    n_boot: int = typer.Option(2000, "--n-boot", help="Item-bootstrap replicates."),
+                    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+                    json_out: bool = typer.Option(False, "--json")):
+        """Fleiss' κ, ICC(2,1) / ICC(2,k) with 95 % item-bootstrap intervals, yes-rates, model compliance."""
+        from reform_core.services.wording import study_results
+
+        engine, principal = _engine_and_principal(db)
+        try:
+            out = study_results(engine, principal, study=study, n_boot=n_boot, seed=seed).to_json()
+        except ValueError as exc:
+            fail(str(exc))
+        if json_out:
+            print_json(out)
+            return
+        typer.echo(f"study {out['study']}: {out['items']} items, annotators {', '.join(out['annotators']) or '—'}")
+        k = out["kappa"]
+        typer.echo(f"{'Fleiss kappa (exact answer)':<30}{_fmt(k['value'])}  [{_fmt(k['ci_low'])}, {_fmt(k['ci_high'])}]"
+                   + (f"  {k['note']}" if k.get("note") else ""))
+        for rating, kinds in out["icc"].items():
+            for kind, e in kinds.items():
+                typer.echo(f"{f'ICC({kind}) {rating}':<30}{_fmt(e['value'])}  [{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
+                           + (f"  {e['note']}" if e.get("note") else ""))
+        for note in out["notes"]:
+            typer.echo(f"note: {note}")
+
+    register_outside_raters(app)
+
+
+def register_outside_raters(app: typer.Typer) -> None:
+    """wording-tasks and wording-import-ratings: a study rated outside the app."""
+
     @app.command("wording-tasks")
     def tasks_cmd(db: Optional[str] = DbOption,
                   study: str = typer.Option(..., "--study", help="Wording study whose items to write."),
@@ -129,31 +163,3 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         print_json(out) if json_out else typer.echo(
             f"{out['written']} rating rows written, {out['superseded']} of them superseding an earlier rating")
-
-    @app.command("wording-results")
-    def results_cmd(db: Optional[str] = DbOption,
-                    study: str = typer.Option(..., "--study", help="Study name."),
-                    n_boot: int = typer.Option(2000, "--n-boot", help="Item-bootstrap replicates."),
-                    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
-                    json_out: bool = typer.Option(False, "--json")):
-        """Fleiss' κ, ICC(2,1) / ICC(2,k) with 95 % item-bootstrap intervals, yes-rates, model compliance."""
-        from reform_core.services.wording import study_results
-
-        engine, principal = _engine_and_principal(db)
-        try:
-            out = study_results(engine, principal, study=study, n_boot=n_boot, seed=seed).to_json()
-        except ValueError as exc:
-            fail(str(exc))
-        if json_out:
-            print_json(out)
-            return
-        typer.echo(f"study {out['study']}: {out['items']} items, annotators {', '.join(out['annotators']) or '—'}")
-        k = out["kappa"]
-        typer.echo(f"{'Fleiss kappa (exact answer)':<30}{_fmt(k['value'])}  [{_fmt(k['ci_low'])}, {_fmt(k['ci_high'])}]"
-                   + (f"  {k['note']}" if k.get("note") else ""))
-        for rating, kinds in out["icc"].items():
-            for kind, e in kinds.items():
-                typer.echo(f"{f'ICC({kind}) {rating}':<30}{_fmt(e['value'])}  [{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
-                           + (f"  {e['note']}" if e.get("note") else ""))
-        for note in out["notes"]:
-            typer.echo(f"note: {note}")

@@ -40,3 +40,24 @@ def demo_db(tmp_path_factory):
     """A SQLite project with the demo loaded, used by every page of a test module."""
     with app_database(f"sqlite:///{tmp_path_factory.mktemp('app') / 'app.db'}", load_demo=True) as url:
         yield url
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    """Password mode on a demo project with the accounts ``lead-a`` (password ``lead-password``)
+    and ``ann-a`` (annotator, ``annotator-pw``)."""
+    from reform_core.services.data import ensure_demo
+    from reform_core.services.uow import get_engine
+    from reform_core.services.users import create_user
+
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    monkeypatch.setenv("REFORM_DATABASE_URL", url)
+    monkeypatch.setenv("REFORM_AUTH_MODE", "password")
+    monkeypatch.setenv("REFORM_LOAD_DEMO", "false")
+    _reset_caches()
+    eng = get_engine(url)
+    ensure_demo(eng)  # creates the built-in 'local' principal's row
+    create_user(eng, None, username="lead-a", password="lead-password", role="lead")
+    create_user(eng, None, username="ann-a", password="annotator-pw", role="annotator")
+    yield eng
+    _reset_caches()

@@ -177,33 +177,16 @@ def _page_title(at: AppTest) -> str:
     return "Overview" if at.title and at.title[0].value == "ReForm demo" else "?"
 
 
-def test_annotators_land_on_their_queue_after_sign_in(tmp_path, monkeypatch):
+def test_annotators_land_on_their_queue_after_sign_in(team):
     """Annotators landed on Overview; now sign-in (password mode) opens Adjudicate for them,
     and Overview for a lead."""
-    from reform_core.services.data import ensure_demo
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import create_user
-    from tests.app.conftest import _reset_caches
-
-    url = f"sqlite:///{tmp_path / 'team.db'}"
-    monkeypatch.setenv("REFORM_DATABASE_URL", url)
-    monkeypatch.setenv("REFORM_AUTH_MODE", "password")
-    monkeypatch.setenv("REFORM_LOAD_DEMO", "false")
-    _reset_caches()
-    eng = get_engine(url)
-    ensure_demo(eng)
-    create_user(eng, None, username="lead-a", password="lead-password", role="lead")
-    create_user(eng, None, username="ann-a", password="annotator-pw", role="annotator")
-    try:
-        for user, password, landing in (("ann-a", "annotator-pw", "Adjudicate"), ("lead-a", "lead-password", "Overview")):
-            at = AppTest.from_file(APP, default_timeout=60).run()
-            [t for t in at.text_input if t.label == "Username"][0].input(user)
-            [t for t in at.text_input if t.label == "Password"][0].input(password)
-            [b for b in at.button if b.label == "Sign in"][0].click().run()
-            assert not at.exception, at.exception
-            assert _page_title(at) == landing, (user, [h.value for h in at.subheader], [t.value for t in at.title])
-    finally:
-        _reset_caches()
+    for user, password, landing in (("ann-a", "annotator-pw", "Adjudicate"), ("lead-a", "lead-password", "Overview")):
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        [t for t in at.text_input if t.label == "Username"][0].input(user)
+        [t for t in at.text_input if t.label == "Password"][0].input(password)
+        [b for b in at.button if b.label == "Sign in"][0].click().run()
+        assert not at.exception, at.exception
+        assert _page_title(at) == landing, (user, [h.value for h in at.subheader], [t.value for t in at.title])
 
 
 def test_local_mode_lands_on_the_queue_once_adjudication_is_under_way(tmp_path):

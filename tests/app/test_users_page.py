@@ -8,28 +8,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from reform_core.services.uow import get_engine
-from reform_core.services.users import MAX_ATTEMPTS, SignInError, create_user, sign_in
-from tests.app.conftest import _reset_caches
+from reform_core.services.users import MAX_ATTEMPTS, SignInError, sign_in
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-
-
-@pytest.fixture
-def team(tmp_path, monkeypatch):
-    from reform_core.services.data import ensure_demo
-
-    url = f"sqlite:///{tmp_path / 'team.db'}"
-    monkeypatch.setenv("REFORM_DATABASE_URL", url)
-    monkeypatch.setenv("REFORM_AUTH_MODE", "password")
-    monkeypatch.setenv("REFORM_LOAD_DEMO", "false")
-    _reset_caches()
-    eng = get_engine(url)
-    ensure_demo(eng)  # creates the built-in 'local' principal's row
-    create_user(eng, None, username="lead-a", password="lead-password", role="lead")
-    create_user(eng, None, username="ann-a", password="annotator-pw", role="annotator")
-    yield eng
-    _reset_caches()
 
 
 def _signed_in(username: str, password: str) -> AppTest:

@@ -96,6 +96,22 @@ def _check_layout(page, audit: bool) -> None:
         _in_view(page, judges.nth(k).locator("[data-testid='stHtml']").first, first_px=24)
 
 
+def _decide_by_keys(page, audit: bool, n: int) -> None:
+    """The ``n``-th decision of its kind: on an audit F with a note every fourth time, else P and
+    Enter; on a disagreement N with a note every fifth time, else A or B."""
+    from playwright.sync_api import expect
+
+    note = audit and n % 4 == 0 or not audit and n % 5 == 0
+    if not audit and not note:
+        page.keyboard.press("a" if n % 2 else "b")
+        return
+    page.keyboard.press(("f" if note else "p") if audit else "n")
+    expect(page.get_by_role("textbox")).to_be_focused()
+    if note:
+        page.keyboard.type(f"fails: note {n}" if audit else f"both misread it: note {n}")
+    page.keyboard.press("Enter")
+
+
 def test_twenty_decisions_of_each_kind_by_keys_only_with_the_decision_in_view(keys_app):
     """20 disagreements (A, B, N with a note) and 20 audits (P, F with a note, P with Enter)
     decided with key presses only at 1280×800; an Escape leaves a note without saving; every
@@ -133,19 +149,7 @@ def test_twenty_decisions_of_each_kind_by_keys_only_with_the_decision_in_view(ke
                 assert len(_decisions(url, plan_id)) == before and _task(page) == task
                 escaped = True
                 continue
-            if audit:
-                page.keyboard.press("f" if n % 4 == 0 else "p")
-                expect(page.get_by_role("textbox")).to_be_focused()
-                if n % 4 == 0:
-                    page.keyboard.type(f"fails: note {n}")
-                page.keyboard.press("Enter")
-            elif n % 5 == 0:
-                page.keyboard.press("n")
-                expect(page.get_by_role("textbox")).to_be_focused()
-                page.keyboard.type(f"both misread it: note {n}")
-                page.keyboard.press("Enter")
-            else:
-                page.keyboard.press("a" if n % 2 else "b")
+            _decide_by_keys(page, audit, n)
             _gone(page, task)
             expect(page.get_by_text(f"on {shown.lower()}.")).to_be_visible()
             seconds.append(time.monotonic() - start)

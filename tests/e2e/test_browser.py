@@ -167,6 +167,26 @@ def _box(locator) -> dict:
     return box
 
 
+def _neither_without_a_note(page) -> None:
+    """N opens the note under the buttons with the cursor in it, Enter without a note warns right
+    under it, Escape leaves it."""
+    from playwright.sync_api import expect
+
+    neither = page.get_by_role("button", name="Neither / unsure Shortcut N")
+    _scroll_to_bottom(page)
+    page.keyboard.press("n")
+    note = page.get_by_role("textbox", name="Neither / unsure: why? (required)")
+    expect(note).to_be_focused()
+    page.keyboard.press("Enter")
+    warning = page.get_by_text("a note is required")
+    expect(warning).to_be_in_viewport()
+    form = page.locator("[data-testid='stForm']")
+    assert 0 <= _box(warning)["y"] - (_box(form)["y"] + _box(form)["height"]) < 120
+    assert 0 <= _box(form)["y"] - (_box(neither)["y"] + _box(neither)["height"]) < 120
+    page.keyboard.press("Escape")
+    expect(note).to_have_count(0)
+
+
 def test_adjudication_screen_cannot_mislead(page, server):
     """Issue 15 item 15: after a decision the next item kept the scroll position (its
     instruction off-screen) and only a toast said anything changed; no "item n of N"; a
@@ -199,22 +219,7 @@ def test_adjudication_screen_cannot_mislead(page, server):
     box = page.locator("[class*='st-key-adj_response_']")
     assert box.evaluate("e => getComputedStyle(e).borderTopStyle") != "none"
 
-    # "neither" without a note: N opens the note under the buttons, Enter without a note warns
-    # right under it, Escape leaves it
-    neither = page.get_by_role("button", name="Neither / unsure Shortcut N")
-    _scroll_to_bottom(page)
-    page.keyboard.press("n")
-    note = page.get_by_role("textbox", name="Neither / unsure: why? (required)")
-    expect(note).to_be_focused()
-    page.keyboard.press("Enter")
-    warning = page.get_by_text("a note is required")
-    expect(warning).to_be_in_viewport()
-    form = page.locator("[data-testid='stForm']")
-    assert 0 <= _box(warning)["y"] - (_box(form)["y"] + _box(form)["height"]) < 120
-    assert 0 <= _box(form)["y"] - (_box(neither)["y"] + _box(neither)["height"]) < 120
-    page.keyboard.press("Escape")
-    expect(note).to_have_count(0)
-
+    _neither_without_a_note(page)
     # a decision while scrolled down: the next item starts at the top, says what changed
     _scroll_to_bottom(page)
     page.keyboard.press("a")

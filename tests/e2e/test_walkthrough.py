@@ -88,8 +88,7 @@ def test_password_mode_walkthrough(tmp_path):
                     expect(ann.get_by_text("Signed in as ann1")).to_be_visible()
                     expect(ann.get_by_role("heading", name="Adjudicate")).to_be_visible()
                     expect(ann.get_by_role("heading", name="Sign in to ReForm")).to_have_count(0)
-                    # the queue is an annotator's landing page (issue 33): its address is "/" for them
-                    assert ann.url.rstrip("/").endswith(("/adjudicate", base)), ann.url
+                    assert ann.url.rstrip("/").endswith(("/adjudicate", base)), ann.url  # "/": their landing page
             # a new tab of the same browser is signed in too
             tab = ctx["ann1"].new_page()
             tab.goto(f"{base}/adjudicate")

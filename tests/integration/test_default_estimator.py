@@ -24,6 +24,8 @@ from reform_core.services.users import cli_principal
 REPO = Path(__file__).resolve().parents[2]
 PAIR = "judge_a,judge_b"
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
+TASK_KEYS = ["plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position"]
+ANSWER = {"audit": "verdict", "disagreement": "choice"}  # the field a decision on a task gives
 
 
 def _cli(*args: str) -> dict:
@@ -103,9 +105,7 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
     out = tmp_path / "tasks.jsonl"
     assert _cli("tasks", "--db", db, "--plan", made["plan"], "--out", str(out), "--json")["tasks"] == made["tasks"]
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
-    assert all(list(x) == ["plan", "kind", "required", "judge_a", "judge_b", "model", "instruction", "position",
-                           "answer"] for x in lines)
-    assert all(x["answer"] == ("verdict" if x["kind"] == "audit" else "choice") for x in lines)
+    assert all(list(x) == [*TASK_KEYS, "answer"] and x["answer"] == ANSWER[x["kind"]] for x in lines)
     assert {x["kind"] for x in lines} == {"disagreement", "audit"} and {x["required"] for x in lines} == {1, 2}
 
     before = _cli("score", "--db", db, "--json")

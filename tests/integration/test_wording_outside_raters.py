@@ -9,7 +9,6 @@ import csv
 import json
 
 import numpy as np
-import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner
 
