@@ -196,7 +196,7 @@ class User(SQLModel, table=True):
     """An account. ``password_hash`` is empty for an account that signs in only by single
     sign-on; ``email`` (stored lower-case) finds the account at its first SSO sign-in, when the
     provider vouches for the address (``email_verified``), and binds it to the provider's
-    ``(sso_issuer, sso_subject)``, which alone identify it from then on (migration 0011)."""
+    ``(sso_issuer, sso_subject)``, which alone identify it from then on (migration 0009)."""
 
     __tablename__ = "app_user"
     __table_args__ = (

@@ -117,8 +117,10 @@ def register(app: typer.Typer) -> None:
                   out: Path = typer.Option(..., "--out", help="JSON Lines file to write."),
                   json_out: bool = typer.Option(False, "--json")):
         """Write the plan's undecided tasks as JSON Lines for an outside annotation team
-        ({plan, kind, required, judge_a, judge_b, model, instruction, position}; required = distinct
-        annotators still needed). Their decisions come back through `import DIR` (adjudications.jsonl)."""
+        ({plan, kind, required, judge_a, judge_b, model, instruction, position, answer}; required =
+        distinct annotators still needed; answer = the field a decision gives: choice A|B|neither on
+        a disagreement, verdict pass|fail on an audit, asked without showing the judges' label).
+        Their decisions come back through `import DIR` (adjudications.jsonl)."""
         from reform_core.services.adjudication import write_tasks
         from reform_core.services.users import cli_principal
 
