@@ -25,10 +25,10 @@ from scipy import stats
 from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.cluster.both_wrong import both_wrong, wrong_rates
 from reform_core.estimators.cluster.items import classical, decisions_used, item_values
-from reform_core.estimators.cluster.layout import DENOMINATORS, METRICS, NUMERATORS, Layout, layout
+from reform_core.estimators.cluster.layout import DENOMINATORS, METRICS, NUMERATORS, Layout, design_layout
 from reform_core.estimators.cluster.population import population_intervals, scores_frame
-from reform_core.estimators.cluster.predictions import predictions
-from reform_core.estimators.cluster.progress import Progress, progress
+from reform_core.estimators.cluster.predictions import predict
+from reform_core.estimators.cluster.progress import Progress, progress_of
 from reform_core.estimators.cluster.result import ClusterEstimate
 from reform_core.estimators.cluster.totals import cluster_totals
 from reform_core.estimators.cluster.variance import error_bootstrap, gradients, metric_variance
@@ -117,10 +117,10 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     require_columns(decisions, [INSTANCE_KEY, "annotator", "h"], "decisions")
     index = index if index is not None else build_index(instances, condition=condition)
     g, m, iid = _labels(instances, index, judge_a, judge_b)
-    lay = layout(instances, tasks, design, index, g, m, iid, realised=realised, memo=memo, memo_key=(judge_a, judge_b))
-    prog = progress(lay, decisions, g, m, index.models)
+    lay = design_layout(instances, tasks, design, index, g, m, iid, realised=realised, memo=memo, memo_key=(judge_a, judge_b))
+    prog = progress_of(lay, decisions, g, m, index.models)
     dec = decisions_used(lay, prog, decisions, g, m, error_model)
-    pred = predictions(lay, prog, classical(lay, dec), g, m)
+    pred = predict(lay, prog, classical(lay, dec), g, m)
     it = item_values(lay, dec, pred.x, iid)
     tot = cluster_totals(index, lay, prog, pred, it, g, m, memo)
     model = dec.error_model

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from reform_core.estimators import adjudicator_error as ae
+from reform_core.estimators.opinion_phases import PhasedLayout
 from reform_core.estimators.cluster.layout import Layout, rows_of_items
 from reform_core.estimators.cluster.progress import Progress
 from reform_core.frames import INSTANCE_KEY
@@ -31,7 +32,9 @@ class Decisions:
     item_ref: pd.Series | None
     item_depth: pd.Series | None
     notes: list
-
+    item_required: pd.Series | None = None  # decisions asked from the start (2: doubled), by item
+    item_stratum: pd.Series | None = None  # the second phase's strata of the later opinions (model × kind), by item
+    complete: bool = True  # every decided item has the decisions its rule asks for
 
 def decisions_used(lay: Layout, prog: Progress, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray,
                    error_model: ae.ErrorModel | None) -> Decisions:
@@ -53,7 +56,22 @@ def decisions_used(lay: Layout, prog: Progress, decisions: pd.DataFrame, g: np.n
                 notes.append("no item was decided twice: adjudicator error cannot be estimated and is assumed zero")
     item_ref = prog.reference.reindex(dec[INSTANCE_KEY].unique()) if prog.reference is not None and len(dec) else None
     item_depth = prog.depth.reindex(item_ref.index) if prog.depth is not None and item_ref is not None else None
-    return Decisions(dec=dec, pos=pos, error_model=error_model, item_ref=item_ref, item_depth=item_depth, notes=notes)
+    slot = prog.slot[used]
+    items = pd.unique(dec[INSTANCE_KEY])
+    first = pd.Series(np.arange(len(dec))).groupby(dec[INSTANCE_KEY].to_numpy()).first().reindex(items).to_numpy()
+    required = pd.Series(lay.need_required[slot][first] if lay.need_required is not None else 1, index=items)
+    stratum = pd.Series(lay.clusters.row_model[pos][first] * 2 + (g == m)[pos][first], index=items)
+    n_dec = dec.groupby(INSTANCE_KEY, sort=False).size().reindex(items).to_numpy()
+    complete = not pd.Index(items).isin(prog.pending).any() and bool((n_dec >= required.to_numpy()).all())
+    return Decisions(dec=dec, pos=pos, error_model=error_model, item_ref=item_ref, item_depth=item_depth, notes=notes,
+                     item_required=required, item_stratum=stratum, complete=complete)
+
+
+def _phased(d: Decisions, prior: pd.Series) -> PhasedLayout:
+    """The items' layout while some await another opinion (:mod:`reform_core.estimators.opinion_phases`)."""
+    ref = d.item_ref if d.item_ref is not None else pd.Series(np.nan, index=d.item_required.index)
+    depth = d.item_depth if d.item_depth is not None else pd.Series(2, index=ref.index)
+    return PhasedLayout(d.dec, prior, ref, depth, d.item_required, d.item_stratum)
 
 
 def classical(lay: Layout, d: Decisions) -> np.ndarray:
@@ -64,7 +82,9 @@ def classical(lay: Layout, d: Decisions) -> np.ndarray:
     dec = d.dec
     if not len(dec):
         return y0
-    if d.item_ref is not None and d.item_ref.notna().any():
+    if not d.complete:  # some items await another opinion: every decision counts as it is
+        deb = _phased(d, pd.Series(dtype=float)).estimate(d.error_model)["y_tilde"]
+    elif d.item_ref is not None and d.item_ref.notna().any():
         in_seq = dec[INSTANCE_KEY].isin(d.item_ref.dropna().index).to_numpy()
         deb = ae.debiased(dec[~in_seq], d.error_model)["y_tilde"] if (~in_seq).any() else pd.Series(dtype=float)
         seq = ae.item_estimates(dec[in_seq], d.error_model, pd.Series(dtype=float), reference=d.item_ref,
@@ -83,7 +103,7 @@ class ItemValues:
 
     y: np.ndarray
     v: np.ndarray
-    layout: ae.ItemLayout | None
+    layout: ae.ItemLayout | PhasedLayout | None
 
 
 def item_values(lay: Layout, d: Decisions, x: np.ndarray, iid: np.ndarray) -> ItemValues:
@@ -93,7 +113,7 @@ def item_values(lay: Layout, d: Decisions, x: np.ndarray, iid: np.ndarray) -> It
         return ItemValues(y, v, None)
     item_rows = np.unique(d.pos)
     prior = pd.Series(x[item_rows], index=iid[item_rows])
-    layout = ae.ItemLayout(d.dec, prior, d.item_ref, depth=d.item_depth)
+    layout = ae.ItemLayout(d.dec, prior, d.item_ref, depth=d.item_depth) if d.complete else _phased(d, prior)
     items = layout.estimate(d.error_model)
     at = rows_of_items(lay, items.index)
     y[at] = np.nan_to_num(items["y_tilde"].to_numpy(dtype=float))

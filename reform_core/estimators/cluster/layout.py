@@ -91,6 +91,7 @@ class Layout:
     audits_per_model: np.ndarray
     need_reference: np.ndarray | None = None  # the opinion rule's reference label (need_iid order; NaN: none)
     need_depth: np.ndarray | None = None  # the rule's most decisions of each such row
+    need_required: np.ndarray | None = None  # decisions asked from the start (2: doubled, else 1), need_iid order
     a_group: np.ndarray | None = None  # each agreement's audit group (by target); None: audited row by row
 
 
@@ -298,7 +299,7 @@ def _by_fold(fold: np.ndarray, folds: int, g, m, strata: Strata) -> tuple[list, 
     return dis_of_fold, agree_of_fold, [strata.a_ctx[rows] for rows in agree_of_fold], labels
 
 
-def layout(instances: pd.DataFrame, tasks: pd.DataFrame, design: Design, index: UnitIndex, g: np.ndarray,
+def design_layout(instances: pd.DataFrame, tasks: pd.DataFrame, design: Design, index: UnitIndex, g: np.ndarray,
            m: np.ndarray, iid: np.ndarray, *, realised: dict | None = None, memo: dict | None = None,
            memo_key: tuple = ()) -> Layout:
     """The decision-independent arrays of the estimator (module docstring). ``memo``: a dict
@@ -329,7 +330,8 @@ def layout(instances: pd.DataFrame, tasks: pd.DataFrame, design: Design, index: 
                  dis_per_model=np.bincount(cl.row_model[g != m], minlength=cl.nm),
                  audits_per_model=np.bincount(cl.row_model[audit_sel], minlength=cl.nm),
                  need_reference=design.second_opinion_reference(need_iid, need_kind, g[need_pos]),
-                 need_depth=design.opinion_depth(need_kind), a_group=a_group)
+                 need_depth=design.opinion_depth(need_kind), a_group=a_group,
+                 need_required=np.where(design.doubled(need_iid), 2, 1))
     if key is not None:
         memo["cluster-layout"] = (key, snapshot(g, m, iid), out)
     return out

@@ -100,7 +100,7 @@ def audit_predictions(lay: Layout, prog: Progress, y0: np.ndarray, g: np.ndarray
     return q_hat, ad, w_ad
 
 
-def predictions(lay: Layout, prog: Progress, y0: np.ndarray, g: np.ndarray, m: np.ndarray) -> Predictions:
+def predict(lay: Layout, prog: Progress, y0: np.ndarray, g: np.ndarray, m: np.ndarray) -> Predictions:
     """:class:`Predictions` from the classical debiased values ``y0`` of the decided rows."""
     st = lay.strata
     p_hat = disagreement_predictions(lay.fold, lay.folds, dis_of_fold=lay.dis_of_fold,

@@ -1,7 +1,7 @@
 """Step 2 of the default estimator: the design as realised so far by the decisions.
 
-A sampled cluster is *observed* once every row of it that needs a decision has one (and no
-item of it awaits another opinion); the observed clusters are a random subset of the sampled
+A sampled cluster is *observed* once every row of it that needs a decision has its first one
+(an item still owed another opinion counts with the decisions it has); the observed clusters are a random subset of the sampled
 ones with a task, so each enters with the probability ``π_c`` times the share of such clusters
 of its model and kind that are complete (the queue serves clusters in a random order).
 """
@@ -37,27 +37,38 @@ class Progress:
     n_observed: np.ndarray
     audited_m: np.ndarray
     notes: list
+    pending: pd.Index  # items of the opinion rule still owed another opinion
 
 
 def _decided(lay: Layout, decisions: pd.DataFrame):
-    """Which rows needing a decision are decided (their items' rule complete), and the rule's
-    reference and depth by iid (None without the rule)."""
+    """Which rows needing a decision have their first decision, the opinion rule's reference and
+    depth by iid (None without the rule), and the items still owed another opinion (they count
+    with the decisions they have: :mod:`reform_core.estimators.opinion_phases`)."""
     slot = sorted_slots(lay.need_iid, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
     decided = np.zeros(len(lay.need_pos), dtype=bool)
     decided[slot[slot >= 0]] = True
     reference = depth = None
+    pending = pd.Index([])
     notes = []
     if lay.need_reference is not None and np.isfinite(lay.need_reference).any():
-        # an item whose opinions so far all went against its reference is decided once the rule's next is in
         reference = pd.Series(lay.need_reference, index=lay.need_iid)
         depth = pd.Series(lay.need_depth, index=lay.need_iid) if lay.need_depth is not None else None
         _, pending = ae.second_opinion_items(decisions[slot >= 0], reference, depth=depth)
-        decided[sorted_slots(lay.need_iid, pending.to_numpy(dtype=np.int64))] = False
-        if len(pending):
-            notes.append(f"{len(pending)} item(s) await another opinion (the decisions so far went against the plan's "
-                         "reference: both judges wrong on an audit, judge B on a disagreement); their questions count "
-                         "as not yet adjudicated")
-    return slot, decided, reference, depth, notes
+    doubled_once = _doubled_once(lay, decisions, slot)
+    waiting = len(pending) + doubled_once
+    if waiting:
+        notes.append(f"{waiting} item(s) await another opinion (a second annotator on an item decided twice from the "
+                     "start, or after a first decision against the plan's reference); they count with the decisions "
+                     "they have, and the missing opinions widen the interval")
+    return slot, decided, reference, depth, pending, notes
+
+
+def _doubled_once(lay: Layout, decisions: pd.DataFrame, slot: np.ndarray) -> int:
+    """Items doubled from the start that have one decision so far."""
+    if lay.need_required is None:
+        return 0
+    counts = np.bincount(slot[slot >= 0], minlength=len(lay.need_iid))
+    return int(((lay.need_required >= 2) & (counts == 1)).sum())
 
 
 def _effective_probability(lay: Layout, observed_c: np.ndarray) -> np.ndarray:
@@ -73,11 +84,11 @@ def _effective_probability(lay: Layout, observed_c: np.ndarray) -> np.ndarray:
     return cl.pi_c * done_share
 
 
-def progress(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray, models) -> Progress:
+def progress_of(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray, models) -> Progress:
     """:class:`Progress` of the decisions so far, with a note per model whose audit or
     disagreements are not measured yet."""
     cl = lay.clusters
-    slot, decided, reference, depth, notes = _decided(lay, decisions)
+    slot, decided, reference, depth, pending, notes = _decided(lay, decisions)
     missing = np.bincount(cl.row_cluster[lay.need_pos[~decided]], minlength=cl.n_clusters) > 0
     observed_c = cl.sampled_c & ~missing
     pi_eff = _effective_probability(lay, observed_c)
@@ -94,4 +105,4 @@ def progress(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray,
                     obs_dis=obs_dis, audited=audited,
                     n_sampled=np.bincount(cl.c_model, cl.sampled_c, minlength=cl.nm).astype(int),
                     n_observed=np.bincount(cl.c_model, observed_c, minlength=cl.nm).astype(int),
-                    audited_m=audited_m, notes=notes)
+                    audited_m=audited_m, notes=notes, pending=pending)
