@@ -5,7 +5,8 @@ What is measured, per system, in a real Chromium driven by Playwright:
 
 * **decision → next item visible**: from the key press that records a decision to the moment
   the next item is on screen and the page is idle (ReForm: one key, ``A``, decides and
-  advances; the header reads ``Item n+1 of N`` and no element is stale. Potato: the label is
+  advances — on an audit item ``P`` opens the verdict's note, untimed, and ``Enter`` decides;
+  the header reads ``Item n+1 of N`` and no element is stale. Potato: the label is
   selected with its key first, untimed; the timed step is the *Next* click, until the next
   instance's id and text are shown);
 * **server CPU per decision**: user + system CPU of the server process (``/proc/PID/stat``)
@@ -177,11 +178,27 @@ def build_potato(task_dir: Path, items: list[str]) -> Path:
 # ----------------------------------------------------------------------------- the two loops
 
 _REFORM_READY = """(want) => {
-  const h = [...document.querySelectorAll('h2')].find(e => e.innerText.startsWith('Item '));
+  const h = [...document.querySelectorAll('h2, h3')].find(e => e.innerText.startsWith('Item '));
   return !!h && h.innerText.startsWith(want) && !document.querySelector('[data-stale="true"]')
       && !document.querySelector('[data-testid="stStatusWidget"]')
-      && !!document.querySelector('[class*="st-key-adj_A"] button');
+      && !!document.querySelector('[class*="st-key-adj_btn_s_"] button');
 }"""
+
+
+def _reform_decide(page) -> float:
+    """Decide the item on screen by keys; the seconds from the deciding key to the next item.
+    A disagreement: ``A`` decides. An audit (issue 33): ``P`` opens its note (untimed, as
+    Potato's label selection), ``Enter`` decides."""
+    key = "a"
+    if page.locator('[class*="st-key-adj_btn_p_"]').count():
+        page.keyboard.press("p")
+        page.wait_for_function("() => document.activeElement && document.activeElement.tagName === 'INPUT'")
+        key = "Enter"
+    n = int(page.locator("h3").filter(has_text=re.compile(r"^Item ")).inner_text().split()[1].replace(",", ""))
+    t0 = time.perf_counter()
+    page.keyboard.press(key)
+    page.wait_for_function(_REFORM_READY, arg=f"Item {n + 1:,} of", polling="raf")
+    return time.perf_counter() - t0
 
 
 def reform_run(browser, db_url: str, plan: str, decisions: int) -> dict:
@@ -207,24 +224,21 @@ def reform_run(browser, db_url: str, plan: str, decisions: int) -> dict:
         expect(page.get_by_role("button", name="Judge A is better supported")).to_be_visible()
         start = time.perf_counter() - t_spawn
         box = page.get_by_role("combobox", name="Sample plan")
-        if box.input_value() != plan:
+        shown = re.compile(rf"^{re.escape(plan)} · ")  # "Plan 3 · 12 / 400 items done"
+        if not shown.match(box.input_value()):
             box.click()
-            page.get_by_role("option", name=plan).click()
-            expect(box).to_have_value(plan)
+            page.get_by_role("option", name=shown).click()
+            expect(box).to_have_value(shown)
             page.evaluate("document.activeElement && document.activeElement.blur()")  # keys go to the page again
-        header = page.locator("h2").filter(has_text=re.compile(r"^Item "))
-        expect(header).to_be_visible()
+        expect(page.locator("h3").filter(has_text=re.compile(r"^Item "))).to_be_visible()
         page.wait_for_function(_REFORM_READY, arg="Item ", polling="raf")
         lat = []
         for k in range(WARMUP + decisions):
             if k == WARMUP:
                 cpu0 = _cpu_seconds(proc.pid)
-            n = int(header.inner_text().split()[1].replace(",", ""))
-            t0 = time.perf_counter()
-            page.keyboard.press("a")
-            page.wait_for_function(_REFORM_READY, arg=f"Item {n + 1:,} of", polling="raf")
+            seconds = _reform_decide(page)
             if k >= WARMUP:
-                lat.append(time.perf_counter() - t0)
+                lat.append(seconds)
         cpu = (_cpu_seconds(proc.pid) - cpu0) / decisions
     finally:
         context.close()
