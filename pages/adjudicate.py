@@ -177,7 +177,6 @@ def _note_form(item: S.Item, action: str, item_no: str) -> None:
                                   on_click=_close_note, args=(item.task_id,))
     if (err := ss.get("adj_error")) and err[0] == item.task_id:
         st.warning(err[1])
-    keys.focus_input(field, ss.get("adj_focus", 0))
 
 
 @st.fragment
@@ -195,10 +194,10 @@ def workspace() -> None:
         st.button("Undo my last decision", shortcut="u", on_click=_undo, args=(None,))
         keys.legend([("U", "undo my last decision")])
         return
-    if ss.get("adj_shown") != item.task_id:
+    new_item = ss.get("adj_shown") != item.task_id
+    if new_item:
         ss["adj_shown"] = item.task_id
         ss.pop("adj_error", None)
-        keys.scroll_to_top(f"item {item.task_id}")
     ss["adj_started"].setdefault(item.task_id, time.monotonic())
     item_no = _item_no(progress)
     st.subheader(f"Item {progress.item_no:,} of {progress.needed:,}")
@@ -210,6 +209,11 @@ def workspace() -> None:
     _decision_bar(item, item_no)
     view.judgments(item)
     view.response_and_instruction(item)
+    # the page's scripts last: their frames take no room above the item
+    if new_item:
+        keys.scroll_to_top(f"item {item.task_id}")
+    if (noting := ss.get("adj_noting")) and noting[0] == item.task_id:
+        keys.focus_input(f"adj_note_{item.task_id}", ss.get("adj_focus", 0))
 
 
 workspace()

@@ -71,12 +71,18 @@ def _task(page) -> str:
                      page.locator("[class*='st-key-adj_constraint_']").get_attribute("class")).group(1)
 
 
+IDLE = """() => !document.querySelector('[data-stale="true"]')
+    && !document.querySelector('[data-testid="stStatusWidget"]')"""
+
+
 def _gone(page, task: str) -> None:
-    """Wait until the item ``task`` has left the screen (the next one is shown)."""
+    """Wait until the item ``task`` has left the screen, the next one is shown and the page is
+    idle (no rerun running, no stale element still bound to a key)."""
     from playwright.sync_api import expect
 
     expect(page.locator(f".st-key-adj_constraint_{task}")).to_have_count(0)
     expect(page.locator("[class*='st-key-adj_constraint_']")).to_have_count(1)
+    page.wait_for_function(IDLE, polling="raf")
 
 
 def _check_layout(page, audit: bool) -> None:
@@ -126,6 +132,7 @@ def test_twenty_decisions_of_each_kind_by_keys_only_with_the_decision_in_view(ke
         page.goto(f"{base}/adjudicate")
         counter = page.get_by_role("heading", name=re.compile(r"^Item \d+ of \d+$"))
         expect(counter).to_be_visible(timeout=90_000)
+        page.wait_for_function(IDLE, polling="raf")  # the first page load ran to its end: the keys are bound
         escaped = False
         while min(done.values()) < 20:
             task, shown = _task(page), counter.inner_text()
@@ -187,11 +194,11 @@ def test_twenty_wording_items_rated_by_keys_only(keys_app):
             expect(page.get_by_role("button", name="Yes")).to_be_visible()  # the keys are bound
             page.wait_for_timeout(300)
             values = ["y" if n % 3 else "n", *(str((n + k) % 5 + 1) for k in range(4))]
-            for key in values:
+            for g, key in enumerate(values):  # each key's answer is on screen before the next key
                 page.keyboard.press(key)
-                page.wait_for_timeout(250)
-            expect(page.get_by_text("Keys rate Complexity")).to_be_visible()
-            expect(page.get_by_role("radiogroup").nth(4).get_by_role("radio", checked=True)).to_have_count(1)
+                shown = ("Yes" if key == "y" else "No") if g == 0 else key
+                radio = page.get_by_role("radiogroup").nth(g).get_by_role("radio", name=shown, exact=True)
+                expect(radio).to_be_checked()
             given[n] = (values[0] == "y", [int(v) for v in values[1:]])
             page.keyboard.press("u")
         expect(page.get_by_text("Every item is answered.")).to_be_visible()
@@ -261,8 +268,8 @@ def test_thirty_ifeval_items_name_no_judge_mode_or_provider(ifeval_app):
     with browser_context(viewport=VIEW) as ctx:
         page = ctx.new_page()
         page.goto(f"{ifeval_app}/adjudicate")
-        constraint = page.locator("[class*='st-key-adj_constraint_']")
-        expect(constraint).to_be_visible(timeout=90_000)
+        expect(page.locator("[class*='st-key-adj_constraint_']")).to_be_visible(timeout=90_000)
+        page.wait_for_function(IDLE, polling="raf")  # the first page load ran to its end: the keys are bound
         seen, rationales = set(), 0
         while len(seen) < 30:
             task = _task(page)
