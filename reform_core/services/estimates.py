@@ -290,7 +290,15 @@ def verdict(est: PlanEstimate) -> dict:
     unaudited = p.loc[(p["audits_planned"] > 0) & (p["audits_decided"] == 0), "model"].astype(str).tolist()
     reached = (bool(known) and len(known) == len(hw) and max(known) <= t["half_width"] and not unaudited)
     worst = max(known) if known else None
-    if reached:
+    owed_tasks = int((p["tasks_planned"] - p["tasks_decided"]).sum())
+    owed_opinions = int(p["awaiting_opinion"].sum())
+    if reached and est.estimate.provisional:  # never "you may stop" while the estimate is provisional
+        reached = False
+        msg = (f"In progress: every model's {t['metric'].upper()} measurement half-width is within the target "
+               f"±{t['half_width']:g} pp so far (largest ±{worst:.2f} pp), but {owed_tasks} task(s) and "
+               f"{owed_opinions} opinion(s) the plan asks for are still to come — finish them, or close the plan "
+               "where it stands.")
+    elif reached:
         msg = (f"Precise enough: every model's {t['metric'].upper()} measurement half-width is within the target "
                f"±{t['half_width']:g} pp (largest ±{worst:.2f} pp) — you may stop adjudicating this plan.")
     elif worst is None or len(known) < len(hw):
@@ -304,7 +312,7 @@ def verdict(est: PlanEstimate) -> dict:
         msg = (f"Not yet: the largest {t['metric'].upper()} measurement half-width is ±{worst:.2f} pp, the target "
                f"±{t['half_width']:g} pp — keep adjudicating.")
     return {"metric": t["metric"], "half_width": t["half_width"], "target_source": t["source"], "reached": reached,
-            "models": hw, "message": msg}
+            "provisional": bool(est.estimate.provisional), "models": hw, "message": msg}
 
 
 def other_plan_decisions(engine: Engine, plan: dict) -> int:

@@ -523,8 +523,12 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     of the main rows) and ``facts`` (the label-independent project facts) may come from an
     earlier result of the same instances (:func:`rescore`)."""
     choice = frames.pair
-    provisional = False if method.startswith("judge:") or _runs_estimator(method) else \
-        bool(inst.get("provisional", pd.Series(False)).any())
+    if method.startswith("judge:"):
+        provisional = False
+    elif _runs_estimator(method):  # work the plan asks for is still to come (tasks undecided, opinions owed)
+        provisional = bool(estimate is not None and estimate.estimate.provisional)
+    else:
+        provisional = bool(inst.get("provisional", pd.Series(False)).any())
     main = is_main(inst)
     fixed = dict(facts or {})
     facts = _project_facts(engine, decisions_only=bool(fixed))

@@ -57,7 +57,9 @@ def _progress_frame(index: UnitIndex, lay: Layout, prog: Progress) -> pd.DataFra
         "clusters_sampled": prog.n_sampled, "clusters_observed": prog.n_observed,
         "disagreements": lay.dis_per_model.astype(int),
         "disagreements_decided": np.bincount(cl.row_model[prog.obs_dis], minlength=nm).astype(int),
-        "audits_planned": lay.audits_per_model.astype(int), "audits_decided": prog.audited_m.astype(int)})
+        "audits_planned": lay.audits_per_model.astype(int), "audits_decided": prog.audited_m.astype(int),
+        "tasks_planned": prog.tasks_planned.astype(int), "tasks_decided": prog.tasks_decided.astype(int),
+        "awaiting_opinion": prog.awaiting_opinion.astype(int)})
 
 
 def _tables(index: UnitIndex, variances: dict, df_m: np.ndarray, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:

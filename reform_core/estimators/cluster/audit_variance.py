@@ -74,7 +74,7 @@ def audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, nm, label) -> tuple
     label, **pooled over the models scored together**; ``Beta(k + ½, n − k + ½)`` is the
     Jeffreys posterior, so an audit that found 0 % wrong never reports zero variance — and
     sums, per model, the two-stage variance this would give:
-    ``r̃_l(1 − r̃_l) Σ_{u audited, label l} (G_u²/π_A) [(1 − π_A)/(π_A π_c) + (1 − π_c)/π_c²]``,
+    ``r̃_l(1 − r̃_l) Σ_{u audited, label l} (G_u²/π_A) [(1 − π_A)/(π_A π_c²) + (1 − π_c)/π_c²]``,
     the audited rows standing (weight 1/π_A) for every agreement of their sampled cluster.
 
     Why pooled: the models share the judges, whose errors together are what the audit
@@ -100,7 +100,7 @@ def audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, nm, label) -> tuple
         return np.zeros(nm), np.zeros((nm, 2))
     pc = np.clip(pi_c[audited], 1e-12, 1.0)
     pa = pi_a[audited]
-    term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc) + (1 - pc) / pc ** 2)
+    term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc ** 2) + (1 - pc) / pc ** 2)
     lab = (np.asarray(label)[audited] == 1).astype(np.int64)
     n = np.bincount(lab, minlength=2).astype(float)
     k = np.maximum(np.bincount(lab, wrong[audited], minlength=2), 0.0)

@@ -38,37 +38,33 @@ class Progress:
     audited_m: np.ndarray
     notes: list
     pending: pd.Index  # items of the opinion rule still owed another opinion
+    tasks_planned: np.ndarray  # per model: rows that need a decision
+    tasks_decided: np.ndarray  # per model: those with every decision the plan asks of them so far
+    awaiting_opinion: np.ndarray  # per model: those owed another opinion
 
 
 def _decided(lay: Layout, decisions: pd.DataFrame):
-    """Which rows needing a decision have their first decision, the opinion rule's reference and
-    depth by iid (None without the rule), and the items still owed another opinion (they count
-    with the decisions they have: :mod:`reform_core.estimators.opinion_phases`)."""
+    """Which rows needing a decision have their first decision, which are still owed another
+    opinion (they count with the decisions they have: :mod:`reform_core.estimators.opinion_phases`),
+    and the opinion rule's reference and depth by iid (None without the rule)."""
     slot = sorted_slots(lay.need_iid, decisions[INSTANCE_KEY].to_numpy(dtype=np.int64))
-    decided = np.zeros(len(lay.need_pos), dtype=bool)
-    decided[slot[slot >= 0]] = True
+    counts = np.bincount(slot[slot >= 0], minlength=len(lay.need_iid))
+    decided = counts > 0
     reference = depth = None
     pending = pd.Index([])
-    notes = []
     if lay.need_reference is not None and np.isfinite(lay.need_reference).any():
         reference = pd.Series(lay.need_reference, index=lay.need_iid)
         depth = pd.Series(lay.need_depth, index=lay.need_iid) if lay.need_depth is not None else None
         _, pending = ae.second_opinion_items(decisions[slot >= 0], reference, depth=depth)
-    doubled_once = _doubled_once(lay, decisions, slot)
-    waiting = len(pending) + doubled_once
-    if waiting:
-        notes.append(f"{waiting} item(s) await another opinion (a second annotator on an item decided twice from the "
-                     "start, or after a first decision against the plan's reference); they count with the decisions "
-                     "they have, and the missing opinions widen the interval")
-    return slot, decided, reference, depth, pending, notes
-
-
-def _doubled_once(lay: Layout, decisions: pd.DataFrame, slot: np.ndarray) -> int:
-    """Items doubled from the start that have one decision so far."""
-    if lay.need_required is None:
-        return 0
-    counts = np.bincount(slot[slot >= 0], minlength=len(lay.need_iid))
-    return int(((lay.need_required >= 2) & (counts == 1)).sum())
+    waiting = pd.Index(lay.need_iid).isin(pending)
+    if lay.need_required is not None:
+        waiting |= (counts > 0) & (counts < lay.need_required)  # doubled from the start, one decision so far
+    notes = []
+    if waiting.any():
+        notes.append(f"{int(waiting.sum())} item(s) await another opinion (a second annotator on an item decided twice "
+                     "from the start, or after a first decision against the plan's reference); they count with the "
+                     "decisions they have, and the missing opinions widen the interval")
+    return slot, decided, waiting, reference, depth, pending, notes
 
 
 def _effective_probability(lay: Layout, observed_c: np.ndarray) -> np.ndarray:
@@ -88,7 +84,8 @@ def progress_of(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarr
     """:class:`Progress` of the decisions so far, with a note per model whose audit or
     disagreements are not measured yet."""
     cl = lay.clusters
-    slot, decided, reference, depth, pending, notes = _decided(lay, decisions)
+    slot, decided, waiting, reference, depth, pending, notes = _decided(lay, decisions)
+    need_model = cl.row_model[lay.need_pos]
     missing = np.bincount(cl.row_cluster[lay.need_pos[~decided]], minlength=cl.n_clusters) > 0
     observed_c = cl.sampled_c & ~missing
     pi_eff = _effective_probability(lay, observed_c)
@@ -105,4 +102,7 @@ def progress_of(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarr
                     obs_dis=obs_dis, audited=audited,
                     n_sampled=np.bincount(cl.c_model, cl.sampled_c, minlength=cl.nm).astype(int),
                     n_observed=np.bincount(cl.c_model, observed_c, minlength=cl.nm).astype(int),
-                    audited_m=audited_m, notes=notes, pending=pending)
+                    audited_m=audited_m, notes=notes, pending=pending,
+                    tasks_planned=np.bincount(need_model, minlength=cl.nm),
+                    tasks_decided=np.bincount(need_model[decided & ~waiting], minlength=cl.nm),
+                    awaiting_opinion=np.bincount(need_model[waiting], minlength=cl.nm))

@@ -45,7 +45,8 @@ class Totals:
     """Per numerator: ``s_x`` (``φ_c(x)``), ``s_z`` (``φ_c(z)``), ``s_zd`` (``φ_c(z)`` without the
     audit's corrections) and ``totals`` (``T_c``); the observed rows; the audit groups among them
     with, for the joint numerators, each group's outside product ``g_group``, its audit deviation
-    ``a_dev`` and the rows' derivatives ``g_j``; the plug-in values ``smooth`` and their evaluation."""
+    ``a_dev`` and the rows' derivatives ``g_j`` (for TCPR's all-pass products the same per row:
+    ``rows``, ``g_group["allpass"]``, ``a_row``); the plug-in values ``smooth`` and their evaluation."""
 
     s_x: dict
     s_z: dict
@@ -59,7 +60,8 @@ class Totals:
     a_dev: np.ndarray
     smooth: np.ndarray
     smooth_evaluation: tuple | None
-
+    rows: AuditGroups | None = None  # each audited agreement its own group (TCPR's instructions)
+    a_row: np.ndarray | None = None  # each such row's audit deviation
 
 def observed_index(index: UnitIndex, observed_c: np.ndarray, memo: dict | None):
     """``index.restrict(observed_c)`` and the positions in ``index`` of the instructions and units
@@ -102,31 +104,32 @@ def _observed(lay: Layout, prog: Progress, pred: Predictions, it: ItemValues, su
                     pa=np.where(aud, np.maximum(lay.pi_a_row[rs], 1e-12), 1.0))
 
 
-def _joint(lay: Layout, o: Observed, sums, s_z: dict, s_zd: dict):
-    """The joint numerators' audit expansion (module docstring), in place in ``s_z`` / ``s_zd``."""
+def _linear_audit(lay: Layout, o: Observed, sums, s_z: dict, s_zd: dict, nums: tuple, grp: AuditGroups):
+    """The audit expansion of the product numerators ``nums`` over the audit groups ``grp``
+    (module docstring), in place in ``s_z`` / ``s_zd``; returns each group's outside product
+    (``g_group``), its audit deviation (``a_dev``) and the rows' derivatives (``g_j``)."""
     n_clusters = lay.clusters.n_clusters
     z_j = np.where(o.dis, o.y, np.where(o.agree, o.g, o.x))  # agreements at their agreed label
     s_zj = sums(z_j)
     z_h = np.where(o.dis | o.audited, o.y, o.x)  # audited agreements at their decision, the others at q̂
     s_zh = sums(z_h)
-    grp = AuditGroups(lay.a_group[o.rs] if lay.a_group is not None else np.where(o.agree, np.arange(len(o.rs)), -1))
     # each audit group's rows collapsed onto its first row (the group's product there, 1 at the others):
     # the derivative at that row is the product of everything outside the group
     g_j = o.sub.gradients(grp.collapse(z_j))
     a_dev = np.where(o.audited[grp.rep], (grp.product(o.y) - grp.product(o.g)) / o.pa[grp.rep], 0.0)
     e_dev = grp.product(z_h) - grp.product(o.g)  # a group's deviation from its labels: decided or predicted
     rep_c = o.rc[grp.rep]
-    g_group = {num: g_j[num][grp.rep] for num in JOINT}  # each group's outside product
-    for num in JOINT:
+    g_group = {num: g_j[num][grp.rep] for num in nums}  # each group's outside product
+    for num in nums:
         # higher-order terms across groups: decided where audited, at their expected value elsewhere
         higher = s_zh[num] - s_zj[num] - np.bincount(rep_c, g_group[num] * e_dev, minlength=n_clusters)
         s_zd[num] = s_zj[num] + higher
         s_z[num] = s_zd[num] + np.bincount(rep_c, g_group[num] * a_dev, minlength=n_clusters)
     # a decided agreement's derivative: its group's outside product times the group's other decided rows
     inside = grp.leave_one_out(o.y)
-    for num in JOINT:
+    for num in nums:
         g_j[num] = np.where(grp.code >= 0, g_j[num][np.maximum(grp.rep_of, 0)] * inside, g_j[num])
-    return grp, g_j, g_group, a_dev
+    return g_j, g_group, a_dev
 
 
 def cluster_totals(index: UnitIndex, lay: Layout, prog: Progress, pred: Predictions, it: ItemValues, g: np.ndarray,
@@ -145,7 +148,13 @@ def cluster_totals(index: UnitIndex, lay: Layout, prog: Progress, pred: Predicti
 
     s_z = sums(z)
     s_zd = sums(np.where(o.dis, o.y, o.x))  # audits left out
-    grp, g_j, g_group, a_dev = _joint(lay, o, sums, s_z, s_zd)
+    # the joint products hold every variant of a target: its audit group (a target's agreed rows) is
+    # inside or outside a unit whole; an instruction holds one row of a target: there each row is a group
+    grp = AuditGroups(lay.a_group[o.rs] if lay.a_group is not None else np.where(o.agree, np.arange(len(o.rs)), -1))
+    rows = AuditGroups(np.where(o.agree, np.arange(len(o.rs)), -1))
+    g_j, g_group, a_dev = _linear_audit(lay, o, sums, s_z, s_zd, JOINT, grp)
+    g_a, g_row, a_row = _linear_audit(lay, o, sums, s_z, s_zd, ("allpass",), rows)
+    g_j["allpass"], g_group["allpass"] = g_a["allpass"], g_row["allpass"]
     totals = {num: s_x[num] + prog.inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
     return Totals(s_x=s_x, s_z=s_z, s_zd=s_zd, totals=totals, obs=o, z=z, groups=grp, g_j=g_j, g_group=g_group,
-                  a_dev=a_dev, smooth=smooth, smooth_evaluation=smooth_eval)
+                  a_dev=a_dev, smooth=smooth, smooth_evaluation=smooth_eval, rows=rows, a_row=a_row)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.cluster.audit_variance import audit_composite, audit_floor
-from reform_core.estimators.cluster.layout import JOINT, JOINT_METRICS, NUMERATORS, Layout
+from reform_core.estimators.cluster.layout import JOINT, LINEAR, LINEAR_METRICS, NUMERATORS, Layout
 from reform_core.estimators.cluster.progress import Progress
 from reform_core.estimators.cluster.totals import Totals
 from reform_core.frames import INSTANCE_KEY
@@ -91,7 +91,7 @@ def gradients(tot: Totals) -> dict[str, np.ndarray]:
     audit groups, :class:`~.totals.Totals`)."""
     gz = tot.obs.sub.gradients(tot.z)
     gz["rows"] = np.ones(len(tot.obs.rs))
-    for num in JOINT:
+    for num in LINEAR:
         gz[num] = tot.g_j[num]
     return gz
 
@@ -100,7 +100,12 @@ def _second_stage(metric: str, w: dict, gm: np.ndarray, tot: Totals, model_s: np
     """Per cluster, the second stage inside it (audit draws, one per group, and decision noise),
     and each row's decision-noise term."""
     o, grp = tot.obs, tot.groups
-    if metric in JOINT_METRICS:  # the group's change of the joint products, at its first row
+    if metric == "tcpr":  # each row's change of its instruction's product, summed over its audit group
+        per_row = np.zeros(len(o.rs))
+        r = tot.rows.rep
+        per_row[r] = np.nan_to_num(w["allpass"])[model_s[r]] * tot.g_group["allpass"] * tot.a_row * o.pa[r]
+        c_aud = grp.total(per_row)
+    elif metric in LINEAR_METRICS:  # the group's change of the joint products, at its first row
         gw = sum(np.nan_to_num(w[num])[model_s[grp.rep]] * tot.g_group[num] for num in JOINT)
         c_aud = gw * tot.a_dev * o.pa[grp.rep]
     else:
