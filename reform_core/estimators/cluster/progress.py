@@ -1,9 +1,18 @@
 """Step 2 of the default estimator: the design as realised so far by the decisions.
 
-A sampled cluster is *observed* once every row of it that needs a decision has its first one
-(an item still owed another opinion counts with the decisions it has); the observed clusters are a random subset of the sampled
-ones with a task, so each enters with the probability ``π_c`` times the share of such clusters
-of its model and kind that are complete (the queue serves clusters in a random order).
+The decided tasks are a second-phase sample of the plan's (``docs/estimator.md``), read in one
+of two ways, chosen from the pattern of what is decided (never from the answers):
+
+* **clusters** — the app's queue serves whole questions in a random order, so at any moment the
+  complete questions are a random subset of the sampled ones (at most one per annotator in
+  progress). A sampled cluster is *observed* once every row of it that needs a decision has its
+  first one (an item still owed another opinion counts with the decisions it has), and enters
+  with ``π_c`` times the share of its model's sampled clusters of its kind that are complete;
+* **tasks** — when many questions are partly decided (an outside team returning a random part
+  of ``tasks``), each task's first decision is a second-phase draw within its model and kind,
+  with probability ``π_d`` = the share decided there; every sampled cluster is observed, and a
+  decided row enters like an audited one (linearly, weight ``1/π_d`` — times ``1/π_A`` for an
+  audit), an undecided one at its prediction.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ class Progress:
     audited_m: np.ndarray
     notes: list
     pending: pd.Index  # items of the opinion rule still owed another opinion
+    mode: str  # "clusters" or "tasks" (module docstring)
+    pi_d: np.ndarray  # per scored row: its task's second-phase probability (1 in "clusters" mode, off tasks)
     tasks_planned: np.ndarray  # per model: rows that need a decision
     tasks_decided: np.ndarray  # per model: those with every decision the plan asks of them so far
     awaiting_opinion: np.ndarray  # per model: those owed another opinion
@@ -80,29 +91,71 @@ def _effective_probability(lay: Layout, observed_c: np.ndarray) -> np.ndarray:
     return cl.pi_c * done_share
 
 
+PARTIAL_SHARE = 0.1  # partly decided questions, as a share of those touched, beyond which tasks are the unit
+
+
+def _mode(lay: Layout, decided: np.ndarray) -> str:
+    """``tasks`` when more than a few questions are partly decided (module docstring), else ``clusters``."""
+    cl = lay.clusters
+    some = np.bincount(cl.row_cluster[lay.need_pos[decided]], minlength=cl.n_clusters) > 0
+    missing = np.bincount(cl.row_cluster[lay.need_pos[~decided]], minlength=cl.n_clusters) > 0
+    partial = int((some & missing).sum())
+    return "tasks" if partial > max(2, PARTIAL_SHARE * int(some.sum())) else "clusters"
+
+
+def _task_probability(lay: Layout, decided: np.ndarray, agree: np.ndarray) -> np.ndarray:
+    """Per scored row: the share of its model's tasks of its kind that are decided (1 off tasks)."""
+    cl = lay.clusters
+    rows = lay.need_pos
+    key = cl.row_model[rows] * 2 + agree[rows]
+    share = np.bincount(key, decided, minlength=2 * cl.nm) / np.maximum(np.bincount(key, minlength=2 * cl.nm), 1)
+    out = np.ones(lay.n)
+    out[rows] = share[key]
+    return out
+
+
+def _observed(lay: Layout, decided: np.ndarray, g, m, mode: str):
+    """The observed clusters, their effective probability and its inverse, the rows' task
+    probability, and the observed disagreements and audited agreements (with a decision)."""
+    cl = lay.clusters
+    if mode == "tasks":
+        observed_c, pi_eff = cl.sampled_c.copy(), cl.pi_c
+        pi_d = _task_probability(lay, decided, g == m)
+        has = np.zeros(lay.n, dtype=bool)
+        has[lay.need_pos[decided]] = True
+        obs_row = observed_c[cl.row_cluster] & has
+    else:
+        missing = np.bincount(cl.row_cluster[lay.need_pos[~decided]], minlength=cl.n_clusters) > 0
+        observed_c = cl.sampled_c & ~missing
+        pi_eff = _effective_probability(lay, observed_c)
+        pi_d = np.ones(lay.n)
+        obs_row = observed_c[cl.row_cluster]
+    inv_pi = np.where(observed_c & (pi_eff > 0), 1.0 / np.where(pi_eff > 0, pi_eff, 1.0), 0.0)
+    return observed_c, pi_eff, inv_pi, pi_d, (g != m) & obs_row, lay.audit_sel & obs_row
+
+
 def progress_of(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray, models) -> Progress:
     """:class:`Progress` of the decisions so far, with a note per model whose audit or
     disagreements are not measured yet."""
     cl = lay.clusters
     slot, decided, waiting, reference, depth, pending, notes = _decided(lay, decisions)
     need_model = cl.row_model[lay.need_pos]
-    missing = np.bincount(cl.row_cluster[lay.need_pos[~decided]], minlength=cl.n_clusters) > 0
-    observed_c = cl.sampled_c & ~missing
-    pi_eff = _effective_probability(lay, observed_c)
-    inv_pi = np.where(observed_c & (pi_eff > 0), 1.0 / np.where(pi_eff > 0, pi_eff, 1.0), 0.0)
-    obs_row = observed_c[cl.row_cluster]
-    obs_dis, audited = (g != m) & obs_row, lay.audit_sel & obs_row
+    mode = _mode(lay, decided)
+    observed_c, pi_eff, inv_pi, pi_d, obs_dis, audited = _observed(lay, decided, g, m, mode)
+    if mode == "tasks":
+        notes.append("many questions are partly decided: each decided task counts as a random draw among its "
+                     "model's tasks of its kind (the undecided ones at their prediction)")
     audited_m = np.bincount(cl.row_model[np.flatnonzero(audited)], minlength=cl.nm)
     for mi, mm in enumerate(models):
         if not audited_m[mi]:
             notes.append(f"{mm}: no audited agreement decided yet — both-judges-wrong errors are not corrected")
-        if not (observed_c & cl.has_dis & (cl.c_model == mi)).any() and lay.dis_per_model[mi]:
+        if not (obs_dis & (cl.row_model == mi)).any() and lay.dis_per_model[mi]:
             notes.append(f"{mm}: no fully adjudicated question yet — its disagreements are predicted, not measured")
     return Progress(slot=slot, reference=reference, depth=depth, observed_c=observed_c, pi_eff=pi_eff, inv_pi=inv_pi,
                     obs_dis=obs_dis, audited=audited,
                     n_sampled=np.bincount(cl.c_model, cl.sampled_c, minlength=cl.nm).astype(int),
                     n_observed=np.bincount(cl.c_model, observed_c, minlength=cl.nm).astype(int),
-                    audited_m=audited_m, notes=notes, pending=pending,
+                    audited_m=audited_m, notes=notes, pending=pending, mode=mode, pi_d=pi_d,
                     tasks_planned=np.bincount(need_model, minlength=cl.nm),
                     tasks_decided=np.bincount(need_model[decided & ~waiting], minlength=cl.nm),
                     awaiting_opinion=np.bincount(need_model[waiting], minlength=cl.nm))
