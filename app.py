@@ -11,7 +11,7 @@ page gets "not permitted", and the menu lists only the pages the role may open.
 
 import streamlit as st
 
-from pages.components import session, signin, state
+from pages.components import errors, session, signin, state
 from pages.components.nav import PAGES
 from pages.components.render import md
 
@@ -64,4 +64,4 @@ if not principal.can(spec.action):
     st.title(spec.title)
     st.error(f"Not permitted: your role ({principal.role}) may not open this page.")
     st.stop()
-pg.run()
+errors.run_page(pg)  # an unexpected error: a short message with an error id, never a traceback

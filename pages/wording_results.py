@@ -7,6 +7,7 @@ from pages.components import state
 from pages.components.studies import wise_section
 from pages.components.render import md, tidy
 from pages.components.session import require_page
+from reform_core.safe_csv import csv_text
 from reform_core.services import wording
 
 principal = require_page("view_scores")
@@ -79,7 +80,7 @@ if not res.directions.empty:
 
 with st.expander("Current ratings"):
     st.dataframe(tidy(res.ratings), hide_index=True)
-    st.download_button("Download ratings (CSV)", res.ratings.to_csv(index=False), file_name=f"{res.study['name']}_ratings.csv",
+    st.download_button("Download ratings (CSV)", csv_text(res.ratings), file_name=f"{res.study['name']}_ratings.csv",
                        mime="text/csv")
 
 wise_section(principal, linked=res.study["params"].get("wise_study"))

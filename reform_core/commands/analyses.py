@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
                      reference: Optional[str] = typer.Option(None, "--reference",
                                                              help="Table 4 reference models, comma-separated "
                                                                   "(default: the construction models)."),
-                     n_boot: int = typer.Option(200, "--n-boot", help="Bootstrap replicates of each interval."),
+                     n_boot: Optional[int] = typer.Option(None, "--n-boot", help="Bootstrap replicates of each "
+                                                          "interval (default 500: the Scores page's and export's)."),
                      seed: int = typer.Option(0, "--seed"),
                      json_out: bool = typer.Option(False, "--json")):
         """Composition (Table 3, per-target rates), prompting, coverage (Table A4) and Table 4, with
@@ -45,11 +46,13 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal
 
+        from reform_core.services.analyses import N_BOOT
+
         eng = get_engine(db_url(db))
         ref = [r.strip() for r in reference.split(",") if r.strip()] if reference else None
         try:
             out = analyses_json(analyses(eng, cli_principal(eng), rule=rule, judge=judge, judges=_pair(judges),
-                                         n_boot=n_boot, seed=seed, reference=ref))
+                                         n_boot=N_BOOT if n_boot is None else n_boot, seed=seed, reference=ref))
         except AnalysisError as exc:
             fail(str(exc))
         print_json(out) if json_out else typer.echo(analyses_text(out))

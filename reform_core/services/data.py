@@ -23,6 +23,7 @@ from reform_core.services.importer import (
     read_lines,
 )
 from reform_core.records import storage_problem
+from reform_core.safe_csv import write_csv
 from reform_core.services.status import status  # noqa: F401 - re-exported (SPEC §8 `status`)
 
 DEMO_FLAG = "demo_loaded"
@@ -181,7 +182,7 @@ def simulate_into(engine: Engine, *, seed: int = 0, scale: str = "paper", truth:
     if truth:
         t = sim.truth.copy()
         Path(truth).parent.mkdir(parents=True, exist_ok=True)
-        t.to_csv(truth, index=False)
+        write_csv(t, truth)
     return counts
 
 
