@@ -91,7 +91,7 @@ def too_few_text(n, unit: str = "units", *, min_units: int = MIN_UNITS, max_widt
     ``n < min_units``, else ``too uncertain: wider than 50 pp (n = 48)``."""
     count = _number(n)
     if count is None:
-        return f"too few {unit}"
+        return f"too uncertain: wider than {max_width:g} pp"
     if count < min_units:
         return f"too few {unit} (n = {int(count):,})"
     return f"too uncertain: wider than {max_width:g} pp (n = {int(count):,})"

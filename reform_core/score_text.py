@@ -109,3 +109,19 @@ def estimate_lines(out: dict) -> list[str]:
     if out.get("verdict"):
         lines.append(out["verdict"]["message"])
     return lines
+
+
+def summary_text(out: dict, analyses: dict | None = None, *, title: str = "ReForm export") -> str:
+    """The export's ``summary.txt``: the score table with its intervals (as ``score`` prints it)
+    and each auxiliary analysis as a readable table — every number rounded to what its interval
+    supports. ``out``: the ``score --json`` document; ``analyses``: name → result frame."""
+    from reform_core import analyses_display
+
+    lines = [title, "=" * len(title), "",
+             "Numbers are rounded to what their intervals support (one significant digit of the half-width, "
+             "docs/display.md); the CSV, Parquet and JSON files keep full precision.", "",
+             f"estimator: {out.get('estimator')}", "", score_text(out), *estimate_lines(out)]
+    for key, frame in (analyses or {}).items():
+        if key in analyses_display.TABLES and len(frame):
+            lines += ["", key, "-" * len(key), analyses_display.readable(key, frame).text().to_string(index=False)]
+    return "\n".join(lines) + "\n"

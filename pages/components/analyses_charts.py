@@ -1,6 +1,6 @@
 """Altair charts of the auxiliary analyses (Table 3, prompting, A4 coverage, Table 4).
 
-One look on the whole Scores page: every model has one colour (:func:`model_scale`, the
+One look on the whole Scores page: every model has one colour (``palette.model_scale``, the
 models in name order, "Pooled" last and grey), the two conditions of a comparison the same
 two colours, and every estimate is drawn the same way — a dot, its 95 % *measurement*
 interval as a thick bar and its 95 % *population* interval as a thin line
@@ -12,27 +12,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from pages.components.palette import CONDITION_COLOURS, model_order, model_scale
 from reform_core.analyses_display import MEASURES, METRICS
 
-POOLED = "Pooled"
-CONDITION_COLOURS = ("#4c78a8", "#f58518")  # first / second condition of a comparison (separate/joint, main/prompted)
 INTERVAL_LEGEND = ("Dot: the estimate; thick bar: its 95 % measurement interval (questions fixed); thin line: its "
                    "95 % population interval (questions resampled).")
-PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#eeca3b", "#b279a2", "#ff9da6", "#9d755d",
-           "#bab0ac")
-
-
-def model_order(models) -> list[str]:
-    """The models in name order, the pooled row last (every chart and legend of the page)."""
-    names = sorted({str(m) for m in models} - {POOLED})
-    return names + ([POOLED] if POOLED in {str(m) for m in models} else [])
-
-
-def model_scale(models) -> alt.Scale:
-    """One colour per model, the same in every chart of the page; the pooled row grey."""
-    order = model_order(models)
-    colours = [("#7f7f7f" if m == POOLED else PALETTE[i % len(PALETTE)]) for i, m in enumerate(order)]
-    return alt.Scale(domain=order, range=colours)
 
 
 def _intervals(base: alt.Chart, x: str, colour: alt.Color, tooltip: list) -> alt.LayerChart:

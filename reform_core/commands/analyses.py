@@ -10,10 +10,18 @@ from reform_core.commands.common import DbOption, db_url, fail, print_json
 
 
 def analyses_text(out: dict) -> str:
+    """The ``analyses`` JSON as text: rule, interval methods, each analysis as a readable table
+    (points rounded to their intervals; the JSON keeps full precision), what was left out."""
+    import pandas as pd
+
+    from reform_core import analyses_display
+
     lines = [f"rule: {out['rule_text']}",
              f"intervals: population — {out['intervals']['population']}; measurement — {out['intervals']['measurement']}"]
     for name, rows in out["tables"].items():
         lines.append(f"{name}: {len(rows)} row(s)")
+        if name in analyses_display.TABLES and rows:  # rounded to what each interval supports (docs/display.md)
+            lines.append(analyses_display.readable(name, pd.DataFrame(rows)).text().to_string(index=False))
     for analysis, counts in out["excluded"].items():
         left = {k: v for k, v in counts.items() if v}
         if left:

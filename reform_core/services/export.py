@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 import reform_core
 from reform_core.safe_csv import read_csv, write_csv
+from reform_core.score_text import summary_text
 from reform_core.services.analyses import N_BOOT as ANALYSIS_BOOT, analyses, analyses_json
 from reform_core.services.auth import Principal, require
 from reform_core.services import estimates
@@ -214,6 +215,8 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
                 df[c] = df[c].astype(str).where(df[c].notna(), None)
         _write_table(df, out, name, files)
     studies = write_study_tables(engine, principal, out, files, write=_write_table, n_boot=n_boot, seed=seed)
+    (out / "summary.txt").write_text(summary_text(scored, aux.tables), encoding="utf-8")  # rounded, for people
+    files.append("summary.txt")
     plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
               "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
     judge_rows = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
