@@ -59,14 +59,19 @@ def restore(frame: pd.DataFrame) -> pd.DataFrame:
     return _map_text(frame, restore_cell)
 
 
+# RFC 4180 line ends: with "\r\n" as the terminator the csv writer quotes a field holding a bare
+# carriage return too (with "\n" alone it did not, and a "\r" in a name split the row in two).
+LINE_END = "\r\n"
+
+
 def csv_text(frame: pd.DataFrame, *, index: bool = False, **kwargs) -> str:
     """``frame`` as safe CSV text (for a download button)."""
-    return neutralise(frame).to_csv(index=index, **kwargs)
+    return neutralise(frame).to_csv(index=index, lineterminator=LINE_END, **kwargs)
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path, *, index: bool = False, **kwargs) -> None:
     """Write ``frame`` to ``path`` as safe CSV (UTF-8)."""
-    neutralise(frame).to_csv(path, index=index, **kwargs)
+    neutralise(frame).to_csv(path, index=index, lineterminator=LINE_END, **kwargs)
 
 
 def read_csv(path: str | Path, **kwargs) -> pd.DataFrame:

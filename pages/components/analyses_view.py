@@ -14,6 +14,7 @@ import streamlit as st
 
 from pages.components import analyses_charts as charts
 from pages.components import render
+from pages.components.palette import model_order
 from reform_core import analyses_display
 from reform_core.safe_csv import csv_text
 from reform_core.services.analyses import (N_BOOT, RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
@@ -79,9 +80,14 @@ def _show(res: AnalysesResult, key: str, chart=None) -> None:
         return
     df = res.tables[key]
     if chart is not None and len(df):
-        st.altair_chart(chart(df), width="stretch")
+        st.altair_chart(chart(df, page_models(res)), width="stretch")
         st.caption(charts.INTERVAL_LEGEND)
     st.dataframe(render.styled(analyses_display.readable(key, df)), hide_index=True, key=f"aux_{key}")
+
+
+def page_models(res: AnalysesResult) -> list[str]:
+    """Every model of the analyses (and the pooled row): one colour each in every chart of the page."""
+    return model_order({m for t in res.tables.values() if "model" in t.columns for m in t["model"]})
 
 
 def _table3(res: AnalysesResult) -> None:
@@ -116,11 +122,11 @@ def _table4(res: AnalysesResult) -> None:
                f"{res.intervals['population']}; measurement: {res.intervals['measurement_table4']}.")
     if "table4_correlation" in res.tables:
         df = res.tables["table4_correlation"]
-        st.altair_chart(charts.correlation(df), width="stretch")
+        st.altair_chart(charts.correlation(df, page_models(res)), width="stretch")
         st.dataframe(render.styled(analyses_display.correlation(df)), hide_index=True, key="aux_table4_correlation")
     if "table4_frequency" in res.tables:
         freq = res.tables["table4_frequency"]
-        st.altair_chart(charts.frequency(freq), width="stretch")
+        st.altair_chart(charts.frequency(freq, page_models(res)), width="stretch")
         with st.expander("Frequencies per feature and model (% of the common questions)"):
             st.dataframe(analyses_display.frequency(freq), hide_index=True)
     _notes(res, "table4")

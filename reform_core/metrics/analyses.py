@@ -377,4 +377,5 @@ def fisher_z_interval(point: np.ndarray, replicates: np.ndarray | None = None, *
     q = stats.norm.ppf(0.5 + level / 2)
     z = np.arctanh(rho)
     half = q * np.asarray(se, dtype=float)
-    return np.tanh(z - half), np.tanh(z + half)
+    exact = np.atleast_1d(np.asarray(point, dtype=float))  # |ρ̂| = 1: the interval reaches it exactly
+    return np.fmin(np.tanh(z - half), exact), np.fmax(np.tanh(z + half), exact)

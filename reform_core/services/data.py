@@ -80,7 +80,7 @@ def _demo_queue(engine: Engine) -> None:
         _demo_decisions(engine)
 
 
-DEMO_DECIDED_SHARE = 0.6
+DEMO_DECIDED_SHARE = 0.9
 DEMO_ANNOTATORS = {"alice": 0.0, "bob": 0.04, "carol": 0.12}  # outside annotators and how often each errs
 
 
