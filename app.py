@@ -13,9 +13,10 @@ import streamlit as st
 
 from pages.components import errors, session, signin, state
 from pages.components.nav import PAGES
-from pages.components.render import md
+from pages.components.render import MARKDOWN_CSS, md
 
 st.set_page_config(page_title="ReForm", page_icon="✅", layout="wide")
+st.html(MARKDOWN_CSS)  # a constant stylesheet: untrusted Markdown's headings stay below the page's, responses boxed
 
 state.engine()  # open / migrate / seed once per process
 principal = session.current_principal()

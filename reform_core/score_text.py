@@ -67,6 +67,9 @@ def score_text(out: dict) -> str:
     if marked:
         lines.append(f"{TOO_FEW_MARK} too few units for an informative interval (n < {display.MIN_UNITS}, or an interval "
                      f"wider than {display.MAX_WIDTH_PP:.0f} pp)")
+    if not any(r.get("intervals") for r in out["models"].values()):
+        lines.append("(points to one decimal; with --intervals each is rounded to what its interval supports, "
+                     "docs/display.md)")
     for m, r in out["models"].items():
         lines += [f"{m}: {n}" for n in r["notes"]]
     if out.get("other_pair_decisions"):

@@ -95,7 +95,8 @@ def safe_markdown_html(text: Optional[str], *, heading_offset: int = 0) -> str:
 
 # Headings inside untrusted Markdown are never larger than the page's own smallest heading
 # (st.subheader, ~1.5rem): a model's "# Title" must not outrank the page; a response renders inside
-# a bordered, scrollable box (``box=True``), visibly apart from the page (issue 34).
+# a bordered, scrollable box (``box=True``), visibly apart from the page (issue 34). A constant
+# stylesheet (no data in it): app.py adds it once per run, a style-only st.html takes no space.
 MARKDOWN_CSS = (
     "<style>.reform-md h1,.reform-md h2,.reform-md h3,.reform-md h4,.reform-md h5,.reform-md h6"
     "{font-size:1rem;font-weight:600;line-height:1.4;margin:.6rem 0 .3rem;padding:0}"
@@ -107,10 +108,10 @@ MARKDOWN_CSS = (
 
 def show_markdown(text: Optional[str], *, heading_offset: int = 0, box: bool = False) -> None:
     """Render untrusted Markdown inertly (see module docstring; ``heading_offset`` as in
-    :func:`safe_markdown_html`), headings capped by :data:`MARKDOWN_CSS`; ``box``: inside a
-    bordered, scrollable box (a response)."""
+    :func:`safe_markdown_html`), headings capped by :data:`MARKDOWN_CSS` (added by ``app.py``);
+    ``box``: inside a bordered, scrollable box (a response)."""
     cls = "reform-md reform-box" if box else "reform-md"
-    st.html(f'{MARKDOWN_CSS}<div class="{cls}">{safe_markdown_html(text, heading_offset=heading_offset)}</div>')
+    st.html(f'<div class="{cls}">{safe_markdown_html(text, heading_offset=heading_offset)}</div>')
 
 
 def show_raw(text: Optional[str]) -> None:
@@ -234,13 +235,23 @@ def population_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bo
 
 def styled(table: display.Table):
     """A :class:`reform_core.display.Table` for ``st.dataframe``: each number to its places, a
-    too-few estimate greyed (the values stay numbers: the table still sorts)."""
-    sty = table.frame.style
-    for c in table.frame.columns:
-        places = table.decimals[c]
-        for d in places.dropna().unique():
-            rows = places.index[places == d]
-            sty = sty.format(f"{{:.{int(d)}f}}", subset=pd.IndexSlice[rows, [c]], na_rep=display.MISSING)
+    too-few estimate greyed. Numbers stay numbers (the table still sorts; whole ones as
+    integers), except in a column with a missing value, which becomes text with "—" (as
+    :func:`tidy` does)."""
+    frame, places = table.frame.copy(), table.decimals
+    text = table.text()
+    for c in frame.columns:
+        if frame[c].isna().any() and (places[c].notna().any() or frame[c].isna().all()):
+            frame[c] = text[c]
+        elif places[c].notna().all() and len(frame) and (places[c] == 0).all():
+            frame[c] = frame[c].astype("int64")
+    sty = frame.style
+    for c in frame.columns:
+        if not pd.api.types.is_float_dtype(frame[c]):
+            continue
+        for d in places[c].dropna().unique():
+            rows = places.index[places[c] == d]
+            sty = sty.format(f"{{:.{int(d)}f}}", subset=pd.IndexSlice[rows, [c]])
     grey = np.where(table.greyed.to_numpy(), f"color: {GREY}", "")
     return sty.apply(lambda _: grey, axis=None)
 

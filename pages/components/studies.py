@@ -110,6 +110,7 @@ def wise_forms_table(res: wise.WiseResults) -> display.Table:
         b.estimate(label, scale * f[key], scale * f[f"{key}_low"], scale * f[f"{key}_high"], interval=interval, **rule)
 
     est("compliance %", "compliance")
+    f = f.assign(delta=f["delta"].where(f.index != res.reference))  # the reference has no contrast: "—"
     est(f"Δ vs {res.reference} (pp)", "delta", interval="Δ 95% CI")
     b.column("p", [display.p_value_text(v) for v in f["p_value"]])
     b.column("Holm p", [display.p_value_text(v) for v in f["p_holm"]])

@@ -17,9 +17,13 @@ def places(interval: str) -> int:
     return len(numbers[0])
 
 
-def assert_rounded(shown: float, value: float, interval: str) -> None:
-    """``shown`` is ``value`` rounded to the places its interval text supports."""
+def assert_rounded(shown, value: float, interval: str) -> None:
+    """``shown`` (a number, or its text in a column that also holds "—") is ``value`` rounded to
+    the places its interval text supports."""
     d = places(interval)
+    if isinstance(shown, str):
+        assert re.fullmatch(r"-?\d+" + (rf"\.\d{{{d}}}" if d else ""), shown), f"{shown!r} is not to {d} places"
+        shown = float(shown)
     assert round(shown, d) == shown, f"{shown} has more than {d} places (interval {interval!r})"
     assert abs(shown - value) <= 0.5 * 10 ** -d + 1e-6, f"{shown} is not {value} to {d} places ({interval!r})"
 

@@ -165,7 +165,7 @@ def test_results_page_shows_compliance_charts_and_designer_is_for_leads(app_env)
     assert rec.loc["AVOID1", "compliance"] == pytest.approx(0.5) and rec.loc["AVOID1", "delta"] == pytest.approx(-0.5)
     assert len(at.get("vega_lite_chart")) == 2  # POS-to-worst gaps, failure directions
     agreement = next(d.value for d in at.dataframe if "statistic" in d.value.columns)
-    assert agreement["value"].isna().all() and (agreement["95% CI"] == "—").all()
+    assert (agreement["value"] == "—").all() and (agreement["95% CI"] == "—").all()
     assert agreement["note"].str.contains("at least 2 annotators").all()
 
     denied = AppTest.from_file(str(REPO / "pages" / "wording_design.py"), default_timeout=TIMEOUT)
