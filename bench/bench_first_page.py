@@ -17,43 +17,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.bench_app import _free_port, _stop, _wait_http  # noqa: E402
 from bench.machine import machine_line  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TARGET_S = 8.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_health(base: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).status == 200:
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("streamlit did not start")
 
 
 def one_run(browser, tree: Path) -> dict:
@@ -72,18 +52,13 @@ def one_run(browser, tree: Path) -> dict:
                                 stderr=subprocess.DEVNULL)
         try:
             base = f"http://127.0.0.1:{port}"
-            _wait_health(base, proc)
+            _wait_http(f"{base}/_stcore/health", proc)
             healthy = time.monotonic() - t0
             page.goto(base)
             expect(page.get_by_test_id("stMetric").filter(has_text="Questions")).to_be_visible(timeout=120_000)
             shown = time.monotonic() - t0
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop(proc)
             context.close()
     return {"healthy_s": healthy, "first_page_s": shown}
 

@@ -7,6 +7,7 @@ rule and interval methods and offer the list of what they left out as a download
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Optional
 
 import pandas as pd
@@ -139,6 +140,18 @@ def _notes(res: AnalysesResult, key: str) -> None:
         st.warning(f"Not available: {render.md(res.errors[key])}")
 
 
+def _table(tables: dict[str, pd.DataFrame], key: str, caption: str = "", missing: str = "") -> Callable[[], None]:
+    """The drawing of one appendix table (for :func:`guarded`)."""
+    def draw():
+        if caption:
+            st.caption(caption)
+        if key in tables:
+            st.dataframe(tables[key], hide_index=True)
+        else:
+            st.info(missing or f"{key} is not available for these labels.")
+    return draw
+
+
 def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool,
              judge: Optional[str]) -> str:
     """The appendix tabs of the Scores page, each guarded, then the auxiliary analyses; returns
@@ -148,16 +161,7 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
         "A4 coverage", "Table 4 frequencies"]
     tabs = dict(zip(names, st.tabs(names)))
 
-    def table(key: str, caption: str = "", missing: str = ""):
-        def draw():
-            if caption:
-                st.caption(caption)
-            if key in tables:
-                st.dataframe(tables[key], hide_index=True)
-            else:
-                st.info(missing or f"{key} is not available for these labels.")
-        return draw
-
+    table = functools.partial(_table, tables)
     if emcr_applies:
         with tabs["A8 eligible units"]:
             guarded("A8", table("a8", "Eligible units per K and mean coverage |I| (App. A.1)."))
@@ -203,9 +207,14 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
             else:
                 guarded(name, lambda d=draw: d(res))
     if res is not None and len(res.exclusions):
-        counts = res.exclusions.groupby(["analysis", "reason"]).size().rename("groups").reset_index()
-        st.markdown("**Left out of Table 3 / prompting** — incomplete or inconsistent pairs:")
-        st.dataframe(counts, hide_index=True)
-        st.download_button("Download the list of left-out groups (CSV)", csv_text(res.exclusions),
-                           file_name="analysis_exclusions.csv", mime="text/csv", key="scores_aux_exclusions")
+        _exclusions(res.exclusions)
     return rule
+
+
+def _exclusions(exclusions: pd.DataFrame) -> None:
+    """What Table 3 and prompting left out, counted, and the list as a (formula-safe) CSV download."""
+    counts = exclusions.groupby(["analysis", "reason"]).size().rename("groups").reset_index()
+    st.markdown("**Left out of Table 3 / prompting** — incomplete or inconsistent pairs:")
+    st.dataframe(counts, hide_index=True)
+    st.download_button("Download the list of left-out groups (CSV)", csv_text(exclusions),
+                       file_name="analysis_exclusions.csv", mime="text/csv", key="scores_aux_exclusions")

@@ -60,6 +60,13 @@ def _write_table(df: pd.DataFrame, out: Path, stem: str, files: list[str]) -> No
     files += [f"{stem}.csv", f"{stem}.parquet", f"{stem}.json"]
 
 
+def _write_summary(out: Path, scored: dict, analyses: dict) -> str:
+    """``summary.txt``: the scores, intervals and analyses as a person reads them (rounded to what
+    each interval supports, docs/display.md); the CSV, Parquet and JSON files keep full precision."""
+    (out / "summary.txt").write_text(summary_text(scored, analyses), encoding="utf-8")
+    return "summary.txt"
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
@@ -215,8 +222,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
                 df[c] = df[c].astype(str).where(df[c].notna(), None)
         _write_table(df, out, name, files)
     studies = write_study_tables(engine, principal, out, files, write=_write_table, n_boot=n_boot, seed=seed)
-    (out / "summary.txt").write_text(summary_text(scored, aux.tables), encoding="utf-8")  # rounded, for people
-    files.append("summary.txt")
+    files.append(_write_summary(out, scored, aux.tables))
     plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
               "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
     judge_rows = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
