@@ -123,15 +123,21 @@ def show(point, lo, hi, n=None, *, unit: str = "units", coarsest: int = 0, fines
                  decimals=d, greyed=greyed)
 
 
-def p_value_text(p, *, floor: float = P_FLOOR) -> str:
+def p_value_text(p, *, floor: float = P_FLOOR, replicates: Optional[int] = None) -> str:
     """A p-value for a person: two significant digits, ``< 1e-4`` below ``floor``, "—" missing.
+    A bootstrap p-value (``replicates`` given) cannot be resolved below ``1/replicates``: one
+    under it reads ``< 0.0005`` (2,000 replicates), never ``< 1e-4``.
 
     >>> p_value_text(2e-20), p_value_text(0.03141), p_value_text(0.5), p_value_text(1.0)
     ('< 1e-4', '0.031', '0.5', '1')
+    >>> p_value_text(0.0, replicates=2000)
+    '< 0.0005'
     """
     x = _number(p)
     if x is None:
         return MISSING
+    if replicates and x < 1 / replicates:
+        return f"< {1 / replicates:.2g}"
     if x < floor:
         return f"< {floor:.0e}".replace("e-0", "e-")
     return f"{x:.2g}"

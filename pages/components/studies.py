@@ -112,8 +112,8 @@ def wise_forms_table(res: wise.WiseResults) -> display.Table:
     est("compliance %", "compliance")
     f = f.assign(delta=f["delta"].where(f.index != res.reference))  # the reference has no contrast: "—"
     est(f"Δ vs {res.reference} (pp)", "delta", interval="Δ 95% CI")
-    b.column("p", [display.p_value_text(v) for v in f["p_value"]])
-    b.column("Holm p", [display.p_value_text(v) for v in f["p_holm"]])
+    b.column("p", [display.p_value_text(v, replicates=res.n_boot) for v in f["p_value"]])  # bootstrap p-values
+    b.column("Holm p", [display.p_value_text(v, replicates=res.n_boot) for v in f["p_holm"]])
     est("τ_b", "tau_b", 1.0, **COEFFICIENT)
     est("reversals %", "reversal_rate")
     est("top-3 Jaccard", "top3_jaccard", 1.0, interval="top-3 95% CI", **COEFFICIENT)
@@ -172,8 +172,8 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
                  hide_index=True, key="wise_summary")
     st.caption(f"Pooled compliance weights every model equally. Intervals: {res.scheme} bootstrap, "
                f"{res.n_boot:,} replicates (seed {res.seed}); p-values from the same draws, Holm-adjusted over "
-               "this study's contrasts (p = 0 means no replicate crossed zero: p < "
-               f"{1 / res.n_boot:.2g}); ranking intervals resample tasks jointly across models.")
+               "this study's contrasts (p < 1/replicates where no replicate crossed zero); ranking intervals resample "
+               "tasks jointly across models.")
     notes(res.notes)
     st.dataframe(render.styled(wise_forms_table(res)), hide_index=True, key="wise_forms")  # '—' for the reference form
     contrasts = res.forms.drop(index=res.reference).rename_axis("form").reset_index()

@@ -50,11 +50,9 @@ def register(app: typer.Typer) -> None:
         """Composition (Table 3, per-target rates), prompting, coverage (Table A4) and Table 4, with
         population and measurement intervals and what was left out."""
         from reform_core.commands.scoring import _pair
-        from reform_core.services.analyses import AnalysisError, analyses, analyses_json
+        from reform_core.services.analyses import N_BOOT, AnalysisError, analyses, analyses_json
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal
-
-        from reform_core.services.analyses import N_BOOT
 
         eng = get_engine(db_url(db))
         ref = [r.strip() for r in reference.split(",") if r.strip()] if reference else None

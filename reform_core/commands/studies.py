@@ -270,7 +270,7 @@ def _p(p, n_boot: int) -> str:
 
     if p is None:
         return "n/a"
-    return f"<{1 / n_boot:.2g}" if p == 0 else display.p_value_text(p)
+    return f"<{1 / n_boot:.2g}" if p == 0 else display.p_value_text(p, replicates=n_boot)
 
 
 def _print_mosaic(out: dict) -> None:

@@ -469,7 +469,7 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
         assert f"{form}: compliance {_shown(f['compliance'], f['compliance_interval'])}" in text
         if form == "POS":
             continue
-        p = lambda v: "<0.0033" if v == 0 else display.p_value_text(v)  # noqa: E731
+        p = lambda v: "<0.0033" if v == 0 else display.p_value_text(v, replicates=300)  # noqa: E731
         assert (f"{_shown(f['delta'], f['delta_interval'], ' pp')}  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}"
                 in text)
         for k in ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift"):

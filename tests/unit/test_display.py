@@ -58,6 +58,12 @@ def test_p_values(p, text):
     assert display.p_value_text(p) == text
 
 
+def test_bootstrap_p_values_stop_at_one_over_the_replicates():
+    assert display.p_value_text(0.0, replicates=2000) == "< 0.0005"
+    assert display.p_value_text(0.0004, replicates=2000) == "< 0.0005"
+    assert display.p_value_text(0.003, replicates=2000) == "0.003"
+
+
 def test_table_builder_keeps_numbers_and_shows_text():
     b = display.TableBuilder(pd.DataFrame({"model": ["a", "b"]}))
     b.estimate("TCPR", [72.81, 25.0], [56.46, 24.5], [89.15, 25.5], n=[51, 4],
