@@ -10,7 +10,7 @@ import time
 
 import streamlit as st
 
-from pages.components import state
+from pages.components import errors, state
 from pages.components.render import md, show_markdown, show_raw
 from pages.components.session import leave_if_signed_out, require_page, still_signed_in
 from reform_core.config import get_settings
@@ -121,6 +121,7 @@ def _error_below(task_id: int, source: str) -> None:
 
 
 @st.fragment
+@errors.guard
 def workspace() -> None:
     leave_if_signed_out()  # a fragment rerun does not pass through app.py's check
     item = S.claim_next(engine, principal, plan_id, lease_seconds=get_settings().lease_seconds)
@@ -196,6 +197,7 @@ workspace()
 
 
 @st.fragment(run_every="30s")
+@errors.guard
 def progress_table() -> None:
     """The plan's progress per stratum and my pace (refreshes on its own)."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page

@@ -6,7 +6,7 @@ decisions come in) and the live calibrated scores."""
 
 import streamlit as st
 
-from pages.components import state
+from pages.components import errors, state
 from pages.components.render import md, md_lines, tidy
 from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import adjudication as S
@@ -137,6 +137,7 @@ st.caption(", ".join(f"{k} = {md(summary.params[k])}" for k in
 
 
 @st.fragment(run_every="30s")
+@errors.guard
 def precision(plan_id: int) -> None:
     """The plan's measurement half-widths against its target, refreshed as decisions come in."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
@@ -161,6 +162,7 @@ st.dataframe(tidy(summary.strata, decimals=3), hide_index=True, column_config={"
 
 
 @st.fragment(run_every="20s")
+@errors.guard
 def live_scores(judge_a: str, judge_b: str) -> None:
     """Calibrated TCPR / EMCR that follow each new decision (incremental, see LiveScores)."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page

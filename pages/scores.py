@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import altair as alt
 import streamlit as st
 
-from pages.components import analyses_view, render
+from pages.components import analyses_view, errors, render
 from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import explore
 from reform_core.services.estimates import MEASUREMENT_TEXT, POPULATION_TEXT, estimator_label, interval_method, verdict
@@ -71,6 +71,7 @@ _aux_busy = analyses_view.analyses_updating(_aux_rule, judge)
 
 
 @st.fragment(run_every=None if _ivl_fresh and not _aux_busy else 2)
+@errors.guard
 def table2() -> None:
     """Table 2 with its intervals; while they are recomputed in the background (after a new
     decision) the points are current and the last intervals are shown, marked as updating.
@@ -88,13 +89,16 @@ def table2() -> None:
                    "⏳ Intervals updating: the measurement and population intervals are being computed.")
     scored = render.score_result(principal, calibration=calibration, judge=judge)
     t2, described = scored.tables["table2"], scored.descriptions
-    shown = render.table2_display(t2, ivl.frame, emcr=emcr_applies, kinds=("measurement",))
+    shown = render.table2_table(t2, ivl.frame, emcr=emcr_applies, kinds=("measurement",))
     st.markdown("**Rates with their measurement intervals** (95 %, *meas.*) and denominators (*n*)")
-    st.dataframe(shown, hide_index=True, column_config=render.table2_columns(shown, described))
+    st.dataframe(render.styled(shown), hide_index=True, column_config=render.table2_columns(shown.frame, described))
     if ivl.frame is not None:
         st.markdown("**The same rates with their population intervals** (95 %; they add the questions' own sampling)")
         pop = render.population_display(t2, ivl.frame, emcr=emcr_applies)
-        st.dataframe(pop, hide_index=True, column_config=render.table2_columns(pop, described))
+        st.dataframe(render.styled(pop), hide_index=True, column_config=render.table2_columns(pop.frame, described))
+    st.caption("Each rate is shown to the places its interval supports (one significant digit of the half-width); "
+               f"a rate over fewer than {render.display.MIN_UNITS} units, or with an interval wider than "
+               f"{render.display.MAX_WIDTH_PP:g} pp, is greyed and says *too few* instead (docs/display.md).")
 
 
 table2()

@@ -109,7 +109,9 @@ def register(app: typer.Typer) -> None:
 
         df = _run(lambda: svc.screen_variants(_engine(db), keep=keep, calibration=calibration))
         if out is not None:
-            df.to_csv(out, index=False)
+            from reform_core.safe_csv import write_csv
+
+            write_csv(df, out)
         kept = df.loc[df["kept"], "instruction"].tolist()
         if as_json:
             print_json({"candidates": len(df), "kept": kept})

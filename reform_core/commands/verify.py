@@ -31,9 +31,11 @@ def verify_ifeval(
     except ValueError as exc:
         fail(str(exc))
     table = run.verdicts[["key", "instruction_id", "passed"]].astype({"passed": int})
+    from reform_core.safe_csv import write_csv
+
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out, index=False)
+        write_csv(table, out)
     except OSError as exc:
         fail(f"--out: cannot write {out}: {exc.strerror}")
     acc = ifeval_eval.accuracy(run.verdicts)

@@ -30,6 +30,9 @@ from reform_core.agreement import item_bootstrap_weights, percentile_interval
 RANKING_COLUMNS = ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift")
 SCHEMES = ("provider-model-item", "model-item", "equal-model-item", "item")
 TIE_DECIMALS = 12  # compliance values equal to this many decimals count as tied
+# A ranking statistic's interval is taken over the replicates where it is defined (τ_b has no value
+# when every model ties under a form); below this share of defined replicates it has none.
+RANKING_MIN_DEFINED = 0.5
 
 
 # --------------------------------------------------------------------------- checks
@@ -378,9 +381,14 @@ def ranking_stability_intervals(df: pd.DataFrame, *, reference: str = "POS", n_b
     """Task-bootstrap intervals of :func:`ranking_stability` (seed 002 Table 5).
 
     Items are resampled jointly across models (all models kept), the model × form
-    compliance is recomputed per replicate, and each metric gets a percentile interval.
-    Returns a frame indexed by the non-reference forms with ``<metric>_low`` and
-    ``<metric>_high`` columns for the four metrics.
+    compliance is recomputed per replicate, and each metric gets a percentile interval over
+    the replicates where *it* is defined (τ_b and the reversal rate are undefined when all
+    models tie under a form; the Jaccard and the rank shift always are): one statistic's
+    undefined replicates never cost another statistic its interval. Returns a frame indexed
+    by the non-reference forms with ``<metric>_low``, ``<metric>_high`` and
+    ``<metric>_undefined`` (the count of replicates without a value) for the four metrics;
+    the bounds are NaN where fewer than :data:`RANKING_MIN_DEFINED` of the replicates are
+    defined.
     """
     fn = "ranking_stability_intervals"
     if not isinstance(rng, np.random.Generator):
@@ -396,11 +404,21 @@ def ranking_stability_intervals(df: pd.DataFrame, *, reference: str = "POS", n_b
     metrics = _ranking_metrics(_joint_item_means(tables, n_boot, rng, fn), ref)
     out = {}
     for name in RANKING_COLUMNS:
-        bounds = [percentile_interval(metrics[name][:, j], level=level, what=f"{name} of {f}")
-                  for j, f in enumerate(forms) if j != ref]
+        reps = [metrics[name][:, j] for j in range(len(forms)) if j != ref]
+        bounds = [_defined_interval(r, level) for r in reps]
         out[f"{name}_low"] = [b[0] for b in bounds]
         out[f"{name}_high"] = [b[1] for b in bounds]
+        out[f"{name}_undefined"] = [int((~np.isfinite(r)).sum()) for r in reps]
     return pd.DataFrame(out, index=[f for f in forms if f != reference])
+
+
+def _defined_interval(reps: np.ndarray, level: float) -> tuple[float, float]:
+    """Percentile interval over the finite replicates; NaN when fewer than RANKING_MIN_DEFINED are."""
+    ok = np.isfinite(reps)
+    if not ok.any() or ok.mean() < RANKING_MIN_DEFINED:
+        return np.nan, np.nan
+    lo, hi = np.quantile(reps[ok], [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 # --------------------------------------------------------------------------- floor regime

@@ -20,6 +20,7 @@ from db.repo import data as repo
 from reform_core.catalog import load_catalog
 from reform_core.construction import extraction, mosaic_gen, prompts, variants, wise_gen
 from reform_core.metrics.coverage import catalog_coverage
+from reform_core.safe_csv import write_csv
 from reform_core.services import collection
 from reform_core.services.importer import frames_bundle, import_bundle_obj
 
@@ -159,8 +160,8 @@ def extract_features(engine: Engine, *, provider: str = "rules", model: str = ""
     ext = pd.DataFrame(records, columns=["model", "question", "name", "description", "mapping", "catalog_features"])
     mapped = extraction.map_extracted(ext, cat)
     if out is not None:
-        mapped.assign(features=mapped["features"].map(",".join), dropped=mapped["dropped"].map(",".join)).to_csv(
-            out, index=False)
+        write_csv(mapped.assign(features=mapped["features"].map(",".join), dropped=mapped["dropped"].map(",".join)),
+                  out)
     cov = catalog_coverage(mapped) if len(mapped) else pd.DataFrame()
     stored = _store_extractions(engine, mapped, source=f"llm:{provider}")
     result.update(extracted=int(len(mapped)), failed=failed, coverage=cov.to_dict("records"), stored=stored)
@@ -200,7 +201,7 @@ def write_mosaic(out: str | Path, *, n: int = 4000, seed: int = 0) -> dict:
         for p in prompts_:
             fh.write(json.dumps(p, ensure_ascii=False) + "\n")
     for kind, tab in counts.items():
-        tab.to_csv(out.with_name(f"{out.stem}_balance_{kind}.csv"))
+        write_csv(tab, out.with_name(f"{out.stem}_balance_{kind}.csv"), index=True)
     spread = {kind: _spread(tab) for kind, tab in counts.items()}
     return {"prompts": len(prompts_), "file": str(out), "max_deviation": spread}
 
@@ -229,7 +230,7 @@ def write_wise(out_dir: str | Path, *, tasks: list[str], targets: list, panel: s
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest, forms, items = wise_items(tasks=tasks, targets=targets, panel=panel, repetitions=repetitions, seed=seed)
-    manifest.to_csv(out_dir / "tasks.csv", index=False)
-    forms.to_csv(out_dir / "forms.csv", index=False)
+    write_csv(manifest, out_dir / "tasks.csv")
+    write_csv(forms, out_dir / "forms.csv")
     items.to_json(out_dir / "items.jsonl", orient="records", lines=True, force_ascii=False)
     return {"tasks": int(len(manifest)), "forms": int(len(forms)), "items": int(len(items)), "dir": str(out_dir)}

@@ -38,7 +38,8 @@ MOSAIC_COLUMNS = {
 WISE_FORM_COLUMNS = ["study", "form", "compliance", "compliance_low", "compliance_high", "delta", "delta_low",
                      "delta_high", "p_value", "p_holm", "tau_b", "tau_b_low", "tau_b_high", "reversal_rate",
                      "reversal_rate_low", "reversal_rate_high", "top3_jaccard", "top3_jaccard_low",
-                     "top3_jaccard_high", "max_rank_shift", "max_rank_shift_low", "max_rank_shift_high"]
+                     "top3_jaccard_high", "max_rank_shift", "max_rank_shift_low", "max_rank_shift_high",
+                     "tau_b_undefined", "reversal_rate_undefined", "top3_jaccard_undefined", "max_rank_shift_undefined"]
 WISE_SUMMARY_COLUMNS = ["study", "reference", "checker", "scheme", "models", "outputs", "c_mean", "c_mean_low",
                         "c_mean_high", "c_worst", "c_worst_low", "c_worst_high", "worst_form", "g_wording",
                         "g_wording_low", "g_wording_high", "best_form"]

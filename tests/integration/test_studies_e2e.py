@@ -21,6 +21,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from db.repo.wording import study_items
+from reform_core import display
 from reform_core.cli import app
 from reform_core.services.wording import fill_template
 from reform_core.services import mosaic
@@ -293,16 +294,28 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
     # the text report prints the same numbers as the JSON
     text = cli("mosaic-score", "--db", db, "--study", "launch", "--n-boot", "300", "--seed", "5")
     for model, m in score["models"].items():
-        lo, hi = m["intervals"]["pa"]
-        assert f"{model}: PA {m['pa']:6.1f} % [{lo:.1f}, {hi:.1f}]" in text
+        assert f"{model}: PA {_shown(m['pa'], m['intervals']['pa'])}" in text
         for c, v in m["scc"].items():
-            lo, hi = m["intervals"]["scc"][c]
-            assert re.search(rf"SCC +{c} +{v:.1f} % \[{lo:.1f}, {hi:.1f}\]  n={m['n']['scc'][c]}", text), c
+            assert f"{_shown(v, m['intervals']['scc'][c])}  n={m['n']['scc'][c]}" in text, c
+            assert re.search(rf"SCC +{c} ", text), c
         for pos, v in m["poscc"].items():
-            assert re.search(rf"PosCC +position {pos} +{v:.1f} %", text), pos
+            assert re.search(rf"PosCC +position {pos} +{re.escape(_shown(v, m['intervals']['poscc'][pos]))}", text), pos
         for p in m["pcc"]:
             r = "n/a" if p["r"] is None else f"{p['r']:+.3f}"
             assert f"{p['constraint_i']} & {p['constraint_j']}" in text and f"n={p['n']}  r={r}" in text
+
+
+def _shown(x, pair, unit: str = " %", *, coefficient: bool = False) -> str:
+    """A point and its interval as the text reports print them: to the places of the half-width's first
+    significant digit (docs/display.md: shares whole points at least, coefficients 1–3 decimals)."""
+    lo, hi = pair or (None, None)
+    if lo is None or hi is None:
+        return f"{display.number_text(x, 3 if coefficient else 1)}{unit} [n/a]"
+    d = (display.decimals_for(lo, hi, coarsest=1, finest=3, default=3) if coefficient
+         else display.decimals_for(lo, hi))
+    if not coefficient and hi - lo > display.MAX_WIDTH_PP:
+        return f"{display.number_text(x, 0)}{unit} too uncertain: wider than 50 pp"
+    return f"{display.number_text(x, d)}{unit} [{display.number_text(lo, d)}, {display.number_text(hi, d)}]"
 
 
 def _assert_tables_in_every_format(out, manifest: dict, stems: list[str]) -> None:
@@ -453,19 +466,16 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
     # the text report prints every number of the JSON
     text = cli("wise-score", "--db", db, "--study", "panel", "--n-boot", "300")
     for form, f in score["forms"].items():
-        lo, hi = f["compliance_interval"]
-        assert f"{form}: compliance {f['compliance']:6.1f} % [{lo:.1f}, {hi:.1f}]" in text
+        assert f"{form}: compliance {_shown(f['compliance'], f['compliance_interval'])}" in text
         if form == "POS":
             continue
-        lo, hi = f["delta_interval"]
-        p = lambda v: "<0.0033" if v == 0 else f"{v:.3f}"
-        assert f"{f['delta']:6.1f} pp [{lo:.1f}, {hi:.1f}]  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}" in text
-        for k, digits in (("tau_b", 3), ("reversal_rate", 3), ("top3_jaccard", 3), ("max_rank_shift", 1)):
-            lo, hi = f[f"{k}_interval"]
-            assert f"{k} {f[k]:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" in text, (form, k)
-    for k, unit in (("c_mean", "%"), ("c_worst", "%"), ("g_wording", "pp")):
-        lo, hi = score[f"{k}_interval"]
-        assert f"{k.replace('c_', 'C_').replace('g_', 'G_')} {score[k]:.1f} {unit} [{lo:.1f}, {hi:.1f}]" in text
+        p = lambda v: "<0.0033" if v == 0 else display.p_value_text(v, replicates=300)  # noqa: E731
+        assert (f"{_shown(f['delta'], f['delta_interval'], ' pp')}  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}"
+                in text)
+        for k in ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift"):
+            assert f"{k} {_shown(f[k], f[f'{k}_interval'], '', coefficient=True)}" in text, (form, k)
+    for k, unit in (("c_mean", " %"), ("c_worst", " %"), ("g_wording", " pp")):
+        assert f"{k.replace('c_', 'C_').replace('g_', 'G_')} {_shown(score[k], score[f'{k}_interval'], unit)}" in text
 
 
 def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):
