@@ -266,6 +266,26 @@ def run_jobs(fn, jobs: list, n_jobs: int) -> None:
             fn(j)
 
 
+def _concat(paths) -> pd.DataFrame | None:
+    have = [p for p in paths if p.exists()]
+    return pd.concat([pd.read_csv(p) for p in have], ignore_index=True) if have else None
+
+
+def cached(args, tag: str, grid) -> tuple[dict, dict]:
+    """The cached replicates per scenario, and those of the project generated elsewhere."""
+    all_reps, elsewhere = {}, {}
+    for sc in grid:
+        got = _concat(raw_path(tag, sc, args.first_seed + r + 1) for r in range(args.replicates))
+        if got is not None:
+            all_reps[scenario_name(*sc)] = got
+    for e in ELSEWHERE_ERRORS:
+        name = f"elsewhere_err{int(round(e * 100)):02d}"
+        got = _concat(RAW / tag / f"{name}_{r + 1}.csv" for r in range(args.elsewhere))
+        if got is not None:
+            elsewhere[name] = got
+    return all_reps, elsewhere
+
+
 def main() -> None:
     args = parse_args()
     deadline = deadline_of(args.deadline)
@@ -288,20 +308,8 @@ def main() -> None:
     if not args.collect:
         run_jobs(one, jobs, args.jobs)
     minutes = (time.perf_counter() - t0) / 60
-    all_reps = {}
-    for sc in grid:
-        paths = [raw_path(tag, sc, args.first_seed + r + 1) for r in range(args.replicates)]
-        have = [p for p in paths if p.exists()]
-        if have:
-            all_reps[scenario_name(*sc)] = pd.concat([pd.read_csv(p) for p in have], ignore_index=True)
+    all_reps, elsewhere = cached(args, tag, grid)
     n_have = {k: v["seed"].nunique() for k, v in all_reps.items()}
-    elsewhere = {}
-    for e in ELSEWHERE_ERRORS:
-        have = [p for p in (RAW / tag / f"elsewhere_err{int(round(e * 100)):02d}_{r + 1}.csv" for r in range(args.elsewhere))
-                if p.exists()]
-        if have:
-            elsewhere[f"elsewhere_err{int(round(e * 100)):02d}"] = pd.concat([pd.read_csv(p) for p in have],
-                                                                             ignore_index=True)
     lines = ["## Estimator validation on the simulator (bench/bench_validation.py)", "",
              f"- {machine_line()} Wall time of this invocation {minutes:.0f} min (replicates cached across invocations).",
              f"- Command: `python bench/bench_validation.py --jobs 2 --design {args.design} --replicates "
