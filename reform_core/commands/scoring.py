@@ -32,7 +32,8 @@ def register(app: typer.Typer) -> None:
         """Set the project's scoring pair (used by score, export and every page); without
         arguments, print it.
 
-        Lead only; both judges must have labels. With no pair set, exactly two judges with
+        Lead only (also on the Judges page); both judges must have labels; `status --json` shows
+        the pair. With no pair set, exactly two judges with
         labels are used (the output says so); with more, calibrated scoring refuses and lists
         them. A judge whose judgments are all errors or abstentions is never a candidate. A
         plan's decisions count only for its own pair; the Scores page says how many decisions
