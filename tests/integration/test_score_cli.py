@@ -80,6 +80,6 @@ def test_score_errors_exit_nonzero(demo_url, tmp_path):
     r = _cli("score", "--db", demo_url, "--judge", "nope", "--json")
     assert r.returncode != 0 and "unknown judge 'nope'" in r.stderr
     r = _cli("score", "--db", demo_url, "--calibration", "magic")
-    assert r.returncode != 0 and "calibration must be one of" in r.stderr
+    assert r.returncode != 0 and "unknown estimator 'magic' (known: cluster, stratified, pooled)" in r.stderr
     r = _cli("score", "--db", f"sqlite:///{tmp_path / 'empty.db'}", "--json")
     assert r.returncode != 0 and "no judged constrained responses" in r.stderr
