@@ -15,8 +15,9 @@ formatter.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 PROG = "python -m reform_core"
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
@@ -40,9 +41,11 @@ text as this page. Conventions shared by all commands:
 
 
 def _paragraphs(text: str) -> str:
-    """A help text as Markdown: click's ``\\b`` no-rewrap markers dropped, ``<`` escaped."""
+    """A help text as Markdown: click's ``\\b`` no-rewrap markers dropped, ``<`` escaped outside
+    code spans (so ``<str>`` is not read as an HTML tag)."""
     lines = [ln for ln in text.strip().splitlines() if ln.strip() != "\b"]
-    return "\n".join(ln.rstrip() for ln in lines).replace("<", "\\<")
+    parts = "\n".join(ln.rstrip() for ln in lines).split("`")
+    return "`".join(p if i % 2 else p.replace("<", "\\<") for i, p in enumerate(parts))
 
 
 def _param_line(param: Any, ctx: Any) -> str:

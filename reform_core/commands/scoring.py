@@ -33,11 +33,10 @@ def register(app: typer.Typer) -> None:
         arguments, print it.
 
         Lead only (also on the Judges page); both judges must have labels; `status --json` shows
-        the pair. With no pair set, exactly two judges with
-        labels are used (the output says so); with more, calibrated scoring refuses and lists
-        them. A judge whose judgments are all errors or abstentions is never a candidate. A
-        plan's decisions count only for its own pair; the Scores page says how many decisions
-        belong to other pairs."""
+        the pair. With no pair set, exactly two judges with labels are used (the output says
+        so); with more, calibrated scoring refuses and lists them. A judge whose judgments are
+        all errors or abstentions is never a candidate. A plan's decisions count only for its
+        own pair; the Scores page says how many decisions belong to other pairs."""
         from reform_core.services.scoring import ScoringError, project_pair, resolve_pair, set_pair
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal

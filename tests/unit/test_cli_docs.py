@@ -17,7 +17,7 @@ DOC = ROOT / "docs" / "cli.md"
 
 def _sections(text: str) -> dict[str, str]:
     """The page's command sections by command path."""
-    parts = re.split(r"^## `([^`]+)`\n", text, flags=re.M)
+    parts = re.split(r"^## `([^`]+)`\n", text, flags=re.MULTILINE)
     return dict(zip(parts[1::2], parts[2::2]))
 
 
@@ -60,4 +60,4 @@ def test_page_cites_papers_not_private_files():
     text = DOC.read_text(encoding="utf-8")
     for word in ("SPEC", "README", "/work/"):
         assert word not in text, word
-    assert not re.search(r"seed 00\d", text, flags=re.I)
+    assert not re.search(r"seed 00\d", text, flags=re.IGNORECASE)

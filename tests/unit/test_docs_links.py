@@ -5,7 +5,7 @@ reader at the top of the wrong one."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-@lru_cache(maxsize=None)
+@cache
 def anchors(page: Path) -> frozenset[str]:
     tokens = MarkdownIt("commonmark").enable("table").parse(page.read_text(encoding="utf-8"))
     return frozenset(slug(tokens[k + 1].content) for k, t in enumerate(tokens) if t.type == "heading_open")
