@@ -48,8 +48,8 @@ pg = st.navigation(sections, position="sidebar" if principal else "hidden", expa
 if principal is None:
     if session.local_mode():
         st.error("ReForm runs in local single-user mode, which serves only a browser on the machine it runs on. "
-                 "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see the README, "
-                 "\"Running for a team\".")
+                 "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see "
+                 "docs/operations.md.")
     else:
         session.persist()  # deletes the cookie of an ended session
         signin.render(pg.url_path)

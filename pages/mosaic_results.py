@@ -18,7 +18,8 @@ st.title("MOSAIC results")
 listed = mosaic.list_studies(eng, principal)
 if listed.empty:
     st.info("No MOSAIC study yet. Create one from the command line: `mosaic-generate`, `mosaic-import`, "
-            "`mosaic-collect` (or `mosaic-import-outputs`), `mosaic-check` — see the README.")
+            "`mosaic-collect` (or `mosaic-import-outputs`), `mosaic-check` — see docs/formats.md, "
+            "*MOSAIC and WISE studies*.")
     st.stop()
 c1, c2 = st.columns([3, 1])
 study = c1.selectbox("Study", list(listed["name"]), key="mosaic_study")

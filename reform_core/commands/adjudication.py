@@ -51,7 +51,11 @@ def register(app: typer.Typer) -> None:
                  name: Optional[str] = typer.Option(None, "--name", help="Plan name (default: 'A vs B #k')."),
                  json_out: bool = typer.Option(False, "--json")):
         """Draw and store an adjudication plan: by default the question-cluster design the
-        default estimator needs; --design stratified for the paper's stratified sample."""
+        default estimator needs; --design stratified for the paper's stratified sample.
+
+        The design is described in docs/estimator.md. Its precision target is
+        --target-half-width, else ±100·margin pp on TCPR; the Scores page's verdict says
+        "precise enough" once every model's measurement half-width meets it."""
         from reform_core.services.adjudication import create_plan
         from reform_core.services.planning import DESIGNS, create_cluster_plan
         from reform_core.services.users import cli_principal

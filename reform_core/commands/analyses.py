@@ -48,7 +48,12 @@ def register(app: typer.Typer) -> None:
                      seed: int = typer.Option(0, "--seed"),
                      json_out: bool = typer.Option(False, "--json")):
         """Composition (Table 3, per-target rates), prompting, coverage (Table A4) and Table 4, with
-        population and measurement intervals and what was left out."""
+        population and measurement intervals and what was left out.
+
+        Each value has a population interval (*_pop_low / *_pop_high) and a measurement interval
+        (*_meas_low / *_meas_high), defined in docs/metrics.md. Only complete, consistent pairs
+        are compared; the rest is counted per reason and listed. Without --json each table is
+        printed with its points rounded to their intervals (docs/display.md)."""
         from reform_core.commands.scoring import _pair
         from reform_core.services.analyses import N_BOOT, AnalysisError, analyses, analyses_json
         from reform_core.services.uow import get_engine

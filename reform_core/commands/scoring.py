@@ -30,7 +30,13 @@ def register(app: typer.Typer) -> None:
                  judge_b: Optional[str] = typer.Argument(None, help="Judge B of the scoring pair."),
                  db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
         """Set the project's scoring pair (used by score, export and every page); without
-        arguments, print it."""
+        arguments, print it.
+
+        Lead only (also on the Judges page); both judges must have labels; `status --json` shows
+        the pair. With no pair set, exactly two judges with labels are used (the output says
+        so); with more, calibrated scoring refuses and lists them. A judge whose judgments are
+        all errors or abstentions is never a candidate. A plan's decisions count only for its
+        own pair; the Scores page says how many decisions belong to other pairs."""
         from reform_core.services.scoring import ScoringError, project_pair, resolve_pair, set_pair
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal
@@ -115,7 +121,10 @@ def register(app: typer.Typer) -> None:
     @app.command("score-export")
     def score_export_cmd(directory: Path = typer.Argument(..., help="An export directory."),
                          json_out: bool = typer.Option(False, "--json")):
-        """Recompute Table 2 from an export's own instances.csv (check an export)."""
+        """Recompute Table 2 from an export's own files (check an export).
+
+        From estimator_clusters.csv under the default estimator, else from instances.csv, which
+        also gives Table 3 (from p_auxiliary) when the export has single-constraint rows."""
         from reform_core.services.export import recompute
 
         try:

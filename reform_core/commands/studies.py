@@ -60,7 +60,10 @@ def register(app: typer.Typer) -> None:
         study: str = StudyOption,
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
-        """Import MOSAIC prompts as (or into) a named study; re-imports are idempotent."""
+        """Import MOSAIC prompts as (or into) a named study; re-imports are idempotent.
+
+        Checks positions 1..n, distinct constraints, known checkers and their params, and that
+        `size` and `constraints` (when given) match the checks; every problem is located."""
         from reform_core.services import mosaic
 
         data = _read(file)
@@ -190,9 +193,9 @@ def register(app: typer.Typer) -> None:
         vendor: Optional[str] = typer.Option(None, "--vendor", help="The model's maker, the top level of the "
                                              "provider–model–item bootstrap (default: --provider)."),
         base_url: Optional[str] = typer.Option(None, "--base-url"),
-        temperature: Optional[float] = typer.Option(0.2, "--temperature", help="Seed 002 uses 0.2."),
+        temperature: Optional[float] = typer.Option(0.2, "--temperature", help="The WISE paper uses 0.2."),
         top_p: Optional[float] = typer.Option(None, "--top-p"),
-        max_tokens: Optional[int] = typer.Option(120, "--max-tokens", help="Seed 002 caps outputs at 120 tokens."),
+        max_tokens: Optional[int] = typer.Option(120, "--max-tokens", help="The WISE paper caps outputs at 120 tokens."),
         reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort"),
         thinking_budget: Optional[int] = typer.Option(None, "--thinking-budget"),
         concurrency: int = typer.Option(8, "--concurrency", min=1),

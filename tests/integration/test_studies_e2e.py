@@ -1,4 +1,4 @@
-"""MOSAIC and WISE studies end to end through the CLI, as the README describes them, on
+"""MOSAIC and WISE studies end to end through the CLI, as docs/formats.md describes them, on
 loopback fake OpenAI / Gemini servers: generate → import → collect (resumable, settings
 recorded) → check (deterministic + LLM judge) → score with intervals → export; and the
 same from outputs produced elsewhere. The printed metrics are recomputed from the
