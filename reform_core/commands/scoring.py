@@ -46,6 +46,18 @@ def estimate_lines(out: dict) -> list[str]:
     return lines
 
 
+def _provisional_text(out: dict) -> str:
+    """Why a ``score`` result is provisional: the plan's counts (default estimator) or the strata."""
+    if not out["provisional"]:
+        return ""
+    prog = [r["progress"] for r in out["models"].values() if "progress" in r]
+    if not prog:
+        return " (provisional: some strata have no review yet)"
+    done, planned = sum(p["tasks_decided"] for p in prog), sum(p["tasks_planned"] for p in prog)
+    return (f" (in progress: {done} of {planned} planned tasks decided, "
+            f"{sum(p['awaiting_opinion'] for p in prog)} item(s) awaiting another opinion)")
+
+
 def _pct(v) -> str:
     return f"{v:8.2f}" if v is not None else "       —"
 
@@ -132,7 +144,7 @@ def register(app: typer.Typer) -> None:
             return
         for line in out["notes"]:
             typer.echo(f"note: {line}")
-        typer.echo(f"estimator: {out['estimator']}{' (provisional: some strata have no review yet)' if out['provisional'] else ''}")
+        typer.echo(f"estimator: {out['estimator']}{_provisional_text(out)}")
         typer.echo(score_text(out))
         for line in estimate_lines(out):
             typer.echo(line)

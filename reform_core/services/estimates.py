@@ -369,8 +369,9 @@ def _verdict_message(est: PlanEstimate, t: dict, hw: dict, f: dict, reached: boo
     metric, target = t["metric"].upper(), t["half_width"]
     closed = closure_of(est.design.to_stored())
     if closed is not None:
-        where = (f"the largest {metric} measurement half-width is ±{worst:.2f} pp" if worst is not None
-                 else f"no {metric} measurement interval for every model")
+        missing = [m for m, v in hw.items() if v is None]
+        where = (f"no {metric} measurement interval for {', '.join(missing)}" if missing
+                 else f"the largest {metric} measurement half-width is ±{worst:.2f} pp")
         why = closed.get("reason") or "no reason given"
         return (f"Closed on {str(closed.get('at', ''))[:10]} by {closed.get('by', '?')} ({why}): "
                 f"{int(closed.get('withdrawn', 0))} open task(s) were withdrawn and the estimate is final for the sample "
