@@ -404,7 +404,8 @@ def verdict(est: PlanEstimate) -> dict:
     with intervals): its half-widths are Table 2's, so the Scores page, the Sampling page and
     ``score --json`` show one number (:data:`VERDICT_BASIS`). ``decisions_needed`` counts the
     opinions still owed (``opinions_owed``); ``reached`` is never true while the estimate is
-    provisional, and a closed plan's message says when, by whom and why it was closed."""
+    provisional, and a closed plan's message says when, by whom and why it was closed (nothing is
+    then owed: ``decisions_needed`` is None, ``forward`` still gives the best reachable half-width)."""
     t = target_of(est.design.to_stored())
     hw = _half_widths(est, t["metric"])
     known = [v for v in hw.values() if v is not None]
@@ -413,6 +414,8 @@ def verdict(est: PlanEstimate) -> dict:
     precise = bool(known) and len(known) == len(hw) and max(known) <= t["half_width"] and not unaudited
     f = _forward_summary(est, t["half_width"])
     closed = closure_of(est.design.to_stored())
+    if closed is not None:  # nothing is owed to a closed plan: its forward table only informs a next plan
+        f = {**f, "tasks_left": 0, "opinions_owed": 0, "decisions_needed": None, "extend_questions": None}
     msg = _verdict_message(est, t, hw, f, precise, unaudited)
     return {"metric": t["metric"], "half_width": t["half_width"], "target_source": t["source"],
             "reached": precise and not est.estimate.provisional, "provisional": bool(est.estimate.provisional),

@@ -145,6 +145,7 @@ def test_close_withdraws_refuses_and_records_its_reason(project, tmp_path):
     assert doc["verdict"]["closed"] == closed
     assert doc["verdict"]["message"].startswith(f"Closed on {closed['at'][:10]} by cli ({reason})")
     assert "you may stop" not in doc["verdict"]["message"]
+    assert doc["verdict"]["decisions_needed"] is None and doc["verdict"]["opinions_owed"] == 0  # nothing owed now
     _cli("export", "--db", url, "--out", str(tmp_path / "export"), "--reps", "20")
     manifest = json.loads((tmp_path / "export" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["plan_closure"] == closed and manifest["verdict"]["closed"] == closed
