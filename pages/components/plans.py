@@ -15,6 +15,7 @@ from reform_core.services import estimates
 from reform_core.services.auth import Principal, require
 from reform_core.services.scoring import ScoringError
 
+
 @st.cache_data(ttl=600, max_entries=4, show_spinner="Estimating the plan's precision…")
 def _plan_precision(version: tuple, _principal: Principal, plan_id: int) -> Optional[estimates.PlanPrecision]:
     return estimates.plan_precision(state.engine(), _principal, plan_id)

@@ -349,6 +349,8 @@ def _way_forward_text(f: dict, metric: str, target: float) -> str:
         return (f" Not reachable at this plan's audit share, even with every question adjudicated; with every "
                 f"agreement audited too about ±{f['best_half_width']:.1f} pp at best" + _finishing(f)
                 + " — plan again by target half-width (the planner chooses the audit share).")
+    if f["decisions_needed"] == 0:  # the half-widths suffice; what is missing is named before this sentence
+        return " Keep adjudicating the plan's remaining tasks."
     opinions = f" ({f['opinions_owed']} of them opinions already owed)" if f["opinions_owed"] else ""
     if f["extend_questions"]:
         return (f" At the current rates about {f['decisions_needed']:,} more decisions{opinions} reach ±{target:g} pp, "
