@@ -271,7 +271,7 @@ class AdjudicationTask(SQLModel, table=True):
     kind: str = Field(default="disagreement", max_length=20)  # disagreement | audit
     required: int = 1  # how many distinct annotators must decide it
     decided: int = 0
-    status: str = Field(default="open", max_length=20)  # open | claimed | done
+    status: str = Field(default="open", max_length=20)  # open | claimed | done | withdrawn (its plan closed)
     claimed_by: Optional[int] = Field(default=None, foreign_key="app_user.id")
     lease_until: Optional[datetime] = None
     order_key: float = 0.0

@@ -24,6 +24,18 @@ CALIBRATION_HELP = ("cluster (default: question-cluster difference estimator of 
                     "plan) | stratified | pooled (the paper's rules)")
 
 
+def _provisional_text(out: dict) -> str:
+    """Why a ``score`` result is provisional: the plan's counts (default estimator) or the strata."""
+    if not out["provisional"]:
+        return ""
+    prog = [r["progress"] for r in out["models"].values() if "progress" in r]
+    if not prog:
+        return " (provisional: some strata have no review yet)"
+    done, planned = sum(p["tasks_decided"] for p in prog), sum(p["tasks_planned"] for p in prog)
+    return (f" (in progress: {done} of {planned} planned tasks decided, "
+            f"{sum(p['awaiting_opinion'] for p in prog)} item(s) awaiting another opinion)")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("pair")
     def pair_cmd(judge_a: Optional[str] = typer.Argument(None, help="Judge A of the scoring pair."),
@@ -86,7 +98,7 @@ def register(app: typer.Typer) -> None:
             return
         for line in out["notes"]:
             typer.echo(f"note: {line}")
-        typer.echo(f"estimator: {out['estimator']}{' (provisional: some strata have no review yet)' if out['provisional'] else ''}")
+        typer.echo(f"estimator: {out['estimator']}{_provisional_text(out)}")
         typer.echo(score_text(out))
         for line in estimate_lines(out):
             typer.echo(line)

@@ -462,21 +462,9 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
         raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
     now = _now()
     with repo.write_tx(engine) as conn:
-        t = repo.lock_task(conn, task_id=task_id)
-        if t is None:
-            raise ValueError(f"no adjudication task with id {task_id}")
-        mine, decided = repo.decision_state(conn, task_id=task_id, user_id=user.user_id)
-        if mine is not None and mine["choice"] != repo.RETRACTED:
-            raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
+        t, mine, decided = _decidable(conn, task_id, user, now)
         lease = _naive(t["lease_until"])
-        holds = t["claimed_by"] == user.user_id and lease is not None and lease >= now
-        if t["status"] == "done" and not holds:
-            raise AdjudicationRefused(f"task {task_id} is already complete")
         held_by_other = t["claimed_by"] is not None and t["claimed_by"] != user.user_id
-        if t["status"] == "claimed" and held_by_other and t["required"] <= 1:
-            raise AdjudicationRefused(
-                f"task {task_id}: your lease expired and the item was handed to another annotator; "
-                "your decision was not recorded — take the next item")
         judgments = _shown_judgments(conn, t, shown)
         side = _plan_side(choice, t["a_left"])
         label = None
@@ -498,14 +486,44 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
         repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
                           status_after="done" if done else t["status"], annotator=(user.user_id, ""), decisions=1,
                           seconds=float(seconds))
-        if done:
-            repo.update_task(conn, task_id=task_id, decided=decided, status="done", claimed_by=None, lease_until=None)
-        elif held_by_other and lease is not None and lease >= now:
-            repo.update_task(conn, task_id=task_id, decided=decided)  # the other annotator keeps it
-        else:
-            repo.update_task(conn, task_id=task_id, decided=decided, status="open", claimed_by=None, lease_until=None)
+        _settle(conn, task_id, decided, done=done, kept_by_other=held_by_other and lease is not None and lease >= now)
     return Decision(adjudication_id=adj_id, task_id=task_id, iid=int(instance_id(t["response_id"], t["constraint_id"])),
                     label=label, task_done=done)
+
+
+def _settle(conn, task_id: int, decided: int, *, done: bool, kept_by_other: bool) -> None:
+    """A decided task's new state: complete, still held by the annotator with a live lease, or open."""
+    if done:
+        repo.update_task(conn, task_id=task_id, decided=decided, status="done", claimed_by=None, lease_until=None)
+    elif kept_by_other:
+        repo.update_task(conn, task_id=task_id, decided=decided)  # the other annotator keeps it
+    else:
+        repo.update_task(conn, task_id=task_id, decided=decided, status="open", claimed_by=None, lease_until=None)
+
+
+def _decidable(conn, task_id: int, user: Principal, now: datetime) -> tuple[dict, Optional[dict], int]:
+    """The task locked, the user's current decision on it and its distinct deciders; refused
+    (:class:`AdjudicationRefused`) when the task was withdrawn (its plan closed), the user already
+    decided it, it is complete (unless the user still holds its lease) or the user's lease expired
+    and another annotator holds a task that needs one annotator."""
+    t = repo.lock_task(conn, task_id=task_id)
+    if t is None:
+        raise ValueError(f"no adjudication task with id {task_id}")
+    if t["status"] == repo.WITHDRAWN:
+        raise AdjudicationRefused(f"task {task_id} was withdrawn: its plan was closed, the decision was not recorded")
+    mine, decided = repo.decision_state(conn, task_id=task_id, user_id=user.user_id)
+    if mine is not None and mine["choice"] != repo.RETRACTED:
+        raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
+    lease = _naive(t["lease_until"])
+    holds = t["claimed_by"] == user.user_id and lease is not None and lease >= now
+    if t["status"] == "done" and not holds:
+        raise AdjudicationRefused(f"task {task_id} is already complete")
+    held_by_other = t["claimed_by"] is not None and t["claimed_by"] != user.user_id
+    if t["status"] == "claimed" and held_by_other and t["required"] <= 1:
+        raise AdjudicationRefused(
+            f"task {task_id}: your lease expired and the item was handed to another annotator; "
+            "your decision was not recorded — take the next item")
+    return t, mine, decided
 
 
 def _second_opinion(conn, t: dict, choices: list) -> dict:
@@ -579,6 +597,8 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
         if last is None:
             return None
         t = repo.lock_task(conn, task_id=last["task_id"])
+        if "closed" in repo.plan_params(conn, plan_id=t["plan_id"]):
+            raise AdjudicationRefused("your last decision belongs to a closed plan: its decisions are final")
         mine, _ = repo.decision_state(conn, task_id=t["id"], user_id=user.user_id)  # read under the lock
         if mine is None or mine["id"] != last["id"] or mine["choice"] == repo.RETRACTED:
             return None  # withdrawn (or changed) by a concurrent call since we looked

@@ -265,6 +265,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
                    for m, r in scored["models"].items()},
         "estimator": result.estimator,
         **({"estimator_plan": scored["plan"], "verdict": scored["verdict"]} if est is not None else {}),
+        **({"plan_closure": scored["verdict"]["closed"]} if (scored.get("verdict") or {}).get("closed") else {}),
         **({"annotators": scored["annotators"]} if est is not None and principal.can("plan_sampling") else {}),
         "notes": scored["notes"],
         "other_pair_decisions": result.other_pair_decisions,

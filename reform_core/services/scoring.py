@@ -887,8 +887,25 @@ def score_json(result: ScoreResult) -> dict:
     if result.estimate is not None:
         from reform_core.services.estimates import estimate_json
 
-        estimate_json(result.estimate, doc)
+        estimate_json(result.estimate, doc, verdict_estimate(result))
     return doc
+
+
+def verdict_estimate(result: ScoreResult):
+    """The estimate the planner's verdict reads (:func:`reform_core.services.estimates.verdict`):
+    the result's own when it was made with intervals, else the default estimator rerun with the
+    adjudicator-error refits on the same rows (seed 0, as the Scores page's intervals); None
+    without a plan-based estimate."""
+    from reform_core.services import estimates
+
+    est = result.estimate
+    if est is None or est.design is None:
+        return None
+    if est.with_population and est.forward is not None:
+        return est
+    main = result.instances[result.instances["condition"] == "main"]
+    plan = {"id": None, "name": est.plan, "params": est.design.to_stored()}
+    return estimates.verdict_run(main, plan, est.inputs, index=est.index, seed=est.seed)
 
 
 def json_number(v) -> Optional[float]:

@@ -120,7 +120,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     index = index if index is not None else build_index(instances, condition=condition)
     g, m, iid = _labels(instances, index, judge_a, judge_b)
     lay = design_layout(instances, tasks, design, index, g, m, iid, realised=realised, memo=memo, memo_key=(judge_a, judge_b))
-    prog = progress_of(lay, decisions, g, m, index.models)
+    prog = progress_of(lay, decisions, g, m, index.models, closed=design.extra.get("closed"))
     dec = decisions_used(lay, prog, decisions, g, m, error_model)
     pred = predict(lay, prog, classical(lay, dec), g, m)
     it = item_values(lay, dec, pred.x, iid)
