@@ -44,7 +44,7 @@ class Estimate(NamedTuple):
     ci_high: float
 
 
-ICCResult = Estimate  # the ICC return type's public, stable name (docs/formats.md)
+ICCResult = Estimate  # the public name of the ICC return type, kept for callers
 
 
 # --------------------------------------------------------------------------- helpers
