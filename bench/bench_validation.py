@@ -1,4 +1,5 @@
-"""Validation of the estimators on the simulator (issue 13, point 6; SPEC §4.1).
+"""Validation of the estimators on the simulator (issue 13, point 6; the targets of
+docs/estimator.md#how-well-it-works).
 
 Run: ``python bench/bench_validation.py --jobs 2`` (the one-factor design below, 100
 paper-scale replicates per scenario; finished replicates are cached under
@@ -56,7 +57,7 @@ ERRORS = (0.0, 0.05, 0.10)
 BOTH_WRONG = (0.0, 0.01)
 CORRELATED = (True, False)
 BASE = (0.05, 0.01, True)
-LABELS = {"cluster": "default (question-cluster)", "stratified": "SPEC §4 stratified", "pooled": "pooled",
+LABELS = {"cluster": "default (question-cluster)", "stratified": "stratified (paper's rule)", "pooled": "pooled",
           "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
 REVISION = "v7-pooled-floor"  # estimator revision in the cache key (raw results of another revision are not mixed in)

@@ -1,6 +1,6 @@
 """CLI commands of the judging area (registered into ``reform_core.cli.app``).
 
-``judge`` (SPEC §8), ``judge-batch submit|poll|ingest``, ``annotate-baseline`` and
+``judge`` (a stable interface: docs/cli.md), ``judge-batch submit|poll|ingest``, ``annotate-baseline`` and
 ``judge-prompt``. API keys come from ``OPENAI_API_KEY`` / ``GOOGLE_API_KEY`` only (never
 options, so they stay out of shell history); every error message is redacted.
 """

@@ -1,4 +1,4 @@
-"""CLI commands of the MOSAIC and WISE studies (SPEC §8).
+"""CLI commands of the MOSAIC and WISE studies (docs/cli.md; formats: docs/formats.md).
 
 ``mosaic-import``, ``mosaic-collect``, ``mosaic-import-outputs``, ``mosaic-check``,
 ``mosaic-score``; ``wise-collect``, ``wise-score``. API keys come from ``OPENAI_API_KEY`` /

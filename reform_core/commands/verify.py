@@ -1,6 +1,6 @@
 """CLI commands of the verify area (registered into ``reform_core.cli.app``).
 
-``verify-ifeval`` runs the ``ifeval:*`` verifiers over IFEval-format files (SPEC §8). It
+``verify-ifeval`` runs the ``ifeval:*`` verifiers over IFEval-format files (docs/formats.md#ifeval-files). It
 needs no database: it reads two JSONL files and writes one CSV.
 """
 

@@ -1,6 +1,7 @@
 """Auxiliary analyses on complete, consistent pairs only, with their intervals (issue 17).
 
-Table 3 (composition, seed 000 §4.3, App. A.8) and the prompting comparison (§4.4) compare
+Table 3 (composition, ReFormBench, arXiv:2610.19693, §4.3, App. A.8) and the prompting
+comparison (§4.4) compare
 the same constraints under two conditions. A comparison is only meaningful on pairs that
 are complete and consistent, so :func:`composition_pairs` and :func:`prompting_pairs` keep
 those and list every group they leave out, with one of :data:`REASONS`:

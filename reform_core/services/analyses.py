@@ -6,7 +6,8 @@ Rules, stated with every result (``rule_text``):
 
 * the main scores (``services.scoring.score``) use main-condition judgments and main
   adjudications only;
-* the auxiliary analyses use the paper's **pooled** rule by default (seed 000 App. A.3.2:
+* the auxiliary analyses use the paper's **pooled** rule by default (docs/metrics.md#pooled-calibration;
+  ReFormBench, arXiv:2610.19693, App. A.3.2:
   ``p = g`` where the judges agree, else ``W_A·g + (1 − W_A)·m`` with ``W_A`` the share of
   the main adjudication pool siding with judge A), or the **stratified** rule per condition
   (each condition calibrated from its own strata and its own adjudications) on request, or

@@ -1,5 +1,6 @@
 """Construction use cases: build variants, screen them, extract baseline features, write
-MOSAIC and WISE manifests (seed 000 §3.3, App. A.4, A.7; seed 002 §4; seed 003 §3.1).
+MOSAIC and WISE manifests (ReFormBench, arXiv:2610.19693, §3.3, App. A.4, A.7; the WISE
+paper, *When Verifiable Counts Depend on Wording*, §4; MOSAIC, arXiv:2601.18554, §3.1).
 
 The pure work lives in :mod:`reform_core.construction`; this module reads the database,
 calls LLMs through :mod:`reform_core.services.collection` and writes through the bundle
@@ -104,7 +105,7 @@ def screen_variants(engine: Engine, *, keep: int, calibration: str = "stratified
                     judges: Optional[tuple[str, str]] = None) -> pd.DataFrame:
     """Difficulty screening of the main variants over every evaluated (screening) model that
     answered all of them: :func:`reform_core.construction.variants.screen_difficulty` on
-    calibrated probabilities (seed 000 App. A.7.5)."""
+    calibrated probabilities (ReFormBench App. A.7.5)."""
     from reform_core.services.scoring import calibrated_instances, load_project
 
     frames = load_project(engine, judges=judges)
@@ -217,7 +218,7 @@ WISE_PANELS = tuple(wise_gen.PANELS)
 
 def wise_items(*, tasks: list[str], targets: list, panel: str = "exact_count", repetitions: int = 3,
                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(task manifest, form manifest, matched items) of a WISE panel (seed 002 §4, App. R)."""
+    """(task manifest, form manifest, matched items) of a WISE panel (WISE paper §4, App. R)."""
     manifest = wise_gen.task_manifest(tasks, targets, np.random.default_rng(seed))
     forms = wise_gen.form_manifest(panel)
     return manifest, forms, wise_gen.matched_items(manifest, forms, repetitions=repetitions)

@@ -24,7 +24,7 @@ from reform_core.services.importer import (
 )
 from reform_core.records import storage_problem
 from reform_core.safe_csv import write_csv
-from reform_core.services.status import status  # noqa: F401 - re-exported (SPEC §8 `status`)
+from reform_core.services.status import status  # noqa: F401 - re-exported (`status`, docs/cli.md)
 
 DEMO_FLAG = "demo_loaded"
 
@@ -42,7 +42,8 @@ def project_meta(engine: Engine) -> dict[str, str]:
 
 
 def load_demo(engine: Engine, *, progress: Progress = None) -> dict:
-    """Import the bundled demo project (idempotent) and return SPEC §8 ``demo`` counts."""
+    """Import the bundled demo project (idempotent) and return the ``demo`` counts
+    (docs/formats.md#project-data)."""
     from reform_core.demo import bundle_dir
     from reform_core.services.study_demo import load_demo_studies
 

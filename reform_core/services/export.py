@@ -39,7 +39,7 @@ TABLE_FILES = {"table2": "table2", "a2": "table_a2_violation_spread", "a3": "tab
 
 
 def instances_frame(result: ScoreResult, p_auxiliary: pd.Series | None = None) -> pd.DataFrame:
-    """SPEC §8 ``instances.csv``: one row per (model, instruction, constraint) + ``label_<judge>``;
+    """``instances.csv`` (docs/formats.md#exports): one row per (model, instruction, constraint) + ``label_<judge>``;
     ``p_auxiliary`` (p under the auxiliary analyses' rule, by iid) when given."""
     inst = result.instances
     judges = result.frames.judges if result.frames else []
@@ -272,8 +272,10 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "sample_plans": plans,
         "calibration": {"rule": result.method, "provisional": result.provisional,
                         "description": {
-                            "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass rate (SPEC §4)",
-                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from the decisions on disagreements (SPEC §4)",
+                            "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass "
+                                          "rate (docs/metrics.md#stratified-calibration)",
+                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from the decisions "
+                                      "on disagreements (docs/metrics.md#pooled-calibration)",
                             "cluster": CLUSTER_DESCRIPTION,
                         }.get(result.method, result.method)},
         "intervals": {"measurement": estimates.MEASUREMENT_TEXT, "population": estimates.POPULATION_TEXT,
@@ -326,7 +328,8 @@ def _recompute_clusters(path: Path) -> dict:
 
 
 def recompute(export_dir: str | Path) -> dict:
-    """Table 2 recomputed from an export's own files (SPEC §8 ``score`` shape): from the
+    """Table 2 recomputed from an export's own files (the ``score --json`` shape,
+    docs/formats.md#adjudication-and-scores): from the
     default estimator's ``estimator_clusters.csv`` when present, else from ``instances.csv``
     alone (the paper's rules and raw judges: a plug-in of ``p``)."""
     from reform_core.metrics.reform import table2

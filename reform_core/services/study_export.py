@@ -1,4 +1,4 @@
-"""The MOSAIC and WISE part of ``export`` (SPEC §8): per-output rows and metric tables.
+"""The MOSAIC and WISE part of ``export`` (docs/formats.md#exports): per-output rows and metric tables.
 
 Called by :func:`reform_core.services.export.export` with its table writer (CSV, Parquet
 and JSON per table, hashed into the manifest). Every file is written even when the
@@ -116,7 +116,8 @@ def write_study_tables(engine: Engine, principal: Principal, out: Path, files: l
     for stem, df in wise_tables.items():
         write(df, out, stem, files)
     return {
-        "mosaic": {"rows": "mosaic_checks.csv (followed = score >= 0.5, seed 003 §3.3; unchecked pairs absent)",
+        "mosaic": {"rows": "mosaic_checks.csv (followed = score >= 0.5, docs/metrics.md#mosaic; "
+                           "unchecked pairs absent)",
                    "intervals": "percentile bootstrap over prompts, one draw for every model",
                    "recompute": "python -m reform_core mosaic-score --study NAME --json"},
         "wise": {"rows": "wise_outputs.csv (compliant = the wise:* checker on the complete output)",

@@ -1,4 +1,6 @@
-"""WISE wording-robustness studies end to end (seed 002; SPEC §5, §8).
+"""WISE wording-robustness studies end to end (docs/metrics.md#wording-robustness; the WISE
+paper, *When Verifiable Counts Depend on Wording*; formats in
+docs/formats.md#mosaic-and-wise-studies).
 
 A WISE study is a named set of generations in ``wise_generation`` with its forms, checker
 and reference form (``wise_study.params``). Generations come from :func:`collect` (the
@@ -10,7 +12,7 @@ recorded) or from ``wording-import-generations FILE --study NAME``.
 pooled compliance (equal weight per model), Δ to the reference form with a bootstrap
 interval and Holm-adjusted bootstrap p-values (one family per study), C_mean, C_worst,
 G_wording, and ranking stability against the reference (Kendall τ_b, strict reversal rate,
-top-3 Jaccard, largest rank shift) with task-bootstrap intervals (seed 002 §4, §5.4, App.
+top-3 Jaccard, largest rank shift) with task-bootstrap intervals (WISE paper §4, §5.4, App.
 F, G, P). The default bootstrap follows the paper per checker: provider–model–item for
 exact counts (and JSON), item clusters for the keyword panel, model–item for the range
 panel.
@@ -287,7 +289,8 @@ class WiseResults:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        """The ``wise-score --json`` shape: percentages / pp, intervals beside the SPEC §8 keys."""
+        """The ``wise-score --json`` shape: percentages / pp, intervals beside the stable keys
+        (docs/formats.md#mosaic-and-wise)."""
 
         def num(x, scale=1.0):
             return None if x is None or pd.isna(x) else round(scale * float(x), 9)
@@ -441,7 +444,7 @@ def _pct_interval(values: pd.Series, level: float) -> tuple[float, float]:
 
 def score(engine: Engine, principal: Principal, *, study: str, reference: Optional[str] = None,
           scheme: Optional[str] = None, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
-    """The ``wise-score --json`` object (SPEC §8)."""
+    """The ``wise-score --json`` object (docs/formats.md#mosaic-and-wise)."""
     return results(engine, principal, study=study, reference=reference, scheme=scheme, n_boot=n_boot, seed=seed,
                    level=level).to_json()
 

@@ -28,7 +28,7 @@ def scores_app(demo_db):
 
 def _raw_tcpr(url: str, judge: str) -> dict[str, float]:
     """TCPR of one judge's raw labels straight from SQL: mean over (model, main instruction)
-    of the product of its constraint labels (SPEC §3), instructions with a missing label dropped."""
+    of the product of its constraint labels (docs/metrics.md#tcpr), instructions with a missing label dropped."""
     from reform_core.services.uow import get_engine
 
     sql = text(

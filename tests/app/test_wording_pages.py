@@ -73,7 +73,7 @@ def _values(rng, base: dict, item: int) -> dict:
 def test_three_annotators_complete_a_study_and_results_match_the_library(app_env):
     eng, users = app_env
 
-    # the lead designs the study: the six forms of seed 002 Table 1 × targets 5, 8, 10, 12
+    # the lead designs the study: the six forms of the WISE paper's Table 1 × targets 5, 8, 10, 12
     at = _page("wording_design.py", users["lead"])
     at.text_input(key="wording_new_name").input("validation")
     at.button(key="wording_new_create").click().run()

@@ -1,4 +1,5 @@
-"""`score` of SPEC §8 on the demo project: JSON shape, raw-judge vs calibrated, errors."""
+"""`score` (docs/cli.md, docs/formats.md#adjudication-and-scores) on the demo project: JSON
+shape, raw-judge vs calibrated, errors."""
 
 from __future__ import annotations
 

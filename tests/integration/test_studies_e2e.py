@@ -2,8 +2,9 @@
 loopback fake OpenAI / Gemini servers: generate → import → collect (resumable, settings
 recorded) → check (deterministic + LLM judge) → score with intervals → export; and the
 same from outputs produced elsewhere. The printed metrics are recomputed from the
-exported per-output rows with literal loops written from the formulas (seed 003 §3.2;
-seed 002 eqs. 4–10), not with the product's functions."""
+exported per-output rows with literal loops written from the formulas (MOSAIC,
+arXiv:2601.18554, §3.2; the WISE paper, *When Verifiable Counts Depend on Wording*, eqs. 4–10;
+docs/metrics.md#mosaic-scores, #wording-robustness), not with the product's functions."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def fails(*args: str) -> str:
 
 
 def loop_mosaic(rows: pd.DataFrame) -> dict:
-    """PA, SCC, PosCC, PCC per model from ``mosaic_checks.csv`` rows (seed 003 §3.2), in %."""
+    """PA, SCC, PosCC, PCC per model from ``mosaic_checks.csv`` rows (MOSAIC §3.2), in %."""
     out = {}
     for model in sorted(set(rows["model"])):
         followed = defaultdict(dict)  # prompt -> {constraint: 0/1}
@@ -156,7 +157,7 @@ def _avg_ranks(values: dict) -> dict:
 
 def loop_wise(rows: pd.DataFrame, reference: str = "POS") -> dict:
     """Per-form pooled compliance, Δ, τ_b, reversal rate, top-3 Jaccard, rank shift, and
-    C_mean / C_worst / G_wording from ``wise_outputs.csv`` rows (seed 002 eqs. 4–10)."""
+    C_mean / C_worst / G_wording from ``wise_outputs.csv`` rows (WISE eqs. 4–10)."""
     cells = defaultdict(list)
     for r in rows.itertuples(index=False):
         cells[(r.model, r.form)].append(1 if str(r.compliant).lower() in ("true", "1") else 0)
@@ -404,7 +405,7 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
         assert (rest["pending"], rest["written"]) == (56, 56)  # resumed
         assert cli(*args)["pending"] == 0
     chat = [c for c in tidy.calls + plain.calls if c["path"] == "/v1/chat/completions"]
-    assert all(c["body"]["temperature"] == 0.2 and c["body"]["max_tokens"] == 120 for c in chat)  # seed 002 §4
+    assert all(c["body"]["temperature"] == 0.2 and c["body"]["max_tokens"] == 120 for c in chat)  # the WISE paper's §4
 
     score = cli("wise-score", "--db", db, "--study", "panel", "--n-boot", "300", "--json")
     assert score["reference"] == "POS" and score["scheme"] == "provider-model-item"

@@ -1,4 +1,5 @@
-"""The bundled demo project (reform_core/demo): contract, structure and the SPEC §3 worked example."""
+"""The bundled demo project (reform_core/demo): contract, structure and the worked example
+(docs/metrics.md#worked-example)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def present() -> set:
 
 
 def eligible_units(V: dict) -> list:
-    """SPEC §3: S ⊆ T_q with |S| = K, non-empty common variant and ≥ 2 covered variants."""
+    """docs/metrics.md#eligible-units: S ⊆ T_q with |S| = K, non-empty common variant and ≥ 2 covered variants."""
     units = []
     for k in (1, 2, 3):
         for S in combinations(sorted(V), k):
@@ -267,7 +268,7 @@ def test_every_model_has_eligible_emcr_units_at_each_k():
         assert all(ks[k] >= 3 for k in (1, 2, 3)), (model, ks)
 
 
-# ----------------------------------------------------------------------------- SPEC §3 worked example
+# ----------------------------------------------------------------------------- the worked example
 
 
 def test_worked_example_structure_and_scores():
@@ -280,7 +281,7 @@ def test_worked_example_structure_and_scores():
     units_of_pair = [k for k in labels() if k[0] == model and k[1].startswith("q05-")]
     assert len(units_of_pair) == 9 and all(len(set(labels()[k].values())) == 1 for k in units_of_pair)
     assert not [x for x in bundle()["adjudications.jsonl"] if (x.model, x.instruction[:3]) == PAIR]
-    # the independent computation of SPEC §3
+    # the independent computation of docs/metrics.md#worked-example
     units = eligible_units(V)
     assert {frozenset(S) for _, S in units} == {frozenset(S) for S in [(a,), (b,), (a, b), (a, c), (b, c), (a, b, c)]}
     J = {S: all(y[(i, t)] for t in S for i in V[t]) for _, S in units}

@@ -300,7 +300,8 @@ def test_a_kept_memo_reuses_its_design_only_for_the_same_labels_and_tasks():
 def persistent_error_project() -> pd.DataFrame:
     """One model, two questions. In qa the judges agree that target f1 passes in all three
     variants, but in truth the model fails it in two of them (both judges wrong together on
-    one target, twice: the correlated errors of SPEC §3); one disagreement on (i2, f4)."""
+    one target, twice: the correlated errors of docs/estimator.md#the-audit-of-agreements); one
+    disagreement on (i2, f4)."""
     spec = [
         ("qa", "i1", "f1", 0, 1, 1), ("qa", "i1", "f2", 1, 1, 1), ("qa", "i1", "f3", 1, 1, 1),
         ("qa", "i2", "f1", 0, 1, 1), ("qa", "i2", "f2", 1, 1, 1), ("qa", "i2", "f4", 1, 1, 0),
