@@ -18,11 +18,12 @@ the Overview.
 
 import streamlit as st
 
-from pages.components import return_to, session, signin, state
+from pages.components import errors, return_to, session, signin, state
 from pages.components.nav import PAGES
-from pages.components.render import md
+from pages.components.render import MARKDOWN_CSS, md
 
 st.set_page_config(page_title="ReForm", page_icon="✅", layout="wide")
+st.html(MARKDOWN_CSS)  # a constant stylesheet: untrusted Markdown's headings stay below the page's, responses boxed
 
 state.engine()  # open / migrate / seed once per process
 if session.oidc_mode() and not session.oidc_ready():  # [auth] and the provider, checked once per process
@@ -52,8 +53,8 @@ pg = st.navigation(sections, position="sidebar" if principal else "hidden", expa
 if principal is None:
     if session.local_mode():
         st.error("ReForm runs in local single-user mode, which serves only a browser on the machine it runs on. "
-                 "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see the README, "
-                 "\"Running for a team\".")
+                 "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see "
+                 "docs/operations.md.")
     else:
         session.persist()  # deletes the cookie of an ended session
         signin.render(pg.url_path)
@@ -77,4 +78,4 @@ if not principal.can(spec.action):
     st.title(spec.title)
     st.error(f"Not permitted: your role ({principal.role}) may not open this page.")
     st.stop()
-pg.run()
+errors.run_page(pg)  # an unexpected error: a short message with an error id, never a traceback

@@ -1,7 +1,7 @@
 """Benchmark: every feature detector (via detect_features_many) on 9,100 baseline responses.
 
-9,100 = 910 questions x 10 models, the unconstrained-baseline workload of seed 000
-(Table A14). Responses are synthetic Markdown of about 400 words, generated
+9,100 = 910 questions x 10 models, the unconstrained-baseline workload of the
+ReFormBench paper (arXiv:2610.19693, Table A14). Responses are synthetic Markdown of about 400 words, generated
 deterministically from a seeded numpy Generator: headings, bullet / numbered / nested /
 task lists, tables, code fences, block quotes, bold key-value lines and plain paragraphs.
 

@@ -1,9 +1,13 @@
-"""Validation of the estimators on the simulator (issue 13, point 6; SPEC §4.1).
+"""Validation of the estimators on the simulator (issue 13, point 6; the targets of
+docs/estimator.md#how-well-it-works).
 
 Run: ``python bench/bench_validation.py --jobs 2`` (the one-factor design below, 100
 paper-scale replicates per scenario; finished replicates are cached under
 ``bench/results/raw/validation/`` so an interrupted run resumes; ``--design full`` runs
-the 12-scenario factorial instead). Quick look: ``--replicates 2``.
+the 12-scenario factorial instead). Quick look: ``--replicates 2``. ``--family any-shape``
+runs the family that is not ReFormBench-shaped instead (``bench/validation_any_shape.py``:
+1–6 constraints per prompt, no variants, no baselines, judges lenient on some features and
+harsh on others; report ``bench/results/validation_any_shape.md``).
 
 Scenarios. ``one-factor`` (default): a base scenario — adjudicators err 5 %, judges wrong
 together on 1 % of the instances, correlated truths — and one-factor variations of it:
@@ -53,11 +57,16 @@ ERRORS = (0.0, 0.05, 0.10)
 BOTH_WRONG = (0.0, 0.01)
 CORRELATED = (True, False)
 BASE = (0.05, 0.01, True)
-LABELS = {"cluster": "default (question-cluster)", "stratified": "SPEC §4 stratified", "pooled": "pooled",
+LABELS = {"cluster": "default (question-cluster)", "stratified": "stratified (paper's rule)", "pooled": "pooled",
           "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
 REVISION = "v7-pooled-floor"  # estimator revision in the cache key (raw results of another revision are not mixed in)
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
+METRIC_LABELS = {"constraint_level": "constraint level"}
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric.upper())
 
 
 def scenario_name(e: float, b: float, c: bool) -> str:
@@ -148,7 +157,7 @@ def _fmt_cov(r, prefix="") -> str:
     return f"{c:.1%} ({r[f'{prefix}coverage_low']:.1%}–{r[f'{prefix}coverage_high']:.1%})" if not prefix else f"{c:.1%}"
 
 
-def section(name: str, reps: pd.DataFrame) -> list[str]:
+def section(name: str, reps: pd.DataFrame, metrics: tuple = METRICS) -> list[str]:
     from bench.validation import summarize
 
     s = summarize(reps.drop(columns=["seconds"]))
@@ -162,25 +171,26 @@ def section(name: str, reps: pd.DataFrame) -> list[str]:
              "| estimator | metric | bias (pp) ± se | MAE | measurement coverage (95 % CI) | width | population coverage | width |",
              "|---|---|---:|---:|---|---:|---:|---:|"]
     order = {k: i for i, k in enumerate(LABELS)}
-    s = s.assign(_o=s["estimator"].map(order), _m=s["metric"].map({m: i for i, m in enumerate(METRICS)}))
-    for _, r in s.sort_values(["_o", "_m"]).iterrows():
+    s = s.assign(_o=s["estimator"].map(order), _m=s["metric"].map({m: i for i, m in enumerate(metrics)}))
+    for _, r in s[s["metric"].isin(metrics)].sort_values(["_o", "_m"]).iterrows():
         w = "—" if pd.isna(r["width"]) else f"{r['width']:.2f}"
         pw = "—" if pd.isna(r["pop_width"]) else f"{r['pop_width']:.2f}"
-        lines.append(f"| {LABELS.get(r['estimator'], r['estimator'])} | {r['metric'].upper()} | {r['bias']:+.3f} ± "
+        lines.append(f"| {LABELS.get(r['estimator'], r['estimator'])} | {metric_label(r['metric'])} | {r['bias']:+.3f} ± "
                      f"{r['bias_se']:.3f} | {r['mae']:.3f} | {_fmt_cov(r)} | {w} | {_fmt_cov(r, 'pop_')} | {pw} |")
     return lines + [""]
 
 
-def verdict(all_reps: dict[str, pd.DataFrame]) -> tuple[list[str], int, int]:
-    """Targets of issue 13 for the default estimator, scenario by scenario; also counts
-    (passed, checked)."""
+def verdict(all_reps: dict[str, pd.DataFrame], metrics: tuple = METRICS) -> tuple[list[str], int, int]:
+    """Targets of issue 13 for the default estimator, scenario by scenario (coverage with its
+    Clopper–Pearson 95 % interval); also counts (passed, checked)."""
     from bench.validation import summarize
 
-    lines = ["| scenario | metric | bias ≤ 0.2 pp | coverage 93–97 % | width ≤ PPI++ |", "|---|---|---|---|---|"]
+    lines = ["| scenario | metric | bias ≤ 0.2 pp (± se) | coverage 93–97 % (95 % CI) | width ≤ PPI++ |",
+             "|---|---|---|---|---|"]
     ok_n = total = 0
     for name, reps in all_reps.items():
         s = summarize(reps.drop(columns=["seconds"])).set_index(["estimator", "metric"])
-        for metric in METRICS:
+        for metric in metrics:
             r = s.loc[("cluster", metric)]
             ppi_w = s.loc[("ppi++", metric), "width"] if ("ppi++", metric) in s.index else float("nan")
             checks = (abs(r["bias"]) <= TARGET["bias"], TARGET["coverage"][0] <= r["coverage"] <= TARGET["coverage"][1],
@@ -188,8 +198,8 @@ def verdict(all_reps: dict[str, pd.DataFrame]) -> tuple[list[str], int, int]:
             ok_n += sum(checks)
             total += 3
             yn = ["yes" if c else "NO" for c in checks]
-            lines.append(f"| {name} | {metric.upper()} | {yn[0]} ({r['bias']:+.3f}) | {yn[1]} ({r['coverage']:.1%}) | "
-                         f"{yn[2]} ({r['width']:.2f} vs {ppi_w:.2f}) |")
+            lines.append(f"| {name} | {metric_label(metric)} | {yn[0]} ({r['bias']:+.3f} ± {r['bias_se']:.3f}) | "
+                         f"{yn[1]} ({_fmt_cov(r)}) | {yn[2]} ({r['width']:.2f} vs {ppi_w:.2f}) |")
     return lines, ok_n, total
 
 
@@ -219,8 +229,10 @@ def elsewhere_section(reps_by: dict[str, pd.DataFrame]) -> list[str]:
     return lines + [""]
 
 
-def main() -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--family", choices=("reformbench", "any-shape"), default="reformbench",
+                    help="reformbench: the simulator's scenarios (default); any-shape: bench/validation_any_shape.py")
     ap.add_argument("--replicates", type=int, default=100)
     ap.add_argument("--first-seed", type=int, default=0,
                     help="replicates use simulator seeds FIRST+1 … FIRST+REPLICATES (a fresh set: seeds no tuning saw)")
@@ -231,13 +243,57 @@ def main() -> None:
     ap.add_argument("--collect", action="store_true", help="only summarise the cached replicates (no new runs)")
     ap.add_argument("--deadline", help="HH:MM (UTC): start no replicate after it; the summary shows what finished")
     ap.add_argument("--elsewhere", type=int, default=100, help="replicates of the project generated elsewhere")
-    args = ap.parse_args()
-    deadline = None
-    if args.deadline:
-        import datetime as _dt
-        now = _dt.datetime.now(_dt.timezone.utc)
-        hh, mm = map(int, args.deadline.split(":"))
-        deadline = now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
+    return ap.parse_args(argv)
+
+
+def deadline_of(text: str | None) -> float | None:
+    """``HH:MM`` (UTC, today) as a timestamp; None for none."""
+    if not text:
+        return None
+    import datetime as _dt
+    now = _dt.datetime.now(_dt.timezone.utc)
+    hh, mm = map(int, text.split(":"))
+    return now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
+
+
+def run_jobs(fn, jobs: list, n_jobs: int) -> None:
+    """``fn`` on every job, in ``n_jobs`` processes (in this one for 1)."""
+    if n_jobs > 1:
+        with ProcessPoolExecutor(n_jobs) as ex:
+            for _ in ex.map(fn, jobs):
+                pass
+    else:
+        for j in jobs:
+            fn(j)
+
+
+def _concat(paths) -> pd.DataFrame | None:
+    have = [p for p in paths if p.exists()]
+    return pd.concat([pd.read_csv(p) for p in have], ignore_index=True) if have else None
+
+
+def cached(args, tag: str, grid) -> tuple[dict, dict]:
+    """The cached replicates per scenario, and those of the project generated elsewhere."""
+    all_reps, elsewhere = {}, {}
+    for sc in grid:
+        got = _concat(raw_path(tag, sc, args.first_seed + r + 1) for r in range(args.replicates))
+        if got is not None:
+            all_reps[scenario_name(*sc)] = got
+    for e in ELSEWHERE_ERRORS:
+        name = f"elsewhere_err{int(round(e * 100)):02d}"
+        got = _concat(RAW / tag / f"{name}_{r + 1}.csv" for r in range(args.elsewhere))
+        if got is not None:
+            elsewhere[name] = got
+    return all_reps, elsewhere
+
+
+def main() -> None:
+    args = parse_args()
+    deadline = deadline_of(args.deadline)
+    if args.family == "any-shape":
+        from bench.validation_any_shape import run
+        run(args, deadline)
+        return
     tag = f"paper_b{args.n_boot}_e{args.error_boot}_{REVISION}"
     grid = scenarios(args.design)
     groups: dict = {}
@@ -251,28 +307,10 @@ def main() -> None:
             jobs.append(("elsewhere", r + 1, args.error_boot, tag, deadline))
     t0 = time.perf_counter()
     if not args.collect:
-        if args.jobs > 1:
-            with ProcessPoolExecutor(args.jobs) as ex:
-                for _ in ex.map(one, jobs):
-                    pass
-        else:
-            for j in jobs:
-                one(j)
+        run_jobs(one, jobs, args.jobs)
     minutes = (time.perf_counter() - t0) / 60
-    all_reps = {}
-    for sc in grid:
-        paths = [raw_path(tag, sc, args.first_seed + r + 1) for r in range(args.replicates)]
-        have = [p for p in paths if p.exists()]
-        if have:
-            all_reps[scenario_name(*sc)] = pd.concat([pd.read_csv(p) for p in have], ignore_index=True)
+    all_reps, elsewhere = cached(args, tag, grid)
     n_have = {k: v["seed"].nunique() for k, v in all_reps.items()}
-    elsewhere = {}
-    for e in ELSEWHERE_ERRORS:
-        have = [p for p in (RAW / tag / f"elsewhere_err{int(round(e * 100)):02d}_{r + 1}.csv" for r in range(args.elsewhere))
-                if p.exists()]
-        if have:
-            elsewhere[f"elsewhere_err{int(round(e * 100)):02d}"] = pd.concat([pd.read_csv(p) for p in have],
-                                                                             ignore_index=True)
     lines = ["## Estimator validation on the simulator (bench/bench_validation.py)", "",
              f"- {machine_line()} Wall time of this invocation {minutes:.0f} min (replicates cached across invocations).",
              f"- Command: `python bench/bench_validation.py --jobs 2 --design {args.design} --replicates "

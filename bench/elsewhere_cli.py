@@ -72,9 +72,10 @@ def bundle_frames(inst: pd.DataFrame) -> dict[str, pd.DataFrame]:
         pd.DataFrame({"model": mi["model"], "question": mi["question"], "instruction": mi["instruction"],
                       "kind": "constrained", "text": "response of " + mi["model"] + " to " + mi["instruction"]}),
     ], ignore_index=True)
-    # SPEC §1: a required feature is opposed iff absent from the baseline, a forbidden one iff present. Absent
-    # features are written as such (present = false): a (model, question) with no baseline row at all would be
-    # "unknown", never "absent" (SPEC §4.2), and its targets left out of EMCR
+    # A required feature is opposed iff absent from the baseline, a forbidden one iff present
+    # (docs/metrics.md#targets-and-baseline-opposition). Absent features are written as such (present = false):
+    # a (model, question) with no baseline row at all would be "unknown", never "absent"
+    # (docs/metrics.md#missing-data), and its targets left out of EMCR
     opposed = d["baseline_opposed"].astype(bool).to_numpy()
     present = np.where(d["mode"].to_numpy() == "forbid", opposed, ~opposed)
     base = d[["model", "question", "feature"]].assign(present=present).drop_duplicates(["model", "question", "feature"])

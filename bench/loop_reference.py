@@ -1,6 +1,7 @@
 """Literal per-unit loop implementation of TCPR, EMCR and violation spread.
 
-Written straight from the formulas of seed 000 §3.4, eqs. 1–5, 9, 11, 12 (SPEC §3) with
+Written straight from the formulas of ReFormBench (arXiv:2610.19693) §3.4, eqs. 1–5, 9, 11, 12
+(docs/metrics.md#benchmark-scores) with
 dicts, sets and ``itertools.combinations`` over every K-subset of T_q. It is slow on
 purpose: it serves only as the cross-check of :mod:`reform_core.metrics.reform` in the
 tests and as the baseline of ``bench/bench_scoring.py``.

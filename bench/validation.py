@@ -1,5 +1,5 @@
 """Validation of the estimators on the simulator, under conditions that break their
-assumptions (SPEC §4.1).
+assumptions (docs/metrics.md#default-estimator).
 
 The simulator (:mod:`reform_core.simulate`) knows every instance's true label, so a
 whole adjudication can be replayed against it:

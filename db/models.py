@@ -144,7 +144,7 @@ class BaselineFeature(SQLModel, table=True):
 
 class FeatureExtraction(SQLModel, table=True):
     """An open-ended feature extracted from a baseline response and how it maps to the
-    catalog (seed 000 App. A.4, Table A4): ``mapping`` exact | subtype | composite |
+    catalog (ReFormBench, arXiv:2610.19693, App. A.4, Table A4): ``mapping`` exact | subtype | composite |
     uncovered | not_format; ``feature`` the catalog feature it maps to ('' when none)."""
 
     __tablename__ = "feature_extraction"
@@ -271,7 +271,7 @@ class AdjudicationTask(SQLModel, table=True):
     kind: str = Field(default="disagreement", max_length=20)  # disagreement | audit
     required: int = 1  # how many distinct annotators must decide it
     decided: int = 0
-    status: str = Field(default="open", max_length=20)  # open | claimed | done
+    status: str = Field(default="open", max_length=20)  # open | claimed | done | withdrawn (its plan closed)
     claimed_by: Optional[int] = Field(default=None, foreign_key="app_user.id")
     lease_until: Optional[datetime] = None
     order_key: float = 0.0
@@ -379,7 +379,7 @@ class WordingRating(SQLModel, table=True):
 
 
 class WiseGeneration(SQLModel, table=True):
-    """A model output for a WISE wording item (seed 002); ``study`` names its WISE study
+    """A model output for a WISE wording item (docs/metrics.md#wording-robustness); ``study`` names its WISE study
     (``wise_study.name``; empty for generations imported without one)."""
 
     __tablename__ = "wise_generation"
@@ -399,7 +399,7 @@ class WiseGeneration(SQLModel, table=True):
 
 
 class WiseStudy(SQLModel, table=True):
-    """A WISE wording-robustness study (seed 002): its forms, reference form and manifest."""
+    """A WISE wording-robustness study (docs/metrics.md#wording-robustness): its forms, reference form and manifest."""
 
     __tablename__ = "wise_study"
     id: Optional[int] = Field(default=None, primary_key=True)
@@ -409,7 +409,7 @@ class WiseStudy(SQLModel, table=True):
 
 
 class MosaicStudy(SQLModel, table=True):
-    """A MOSAIC constraint-list study (seed 003): prompts imported from ``mosaic-generate``."""
+    """A MOSAIC constraint-list study (docs/metrics.md#mosaic): prompts imported from ``mosaic-generate``."""
 
     __tablename__ = "mosaic_study"
     id: Optional[int] = Field(default=None, primary_key=True)

@@ -15,7 +15,7 @@ import time
 import streamlit as st
 
 from pages.components import adjudication_view as view
-from pages.components import keys, state
+from pages.components import errors, keys, state
 from pages.components.render import md
 from pages.components.session import leave_if_signed_out, require_page, still_signed_in
 from reform_core.config import get_settings
@@ -180,6 +180,7 @@ def _note_form(item: S.Item, action: str, item_no: str) -> None:
 
 
 @st.fragment
+@errors.guard
 def workspace() -> None:
     leave_if_signed_out()  # a fragment rerun does not pass through app.py's check
     item = S.claim_next(engine, principal, plan_id, lease_seconds=get_settings().lease_seconds)
@@ -220,6 +221,7 @@ workspace()
 
 
 @st.fragment(run_every="30s")
+@errors.guard
 def progress_table() -> None:
     """The plan's progress per stratum and my pace (refreshes on its own)."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page

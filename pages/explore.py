@@ -122,7 +122,7 @@ def show_response(text: str) -> None:
     if raw_view:  # statements, not an expression: Streamlit's magic would write its value (None)
         render.show_raw(text)
     else:
-        render.show_markdown(text)
+        render.show_markdown(text, box=True)
 
 
 def show_constraints(c: pd.DataFrame) -> None:

@@ -10,7 +10,7 @@ lead configured (REFORM_JUDGE_ENDPOINTS) — this page has no URL input.
 
 import streamlit as st
 
-from pages.components import render, state
+from pages.components import errors, render, state
 from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import jobs, judging, scoring
 from reform_core.services.scoring import ScoringError
@@ -40,6 +40,7 @@ def _resume(job_id: int) -> None:
 
 
 @st.fragment(run_every=ACTIVE_POLL if busy else IDLE_POLL)
+@errors.guard
 def live() -> None:
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     views = judging.recent_jobs(eng, principal)

@@ -6,7 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from pages.components import render, state, studies
+from pages.components.palette import model_order, model_scale
 from pages.components.session import require_page
+from reform_core import display
 from reform_core.services import mosaic
 
 principal = require_page("view_scores")
@@ -16,7 +18,8 @@ st.title("MOSAIC results")
 listed = mosaic.list_studies(eng, principal)
 if listed.empty:
     st.info("No MOSAIC study yet. Create one from the command line: `mosaic-generate`, `mosaic-import`, "
-            "`mosaic-collect` (or `mosaic-import-outputs`), `mosaic-check` — see the README.")
+            "`mosaic-collect` (or `mosaic-import-outputs`), `mosaic-check` — see docs/formats.md, "
+            "*MOSAIC and WISE studies*.")
     st.stop()
 c1, c2 = st.columns([3, 1])
 study = c1.selectbox("Study", list(listed["name"]), key="mosaic_study")
@@ -27,15 +30,7 @@ if res.pa.empty:
     st.stop()
 
 st.subheader("Prompt-level accuracy")
-pa = res.pa.join(res.counts, on="model")
-st.dataframe(pd.DataFrame({
-    "model": pa["model"], "PA %": [studies.pct(v) for v in pa["pa"]],
-    "PA 95% CI": [studies.interval_text(lo, hi) for lo, hi in zip(pa["pa_low"], pa["pa_high"])],
-    "all followed %": [studies.pct(v) for v in pa["all_followed"]],
-    "all followed 95% CI": [studies.interval_text(lo, hi) for lo, hi in zip(pa["all_followed_low"],
-                                                                          pa["all_followed_high"])],
-    "outputs": pa["outputs"], "checked": pa["checked"], "unchecked": pa["unchecked"]}),
-    hide_index=True, key="mosaic_pa")
+st.dataframe(render.styled(studies.mosaic_pa_table(res)), hide_index=True, key="mosaic_pa")
 st.caption(f"PA_r = followed / checked constraints of a response, averaged over responses; 'all followed' = share "
            f"of responses that follow every checked constraint. Scores binarised at ≥ 0.5. 95 % percentile "
            f"intervals from {res.n_boot:,} bootstrap resamples of prompts (one draw for every model, seed {res.seed}).")
@@ -43,8 +38,9 @@ st.caption(f"PA_r = followed / checked constraints of a response, averaged over 
 st.subheader("Single-constraint compliance (SCC)")
 scc = res.scc.assign(scc=100 * res.scc["scc"], lo=100 * res.scc["ci_low"], hi=100 * res.scc["ci_high"])
 order = scc.groupby("constraint")["scc"].mean().sort_values().index.tolist()
-base = alt.Chart(scc).encode(y=alt.Y("constraint:N", sort=order, title=None), yOffset="model:N",
-                             color=alt.Color("model:N"))
+colour = alt.Color("model:N", scale=model_scale(res.pa["model"]), sort=model_order(res.pa["model"]))
+base = alt.Chart(scc).encode(y=alt.Y("constraint:N", sort=order, title=None),
+                             yOffset=alt.YOffset("model:N", sort=model_order(res.pa["model"])), color=colour)
 st.altair_chart(
     base.mark_bar().encode(x=alt.X("scc:Q", title="SCC %", scale=alt.Scale(domain=[0, 100])),
                            tooltip=["model", "constraint", "n", alt.Tooltip("scc:Q", format=".1f"),
@@ -65,7 +61,7 @@ if pcc.empty:
 else:
     pcc["value"] = 100 * pcc["pcc"] if measure == "PCC %" else pcc["r"]
     both = pd.concat([pcc, pcc.rename(columns={"constraint_i": "constraint_j", "constraint_j": "constraint_i"})])
-    both = both.assign(pcc_pct=100 * both["pcc"], pcc_ci=[studies.interval_text(lo, hi) for lo, hi in
+    both = both.assign(p_text=[display.p_value_text(v) for v in both["p_value"]], pcc_pct=100 * both["pcc"], pcc_ci=[studies.interval_text(lo, hi) for lo, hi in
                                                            zip(both["ci_low"], both["ci_high"])])
     scale = alt.Scale(domain=[0, 100], scheme="viridis") if measure == "PCC %" else alt.Scale(domain=[-1, 1],
                                                                                                 scheme="redblue")
@@ -75,18 +71,16 @@ else:
             y=alt.Y("constraint_j:N", title=None),
             color=alt.Color("value:Q", title=measure, scale=scale),
             tooltip=["constraint_i", "constraint_j", "n", alt.Tooltip("pcc_pct:Q", title="PCC %", format=".1f"),
-                     alt.Tooltip("pcc_ci:N", title="PCC 95% CI"), alt.Tooltip("r:Q", format=".3f"), alt.Tooltip("p_value:Q", title="p", format=".3g")]),
+                     alt.Tooltip("pcc_ci:N", title="PCC 95% CI"), alt.Tooltip("r:Q", format=".3f"), alt.Tooltip("p_text:N", title="p")]),
         width="stretch")
     strong = pcc[(pcc["r"].abs() > 0.2) & (pcc["p_value"] < 0.05)].sort_values("r")
     st.caption(f"{len(strong)} pair(s) with |r| > 0.2 and p < 0.05 (the paper's reporting rule).")
     if len(strong):
-        st.dataframe(strong[["constraint_i", "constraint_j", "n", "pcc", "r", "p_value"]], hide_index=True,
-                     key="mosaic_strong_pairs")
+        st.dataframe(studies.strong_pairs_table(strong), hide_index=True, key="mosaic_strong_pairs")
 
 st.subheader("Positional compliance (PosCC)")
 pos = res.poscc.assign(poscc=100 * res.poscc["poscc"], lo=100 * res.poscc["ci_low"], hi=100 * res.poscc["ci_high"])
-line = alt.Chart(pos).encode(x=alt.X("position:Q", title="position in the constraint list"),
-                             color=alt.Color("model:N"))
+line = alt.Chart(pos).encode(x=alt.X("position:Q", title="position in the constraint list"), color=colour)
 st.altair_chart(
     line.mark_area(opacity=0.15).encode(y=alt.Y("lo:Q", title="PosCC %"), y2="hi:Q")
     + line.mark_line(point=True).encode(y="poscc:Q", tooltip=["model", "position", "n",

@@ -6,7 +6,8 @@ decisions come in) and the live calibrated scores."""
 
 import streamlit as st
 
-from pages.components import state
+from pages.components import errors, state
+from pages.components import plans as plans_view
 from pages.components.render import md, md_lines, tidy
 from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import adjudication as S
@@ -36,32 +37,37 @@ design = st.radio("Design", list(DESIGNS), horizontal=True, key="plan_design",
                        "wherever a first decision goes against the reference (both judges wrong on an audit, judge B on "
                        "a disagreement). Stratified: the paper's Cochran/FPC sample of disagreements, for reproduction.")
 cluster = DESIGNS[design] == "cluster"
+size_by = "Cochran margin"
+if cluster:  # outside the form: the inputs below follow the choice at once
+    size_by = st.radio("Size by", ["Cochran margin", "Target half-width"], horizontal=True, key="plan_size_by",
+                       help="Target half-width: the planner picks the cheapest question and audit shares whose "
+                            "predicted measurement half-width is within the target.")
+by_target = cluster and size_by == "Target half-width"
+confidence, p, margin, target, metric, audit_share = 0.95, 0.5, 0.03, None, "tcpr", None
 with st.form("plan_params"):
     c = st.columns(2)
     judge_a = c[0].selectbox("Judge A", judges, index=judges.index(default[0]))
     judge_b = c[1].selectbox("Judge B", judges, index=judges.index(default[1]))
-    if cluster:
-        size_by = st.radio("Size by", ["Cochran margin", "Target half-width"], horizontal=True, key="plan_size_by",
-                           help="Target half-width: the planner picks the cheapest question and audit shares whose "
-                                "predicted measurement half-width is within the target.")
-    else:
-        size_by = "Cochran margin"
-    c = st.columns(3)
-    confidence = c[0].number_input("Confidence", 0.5, 0.999, 0.95, step=0.01, format="%.3f")
-    p = c[1].number_input("Anticipated proportion p", 0.01, 0.99, 0.5, step=0.05)
-    margin = c[2].number_input("Margin of error e", 0.005, 0.5, 0.03, step=0.005, format="%.3f")
-    if cluster:
-        c = st.columns(4)
+    if by_target:
+        c = st.columns(2)
         target = c[0].number_input("Target half-width (pp)", 0.1, 50.0, 3.0, step=0.5, key="plan_target")
         metric = c[1].selectbox("Target metric", ["tcpr", "emcr"])
+    else:
+        c = st.columns(3)
+        confidence = c[0].number_input("Confidence", 0.5, 0.999, 0.95, step=0.01, format="%.3f")
+        p = c[1].number_input("Anticipated proportion p", 0.01, 0.99, 0.5, step=0.05)
+        margin = c[2].number_input("Margin of error e", 0.005, 0.5, 0.03, step=0.005, format="%.3f")
+    if cluster:
+        c = st.columns(2 if by_target else 3)
         defaults = P.design_defaults()
-        audit_share = c[2].number_input("Audit share of agreements", 0.0, 1.0, defaults["audit_pi"], step=0.05,
-                                        help="Cochran sizing only (mean over agreements; agreed fails get more); the "
-                                             "planner chooses it for a target.")
-        overlap = c[3].slider("Share double-adjudicated", 0.0, 1.0, defaults["double_fraction"], step=0.05,
+        if not by_target:
+            audit_share = c[-1].number_input("Audit share of agreements", 0.0, 1.0, defaults["audit_pi"], step=0.05,
+                                             help="Mean over agreements; agreed fails get more. Sizing by target "
+                                                  "half-width, the planner chooses it.")
+        overlap = c[1].slider("Share double-adjudicated", 0.0, 1.0, defaults["double_fraction"], step=0.05,
                               help="Decided by two annotators from the start; the others get a second annotator "
                                    "only where the first decision asks for it.")
-        seed = st.number_input("Seed", 0, 2**31 - 1, 0, step=1)
+        seed = c[0].number_input("Seed", 0, 2**31 - 1, 0, step=1)
         audit = 0
     else:
         c = st.columns(3)
@@ -73,7 +79,7 @@ with st.form("plan_params"):
 params = dict(judge_a=judge_a, judge_b=judge_b, confidence=float(confidence), p=float(p), margin=float(margin))
 if cluster:
     options = dict(seed=int(seed), double_fraction=float(overlap),
-                   **({"target_half_width": float(target), "metric": metric} if size_by == "Target half-width"
+                   **({"target_half_width": float(target), "metric": metric} if by_target
                       else {"audit_pi": float(audit_share)}))
     key = ("cluster", params, options)
 else:
@@ -97,6 +103,7 @@ if preview is not None and preview[0] == key:
         t = made_plan.params.get("target") or {}
         st.caption(f"{len(made_plan.tasks):,} tasks ({int(made_plan.tasks['required'].sum()):,} decisions); target "
                    f"±{t.get('half_width', 0):g} pp on {str(t.get('metric', 'tcpr')).upper()} (measurement interval)")
+        st.caption(made_plan.explanation)
     else:
         strata = preview[1]
         sizes = S.model_sizes(strata)
@@ -114,7 +121,8 @@ if preview is not None and preview[0] == key:
             else:
                 made = S.create_plan(engine, principal, seed=int(seed), audit=int(audit),
                                      overlap_fraction=float(overlap), name=name or None, **params)
-            st.success(f"Stored plan “{md(made.name)}” with {made.tasks:,} items.")
+            st.success(f"Stored plan “{md(made.name)}” with {made.tasks:,} items."
+                       + (f" {made.explanation}" if getattr(made, "explanation", "") else ""))
             ss["plan_preview"] = None
             state.clear_data_caches()
         except ValueError as exc:
@@ -133,27 +141,28 @@ summary = S.plan_summary(engine, principal, plan_id)
 st.subheader(f"{md(summary.name)}: {md(summary.judge_a)} (A) vs {md(summary.judge_b)} (B)")
 st.caption(", ".join(f"{k} = {md(summary.params[k])}" for k in
                      ("design", "confidence", "p", "margin", "seed", "audit", "overlap_fraction", "audit_pi",
-                      "double_fraction") if k in summary.params))
+                      "double_fraction") if k in summary.params)
+           + (f"; extended {len(summary.params['extensions'])} time(s)" if summary.params.get("extensions") else ""))
 
 
 @st.fragment(run_every="30s")
+@errors.guard
 def precision(plan_id: int) -> None:
     """The plan's measurement half-widths against its target, refreshed as decisions come in."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
-    got = E.plan_precision(engine, principal, plan_id)
-    if got is None:
-        return
-    v = got.verdict
-    (st.success if v["reached"] else st.warning)(md(v["message"]))  # model names are untrusted
-    st.dataframe(tidy(got.progress, decimals=2), hide_index=True)
-    st.caption("Questions sampled / fully decided, audits planned / decided and the measurement half-width so far "
-               "(refreshed every 30 s; without the adjudicator-error term, which the Scores page adds).")
+    got = plans_view.plan_precision(principal, plan_id)
+    if got is not None:
+        plans_view.show_precision(got)
 
 
+flash = ss.pop("plan_flash", None)
+if flash:
+    st.success(flash)
 if E.is_cluster_plan(summary.params):
     st.markdown(f"**Precision so far** — target ±{E.target_of(summary.params)['half_width']:g} pp on "
                 f"{E.target_of(summary.params)['metric'].upper()} (stop when precise enough)")
     precision(plan_id)
+plans_view.stop_or_extend(principal, summary.name, summary.params)
 st.markdown("**Per evaluated model** (agreement in %, shares of reviewed items)")
 st.dataframe(tidy(summary.models), hide_index=True)
 st.markdown("**Per stratum** (π̂ = mean adjudicated pass label; provisional = no review yet)")
@@ -161,6 +170,7 @@ st.dataframe(tidy(summary.strata, decimals=3), hide_index=True, column_config={"
 
 
 @st.fragment(run_every="20s")
+@errors.guard
 def live_scores(judge_a: str, judge_b: str) -> None:
     """Calibrated TCPR / EMCR that follow each new decision (incremental, see LiveScores)."""
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page

@@ -9,7 +9,8 @@ from urllib.parse import urlencode
 import altair as alt
 import streamlit as st
 
-from pages.components import analyses_view, render
+from pages.components import analyses_view, errors, render
+from pages.components import plans as plans_view
 from pages.components.session import leave_if_signed_out, require_page
 from reform_core.services import explore
 from reform_core.services.estimates import MEASUREMENT_TEXT, POPULATION_TEXT, estimator_label, interval_method, verdict
@@ -48,7 +49,9 @@ emcr_applies = "emcr" in result.metrics
 for line in result.messages[1:] if result.pair else result.messages:
     st.caption(render.md(line))
 
-if result.provisional:
+if result.provisional and result.estimate is not None and result.estimate.design is not None:
+    st.warning(plans_view.in_progress_text(result.estimate.progress))  # the default estimator, part-way
+elif result.provisional:
     n = int(result.rates["provisional"].sum()) if result.rates is not None else 0
     st.warning(f"Provisional: {n} disagreement strata have no reviewed instance yet; they use the model's "
                "pooled estimate (0.5 before any adjudication). Adjudicate more to firm these scores up.")
@@ -71,6 +74,7 @@ _aux_busy = analyses_view.analyses_updating(_aux_rule, judge)
 
 
 @st.fragment(run_every=None if _ivl_fresh and not _aux_busy else 2)
+@errors.guard
 def table2() -> None:
     """Table 2 with its intervals; while they are recomputed in the background (after a new
     decision) the points are current and the last intervals are shown, marked as updating.
@@ -88,13 +92,16 @@ def table2() -> None:
                    "⏳ Intervals updating: the measurement and population intervals are being computed.")
     scored = render.score_result(principal, calibration=calibration, judge=judge)
     t2, described = scored.tables["table2"], scored.descriptions
-    shown = render.table2_display(t2, ivl.frame, emcr=emcr_applies, kinds=("measurement",))
+    shown = render.table2_table(t2, ivl.frame, emcr=emcr_applies, kinds=("measurement",))
     st.markdown("**Rates with their measurement intervals** (95 %, *meas.*) and denominators (*n*)")
-    st.dataframe(shown, hide_index=True, column_config=render.table2_columns(shown, described))
+    st.dataframe(render.styled(shown), hide_index=True, column_config=render.table2_columns(shown.frame, described))
     if ivl.frame is not None:
         st.markdown("**The same rates with their population intervals** (95 %; they add the questions' own sampling)")
         pop = render.population_display(t2, ivl.frame, emcr=emcr_applies)
-        st.dataframe(pop, hide_index=True, column_config=render.table2_columns(pop, described))
+        st.dataframe(render.styled(pop), hide_index=True, column_config=render.table2_columns(pop.frame, described))
+    st.caption("Each rate is shown to the places its interval supports (one significant digit of the half-width); "
+               f"a rate over fewer than {render.display.MIN_UNITS} units, or with an interval wider than "
+               f"{render.display.MAX_WIDTH_PP:g} pp, is greyed and says *too few* instead (docs/display.md).")
 
 
 table2()
@@ -104,11 +111,16 @@ st.caption("**Population** — " + POPULATION_TEXT.split(": ", 1)[1])
 st.caption(interval_method(result)
            + " Counts: instructions (TCPR)" + (", eligible units (EMCR, R¹–R³)." if emcr_applies else "."))
 # the estimate behind the intervals carries the adjudicator-error term; until it is in, the scored one
-_held = _ivl.frame.attrs.get("estimate") if _ivl.fresh and _ivl.frame is not None else None
-est = getattr(_held, "value", None) or result.estimate
+_held = _ivl.frame.attrs.get("estimate") if _ivl.frame is not None else None
+_with_ivl = getattr(_held, "value", None)  # the run the verdict reads (Table 2's intervals), possibly from before
+est = (_with_ivl if _ivl.fresh else None) or result.estimate
 if est is not None and est.design is not None:  # the plan-based estimator's verdict and reports
-    v = verdict(est)
-    (st.success if v["reached"] else st.warning)(f"Planner's verdict — {render.md(v['message'])}")
+    if _with_ivl is not None and _with_ivl.design is not None:
+        v = verdict(_with_ivl)
+        note = "" if _ivl.fresh else " (from the intervals shown above, being updated)"
+        (st.success if v["reached"] else st.warning)(f"Planner's verdict{note} — {render.md(v['message'])}")
+    else:
+        st.caption("⏳ Planner's verdict: computed with the intervals (adjudicator-error term included), in a moment.")
     st.markdown("**Agreement audit — both judges wrong** (share of each model's agreements, debiased for "
                 "adjudicator error; these errors are corrected in the scores above)")
     st.dataframe(render.both_wrong_display(est.both_wrong), hide_index=True)
@@ -186,4 +198,4 @@ analyses_view.start_pending(aux_rule, judge)
 # This script's namespace is a reference cycle (the functions defined above hold it as their globals), freed only
 # by Python's occasional full garbage collection: drop its references to the scored state now, so that a state the
 # cache has replaced is freed at once (issue 16: at 10× every rerun kept ~120 MB until a collection ran).
-del result, tables, est, _held, _ivl
+del result, tables, est, _held, _ivl, _with_ivl

@@ -4,9 +4,12 @@ import altair as alt
 import streamlit as st
 
 from pages.components import state
-from pages.components.studies import wise_section
+from pages.components.palette import direction_chart
+from pages.components import render
+from pages.components.studies import agreement_table, wise_section
 from pages.components.render import md, tidy
 from pages.components.session import require_page
+from reform_core.safe_csv import csv_text
 from reform_core.services import wording
 
 principal = require_page("view_scores")
@@ -36,7 +39,7 @@ st.caption(f"Fleiss' κ for the yes/no answer (annotators who answered every ite
            f"(nominal; every annotator's answers, missing ones allowed); ICC(2,1) and ICC(2,k) (two-way random, absolute agreement) for "
            f"each rating; 95 % percentile intervals from {res.n_boot:,} bootstrap replicates that resample items "
            f"and keep all annotators (seed {res.seed}).")
-st.dataframe(tidy(res.agreement, decimals=3), hide_index=True, key="wording_agreement")
+st.dataframe(render.styled(agreement_table(res.agreement)), hide_index=True, key="wording_agreement")
 for note in res.agreement.loc[res.agreement["note"] != "", "note"].unique():
     st.warning(md(note))
 
@@ -65,21 +68,12 @@ if not res.model_gaps.empty:
         width="stretch",
     )
 if not res.directions.empty:
-    d = res.directions.rename_axis("form").reset_index().melt("form", var_name="direction", value_name="share")
     st.markdown("**Failure direction per form** (share of outputs, equal weight per model)")
-    st.altair_chart(
-        alt.Chart(d).mark_bar().encode(
-            x=alt.X("form:N", sort=list(res.directions.index), title=None),
-            y=alt.Y("share:Q", axis=alt.Axis(format="%"), title="share of outputs"),
-            color=alt.Color("direction:N", sort=["under", "exact", "over"]),
-            tooltip=["form", "direction", alt.Tooltip("share:Q", format=".1%")],
-        ),
-        width="stretch",
-    )
+    st.altair_chart(direction_chart(res.directions, list(res.recognition.index)), width="stretch")
 
 with st.expander("Current ratings"):
     st.dataframe(tidy(res.ratings), hide_index=True)
-    st.download_button("Download ratings (CSV)", res.ratings.to_csv(index=False), file_name=f"{res.study['name']}_ratings.csv",
+    st.download_button("Download ratings (CSV)", csv_text(res.ratings), file_name=f"{res.study['name']}_ratings.csv",
                        mime="text/csv")
 
 wise_section(principal, linked=res.study["params"].get("wise_study"))

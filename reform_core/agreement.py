@@ -6,9 +6,11 @@ pure; randomness comes only from a passed ``numpy.random.Generator``.
 Sources: Fleiss (1971) "Measuring nominal scale agreement among many raters"; Cohen (1960);
 Krippendorff (2011) "Computing Krippendorff's Alpha-Reliability" for α with missing data;
 Shrout & Fleiss (1979) "Intraclass correlations: uses in assessing rater reliability" and
-McGraw & Wong (1996) for the ICC family and its F-based intervals; SPEC §5 and seed 002
+McGraw & Wong (1996) for the ICC family and its F-based intervals; the WISE paper (*When
+Verifiable Counts Depend on Wording: Auditing Wording Robustness in Instruction Following*)
 App. Q (Tables 24, 25) for the human wording validation (yes-rates, item bootstrap with
-2,000 replicates that resample items and keep all annotators).
+2,000 replicates that resample items and keep all annotators), defined in
+docs/metrics.md#human-wording-validation.
 
 Degenerate data are reported, never returned as silent NaN: missing ratings raise a
 ``ValueError`` (or are dropped with ``missing="drop"``), and a statistic that is undefined
@@ -42,7 +44,7 @@ class Estimate(NamedTuple):
     ci_high: float
 
 
-ICCResult = Estimate  # SPEC §8 name of the ICC return type
+ICCResult = Estimate  # the public name of the ICC return type, kept for callers
 
 
 # --------------------------------------------------------------------------- helpers
@@ -120,7 +122,7 @@ def item_bootstrap_weights(n_items: int, n_boot: int, rng: np.random.Generator) 
     """Multiplicities of an item bootstrap: ``(n_boot, n_items)`` counts summing to ``n_items``.
 
     Row ``b`` says how often each item appears in replicate ``b`` when ``n_items`` items are
-    drawn with replacement (equivalent to index resampling; seed 002 App. Q).
+    drawn with replacement (equivalent to index resampling; WISE paper App. Q).
     """
     return rng.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=n_boot)
 
@@ -213,7 +215,8 @@ def _fleiss_from_counts(counts: np.ndarray, label: str, fn: str) -> float:
 def fleiss_kappa_ci(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
                     n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None,
                     missing: str = "raise") -> Estimate:
-    """Fleiss' κ with an item-bootstrap percentile interval (seed 002 App. Q, Table 25).
+    """Fleiss' κ with an item-bootstrap percentile interval (WISE paper App. Q, Table 25;
+    docs/metrics.md#agreement-intervals).
 
     Each of ``n_boot`` replicates resamples items with replacement and keeps all raters of
     each sampled item; κ is recomputed per replicate (vectorised Fleiss 1971 formula, equal
@@ -451,7 +454,7 @@ def krippendorff_alpha_ci(df: pd.DataFrame, *, item: str = "item", rater: str = 
                           ci_level: float = 0.95, rng: np.random.Generator | None = None) -> Estimate:
     """Krippendorff's α with an item-bootstrap percentile interval.
 
-    Like :func:`fleiss_kappa_ci` (seed 002 App. Q): each replicate resamples the pairable
+    Like :func:`fleiss_kappa_ci` (WISE paper App. Q): each replicate resamples the pairable
     items with replacement, keeping all ratings of each drawn item, and recomputes α
     (vectorised; ordinal δ² uses the replicate's own marginals). ``ci_level`` is the
     confidence level (``level`` names the metric).
@@ -597,11 +600,11 @@ def icc(df: pd.DataFrame, *, target: str = "target", rater: str = "rater", ratin
     kind : {"1,1", "2,1", "3,1", "1,k", "2,k", "3,k"}
         Shrout & Fleiss (1979) form: 1 = one-way random, 2 = two-way random (absolute
         agreement), 3 = two-way mixed (consistency); ",1" single rater, ",k" mean of k raters.
-        ICC(2,k) is the WISE validation statistic (SPEC §5, seed 002 Table 25).
+        ICC(2,k) is the WISE validation statistic (docs/metrics.md#icc; WISE paper Table 25).
     bootstrap : int, optional
         ``None``: interval from the F distribution (Shrout & Fleiss 1979; McGraw & Wong
         1996). An integer: percentile interval from that many item-bootstrap replicates that
-        resample targets and keep all raters (seed 002 App. Q); needs ``rng``.
+        resample targets and keep all raters (WISE paper App. Q); needs ``rng``.
     level : float
         Confidence level of the interval.
     missing : {"raise", "drop"}
@@ -669,7 +672,8 @@ def _as_yes(series: pd.Series, fn: str) -> pd.Series:
 
 
 def yes_rates(df: pd.DataFrame, *, by: str = "form", rater: str = "rater", label: str = "label") -> pd.DataFrame:
-    """Share of "yes" answers per group and per rater (seed 002 App. Q.1, Table 24).
+    """Share of "yes" answers per group and per rater (docs/metrics.md#yes-rates; WISE
+    paper App. Q.1, Table 24).
 
     Parameters
     ----------
@@ -706,7 +710,8 @@ def validation_agreement(df: pd.DataFrame, *, item: str = "item", rater: str = "
                          ratings: tuple[str, ...] = ("clarity", "naturalness", "ambiguity", "complexity"),
                          n_boot: int = 2000, level: float = 0.95,
                          rng: np.random.Generator | None = None) -> pd.DataFrame:
-    """Agreement table of the human wording validation (SPEC §5; seed 002 Table 25).
+    """Agreement table of the human wording validation (docs/metrics.md#agreement-intervals;
+    WISE paper Table 25).
 
     Parameters
     ----------

@@ -1,6 +1,7 @@
 """Judgment calibration: turn two judges' labels and human adjudications into ``p_u``.
 
-Two rules (SPEC §4; seed 000 §3.5 eqs. 7–8 and App. A.3.2 eq. 13):
+Two rules (docs/metrics.md#stratified-calibration and #pooled-calibration; ReFormBench,
+arXiv:2610.19693, §3.5 eqs. 7–8 and App. A.3.2 eq. 13):
 
 * **Stratified** (main results): ``p_u = g_u`` if the judges agree, ``a_u`` if the
   disagreement was reviewed, otherwise ``π̂_h`` = mean adjudicated label of the reviewed
@@ -118,7 +119,8 @@ def stratum_rates(
     strata: Sequence[str] = STRATUM_COLUMNS,
     iid: str = INSTANCE_KEY,
 ) -> pd.DataFrame:
-    """Stratum pass-rate estimates π̂_h (seed 000 §3.5 eq. 7; SPEC §4).
+    """Stratum pass-rate estimates π̂_h (ReFormBench, arXiv:2610.19693, §3.5 eq. 7;
+    docs/metrics.md#stratified-calibration).
 
     ``π̂_h = (1/|R_h|) Σ_{u∈R_h} a_u`` over the reviewed disagreements ``R_h`` of stratum
     ``h``. A stratum with no reviewed instance takes the model's pooled estimate
@@ -187,7 +189,8 @@ def calibrate_stratified(
     iid: str = INSTANCE_KEY,
     rates: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Stratified calibration p_u (seed 000 §3.5 eq. 8; SPEC §4).
+    """Stratified calibration p_u (ReFormBench, arXiv:2610.19693, §3.5 eq. 8;
+    docs/metrics.md#stratified-calibration).
 
     ``p_u = g_u`` if ``g_u = m_u``; ``a_u`` if u was reviewed; ``π̂_{h(u)}`` otherwise, with
     the fallback of :func:`stratum_rates` for strata without reviews (``provisional``).
@@ -247,7 +250,8 @@ def calibrate_stratified(
 def pooled_weights(adjudications: pd.DataFrame, *, choice: str = "choice") -> pd.Series:
     """Pooled judge weights ``W_g`` = share of a fixed adjudication pool siding with judge g.
 
-    Seed 000 App. A.3.2: 6,689 of 7,125 adjudications favour GPT → ``W = 93.88 %``.
+    ReFormBench (arXiv:2610.19693) App. A.3.2: 6,689 of 7,125 adjudications favour GPT →
+    ``W = 93.88 %`` (docs/metrics.md#pooled-calibration).
 
     Parameters
     ----------
@@ -269,7 +273,8 @@ def pooled_weights(adjudications: pd.DataFrame, *, choice: str = "choice") -> pd
 
 
 def calibrate_pooled(instances: pd.DataFrame, w_a: float, *, judge_a: str = "label_a", judge_b: str = "label_b") -> pd.DataFrame:
-    """Pooled calibration (seed 000 App. A.3.2 eq. 13; SPEC §4).
+    """Pooled calibration (ReFormBench, arXiv:2610.19693, App. A.3.2 eq. 13;
+    docs/metrics.md#pooled-calibration).
 
     ``p = g`` if ``g = m``, else ``W_A·g + (1 − W_A)·m``; missing labels follow the module
     rule.

@@ -1,4 +1,5 @@
-"""``python -m reform_core …``: the scriptable face of the product (SPEC §8).
+"""``python -m reform_core …``: the scriptable face of the product (reference: docs/cli.md;
+stable ``--json`` shapes: docs/formats.md).
 
 Each area registers its commands from ``reform_core.commands.<area>``; the command
 functions only parse arguments, call ``reform_core.services`` and print. Start-up stays

@@ -77,6 +77,9 @@ class Settings(BaseSettings):
     # Signs the session tokens of password mode (REFORM_SESSION_SECRET); unset, each process
     # signs with a random key of its own (sessions then end with the process).
     session_secret: Optional[SecretStr] = None
+    # Tests only: a page's unexpected error is raised (an AppTest exception) instead of being shown
+    # as a short message with an error id (pages/components/errors.py).
+    raise_page_errors: bool = False
 
     @field_validator("judge_endpoints")
     @classmethod

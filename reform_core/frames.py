@@ -20,8 +20,9 @@ INSTANCES — one row per judged (response, constraint) pair, i.e. per
     feature           str    catalog feature key
     category          str    catalog category of the feature
     mode              str    "require" | "forbid"
-    baseline_opposed  bool   target opposes the model's baseline (SPEC §1); <NA> = unknown (no baseline
-                             annotation): left out of EMCR and counted (SPEC §4.2)
+    baseline_opposed  bool   target opposes the model's baseline; <NA> = unknown (no baseline
+                             annotation): left out of EMCR and counted
+                             (docs/metrics.md#targets-and-baseline-opposition, #missing-data)
     label_<judge>     float  judge label 1.0 pass / 0.0 fail / NaN missing or error
     p                 float  calibrated pass probability (or a binary label) in [0, 1]
 
@@ -31,7 +32,7 @@ ADJUDICATIONS — the current (not superseded) human decision per instance.
     a                 float  1.0 pass / 0.0 fail (rows with no usable label are dropped)
     annotator         str    who decided (optional)
 
-DISAGREEMENTS — instances where the two judges of a pair differ (SPEC §4).
+DISAGREEMENTS — instances where the two judges of a pair differ (docs/metrics.md#disagreements-and-strata).
 
     iid, model, category, mode   as above
     direction         str    "A1B0" (judge A pass, B fail) | "A0B1"
@@ -54,9 +55,9 @@ CONDITION_MAIN = "main"
 
 
 def stratum_key(model: str, direction: str, category: str, mode: str, condition: str = CONDITION_MAIN) -> str:
-    """The string id of one adjudication stratum (SPEC §4). The main condition's keys are
-    ``model|direction|category|mode``; another condition's carry it as a fifth part, so its
-    disagreements are never pooled with the main ones."""
+    """The string id of one adjudication stratum (docs/metrics.md#disagreements-and-strata).
+    The main condition's keys are ``model|direction|category|mode``; another condition's carry
+    it as a fifth part, so its disagreements are never pooled with the main ones."""
     key = f"{model}|{direction}|{category}|{mode}"
     return key if condition in (None, "", CONDITION_MAIN) else f"{key}|{condition}"
 

@@ -1,4 +1,5 @@
-"""Cochran's sample size with finite-population correction (SPEC §4), standard library only.
+"""Cochran's sample size with finite-population correction (docs/metrics.md#sample-size), standard
+library only.
 
 Kept apart from :mod:`reform_core.sampling` so that ``python -m reform_core plan-size`` does
 not import numpy, pandas or scipy: the normal quantile is ``statistics.NormalDist().inv_cdf``
@@ -23,7 +24,8 @@ def cochran_size(population, *, confidence: float = 0.95, p: float = 0.5, margin
     """Sample size by Cochran's formula with finite-population correction.
 
     ``n0 = z² p (1 − p) / e²`` and ``n = ⌈ n0 / (1 + (n0 − 1) / N) ⌉`` with
-    ``z = Φ⁻¹((1 + confidence) / 2)`` (SPEC §4; seed 000 App. A.3.1; Cochran 1977,
+    ``z = Φ⁻¹((1 + confidence) / 2)`` (docs/metrics.md#sample-size; ReFormBench, arXiv:2610.19693,
+    App. A.3.1; Cochran 1977,
     *Sampling Techniques*, eqs. 4.2 and 4.3).
 
     Parameters

@@ -1,6 +1,7 @@
 """Adjudication sampling: disagreement strata, Cochran/FPC sizing, allocation, seeded draws.
 
-Implements SPEC §4 (seed 000 §3.5 and App. A.3.1): within each evaluated model the
+Implements docs/metrics.md#judging-and-calibration (ReFormBench, arXiv:2610.19693, §3.5 and
+App. A.3.1): within each evaluated model the
 disagreements of a judge pair are stratified by direction × feature category × constraint
 mode; the model's sample size follows Cochran's formula with a finite-population
 correction; the size is allocated across strata in proportion to stratum size, covering
@@ -43,7 +44,8 @@ def _check_rng(rng) -> None:
 
 
 def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b: str = "label_b") -> pd.DataFrame:
-    """Instances on which the two judges of a pair differ, with their stratum (SPEC §4).
+    """Instances on which the two judges of a pair differ, with their stratum
+    (docs/metrics.md#disagreements-and-strata).
 
     Parameters
     ----------
@@ -82,7 +84,7 @@ def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b:
 
 
 def allocate(stratum_sizes: pd.Series, n: int) -> pd.Series:
-    """Allocate a sample of ``n`` across strata (SPEC §4 "Allocation"; seed 000 App. A.3.1).
+    """Allocate a sample of ``n`` across strata (docs/metrics.md#allocation; ReFormBench App. A.3.1).
 
     Each stratum first gets ``⌊n' · N_h / N⌋`` with ``n' = min(n, N)`` (proportional
     allocation), raised to 1 for every non-empty stratum. If these minimums overshoot
@@ -143,7 +145,7 @@ def plan(
     p: float = 0.5,
     margin: float = 0.03,
 ) -> pd.DataFrame:
-    """Per model × condition × stratum sample plan (SPEC §4).
+    """Per model × condition × stratum sample plan (docs/metrics.md#sample-size, #allocation).
 
     Each model's size comes from :func:`cochran_size` with N = that model's
     disagreements of one condition (the main strata are sized from main disagreements
@@ -200,7 +202,7 @@ def _draw_within(frame: pd.DataFrame, group: str, quota: pd.Series, rng: np.rand
 
 
 def draw(disagreements: pd.DataFrame, plan: pd.DataFrame, *, rng: np.random.Generator) -> pd.DataFrame:
-    """Seeded, reproducible stratified draw of disagreements following a plan (SPEC §4).
+    """Seeded, reproducible stratified draw of disagreements following a plan (docs/metrics.md#allocation).
 
     Within each stratum, ``planned`` instances are drawn without replacement. The result
     depends only on the set of rows and the generator state, not on the input row order.
@@ -236,7 +238,8 @@ def draw(disagreements: pd.DataFrame, plan: pd.DataFrame, *, rng: np.random.Gene
 
 
 def audit_sample(agreements: pd.DataFrame, n: int, rng: np.random.Generator, *, by: str = "model") -> pd.DataFrame:
-    """Random audit sample of judge *agreements* (SPEC §4, "Beyond the paper").
+    """Random audit sample of judge *agreements* (beyond the paper; the default estimator's
+    audit: docs/estimator.md#the-audit-of-agreements).
 
     Estimates how often both judges are wrong together. The ``n`` items are spread
     over the groups of ``by`` (default: evaluated model) with :func:`allocate`, then
@@ -268,7 +271,8 @@ def audit_sample(agreements: pd.DataFrame, n: int, rng: np.random.Generator, *, 
 
 
 def double_adjudication(sample: pd.DataFrame, fraction: float, rng: np.random.Generator) -> pd.DataFrame:
-    """Mark a random ``fraction`` of sampled items for a second annotator (SPEC §4).
+    """Mark a random ``fraction`` of sampled items for a second annotator (beyond the paper; used to
+    estimate adjudicator error: docs/estimator.md#adjudicator-error).
 
     Parameters
     ----------

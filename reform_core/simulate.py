@@ -2,7 +2,7 @@
 
 ``simulate(seed, scale)`` builds a whole project — questions, three-constraint
 instruction variants, evaluated models, baseline feature annotations, responses, two
-judges' labels and the hidden true pass labels — shaped after seed 000 (ReFormBench):
+judges' labels and the hidden true pass labels — shaped after the ReFormBench paper (arXiv:2610.19693):
 
 * 910 questions over 7 task types (Table A5 counts) and 10 domains, 543/910 English;
 * 5,000 variants whose multiplicity per question follows Table A11 (1..30 variants);
@@ -40,7 +40,7 @@ from scipy.special import expit
 
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY
 
-TASK_TYPES = {  # seed 000 Table A5: questions per task type
+TASK_TYPES = {  # ReFormBench Table A5: questions per task type
     "Knowledge QA": 163,
     "Concept Explanation": 105,
     "Information Extraction": 93,
@@ -53,12 +53,12 @@ DOMAINS = (
     "Technology", "Education", "Business", "Health", "Science",
     "Daily Life", "Culture", "Law", "Finance", "Environment",
 )
-ENGLISH_SHARE = 543 / 910  # seed 000 App. A.7.1
+ENGLISH_SHARE = 543 / 910  # ReFormBench App. A.7.1
 # Table A11: questions with 1, 2, 3, 4–5, 6–10, 11–30 variants.
 VARIANT_BUCKETS = ((1, 1, 256), (2, 2, 147), (3, 3, 98), (4, 5, 119), (6, 10, 152), (11, 30, 138))
 MAX_VARIANTS = 30
 ABILITY_RANGE = (2.4, 4.0)  # logit abilities of the simulated models
-FALLBACK_CATEGORIES = {  # SPEC §2 category order and sizes
+FALLBACK_CATEGORIES = {  # category order and sizes of the ReFormBench catalog (docs/metrics.md#catalog)
     "line_layout": 7,
     "document_structure": 9,
     "lists": 4,
@@ -82,7 +82,7 @@ class SimConfig:
     n_instructions: int = 5000
     n_models: int = 10
     judges: tuple = ("judge_a", "judge_b")
-    agreement: float = 0.8767  # seed 000 App. A.3.1: 131,508 / 150,000
+    agreement: float = 0.8767  # ReFormBench App. A.3.1: 131,508 / 150,000
     # base error rates (false pass = label 1 on truth 0, false fail = label 0 on truth 1),
     # rescaled jointly so that the overall agreement hits ``agreement``
     judge_false_pass: tuple = (0.03, 0.05)
@@ -231,7 +231,7 @@ def catalog_features(records) -> pd.DataFrame:
     A record has ``key, name, category`` and optionally ``modes``,
     ``require_template / forbid_template``, ``acceptance {mode: text}``,
     ``params [{name, default}]`` and the paper's counts (``paper_require /
-    paper_forbid`` or ``paper_counts {require, forbid}``, seed 000 Table A12), which
+    paper_forbid`` or ``paper_counts {require, forbid}``, ReFormBench Table A12), which
     become the targeting weights (count + 1; 0 for a mode the feature does not offer).
 
     Returns
@@ -266,7 +266,8 @@ def catalog_features(records) -> pd.DataFrame:
 
 
 def _fallback_features(rng: np.random.Generator) -> pd.DataFrame:
-    """66 synthetic features in 8 categories (SPEC §2 sizes) with skewed weights."""
+    """66 synthetic features in 8 categories (the catalog's sizes, docs/metrics.md#catalog) with
+    skewed weights."""
     cats = np.repeat(list(FALLBACK_CATEGORIES), list(FALLBACK_CATEGORIES.values()))
     index = np.concatenate([np.arange(1, n + 1) for n in FALLBACK_CATEGORIES.values()])
     keys = [f"{c}_{i:02d}" for c, i in zip(cats, index)]
@@ -394,7 +395,7 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     seed : int
         Seed of the ``numpy.random.Generator``; the same seed gives identical frames.
     scale : {"paper", "small"}
-        "paper": 910 questions, 5,000 instructions, 10 models (seed 000 §4, App. A.3,
+        "paper": 910 questions, 5,000 instructions, 10 models (ReFormBench §4, App. A.3,
         A.6, A.7); "small": 30 questions, 120 instructions, 3 models.
     **overrides
         Any :class:`SimConfig` field, e.g. ``single_constraint=True``, ``prompted=True``,
@@ -583,7 +584,7 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
 
 
 def _extractions(baseline: pd.DataFrame, m_keys, q_keys, cfg: SimConfig, rng: np.random.Generator) -> pd.DataFrame:
-    """Open-ended extractions of each baseline response (seed 000 App. A.4): every present
+    """Open-ended extractions of each baseline response (ReFormBench App. A.4): every present
     catalog feature is extracted as an exact, subtype or composite match (else missed), and
     each response adds uncovered formats and non-format features (Poisson counts)."""
     exact, subtype, composite = cfg.extraction_mix

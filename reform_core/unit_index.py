@@ -98,7 +98,8 @@ class UnitIndex:
         return x
 
     def evaluate(self, pv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-instruction all-pass products, per-unit Ĵ and Ŵ (seed 000 eqs. 9, 11).
+        """Per-instruction all-pass products, per-unit Ĵ and Ŵ (ReFormBench, arXiv:2610.19693, eqs. 9, 11;
+        docs/metrics.md#joint-correction, #violation-spread).
 
         ``A_i = ∏_j p[i,j]``; ``Ĵ_{q,S} = ∏_{t∈S} ∏_{i∈V(q,t)} p[i,t]``;
         ``Ŵ_{q,S} = Σ_{i∈I_{q,S}} (1 − ∏_{t∈S_i} p[i,t])``.
@@ -264,7 +265,8 @@ def build_index(
     task_type: str = "task_type",
     condition_col: str = "condition",
 ) -> UnitIndex:
-    """Determine instructions and eligible units once (seed 000 eq. 2; SPEC §3).
+    """Determine instructions and eligible units once (ReFormBench, arXiv:2610.19693, eq. 2;
+    docs/metrics.md#eligible-units).
 
     Target t = (feature, mode) of question q; V(q,t) = variants (instructions) of q that
     contain t; T_q = baseline-opposed targets of q for the model (targets whose opposition

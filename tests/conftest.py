@@ -15,6 +15,9 @@ import pytest
 from tests.tracked_files import pytest_sessionfinish, pytest_sessionstart  # noqa: F401 (hooks)
 
 PG_ENV = "REFORM_TEST_POSTGRES_URL"
+# a page's unexpected error fails its test as an exception (the app shows a short message with an
+# error id instead: pages/components/errors.py; tests/app/test_page_errors.py turns this off)
+os.environ.setdefault("REFORM_RAISE_PAGE_ERRORS", "true")
 
 
 @pytest.fixture

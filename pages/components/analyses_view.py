@@ -7,13 +7,18 @@ rule and interval methods and offer the list of what they left out as a download
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Optional
 
 import pandas as pd
 import streamlit as st
 
+from pages.components import analyses_charts as charts
 from pages.components import render
-from reform_core.services.analyses import (RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
+from pages.components.palette import model_order
+from reform_core import analyses_display
+from reform_core.safe_csv import csv_text
+from reform_core.services.analyses import (N_BOOT, RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
                                            static_analyses, static_version, with_static)
 from reform_core.services.auth import Principal
 from reform_core.services.background import Latest, Refreshers
@@ -24,7 +29,7 @@ RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "St
 @st.cache_resource(ttl=600, max_entries=2, show_spinner="Computing A4 coverage and Table 4…")
 def _static(url: str, version: tuple, _principal: Principal) -> StaticAnalyses:
     # read neither judgments nor decisions: kept across decisions (version without them)
-    return static_analyses(render.state.engine(), _principal, n_boot=200, seed=0)
+    return static_analyses(render.state.engine(), _principal, n_boot=N_BOOT, seed=0)
 
 
 @st.cache_resource(show_spinner=False)
@@ -40,7 +45,7 @@ def latest_analyses(principal: Principal, version: tuple, rule: str, judge: Opti
     engine = render.state.engine()
     # the scored frames of the page (same data version) are reused: no second load of the project
     # computed without the static part (an empty one): the page adds the current one to whatever value it shows
-    fn = lambda: analyses(engine, principal, rule=rule, judge=judge, n_boot=200, seed=0,  # noqa: E731
+    fn = lambda: analyses(engine, principal, rule=rule, judge=judge, n_boot=N_BOOT, seed=0,  # noqa: E731
                           frames=frames, static=StaticAnalyses())
     return _refreshers()((str(engine.url), rule, judge)).get(version, fn, start=False)
 
@@ -70,21 +75,37 @@ def _interval_note(res: AnalysesResult) -> str:
             f"measurement: {iv['measurement']}.")
 
 
+def _show(res: AnalysesResult, key: str, chart=None) -> None:
+    """One analysis: its chart (if any) and its readable table, rounded as docs/display.md says."""
+    if key not in res.tables:
+        return
+    df = res.tables[key]
+    if chart is not None and len(df):
+        st.altair_chart(chart(df, page_models(res)), width="stretch")
+        st.caption(charts.INTERVAL_LEGEND)
+    st.dataframe(render.styled(analyses_display.readable(key, df)), hide_index=True, key=f"aux_{key}")
+
+
+def page_models(res: AnalysesResult) -> list[str]:
+    """Every model of the analyses (and the pooled row): one colour each in every chart of the page."""
+    return model_order({m for t in res.tables.values() if "model" in t.columns for m in t["model"]})
+
+
 def _table3(res: AnalysesResult) -> None:
     st.caption("Separate (single-constraint) vs joint answering of the same constraints (§4.3, App. A.8), on "
-               "complete, consistent groups only. " + _interval_note(res))
-    if "table3_composition" in res.tables:
-        st.dataframe(res.tables["table3_composition"], hide_index=True)
+               "complete, consistent groups only; Δ = joint − separate; n = pair groups (all pass) or targets. "
+               + _interval_note(res))
+    _show(res, "table3_composition", charts.composition)
+    if "composition_targets" in res.tables:
         with st.expander("Per-target rates (Figure 4)"):
-            st.dataframe(res.tables["composition_targets"], hide_index=True)
+            st.dataframe(analyses_display.targets(res.tables["composition_targets"]), hide_index=True)
     _notes(res, "composition")
 
 
 def _prompting(res: AnalysesResult) -> None:
-    st.caption("Same instructions, same baseline and eligible units, on complete, consistent pairs; differences "
-               "in pp (§4.4). " + _interval_note(res))
-    if "prompting" in res.tables:
-        st.dataframe(res.tables["prompting"], hide_index=True)
+    st.caption("Same instructions, same baseline and eligible units, on complete, consistent pairs; Δ = prompted "
+               "− main in pp (§4.4). " + _interval_note(res))
+    _show(res, "prompting", charts.prompting)
     _notes(res, "prompting")
 
 
@@ -92,8 +113,7 @@ def _coverage(res: AnalysesResult) -> None:
     st.caption("Instance coverage of open-ended extractions by the catalog (App. A.4, Table A4); not_format "
                f"instances excluded. Intervals — population: {res.intervals['population']}; measurement: "
                f"{res.intervals['measurement_coverage']}.")
-    if "table_a4_coverage" in res.tables:
-        st.dataframe(res.tables["table_a4_coverage"], hide_index=True)
+    _show(res, "table_a4_coverage", charts.coverage)
     _notes(res, "coverage")
 
 
@@ -102,10 +122,14 @@ def _table4(res: AnalysesResult) -> None:
                f"Spearman ρ with average ranks (App. A.4, Table 4). Intervals — population: "
                f"{res.intervals['population']}; measurement: {res.intervals['measurement_table4']}.")
     if "table4_correlation" in res.tables:
-        st.dataframe(res.tables["table4_correlation"], hide_index=True)
+        df = res.tables["table4_correlation"]
+        st.altair_chart(charts.correlation(df, page_models(res)), width="stretch")
+        st.dataframe(render.styled(analyses_display.correlation(df)), hide_index=True, key="aux_table4_correlation")
     if "table4_frequency" in res.tables:
-        with st.expander("Frequencies per feature and model"):
-            st.dataframe(res.tables["table4_frequency"], hide_index=True)
+        freq = res.tables["table4_frequency"]
+        st.altair_chart(charts.frequency(freq, page_models(res)), width="stretch")
+        with st.expander("Frequencies per feature and model (% of the common questions)"):
+            st.dataframe(analyses_display.frequency(freq), hide_index=True)
     _notes(res, "table4")
 
 
@@ -114,6 +138,18 @@ def _notes(res: AnalysesResult, key: str) -> None:
         st.info(render.md(n))
     if key in res.errors:
         st.warning(f"Not available: {render.md(res.errors[key])}")
+
+
+def _table(tables: dict[str, pd.DataFrame], key: str, caption: str = "", missing: str = "") -> Callable[[], None]:
+    """The drawing of one appendix table (for :func:`guarded`)."""
+    def draw():
+        if caption:
+            st.caption(caption)
+        if key in tables:
+            st.dataframe(tables[key], hide_index=True)
+        else:
+            st.info(missing or f"{key} is not available for these labels.")
+    return draw
 
 
 def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool,
@@ -125,16 +161,7 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
         "A4 coverage", "Table 4 frequencies"]
     tabs = dict(zip(names, st.tabs(names)))
 
-    def table(key: str, caption: str = "", missing: str = ""):
-        def draw():
-            if caption:
-                st.caption(caption)
-            if key in tables:
-                st.dataframe(tables[key], hide_index=True)
-            else:
-                st.info(missing or f"{key} is not available for these labels.")
-        return draw
-
+    table = functools.partial(_table, tables)
     if emcr_applies:
         with tabs["A8 eligible units"]:
             guarded("A8", table("a8", "Eligible units per K and mean coverage |I| (App. A.1)."))
@@ -180,9 +207,14 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
             else:
                 guarded(name, lambda d=draw: d(res))
     if res is not None and len(res.exclusions):
-        counts = res.exclusions.groupby(["analysis", "reason"]).size().rename("groups").reset_index()
-        st.markdown("**Left out of Table 3 / prompting** — incomplete or inconsistent pairs:")
-        st.dataframe(counts, hide_index=True)
-        st.download_button("Download the list of left-out groups (CSV)", res.exclusions.to_csv(index=False),
-                           file_name="analysis_exclusions.csv", mime="text/csv", key="scores_aux_exclusions")
+        _exclusions(res.exclusions)
     return rule
+
+
+def _exclusions(exclusions: pd.DataFrame) -> None:
+    """What Table 3 and prompting left out, counted, and the list as a (formula-safe) CSV download."""
+    counts = exclusions.groupby(["analysis", "reason"]).size().rename("groups").reset_index()
+    st.markdown("**Left out of Table 3 / prompting** — incomplete or inconsistent pairs:")
+    st.dataframe(counts, hide_index=True)
+    st.download_button("Download the list of left-out groups (CSV)", csv_text(exclusions),
+                       file_name="analysis_exclusions.csv", mime="text/csv", key="scores_aux_exclusions")

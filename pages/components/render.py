@@ -22,6 +22,7 @@ import streamlit as st
 from markdown_it import MarkdownIt
 
 from pages.components import state
+from reform_core import display
 from reform_core.services import explore
 from reform_core.services.auth import Principal, require, require_any
 from reform_core.services.scoring import SMALL_SHARE  # noqa: F401 - the Scores page's threshold
@@ -92,10 +93,25 @@ def safe_markdown_html(text: Optional[str], *, heading_offset: int = 0) -> str:
     return _md.renderer.render(tokens, _md.options, {})
 
 
-def show_markdown(text: Optional[str], *, heading_offset: int = 0) -> None:
+# Headings inside untrusted Markdown are never larger than the page's own smallest heading
+# (st.subheader, ~1.5rem): a model's "# Title" must not outrank the page; a response renders inside
+# a bordered, scrollable box (``box=True``), visibly apart from the page (issue 34). A constant
+# stylesheet (no data in it): app.py adds it once per run, a style-only st.html takes no space.
+MARKDOWN_CSS = (
+    "<style>.reform-md h1,.reform-md h2,.reform-md h3,.reform-md h4,.reform-md h5,.reform-md h6"
+    "{font-size:1rem;font-weight:600;line-height:1.4;margin:.6rem 0 .3rem;padding:0}"
+    ".reform-md h1,.reform-md h2{font-size:1.1rem}"
+    ".reform-box{border:1px solid rgba(128,128,128,.35);border-radius:.5rem;padding:.5rem 1rem;"
+    "max-height:32rem;overflow:auto;margin-bottom:.5rem}</style>"
+)
+
+
+def show_markdown(text: Optional[str], *, heading_offset: int = 0, box: bool = False) -> None:
     """Render untrusted Markdown inertly (see module docstring; ``heading_offset`` as in
-    :func:`safe_markdown_html`)."""
-    st.html(f'<div class="reform-md">{safe_markdown_html(text, heading_offset=heading_offset)}</div>')
+    :func:`safe_markdown_html`), headings capped by :data:`MARKDOWN_CSS` (added by ``app.py``);
+    ``box``: inside a bordered, scrollable box (a response)."""
+    cls = "reform-md reform-box" if box else "reform-md"
+    st.html(f'<div class="{cls}">{safe_markdown_html(text, heading_offset=heading_offset)}</div>')
 
 
 def show_raw(text: Optional[str]) -> None:
@@ -122,7 +138,8 @@ def p_badge(p) -> str:
 
 
 def _ci(lo, hi) -> str:
-    return "—" if pd.isna(lo) or pd.isna(hi) else f"{lo:.1f}–{hi:.1f}"  # compact: Table 2 fits at 1400 px
+    """``lo–hi`` to the places its half-width supports (docs/display.md); "—" when missing."""
+    return display.interval_text(lo, hi, display.decimals_for(lo, hi))
 
 
 def metric_definitions(descriptions) -> list[str]:
@@ -143,13 +160,14 @@ _DENOMINATORS = {"instructions": "TCPR", "units": "EMCR", "n1": "R1", "n2": "R2"
 def table2_columns(shown: pd.DataFrame, descriptions=None) -> dict:
     """Column settings that keep :func:`table2_display` within the page at 1400 px: short
     headers ("meas.", "pop.", "n") with the full meaning in each header's tooltip (worded for
-    this benchmark from ``descriptions`` when given)."""
+    this benchmark from ``descriptions`` when given). The rates carry no number format:
+    :func:`styled` shows each to the places its interval supports."""
     config = {}
     tips = {t.label: t.tooltip for t in descriptions.texts} if descriptions is not None else {}
     for c in shown.columns:
         if c in _METRIC_HELP:
             config[c] = st.column_config.NumberColumn(c.replace("R1", "R¹").replace("R2", "R²").replace("R3", "R³"),
-                                                      help=tips.get(c, _METRIC_HELP[c]), format="%.2f")
+                                                      help=tips.get(c, _METRIC_HELP[c]) + " " + ROUNDING_HELP)
         elif c.endswith(" 95% CI"):
             config[c] = st.column_config.TextColumn("95% CI", help=f"95 % interval of {c.split()[0]}")
         elif c.endswith(" measurement"):
@@ -166,45 +184,89 @@ def table2_columns(shown: pd.DataFrame, descriptions=None) -> dict:
     return config
 
 
-def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True,
-                   kinds: tuple[str, ...] = ("measurement", "population")) -> pd.DataFrame:
-    """Table 2 with its 95 % intervals (``kinds``: measurement and / or population) and the
-    denominator next to every rate (percent, 2 dp); ``ci``: long frame ``model, metric,
-    measurement_lo/_hi, population_lo/_hi`` (``services.scoring.compute_intervals``);
-    ``emcr=False`` (a catalog or project without EMCR) keeps TCPR only. A missing interval
-    shows a dash. (The Scores page shows the measurement intervals in Table 2 and the
-    population ones in :func:`population_display` beside it: 21 columns do not fit a page.)"""
-    out = pd.DataFrame({"model": t2["model"]})
+ROUNDING_HELP = ("Shown to the places its interval supports (docs/display.md); greyed with 'too few' where fewer "
+                 f"than {display.MIN_UNITS} units or an interval wider than {display.MAX_WIDTH_PP:g} pp.")
+
+
+def table2_table(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True,
+                 kinds: tuple[str, ...] = ("measurement", "population")) -> display.Table:
+    """Table 2 as shown (:class:`reform_core.display.Table`): per metric the rate rounded to what
+    its first ``kinds`` interval supports, the 95 % intervals of ``kinds`` (``<METRIC> <kind>``) and
+    the denominator (instructions for TCPR, eligible units for the others); a rate over too few
+    units greyed with "too few units (n = 3)" in place of its intervals. ``ci``: long frame
+    ``model, metric, measurement_lo/_hi, population_lo/_hi`` (an interval the data cannot support
+    may be missing: a dash); ``emcr=False`` keeps TCPR only."""
+    b = display.TableBuilder(t2[["model"]])
     dens = {"tcpr": ("instructions", t2["n_instructions"]), "emcr": ("units", t2["n1"] + t2["n2"] + t2["n3"]),
             "r1": ("n1", t2["n1"]), "r2": ("n2", t2["n2"]), "r3": ("n3", t2["n3"])}
     have = ci is not None and not ci.empty
     # (model, metric) → (lo, hi) per kind, by plain dict lookups (a .loc per cell cost ~0.1 s per rerun)
     bounds = {kind: dict(zip(zip(ci["model"], ci["metric"]), zip(ci[f"{kind}_lo"], ci[f"{kind}_hi"])))
-              for kind in kinds} if have else {}
+              for kind in kinds} if have else {kind: {} for kind in kinds}
     for metric in ("tcpr", "emcr", "r1", "r2", "r3") if emcr else ("tcpr",):
-        out[metric.upper()] = t2[metric].round(2)
-        if have:
-            for kind in kinds:
-                out[f"{metric.upper()} {kind}"] = [_ci(*bounds[kind].get((m, metric), (None, None)))
-                                                   for m in t2["model"]]
-        name, values = dens[metric]
-        out[name] = values.astype(int).to_numpy()
-    return out
+        name, n = dens[metric]
+        iv = {kind: [bounds[kind].get((m, metric), (None, None)) for m in t2["model"]] for kind in kinds}
+        first, *rest = kinds
+        label = metric.upper()
+        b.estimate(label, t2[metric], [x[0] for x in iv[first]], [x[1] for x in iv[first]], n=n.to_numpy(),
+                   unit="instructions" if metric == "tcpr" else "units", interval=f"{label} {first}",
+                   extra=tuple((f"{label} {k}", [x[0] for x in iv[k]], [x[1] for x in iv[k]]) for k in rest)
+                   if have else ())
+        if not have:  # no intervals yet: the points to the default places, no interval columns
+            b.drop(f"{label} {first}")
+        b.column(name, n.astype(int).to_numpy(), 0)
+    return b.build()
 
 
-def population_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True) -> pd.DataFrame:
+def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True,
+                   kinds: tuple[str, ...] = ("measurement", "population")) -> pd.DataFrame:
+    """The values of :func:`table2_table` (rounded rates, interval texts, denominators)."""
+    return table2_table(t2, ci, emcr=emcr, kinds=kinds).frame
+
+
+def population_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True) -> display.Table:
     """Table 2's rates with their 95 % *population* intervals only (model, then per metric the
-    rate and ``<METRIC> population``); None-safe as :func:`table2_display`."""
-    out = table2_display(t2, ci, emcr=emcr, kinds=("population",))
-    return out[[c for c in out.columns if c not in _DENOMINATORS]]
+    rate, rounded by that interval, and ``<METRIC> population``); None-safe as :func:`table2_table`."""
+    out = table2_table(t2, ci, emcr=emcr, kinds=("population",))
+    return out.select([c for c in out.frame.columns if c not in _DENOMINATORS])
+
+
+def styled(table: display.Table):
+    """A :class:`reform_core.display.Table` for ``st.dataframe``: each number to its places, a
+    too-few estimate greyed. Numbers stay numbers (the table still sorts; whole ones as
+    integers), except in a column with a missing value, which becomes text with "—" (as
+    :func:`tidy` does)."""
+    frame, places = table.frame.copy(), table.decimals
+    text = table.text()
+    for c in frame.columns:
+        if frame[c].isna().any() and (places[c].notna().any() or frame[c].isna().all()):
+            frame[c] = text[c]
+        elif places[c].notna().all() and len(frame) and (places[c] == 0).all():
+            frame[c] = frame[c].astype("int64")
+    sty = frame.style
+    for c in frame.columns:
+        if not pd.api.types.is_float_dtype(frame[c]):
+            continue
+        for d in places[c].dropna().unique():
+            rows = places.index[places[c] == d]
+            sty = sty.format(f"{{:.{int(d)}f}}", subset=pd.IndexSlice[rows, [c]])
+    grey = np.where(table.greyed.to_numpy(), f"color: {GREY}", "")
+    return sty.apply(lambda _: grey, axis=None)
+
+
+GREY = "#9aa0a6"
 
 
 def both_wrong_display(both_wrong: pd.DataFrame) -> pd.DataFrame:
-    """The audit's both-judges-wrong rate per model (%, clipped at 0) with its 95 % interval."""
+    """The audit's both-judges-wrong rate per model (%, clipped at 0) with its 95 % interval, the
+    rate to the places its interval supports."""
+    d = [display.decimals_for(lo, hi) for lo, hi in zip(both_wrong["lo"], both_wrong["hi"])]
     return pd.DataFrame({"model": both_wrong["model"], "agreements": both_wrong["agreements"],
                          "audited": both_wrong["audited"],
-                         "both wrong %": both_wrong["both_wrong"].clip(lower=0).round(2),
-                         "95% interval": [_ci(lo, hi) for lo, hi in zip(both_wrong["lo"], both_wrong["hi"])]})
+                         "both wrong %": [round(max(float(v), 0.0), k) if pd.notna(v) else None
+                                          for v, k in zip(both_wrong["both_wrong"], d)],
+                         "95% interval": [display.interval_text(lo, hi, k)
+                                          for lo, hi, k in zip(both_wrong["lo"], both_wrong["hi"], d)]})
 
 
 def annotators_display(acc: pd.DataFrame) -> pd.DataFrame:
@@ -231,29 +293,36 @@ def md_lines(value) -> str:
 
 def ifeval_display(result, ci: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """IFEval's accuracies per model (%): calibrated prompt / instruction level with their 95 %
-    intervals (``ci``: TCPR and constraint-level rows), and strict / loose from the rules judges
-    (empty where no such judge ran; the notes say why)."""
+    intervals (``ci``: TCPR and constraint-level rows), each rounded to what its first interval
+    supports, and strict / loose from the rules judges (one decimal; empty where no such judge
+    ran; the notes say why)."""
     m = result.models
     out = pd.DataFrame({"model": m["model"], "prompt level (calibrated)": result.tables["table2"].set_index("model")
                         ["tcpr"].reindex(m["model"]).to_numpy(), "instruction level (calibrated)": m["constraint_level"]})
     lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
+    places = {}
     if lookup is not None:  # one interval (ci_low/_high) or measurement and population ones (…_lo/_hi)
         kinds = [("95% CI", "ci_low", "ci_high")] if "ci_low" in lookup.columns else [
             (f"95% {k}", f"{k}_lo", f"{k}_hi") for k in ("measurement", "population") if f"{k}_lo" in lookup.columns]
         at = 2
         for label, metric in (("prompt", "tcpr"), ("instruction", "constraint_level")):
-            for name, lo, hi in kinds:
-                out.insert(at, f"{label} level {name}", [
-                    _ci(*(lookup.loc[(x, metric), [lo, hi]] if (x, metric) in lookup.index else (None, None)))
-                    for x in m["model"]])
+            for i, (name, lo, hi) in enumerate(kinds):
+                pairs = [tuple(lookup.loc[(x, metric), [lo, hi]]) if (x, metric) in lookup.index else (None, None)
+                         for x in m["model"]]
+                out.insert(at, f"{label} level {name}", [_ci(*b) for b in pairs])
+                if i == 0:
+                    places[f"{label} level (calibrated)"] = [display.decimals_for(*b) for b in pairs]
                 at += 1
             at += 1
+    for col in ("prompt level (calibrated)", "instruction level (calibrated)"):
+        d = places.get(col, [1] * len(out))
+        out[col] = [round(float(v), k) if pd.notna(v) else v for v, k in zip(out[col], d)]
     for mode in ("strict", "loose"):
         if mode in result.metrics:
             for key, label in (("prompt_level", "prompt"), ("instruction_level", "instruction")):
                 col = f"{mode}_{key}"
-                out[f"{label} level ({mode})"] = m[col] if col in m else float("nan")
-    return out.round(2)
+                out[f"{label} level ({mode})"] = (m[col] if col in m else pd.Series(float("nan"), index=m.index)).round(1)
+    return out
 
 
 def rank_notes(ranks: pd.DataFrame) -> list[str]:

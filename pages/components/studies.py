@@ -11,8 +11,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from pages.components import state
-from pages.components.render import tidy
+from pages.components import render, state
+from pages.components.palette import direction_chart
+from reform_core import display
 from reform_core.services import mosaic, wise
 from reform_core.services.auth import Principal, require
 
@@ -59,10 +60,12 @@ def pct(x) -> float | None:
     return None if x is None or pd.isna(x) else round(100 * float(x), 2)
 
 
-def interval_text(lo, hi, scale: float = 100.0, digits: int = 1) -> str:
+def interval_text(lo, hi, scale: float = 100.0) -> str:
+    """``lo–hi`` (shares shown ×``scale``) to the places its half-width supports; "—" when missing."""
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
-        return "—"
-    return f"[{scale * lo:.{digits}f}, {scale * hi:.{digits}f}]"
+        return display.MISSING
+    lo, hi = scale * float(lo), scale * float(hi)
+    return display.interval_text(lo, hi, display.decimals_for(lo, hi))
 
 
 def notes(lines: list[str]) -> None:
@@ -71,29 +74,66 @@ def notes(lines: list[str]) -> None:
         st.text(f"Note: {line}")
 
 
+def mosaic_pa_table(res: mosaic.MosaicResults) -> display.Table:
+    """Prompt-level accuracy and all-followed share per model (%), each to the places its
+    interval supports, with the output counts."""
+    pa = res.pa.join(res.counts, on="model")
+    b = display.TableBuilder(pa[["model"]])
+    for key, label in (("pa", "PA %"), ("all_followed", "all followed %")):
+        b.estimate(label, 100 * pa[key], 100 * pa[f"{key}_low"], 100 * pa[f"{key}_high"], n=pa["n"], unit="prompts",
+                   interval=label.replace(" %", " 95% CI"))
+    for c in ("outputs", "checked", "unchecked"):
+        b.column(c, pa[c], 0)
+    return b.build()
+
+
+def strong_pairs_table(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The constraint pairs the paper reports (|r| > 0.2, p < 0.05): PCC in %, r, p as text."""
+    return pd.DataFrame({"constraint i": pairs["constraint_i"], "constraint j": pairs["constraint_j"], "n": pairs["n"],
+                         "PCC %": (100 * pairs["pcc"]).round(1), "Pearson r": pairs["r"].round(3),
+                         "p": [display.p_value_text(v) for v in pairs["p_value"]]})
+
+
 # ----------------------------------------------------------------------------- WISE section
 
 
-def wise_forms_table(res: wise.WiseResults) -> pd.DataFrame:
-    """Per form: compliance and Δ (%, pp) with intervals, Holm p, ranking stability with intervals."""
+COEFFICIENT = {"coarsest": 1, "finest": 3, "default": 3, "min_units": 0, "max_width": float("inf")}
+
+
+def wise_forms_table(res: wise.WiseResults) -> display.Table:
+    """Per form: compliance and Δ (%, pp) with intervals, p and Holm p, ranking stability with
+    intervals — each point to the places its interval supports (docs/display.md)."""
     f = res.forms
-    out = pd.DataFrame({"form": f.index})
-    out["compliance %"] = [pct(v) for v in f["compliance"]]
-    out["95% CI"] = [interval_text(lo, hi) for lo, hi in zip(f["compliance_low"], f["compliance_high"])]
-    out[f"Δ vs {res.reference} (pp)"] = [pct(v) for v in f["delta"]]
-    out["Δ 95% CI"] = [interval_text(lo, hi) for lo, hi in zip(f["delta_low"], f["delta_high"])]
-    out["p"] = f["p_value"].to_numpy()
-    out["Holm p"] = f["p_holm"].to_numpy()
-    out["τ_b"] = f["tau_b"].to_numpy()
-    out["τ_b 95% CI"] = [interval_text(lo, hi, 1, 3) for lo, hi in zip(f["tau_b_low"], f["tau_b_high"])]
-    out["reversals %"] = [pct(v) for v in f["reversal_rate"]]
-    out["reversals 95% CI"] = [interval_text(lo, hi) for lo, hi in zip(f["reversal_rate_low"], f["reversal_rate_high"])]
-    out["top-3 Jaccard"] = f["top3_jaccard"].to_numpy()
-    out["top-3 95% CI"] = [interval_text(lo, hi, 1, 2) for lo, hi in zip(f["top3_jaccard_low"], f["top3_jaccard_high"])]
-    out["max rank shift"] = f["max_rank_shift"].to_numpy()
-    out["shift 95% CI"] = [interval_text(lo, hi, 1, 1) for lo, hi in zip(f["max_rank_shift_low"],
-                                                                        f["max_rank_shift_high"])]
-    return out
+    b = display.TableBuilder(pd.DataFrame({"form": list(f.index)}))
+
+    def est(label, key, scale=100.0, interval=None, **rule):
+        b.estimate(label, scale * f[key], scale * f[f"{key}_low"], scale * f[f"{key}_high"], interval=interval, **rule)
+
+    est("compliance %", "compliance")
+    f = f.assign(delta=f["delta"].where(f.index != res.reference))  # the reference has no contrast: "—"
+    est(f"Δ vs {res.reference} (pp)", "delta", interval="Δ 95% CI")
+    b.column("p", [display.p_value_text(v, replicates=res.n_boot) for v in f["p_value"]])  # bootstrap p-values
+    b.column("Holm p", [display.p_value_text(v, replicates=res.n_boot) for v in f["p_holm"]])
+    est("τ_b", "tau_b", 1.0, **COEFFICIENT)
+    est("reversals %", "reversal_rate")
+    est("top-3 Jaccard", "top3_jaccard", 1.0, interval="top-3 95% CI", **COEFFICIENT)
+    est("max rank shift", "max_rank_shift", 1.0, interval="shift 95% CI", finest=1, default=1, min_units=0,
+        max_width=float("inf"))
+    return b.build()
+
+
+def agreement_table(agreement: pd.DataFrame) -> display.Table:
+    """κ, α and the ICCs with their intervals, each to the places its interval supports; the note
+    says why a statistic is missing."""
+    b = display.TableBuilder(agreement[["measure", "statistic"]])
+    b.estimate("value", agreement["value"], agreement["ci_low"], agreement["ci_high"], interval="95% CI", **COEFFICIENT)
+    b.column("note", agreement["note"])
+    return b.build()
+
+
+def shown_metric(value, lo, hi, unit: str) -> str:
+    """A headline number (st.metric) to the places its interval supports."""
+    return f"{display.number_text(value, display.decimals_for(lo, hi))} {unit}"
 
 
 def wise_section(principal: Principal, *, linked: str | None = None) -> None:
@@ -119,24 +159,23 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
         st.text(f"Not scored: {exc}")
         return
     s = res.summary
+    ref = res.forms.loc[res.reference]
     cols = st.columns(4)
-    cols[0].metric(f"{res.reference} compliance", f"{pct(s['reference']):.1f} %")
-    cols[1].metric("C_mean", f"{pct(s['c_mean']):.1f} %")
-    cols[2].metric("C_worst", f"{pct(s['c_worst']):.1f} %")
-    cols[3].metric("G_wording", f"{pct(s['g_wording']):.1f} pp")
+    cols[0].metric(f"{res.reference} compliance", shown_metric(pct(s["reference"]), pct(ref["compliance_low"]),
+                                                               pct(ref["compliance_high"]), "%"))
+    for col, key, unit in ((cols[1], "c_mean", "%"), (cols[2], "c_worst", "%"), (cols[3], "g_wording", "pp")):
+        col.metric(key[0].upper() + key[1:], shown_metric(pct(s[key]), pct(s[f"{key}_low"]), pct(s[f"{key}_high"]), unit))
     st.dataframe(pd.DataFrame([{"models": len(res.compliance), "outputs": res.outputs, "checker": res.checker,
                                 "worst form": s["worst_form"], "best form": s["best_form"],
-                                "C_mean 95% CI": interval_text(s["c_mean_low"], s["c_mean_high"]),
-                                "C_worst 95% CI": interval_text(s["c_worst_low"], s["c_worst_high"]),
-                                "G_wording 95% CI": interval_text(s["g_wording_low"], s["g_wording_high"])}]),
+                                **{f"{k[0].upper() + k[1:]} 95% CI": interval_text(s[f"{k}_low"], s[f"{k}_high"])
+                                   for k in ("c_mean", "c_worst", "g_wording")}}]),
                  hide_index=True, key="wise_summary")
     st.caption(f"Pooled compliance weights every model equally. Intervals: {res.scheme} bootstrap, "
                f"{res.n_boot:,} replicates (seed {res.seed}); p-values from the same draws, Holm-adjusted over "
-               "this study's contrasts (p = 0 means no replicate crossed zero: p < "
-               f"{1 / res.n_boot:.2g}); ranking intervals resample tasks jointly across models.")
+               "this study's contrasts (p < 1/replicates where no replicate crossed zero); ranking intervals resample "
+               "tasks jointly across models.")
     notes(res.notes)
-    table = wise_forms_table(res)
-    st.dataframe(tidy(table, decimals=3), hide_index=True, key="wise_forms")  # '—' for the reference form's p
+    st.dataframe(render.styled(wise_forms_table(res)), hide_index=True, key="wise_forms")  # '—' for the reference form
     contrasts = res.forms.drop(index=res.reference).rename_axis("form").reset_index()
     contrasts = contrasts.assign(delta=100 * contrasts["delta"], lo=100 * contrasts["delta_low"],
                                  hi=100 * contrasts["delta_high"])
@@ -152,11 +191,5 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
     st.dataframe((100 * res.compliance).round(1).rename_axis("model").reset_index(), hide_index=True,
                  key="wise_model_compliance")
     if not res.directions.empty:
-        d = res.directions.rename_axis("form").reset_index().melt("form", var_name="direction", value_name="share")
-        st.altair_chart(
-            alt.Chart(d).mark_bar().encode(
-                x=alt.X("form:N", sort=list(res.directions.index), title=None),
-                y=alt.Y("share:Q", axis=alt.Axis(format="%"), title="share of outputs"),
-                color=alt.Color("direction:N"),
-                tooltip=["form", "direction", alt.Tooltip("share:Q", format=".1%")]),
-            width="stretch")
+        st.markdown("**Failure direction per form** (share of outputs, equal weight per model)")
+        st.altair_chart(direction_chart(res.directions, list(res.forms.index)), width="stretch")

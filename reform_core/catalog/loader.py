@@ -1,13 +1,13 @@
-"""Load and validate feature catalogs (SPEC §2).
+"""Load and validate feature catalogs (docs/metrics.md#catalog; the file format: docs/catalog.md).
 
 A catalog is data: a YAML or JSON file with ``name``, ``version``, ``categories`` (list of
 ``{key, name}``), ``features`` and optionally ``metrics``: the scores that apply to it
-(SPEC §4.2; ids of :data:`METRICS`, default :data:`DEFAULT_METRICS`). Each feature has
+(docs/metrics.md#catalog-metrics; ids of :data:`METRICS`, default :data:`DEFAULT_METRICS`). Each feature has
 
 ``key``               stable snake_case id (IFEval: the instruction id, e.g. ``punctuation:no_comma``)
 ``name``              display name
 ``category``          key of one of the catalog's categories
-``definition``        the generic presence definition (seed 000, Table A12)
+``definition``        the generic presence definition (ReFormBench, arXiv:2610.19693, Table A12)
 ``modes``             meaningful constraint modes, default ``[require, forbid]``
 ``require_template``  constraint text for ``require`` (needed when ``require`` is a mode)
 ``forbid_template``   constraint text for ``forbid`` (needed when ``forbid`` is a mode)
@@ -42,7 +42,7 @@ MODES = ("require", "forbid")
 PARAM_TYPES = {"int": int, "float": (int, float), "str": str, "list": list, "bool": bool, "any": object}
 BOOL_OK = ("bool", "any")  # the param types a true/false value is (bool is an int subclass in Python)
 BUNDLED = ("reformbench", "ifeval")
-# Scores a catalog may declare (SPEC §3, §4.2):
+# Scores a catalog may declare (docs/metrics.md#benchmark-scores, #catalog-metrics):
 #   tcpr              all-constraints pass rate (= IFEval's prompt-level accuracy)
 #   constraint_level  mean pass over constraints (= IFEval's instruction-level accuracy)
 #   emcr, r1, r2, r3  baseline-opposed multi-constraint correction (needs baseline data)

@@ -109,7 +109,9 @@ def register(app: typer.Typer) -> None:
 
         df = _run(lambda: svc.screen_variants(_engine(db), keep=keep, calibration=calibration))
         if out is not None:
-            df.to_csv(out, index=False)
+            from reform_core.safe_csv import write_csv
+
+            write_csv(df, out)
         kept = df.loc[df["kept"], "instruction"].tolist()
         if as_json:
             print_json({"candidates": len(df), "kept": kept})
@@ -144,7 +146,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed"),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
-        """Write a balanced MOSAIC prompt set (seed 003 §3.1)."""
+        """Write a balanced MOSAIC prompt set (the MOSAIC paper, arXiv:2601.18554, section 3.1)."""
         from reform_core.services import construction as svc
 
         res = _run(lambda: svc.write_mosaic(out, n=n, seed=seed))
@@ -160,7 +162,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed"),
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
-        """Write WISE task/form manifests and matched items (seed 002 §4)."""
+        """Write WISE task/form manifests and matched items (the WISE paper, section 4)."""
         from reform_core.services import construction as svc
 
         if not tasks.is_file():

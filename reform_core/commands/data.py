@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         print_json(out)
 
     @app.command("import")
-    def import_cmd(directory: Path = typer.Argument(..., help="Bundle directory (see README: bundle format)."),
+    def import_cmd(directory: Path = typer.Argument(..., help="Bundle directory (format: docs/formats.md)."),
                    db: Optional[str] = DbOption,
                    replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ids."),
                    json_out: bool = typer.Option(False, "--json")):
@@ -173,7 +173,12 @@ def register(app: typer.Typer) -> None:
                      extractions: bool = typer.Option(False, "--extractions",
                                                       help="Also open-ended feature extractions (Table A4)."),
                      json_out: bool = typer.Option(False, "--json")):
-        """Write a synthetic project with known ground truth."""
+        """Write a synthetic project with known ground truth.
+
+        --conditions adds single-constraint versions (one model) and prompted versions (another
+        model); --extractions adds open-ended feature extractions of the baseline responses;
+        --adjudicate N adds N oracle decisions per model and condition. With all of them,
+        `export` writes every table of the paper offline."""
         from reform_core.services.data import ImportFailed, simulate_into
 
         if scale not in ("paper", "small"):

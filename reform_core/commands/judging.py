@@ -1,6 +1,6 @@
 """CLI commands of the judging area (registered into ``reform_core.cli.app``).
 
-``judge`` (SPEC §8), ``judge-batch submit|poll|ingest``, ``annotate-baseline`` and
+``judge`` (a stable interface: docs/cli.md), ``judge-batch submit|poll|ingest``, ``annotate-baseline`` and
 ``judge-prompt``. API keys come from ``OPENAI_API_KEY`` / ``GOOGLE_API_KEY`` only (never
 options, so they stay out of shell history); every error message is redacted.
 """
@@ -40,7 +40,14 @@ def register(app: typer.Typer) -> None:
                                      help="Print {calls, written, errors, labels, abstentions} as JSON."),
     ) -> None:
         """Judge every not-yet-judged (response, constraint) pair; resumable. Exits 1 when
-        every call failed (e.g. a base URL without /v1)."""
+        every call failed (e.g. a base URL without /v1).
+
+        Keys come from OPENAI_API_KEY / GOOGLE_API_KEY (or the endpoint's key_env); every row
+        written is a label, an abstention or an error. --provider rules runs offline every
+        registered verifier of the project's catalog (IFEval: its 25 checkers under IFEval's
+        strict or loose rules; ReFormBench: the presence detectors, abstaining where parameters
+        need a judge); its default names are `verifiers` (strict) and `verifiers-loose`, and a
+        strict and a loose rules judge can form a scoring pair."""
         from reform_core.services import judging as svc
         from reform_core.services.uow import get_engine
 

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from reform_core.commands.common import DbOption, db_url, fail, print_json
+from reform_core.score_text import estimate_lines, score_text  # noqa: F401 - the score table, re-exported
 
 
 def _pair(judges: Optional[str]):
@@ -23,57 +24,16 @@ CALIBRATION_HELP = ("cluster (default: question-cluster difference estimator of 
                     "plan) | stratified | pooled (the paper's rules)")
 
 
-def estimate_lines(out: dict) -> list[str]:
-    """Intervals, both-wrong rates, annotators and the verdict of a ``score`` JSON, as text."""
-    lines = []
-    for m, r in out["models"].items():
-        iv = r.get("intervals")
-        if iv:
-            for kind in ("measurement", "population"):
-                parts = [f"{'constraint level' if k == 'constraint_level' else k.upper()} [{v[0]:.2f}, {v[1]:.2f}]"
-                         for k, v in (iv.get(kind) or {}).items() if v and v[0] is not None]
-                if parts:
-                    lines.append(f"{m}: {kind} 95 %: " + ", ".join(parts))
-        bw = r.get("both_wrong")
-        if bw and bw["rate"] is not None:
-            lines.append(f"{m}: both judges wrong on {bw['rate']:.2f} % of agreements "
-                         f"[{bw['interval'][0]:.2f}, {bw['interval'][1]:.2f}] ({bw['audited']} audited)")
-    for a in out.get("annotators", []):
-        lines.append(f"annotator {a['annotator']}: estimated accuracy {a['accuracy']:.1f} % "
-                     f"({a['decisions']} decisions, {a['double_items']} double-adjudicated)")
-    if out.get("verdict"):
-        lines.append(out["verdict"]["message"])
-    return lines
-
-
-def _pct(v) -> str:
-    return f"{v:8.2f}" if v is not None else "       —"
-
-
-def score_text(out: dict) -> str:
-    """The ``score`` JSON as a table of the metrics that apply (EMCR and R1–R3 only where they
-    do); a missing number shows — and its reason below the table; then what each metric means."""
-    emcr = "emcr" in out.get("metrics", [])
-    cols = [("TCPR", "tcpr"), *([("EMCR", "emcr"), ("R1", "r1"), ("R2", "r2"), ("R3", "r3")] if emcr else []),
-            ("constr.", "constraint_level")]
-    ifeval = [m for m in ("strict", "loose") if m in out.get("metrics", [])]
-    head = f"{'model':<24}" + "".join(f"{c:>8}" for c, _ in cols)
-    head += "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval) + ("  units         " if emcr else "") \
-        + " scored/answered"
-    lines = [head]
-    for m, r in out["models"].items():
-        row = f"{m[:23]:<24}" + "".join(_pct(r[k]) for _, k in cols)
-        for mode in ifeval:
-            acc = r.get(mode) or {}
-            row += f"  {_pct(acc.get('prompt_level'))}  {_pct(acc.get('instruction_level'))}"
-        row += (f"  {str(r['units']):<14}" if emcr else "") + f" {r['instructions']['scored']}/{r['instructions']['answered']}"
-        lines.append(row)
-    for m, r in out["models"].items():
-        lines += [f"{m}: {n}" for n in r["notes"]]
-    if out.get("other_pair_decisions"):
-        lines.append(f"{out['other_pair_decisions']} decision(s) belong to plans of other judge pairs and are not used")
-    lines += list(out.get("metric_definitions", {}).values())
-    return "\n".join(lines)
+def _provisional_text(out: dict) -> str:
+    """Why a ``score`` result is provisional: the plan's counts (default estimator) or the strata."""
+    if not out["provisional"]:
+        return ""
+    prog = [r["progress"] for r in out["models"].values() if "progress" in r]
+    if not prog:
+        return " (provisional: some strata have no review yet)"
+    done, planned = sum(p["tasks_decided"] for p in prog), sum(p["tasks_planned"] for p in prog)
+    return (f" (in progress: {done} of {planned} planned tasks decided, "
+            f"{sum(p['awaiting_opinion'] for p in prog)} item(s) awaiting another opinion)")
 
 
 def register(app: typer.Typer) -> None:
@@ -82,7 +42,13 @@ def register(app: typer.Typer) -> None:
                  judge_b: Optional[str] = typer.Argument(None, help="Judge B of the scoring pair."),
                  db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
         """Set the project's scoring pair (used by score, export and every page); without
-        arguments, print it."""
+        arguments, print it.
+
+        Lead only (also on the Judges page); both judges must have labels; `status --json` shows
+        the pair. With no pair set, exactly two judges with labels are used (the output says
+        so); with more, calibrated scoring refuses and lists them. A judge whose judgments are
+        all errors or abstentions is never a candidate. A plan's decisions count only for its
+        own pair; the Scores page says how many decisions belong to other pairs."""
         from reform_core.services.scoring import ScoringError, project_pair, resolve_pair, set_pair
         from reform_core.services.uow import get_engine
         from reform_core.services.users import cli_principal
@@ -132,7 +98,7 @@ def register(app: typer.Typer) -> None:
             return
         for line in out["notes"]:
             typer.echo(f"note: {line}")
-        typer.echo(f"estimator: {out['estimator']}{' (provisional: some strata have no review yet)' if out['provisional'] else ''}")
+        typer.echo(f"estimator: {out['estimator']}{_provisional_text(out)}")
         typer.echo(score_text(out))
         for line in estimate_lines(out):
             typer.echo(line)
@@ -167,7 +133,10 @@ def register(app: typer.Typer) -> None:
     @app.command("score-export")
     def score_export_cmd(directory: Path = typer.Argument(..., help="An export directory."),
                          json_out: bool = typer.Option(False, "--json")):
-        """Recompute Table 2 from an export's own instances.csv (check an export)."""
+        """Recompute Table 2 from an export's own files (check an export).
+
+        From estimator_clusters.csv under the default estimator, else from instances.csv, which
+        also gives Table 3 (from p_auxiliary) when the export has single-constraint rows."""
         from reform_core.services.export import recompute
 
         try:

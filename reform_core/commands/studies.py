@@ -1,4 +1,4 @@
-"""CLI commands of the MOSAIC and WISE studies (SPEC §8).
+"""CLI commands of the MOSAIC and WISE studies (docs/cli.md; formats: docs/formats.md).
 
 ``mosaic-import``, ``mosaic-collect``, ``mosaic-import-outputs``, ``mosaic-check``,
 ``mosaic-score``; ``wise-collect``, ``wise-score``. API keys come from ``OPENAI_API_KEY`` /
@@ -60,7 +60,10 @@ def register(app: typer.Typer) -> None:
         study: str = StudyOption,
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
-        """Import MOSAIC prompts as (or into) a named study; re-imports are idempotent."""
+        """Import MOSAIC prompts as (or into) a named study; re-imports are idempotent.
+
+        Checks positions 1..n, distinct constraints, known checkers and their params, and that
+        `size` and `constraints` (when given) match the checks; every problem is located."""
         from reform_core.services import mosaic
 
         data = _read(file)
@@ -190,9 +193,9 @@ def register(app: typer.Typer) -> None:
         vendor: Optional[str] = typer.Option(None, "--vendor", help="The model's maker, the top level of the "
                                              "provider–model–item bootstrap (default: --provider)."),
         base_url: Optional[str] = typer.Option(None, "--base-url"),
-        temperature: Optional[float] = typer.Option(0.2, "--temperature", help="Seed 002 uses 0.2."),
+        temperature: Optional[float] = typer.Option(0.2, "--temperature", help="The WISE paper uses 0.2."),
         top_p: Optional[float] = typer.Option(None, "--top-p"),
-        max_tokens: Optional[int] = typer.Option(120, "--max-tokens", help="Seed 002 caps outputs at 120 tokens."),
+        max_tokens: Optional[int] = typer.Option(120, "--max-tokens", help="The WISE paper caps outputs at 120 tokens."),
         reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort"),
         thinking_budget: Optional[int] = typer.Option(None, "--thinking-budget"),
         concurrency: int = typer.Option(8, "--concurrency", min=1),
@@ -250,17 +253,27 @@ def _num(x, width: int = 6, digits: int = 1) -> str:
     return f"{'n/a':>{width}}" if x is None else f"{x:{width}.{digits}f}"
 
 
-def _ci(pair, digits: int = 1) -> str:
-    if not pair or pair[0] is None or pair[1] is None:
-        return "[n/a]"
-    return f"[{pair[0]:.{digits}f}, {pair[1]:.{digits}f}]"
+def _est(x, pair, unit: str = " %", *, coefficient: bool = False) -> str:
+    """A point with its interval, both to the places the interval supports (docs/display.md); a
+    share whose interval is wider than 50 pp says so instead of its interval."""
+    from reform_core import display
+
+    lo, hi = pair if pair and pair[0] is not None and pair[1] is not None else (None, None)
+    rule = dict(coarsest=1, finest=3, default=3, max_width=float("inf")) if coefficient else {}
+    s = display.show(x, lo, hi, None, **rule)
+    if x is None:
+        return "n/a"
+    interval = s.interval if s.greyed else ("[n/a]" if lo is None else f"[{display.interval_text(lo, hi, s.decimals, sep=', ')}]")
+    return f"{s.point}{unit} {interval}"
 
 
 def _p(p, n_boot: int) -> str:
     """A bootstrap p-value; 0 (no replicate on the other side of 0) is shown as < 1/B."""
+    from reform_core import display
+
     if p is None:
         return "n/a"
-    return f"<{1 / n_boot:.2g}" if p == 0 else f"{p:.3f}"
+    return f"<{1 / n_boot:.2g}" if p == 0 else display.p_value_text(p, replicates=n_boot)
 
 
 def _print_mosaic(out: dict) -> None:
@@ -271,18 +284,18 @@ def _print_mosaic(out: dict) -> None:
                f"({out['n_boot']} replicates, seed {out['seed']})")
     for name, m in out["models"].items():
         iv = m["intervals"]
-        typer.echo(f"{name}: PA {_num(m['pa'])} % {_ci(iv['pa'])}  all followed {_num(m['all_followed'])} % "
-                   f"{_ci(iv['all_followed'])}  ({m['outputs']} outputs, {m['checked']} checks, "
+        typer.echo(f"{name}: PA {_est(m['pa'], iv['pa'])}  all followed {_est(m['all_followed'], iv['all_followed'])}  "
+                   f"({m['outputs']} outputs, {m['checked']} checks, "
                    f"{m['unchecked']} unchecked pairs)")
         for c, v in m["scc"].items():
-            typer.echo(f"  SCC   {c:<28}{_num(v)} % {_ci(iv['scc'][c])}  n={m['n']['scc'][c]}")
+            typer.echo(f"  SCC   {c:<28}{_est(v, iv['scc'][c])}  n={m['n']['scc'][c]}")
         for pos, v in m["poscc"].items():
-            typer.echo(f"  PosCC {'position ' + pos:<28}{_num(v)} % {_ci(iv['poscc'][pos])}  n={m['n']['poscc'][pos]}")
+            typer.echo(f"  PosCC {'position ' + pos:<28}{_est(v, iv['poscc'][pos])}  n={m['n']['poscc'][pos]}")
         for p in m["pcc"]:
             pair = f"{p['constraint_i']} & {p['constraint_j']}"
             r = "n/a" if p["r"] is None else f"{p['r']:+.3f}"
-            pv = "n/a" if p["p_value"] is None else f"{p['p_value']:.3g}"
-            typer.echo(f"  PCC   {pair:<28}{_num(p['pcc'])} % {_ci(p['interval'])}  n={p['n']}  r={r}  p={pv}")
+            pv = "n/a" if p["p_value"] is None else _p(p["p_value"], 1)
+            typer.echo(f"  PCC   {pair:<28}{_est(p['pcc'], p['interval'])}  n={p['n']}  r={r}  p={pv}")
     for note in out["notes"]:
         typer.echo(f"note: {note}")
 
@@ -295,18 +308,16 @@ def _print_wise(out: dict) -> None:
                f"{out['checker']}, reference {out['reference']}; {level} % intervals: {out['scheme']} bootstrap "
                f"({n_boot} replicates, seed {out['seed']}); ranking intervals: task bootstrap")
     for form, f in out["forms"].items():
-        typer.echo(f"{form}: compliance {_num(f['compliance'])} % {_ci(f['compliance_interval'])}")
+        typer.echo(f"{form}: compliance {_est(f['compliance'], f['compliance_interval'])}")
         if form == out["reference"]:
             continue
-        typer.echo(f"  Δ vs {out['reference']} {_num(f['delta'])} pp {_ci(f['delta_interval'])}  "
+        typer.echo(f"  Δ vs {out['reference']} {_est(f['delta'], f['delta_interval'], ' pp')}  "
                    f"p {_p(f['p_value'], n_boot)}  Holm p {_p(f['p_holm'], n_boot)}")
-        typer.echo(f"  tau_b {_num(f['tau_b'], 0, 3)} {_ci(f['tau_b_interval'], 3)}  "
-                   f"reversal_rate {_num(f['reversal_rate'], 0, 3)} {_ci(f['reversal_rate_interval'], 3)}  "
-                   f"top3_jaccard {_num(f['top3_jaccard'], 0, 3)} {_ci(f['top3_jaccard_interval'], 3)}  "
-                   f"max_rank_shift {_num(f['max_rank_shift'], 0, 1)} {_ci(f['max_rank_shift_interval'], 1)}")
-    typer.echo(f"C_mean {_num(out['c_mean'], 0)} % {_ci(out['c_mean_interval'])}  "
-               f"C_worst {_num(out['c_worst'], 0)} % {_ci(out['c_worst_interval'])} ({out['worst_form']})  "
-               f"G_wording {_num(out['g_wording'], 0)} pp {_ci(out['g_wording_interval'])}")
+        typer.echo("  " + "  ".join(f"{k} {_est(f[k], f[f'{k}_interval'], '', coefficient=True)}"
+                                    for k in ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift")))
+    typer.echo(f"C_mean {_est(out['c_mean'], out['c_mean_interval'])}  "
+               f"C_worst {_est(out['c_worst'], out['c_worst_interval'])} ({out['worst_form']})  "
+               f"G_wording {_est(out['g_wording'], out['g_wording_interval'], ' pp')}")
     for model, row in out["model_compliance"].items():
         typer.echo(f"  {model}: " + "  ".join(f"{k} {_num(v, 0)}" for k, v in row.items()))
     for note in out["notes"]:

@@ -1,6 +1,6 @@
 """CLI commands of the verify area (registered into ``reform_core.cli.app``).
 
-``verify-ifeval`` runs the ``ifeval:*`` verifiers over IFEval-format files (SPEC §8). It
+``verify-ifeval`` runs the ``ifeval:*`` verifiers over IFEval-format files (docs/formats.md#ifeval-files). It
 needs no database: it reads two JSONL files and writes one CSV.
 """
 
@@ -31,9 +31,11 @@ def verify_ifeval(
     except ValueError as exc:
         fail(str(exc))
     table = run.verdicts[["key", "instruction_id", "passed"]].astype({"passed": int})
+    from reform_core.safe_csv import write_csv
+
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(out, index=False)
+        write_csv(table, out)
     except OSError as exc:
         fail(f"--out: cannot write {out}: {exc.strerror}")
     acc = ifeval_eval.accuracy(run.verdicts)

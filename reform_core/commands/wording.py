@@ -28,8 +28,13 @@ def _read(path: Path) -> bytes:
         fail(f"{path}: {exc.strerror or exc}")
 
 
-def _fmt(x) -> str:
-    return "   n/a" if x is None else f"{x:6.3f}"
+def _coefficient(e: dict) -> str:
+    """κ, α or an ICC with its interval, to the places the interval supports (docs/display.md)."""
+    from reform_core import display
+
+    d = display.decimals_for(e["ci_low"], e["ci_high"], coarsest=1, finest=3, default=3)
+    return (f"{display.number_text(e['value'], d):>6}  [{display.interval_text(e['ci_low'], e['ci_high'], d, sep=', ')}]"
+            + (f"  {e['note']}" if e.get("note") else ""))
 
 
 def register(app: typer.Typer) -> None:
@@ -104,12 +109,10 @@ def register(app: typer.Typer) -> None:
             return
         typer.echo(f"study {out['study']}: {out['items']} items, annotators {', '.join(out['annotators']) or '—'}")
         k = out["kappa"]
-        typer.echo(f"{'Fleiss kappa (exact answer)':<30}{_fmt(k['value'])}  [{_fmt(k['ci_low'])}, {_fmt(k['ci_high'])}]"
-                   + (f"  {k['note']}" if k.get("note") else ""))
+        typer.echo(f"{'Fleiss kappa (exact answer)':<30}{_coefficient(k)}")
         for rating, kinds in out["icc"].items():
             for kind, e in kinds.items():
-                typer.echo(f"{f'ICC({kind}) {rating}':<30}{_fmt(e['value'])}  [{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
-                           + (f"  {e['note']}" if e.get("note") else ""))
+                typer.echo(f"{f'ICC({kind}) {rating}':<30}{_coefficient(e)}")
         for note in out["notes"]:
             typer.echo(f"note: {note}")
 

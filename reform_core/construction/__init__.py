@@ -1,4 +1,5 @@
-"""Benchmark construction (seed 000 §3.3, App. A.7; seed 002 §4; seed 003 §3.1).
+"""Benchmark construction (ReFormBench, arXiv:2610.19693, §3.3, App. A.7; the WISE paper,
+*When Verifiable Counts Depend on Wording*, §4; MOSAIC, arXiv:2601.18554, §3.1).
 
 Pure modules, no ``db`` and no ``streamlit``:
 

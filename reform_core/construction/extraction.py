@@ -1,4 +1,5 @@
-"""Baseline feature extraction, pure parts (seed 000 §3.3, App. A.4, A.6, A.7.3).
+"""Baseline feature extraction, pure parts (ReFormBench, arXiv:2610.19693, §3.3, App. A.4,
+A.6, A.7.3; docs/metrics.md#catalog-coverage).
 
 * :func:`merge_detections` — one catalog annotation per (model, question, feature): rule
   detectors decide the features they cover, the LLM decides the others.
@@ -67,7 +68,7 @@ def _norm(s: str) -> str:
 
 
 def map_extracted(extracted: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
-    """Normalise open-ended extractions to catalog mappings (seed 000 App. A.4, A.6).
+    """Normalise open-ended extractions to catalog mappings (ReFormBench App. A.4, A.6).
 
     Rules, in order: ``not_format`` stays (no catalog features); unknown catalog keys are
     dropped (listed in ``dropped``); a name equal to a catalog feature's name or key

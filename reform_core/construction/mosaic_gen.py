@@ -1,4 +1,4 @@
-"""MOSAIC prompt generator (seed 003 §3.1, Tables 2–4, App. D).
+"""MOSAIC prompt generator (MOSAIC, arXiv:2601.18554, §3.1, Tables 2–4, App. D).
 
 A prompt is a content task (Table 2) × a product or service (Table 3) × an ordered list of
 1–20 distinct constraints drawn from the 21 of Table 4, assembled with the paper's
@@ -210,7 +210,7 @@ def comprehensive_pool(rng: np.random.Generator, *, sizes=range(1, MAX_SIZE + 1)
 
     Sizes ≤ ``small_max``: all permutations of all combinations; larger sizes: ``combos``
     random combinations (drawn without replacement of constraints) × ``shuffles`` random
-    orders each (seed 003 §3.1, "Comprehensive Generation").
+    orders each (MOSAIC §3.1, "Comprehensive Generation").
     """
     sizes = _check_sizes(sizes)
     n = len(CONSTRAINTS)

@@ -1,5 +1,5 @@
-"""The LLM prompts of benchmark construction and the prompting condition (seed 000 §4.4,
-App. A.7.3, A.7.4, A.11). Pure: message lists in, parsed dicts out.
+"""The LLM prompts of benchmark construction and the prompting condition (ReFormBench,
+arXiv:2610.19693, §4.4, App. A.7.3, A.7.4, A.11). Pure: message lists in, parsed dicts out.
 
 * Integration: an LLM rewrites a question so that it naturally contains its three
   constraints (App. A.7.4: "integrates the three constraints into the question"),
@@ -31,7 +31,7 @@ META_PROMPT = (
 
 def user_message(text: str, condition: str = "main") -> str:
     """The user message for an instruction under ``condition`` (the meta-prompt is appended
-    for ``prompted``, seed 000 §4.4)."""
+    for ``prompted``, ReFormBench §4.4)."""
     return f"{text.rstrip()}\n\n{META_PROMPT}" if condition == "prompted" else text
 
 

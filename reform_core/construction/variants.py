@@ -1,4 +1,5 @@
-"""ReFormBench instruction variants (seed 000 §3.3, App. A.7.4, A.7.5; SPEC §1, §2).
+"""ReFormBench instruction variants (ReFormBench, arXiv:2610.19693, §3.3, App. A.7.4, A.7.5;
+docs/metrics.md#catalog and #targets-and-baseline-opposition).
 
 A *variant* is a question plus ``k`` (default 3) constraints from ``k`` distinct catalog
 categories. A constraint is one catalog feature in one mode (``require`` / ``forbid``)
@@ -139,7 +140,7 @@ def propose_variants(questions: pd.DataFrame, catalog: Catalog, *, per_question:
                      k: int = 3, pool_size: int = 6, features: list[str] | None = None,
                      start: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Candidate variants: ``per_question`` combinations of ``k`` targets from distinct
-    categories for every question (seed 000 App. A.7.4).
+    categories for every question (ReFormBench App. A.7.4).
 
     Each question gets a pool of ``pool_size`` targets (feature with a random mode, drawn
     without replacement from ``features`` or the whole catalog); its variants are distinct
@@ -181,7 +182,7 @@ def propose_variants(questions: pd.DataFrame, catalog: Catalog, *, per_question:
 
 def check_variants(instructions: pd.DataFrame, constraints: pd.DataFrame, catalog: Catalog, *, k: int = 3,
                    verbatim: bool = False) -> pd.DataFrame:
-    """Automated validity checks of variants (seed 000 App. A.7.5).
+    """Automated validity checks of variants (ReFormBench App. A.7.5).
 
     Per instruction: exactly ``k`` constraints at positions 1..k; every feature in the
     catalog and offered in its mode; the recorded category is the feature's category; the
@@ -272,7 +273,7 @@ def _bin(n: int) -> str:
 
 
 def multiplicity_table(instructions: pd.DataFrame, constraints: pd.DataFrame) -> pd.DataFrame:
-    """Table A11 of seed 000: questions by number of variants, targets by number of variants.
+    """Table A11 of ReFormBench (arXiv:2610.19693): questions by number of variants, targets by number of variants.
 
     Returns
     -------
@@ -299,7 +300,7 @@ def multiplicity_table(instructions: pd.DataFrame, constraints: pd.DataFrame) ->
 def screen_difficulty(instances: pd.DataFrame, *, keep: int, model: str = "model",
                       instruction: str = "instruction", p: str = "p") -> pd.DataFrame:
     """Rank candidates by calibrated all-pass probability and keep the ``keep`` hardest
-    (seed 000 §3.3, App. A.7.5).
+    (ReFormBench §3.3, App. A.7.5).
 
     score_i = mean over screening models m of ∏_j p[m, i, j]; candidates are sorted by
     ascending score with ties broken by instruction key, the first ``keep`` are retained
@@ -338,7 +339,7 @@ def screen_difficulty(instances: pd.DataFrame, *, keep: int, model: str = "model
 
 def derive_conditions(instructions: pd.DataFrame, constraints: pd.DataFrame, questions: pd.DataFrame, *,
                       single: bool = True, prompted: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Single-constraint and prompted copies of the main instructions (seed 000 §4.3, §4.4).
+    """Single-constraint and prompted copies of the main instructions (ReFormBench §4.3, §4.4).
 
     * single: one instruction per constraint, key ``{key}-s{position}``, condition
       ``single``, the question with that one constraint (:func:`compose_text`); the

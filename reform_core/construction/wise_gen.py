@@ -1,4 +1,5 @@
-"""WISE matched items and manifests (seed 002 §3, §4, App. R; SPEC §5).
+"""WISE matched items and manifests (the WISE paper, *When Verifiable Counts Depend on Wording*,
+§3, §4, App. R; docs/metrics.md#wording-robustness).
 
 A *task manifest* records ``item, task, target`` (100 base tasks balanced across target
 counts 5, 8, 10, 12 in the paper). A *form manifest* records ``form, template, checker``:

@@ -3,9 +3,11 @@
 The demo is a small ReFormBench-style project (SPEC §1–§4; seed 000 §3):
 
 * 13 questions over seven task types, each with a hand-written *content block*;
-* 51 main instruction variants (3–5 per question), three constraints from distinct
-  catalog categories each, with targets (feature, mode) that recur across a question's
-  variants; 12 single-constraint versions of four main instructions for ``helix-pro``;
+* 135 main instruction variants: 3–5 hand-written per question plus up to
+  :data:`EXTRA_VARIANTS` recombinations of the question's own targets (not for the worked
+  example's q05), three constraints from distinct catalog categories each, with targets
+  (feature, mode) that recur across a question's variants; 12 single-constraint versions of
+  four main instructions for ``helix-pro``;
 * three evaluated models whose formats really differ — ``helix-pro`` (title, ``##``
   headings, bullets with bold labels, tip call-outs), ``quill-2`` (plain prose paragraphs)
   and ``pixel-mini`` (numbered lists, tables, emoji, a closing question) — rendering the
@@ -970,10 +972,47 @@ def _instruction(key: str, q: Content, condition: str, pair_group: str, constrai
                              constraints=constraints)
 
 
+# Sizes (issue 34: the demo's Scores page shows informative intervals): besides its hand-written
+# variants, every question but the worked example's gets EXTRA_VARIANTS more, each three of the
+# question's own targets recombined (distinct categories, no contradiction, no repeat of a
+# hand-written set), so the targets recur across more variants and every rate rests on more units.
+EXTRA_VARIANTS = 7
+BLOCKS = {"bullet_list", "numbered_enumeration", "section_headings", "table_or_grid", "key_value_fields",
+          "callout_or_note_block", "section_divider", "document_title", "code_block", "paragraph_or_sentence_count"}
+
+
+def _compatible(spec: tuple) -> bool:
+    """Three targets one response can meet: distinct features and categories, and no layout
+    required next to a single text block."""
+    features = [f for f, _, _ in spec]
+    if len(set(features)) < 3 or len({CATALOG[f].category for f in features}) < 3:
+        return False
+    single = ("single_text_block", "require") in {(f, m) for f, m, _ in spec}
+    return not (single and any(m == "require" and f in BLOCKS for f, m, _ in spec))
+
+
+def extra_variants(qk: str, variants: list, n: int = EXTRA_VARIANTS) -> list:
+    """``n`` recombinations of the targets of ``variants`` (hash-ordered: the same on every build)."""
+    from itertools import combinations
+
+    pool = list({json.dumps(t, sort_keys=True): t for v in variants for t in v}.values())
+    seen = {frozenset(json.dumps(t, sort_keys=True) for t in v) for v in variants}
+    spec = [list(c) for c in combinations(pool, 3) if _compatible(c)
+            and frozenset(json.dumps(t, sort_keys=True) for t in c) not in seen]
+    spec.sort(key=lambda c: _u("extra-variant", qk, *(json.dumps(t, sort_keys=True) for t in c)))
+    return spec[:n]
+
+
+def all_variants() -> dict[str, list]:
+    """The hand-written variants of each question followed by its :func:`extra_variants`."""
+    return {qk: variants + ([] if qk == WORKED_EXAMPLE[1] else extra_variants(qk, variants))
+            for qk, variants in VARIANTS.items()}
+
+
 def instructions() -> list[InstructionRecord]:
     """Main variants of every question, then the single-constraint versions of SINGLE_PAIRS."""
     out = []
-    for qk, variants in VARIANTS.items():
+    for qk, variants in all_variants().items():
         for v, spec in enumerate(variants, start=1):
             key = f"{qk}-v{v}"
             out.append(_instruction(key, BY_KEY[qk], "main", key, [_constraint(j, *s) for j, s in enumerate(spec, 1)]))
@@ -1059,7 +1098,8 @@ def build() -> dict[str, list]:
     manifest = BundleManifest(
         name="ReForm demo",
         description=(
-            "Small ReFormBench-style demo: 13 questions (7 task types), 51 main variants with 3 constraints from "
+            f"Small ReFormBench-style demo: 13 questions (7 task types), {sum(i.condition == 'main' for i in insts)} "
+            "main variants with 3 constraints from "
             "distinct categories, 12 single-constraint versions for helix-pro, 3 models with different formatting "
             "habits, 2 judges (gpt-judge, gemini-judge) and a few adjudications. Worked example of SPEC §3: "
             "pixel-mini on q05 — targets a = forbid bullet_list, b = require section_headings, c = forbid "

@@ -10,7 +10,7 @@ to its end, ``pixel-mini`` is erratic) and the text is written accordingly; whet
 output *follows* a constraint is then decided by the real App. D checks. The two judge
 constraints stay unchecked (the demo has no LLM judge), which the results page reports.
 
-WISE ``demo-wise``: the exact-count panel (seed 002 Table 1) over eight base tasks with
+WISE ``demo-wise``: the exact-count panel (the WISE paper's Table 1) over eight base tasks with
 targets 5, 8, 10, 12 and two repetitions, answered by five models whose word counts miss
 the target with a model × form dependent probability.
 """

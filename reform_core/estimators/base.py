@@ -89,6 +89,7 @@ class Estimate:
     rows: Optional[pd.Series] = None
     reports: dict = field(default_factory=dict)
     evaluation: Optional[tuple] = field(default=None, repr=False)
+    provisional: bool = False
 
 
 @runtime_checkable

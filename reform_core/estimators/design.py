@@ -1,7 +1,7 @@
-"""The default adjudication design: a two-stage sample of question clusters (SPEC §4.1).
+"""The default adjudication design: a two-stage sample of question clusters (docs/estimator.md#the-design).
 
 Per evaluated model, a **cluster** is one of its questions (every instruction and eligible
-unit of SPEC §3 lies inside one). The design is a stratified two-stage sample:
+unit, docs/metrics.md#eligible-units, lies inside one). The design is a stratified two-stage sample:
 
 1. **Clusters.** Each cluster is sampled independently (Poisson sampling) with probability
    ``π_D`` if it holds a judge disagreement, ``π_0`` otherwise.
@@ -59,7 +59,7 @@ consecutive), so at any time the completed clusters are a random subset of the s
 and interim estimates stay valid ("stop when precise enough").
 
 Default sizes: ``π_D = π_0 = n_m / N_m`` with ``n_m`` Cochran's size for the model's
-``N_m`` disagreements (SPEC §4: the paper's expected number of disagreement decisions; a
+``N_m`` disagreements (docs/metrics.md#sample-size: the paper's expected number of disagreement decisions; a
 model on which the judges never disagree: its ``N_m`` questions, so its agreements are audited),
 mean ``π_A = 0.3`` (Neyman-allocated over audit groups), ``double_fraction = 0.1`` and
 second opinions on every kind of task. Measured on the simulator (bench/RESULTS.md) this
@@ -409,7 +409,8 @@ def audit_groups(model, question, feature, mode, label, *, keys: bool = True) ->
     mode) and agreed label. The key string is built once per group (a hashed draw needs it), not
     once per row: at 10× the paper's scale per-row strings held over a gigabyte.
 
-    A model's passes on one target are correlated across the question's variants (SPEC §3),
+    A model's passes on one target are correlated across the question's variants
+    (docs/metrics.md#default-estimator),
     and so are the judges' joint errors there: both judges wrong on one variant of a target
     makes them likelier wrong on its others. Auditing a target's agreed rows together puts
     every such product of errors inside one draw, where it is observed, instead of leaving

@@ -1,6 +1,7 @@
-"""The paper's calibration rules as estimators with two intervals (SPEC §4, §4.1).
+"""The paper's calibration rules as estimators with two intervals
+(docs/metrics.md#judging-and-calibration, #intervals-of-the-paper-rules).
 
-``stratified`` (seed 000 §3.5 eqs. 7–8; main results of the paper) and ``pooled`` (App.
+``stratified`` (ReFormBench, arXiv:2610.19693, §3.5 eqs. 7–8; main results of the paper) and ``pooled`` (App.
 A.3.2 eq. 13; the paper's auxiliary analyses) keep their point estimates exactly as
 :mod:`reform_core.calibration` computes them; this module adds the two named intervals:
 
@@ -18,7 +19,7 @@ A.3.2 eq. 13; the paper's auxiliary analyses) keep their point estimates exactly
 Both are percentile intervals of ``n_boot`` replicates computed with the engine's
 ``exp(E @ log π)`` trick (:func:`reform_core.metrics.intervals.replicate_scores`). These
 rules assume that agreeing judges are right, that adjudicators are right and that truths
-are independent across a question's variants (SPEC §4.1): under correlated truths their
+are independent across a question's variants (docs/metrics.md#default-estimator): under correlated truths their
 measurement intervals do not cover — that is what the default estimator is for.
 """
 
@@ -81,7 +82,7 @@ def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str
                n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None,
                index: UnitIndex | None = None, condition: str | None = "main", calibrated: pd.DataFrame | None = None,
                rates: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """SPEC §4 stratified calibration with measurement and population intervals.
+    """Stratified calibration (docs/metrics.md#stratified-calibration) with measurement and population intervals.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""The judge contract: items in, verdicts out (SPEC §4, DESIGN rule 5).
+"""The judge contract: items in, verdicts out (docs/metrics.md#what-a-judge-sees, DESIGN rule 5).
 
 A :class:`JudgeItem` is one response together with every constraint of its instruction
 (or, for baseline annotation, every catalog feature to look for). A judge returns one

@@ -1,11 +1,12 @@
-"""MOSAIC's LLM-as-a-judge for constraints without a deterministic check (seed 003 §3.3, App. D.4).
+"""MOSAIC's LLM-as-a-judge for constraints without a deterministic check (MOSAIC, arXiv:2601.18554,
+§3.3, App. D.4).
 
 Pure: the judge's messages and the parsing of its answer. The prompt is App. D.4.1's
 system and user templates; ``rubric`` is the constraint's App. D.4.2 rubric as
 ``"<name>: <description>"`` (``reform_core.construction.mosaic_gen`` writes it so). The
 judge answers a JSON object with ``reasoning`` and ``score`` on 0–10; the score is mapped
-to [0, 1] by dividing by 10 and, like every MOSAIC score, binarised at ≥ 0.5 (seed 003
-§3.3), i.e. a judge score of 5 or more counts as followed.
+to [0, 1] by dividing by 10 and, like every MOSAIC score, binarised at ≥ 0.5 (MOSAIC
+§3.3; docs/metrics.md#mosaic), i.e. a judge score of 5 or more counts as followed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Strict, pure parsing of a judge's answer (SPEC §4).
+"""Strict, pure parsing of a judge's answer (docs/metrics.md#what-a-judge-sees).
 
 The answer must be one JSON object ``{"verdicts": [...]}`` with exactly one entry per
 expected constraint id, each ``{"constraint_id": str, "rationale": str, "label": 0|1}``.

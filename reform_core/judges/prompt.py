@@ -1,4 +1,5 @@
-"""The one versioned grading prompt (SPEC §4; seed 000 §3.5, App. A.3).
+"""The one versioned grading prompt (docs/metrics.md#what-a-judge-sees; ReFormBench,
+arXiv:2610.19693, §3.5, App. A.3).
 
 The judge sees the full instruction, every constraint with its id, text and acceptance
 criteria, and the response — never the evaluated model's identity (nothing about the

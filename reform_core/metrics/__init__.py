@@ -1,1 +1,1 @@
-"""Scores and metrics over long DataFrames (pure; see SPEC §3, §5, §6)."""
+"""Scores and metrics over long DataFrames (pure; definitions in docs/metrics.md)."""

@@ -1,5 +1,6 @@
-"""Constraint composition (Table 3) and prompting comparison (Figure 4) — SPEC §3; seed 000
-§4.3, §4.4 and App. A.8.
+"""Constraint composition (Table 3) and prompting comparison (Figure 4) —
+docs/metrics.md#composition and #prompting-comparison; ReFormBench (arXiv:2610.19693) §4.3,
+§4.4 and App. A.8.
 
 Frames follow :mod:`reform_core.frames` (INSTANCES). Single-constraint versions of a main
 instruction share its ``pair_group`` and keep the constraint's ``position``; so do
@@ -48,7 +49,7 @@ def composition_table(
     """Table 3: separate versus joint answering of the same constraints.
 
     ``P^(a) = (1/N) Σ_i ∏_j p^(a)[i,j]`` for a ∈ {single, joint} over the N pair groups
-    (seed 000 App. A.8 eq. 15); target pass rates are mean p over the baseline-opposed and
+    (ReFormBench App. A.8 eq. 15); target pass rates are mean p over the baseline-opposed and
     baseline-aligned constraints; group gap = opposed − aligned; Δ = joint − separate in pp
     from unrounded values (§4.3).
 
@@ -119,7 +120,7 @@ def prompting_comparison(
     condition_col: str = "condition",
     **roles,
 ) -> pd.DataFrame:
-    """Prompting comparison: two conditions on the same instructions (seed 000 §4.4).
+    """Prompting comparison: two conditions on the same instructions (ReFormBench §4.4).
 
     The baseline, the target links and hence the eligible units are those of the ``base``
     condition; the ``other`` condition's pass values are mapped onto the same rows by

@@ -1,4 +1,5 @@
-"""Catalog coverage and feature-frequency correlation (SPEC §3; seed 000 §4.5, App. A.4).
+"""Catalog coverage and feature-frequency correlation (docs/metrics.md#catalog-coverage,
+#feature-frequency-correlation; ReFormBench, arXiv:2610.19693, §4.5, App. A.4).
 
 Frames:
 
@@ -24,7 +25,7 @@ MAPPINGS = COVERED + ("uncovered", "not_format")
 
 
 def catalog_coverage(extracted: pd.DataFrame, *, model: str = "model", mapping: str = "mapping", pooled: str = "Pooled") -> pd.DataFrame:
-    """Instance coverage = covered / valid extracted instances (seed 000 App. A.4, Table A4).
+    """Instance coverage = covered / valid extracted instances (ReFormBench App. A.4, Table A4).
 
     ``exact``, ``subtype`` and ``composite`` count as covered; ``not_format`` instances are
     excluded from the denominator; ``uncovered`` ones stay in it. The pooled row divides
@@ -62,7 +63,7 @@ def feature_frequency(
     features: Sequence[str] | None = None,
     n_questions: int | None = None,
 ) -> pd.DataFrame:
-    """Response-level frequency ``f_m(c) = (1/|Q|) Σ_q 1{c ∈ F_m(q)}`` (seed 000 eq. 14).
+    """Response-level frequency ``f_m(c) = (1/|Q|) Σ_q 1{c ∈ F_m(q)}`` (ReFormBench eq. 14).
 
     Each feature counts at most once per (model, question).
 
@@ -99,7 +100,7 @@ def feature_frequency(
 
 
 def frequency_correlation(freq: pd.DataFrame, reference: Sequence[str], *, others: Sequence[str] | None = None, pooled: str = "Pooled") -> pd.DataFrame:
-    """Spearman ρ of feature frequencies against the reference group's mean (seed 000
+    """Spearman ρ of feature frequencies against the reference group's mean (ReFormBench
     App. A.4, Table 4).
 
     Each model in ``others`` is compared with ``f_ref = mean over reference models``; the

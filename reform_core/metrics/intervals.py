@@ -1,4 +1,4 @@
-"""95 % intervals for TCPR, EMCR, R^(K) and the constraint level per model (SPEC §3 "Beyond the paper").
+"""95 % intervals for TCPR, EMCR, R^(K) and the constraint level per model (docs/metrics.md#intervals).
 
 Cluster bootstrap over questions: a replicate resamples the questions with replacement
 (multinomial counts ``w_q``, shared by all models so model differences stay paired) and

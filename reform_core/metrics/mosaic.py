@@ -1,11 +1,12 @@
-"""MOSAIC metrics over modular constraint lists (SPEC §6; seed 003 §3.2, §4).
+"""MOSAIC metrics over modular constraint lists (docs/metrics.md#mosaic-scores; MOSAIC,
+arXiv:2601.18554, §3.2, §4).
 
 Input: a long frame with one row per (response, constraint) —
 
     response   prompt/response id r
     constraint constraint id c
     position   1-based position p of c in the prompt's constraint list
-    score      checker or judge score in [0, 1]; binarised as ``score >= 0.5`` (seed 003 §3.3)
+    score      checker or judge score in [0, 1]; binarised as ``score >= 0.5`` (MOSAIC §3.3)
 
 plus optional grouping columns (e.g. ``model``) named in ``by``. Each function takes the
 column roles as keyword arguments and returns a tidy DataFrame.
@@ -76,7 +77,7 @@ def scc(
     score: str = "score",
     by: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Single-constraint compliance SCC_c = Σ_r is_followed(c, r) / |R_c| (seed 003 §3.2).
+    """Single-constraint compliance SCC_c = Σ_r is_followed(c, r) / |R_c| (MOSAIC §3.2).
 
     R_c are the responses whose prompt contains c. Returns columns
     ``[*by, constraint, n, scc]``.
@@ -98,9 +99,9 @@ def pcc(
     score: str = "score",
     by: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Pairwise compliance PCC_{ci,cj}: share of responses following both (seed 003 §3.2).
+    """Pairwise compliance PCC_{ci,cj}: share of responses following both (MOSAIC §3.2).
 
-    Over the responses whose prompt contains both constraints (SPEC §6). One row per
+    Over the responses whose prompt contains both constraints (docs/metrics.md#mosaic-scores). One row per
     unordered pair that co-occurs at least once, ``constraint_i < constraint_j``:
     columns ``[*by, constraint_i, constraint_j, n, pcc]``.
     """
@@ -128,7 +129,7 @@ def poscc(
     score: str = "score",
     by: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Positional compliance PosCC_p = Σ_{r∈R_p} is_followed(c_{r,p}, r) / |R_p| (seed 003 §3.2).
+    """Positional compliance PosCC_p = Σ_{r∈R_p} is_followed(c_{r,p}, r) / |R_p| (MOSAIC §3.2).
 
     R_p are the responses with at least p constraints. Positions must run 1..|C_r| within
     each response. Columns ``[*by, position, n, poscc]``.
@@ -163,7 +164,8 @@ def prompt_accuracy(
     score: str = "score",
     by: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Prompt-level accuracy PA_r = followed / |C_r| (SPEC §6; seed 003 §3.2, Kovalevskyi 2024).
+    """Prompt-level accuracy PA_r = followed / |C_r| (docs/metrics.md#mosaic-scores; MOSAIC §3.2,
+    Kovalevskyi 2024).
 
     Columns ``[*by, response, n_constraints, followed, pa]``.
     """
@@ -183,7 +185,7 @@ def constraint_correlations(
     by: str | Sequence[str] | None = None,
     min_n: int = 3,
 ) -> pd.DataFrame:
-    """Pearson correlation of two constraints' binary outcomes, with p-value (seed 003 §4).
+    """Pearson correlation of two constraints' binary outcomes, with p-value (MOSAIC §4).
 
     Over the responses containing both constraints, via ``scipy.stats.pearsonr`` (two-sided
     p-value). ``r`` and ``p_value`` are NaN when fewer than ``min_n`` responses share the
@@ -260,7 +262,7 @@ def study_metrics(
     """PA, SCC, PosCC and PCC with percentile bootstrap intervals over prompts.
 
     The point values are those of :func:`prompt_accuracy` (mean PA_r), :func:`scc`,
-    :func:`poscc` and :func:`pcc` (seed 003 §3.2; SPEC §6), written as weighted ratios
+    :func:`poscc` and :func:`pcc` (MOSAIC §3.2; docs/metrics.md#mosaic-scores), written as weighted ratios
     ``Σ_r w_r·followed / Σ_r w_r·present`` with unit weights. A replicate draws the study's
     prompts with replacement (multinomial counts ``w``, :func:`reform_core.agreement.item_bootstrap_weights`);
     one draw serves every group of ``by`` (e.g. every model), so the groups stay matched.

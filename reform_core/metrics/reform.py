@@ -1,5 +1,5 @@
-"""ReFormBench scores: TCPR, EMCR and their reporting tables (SPEC §3; seed 000 §3.4–3.5,
-App. A.1–A.8).
+"""ReFormBench scores: TCPR, EMCR and their reporting tables (docs/metrics.md#benchmark-scores,
+#reporting-tables; ReFormBench, arXiv:2610.19693, §3.4–3.5, App. A.1–A.8).
 
 Input frames follow :mod:`reform_core.frames`:
 
@@ -41,13 +41,14 @@ def mark_baseline_opposed(
     mode: str = "mode",
     out: str = "baseline_opposed",
 ) -> pd.DataFrame:
-    """Classify each constraint as baseline-opposed (SPEC §1; seed 000 §3.3, App. A.6).
+    """Classify each constraint as baseline-opposed (docs/metrics.md#targets-and-baseline-opposition;
+    ReFormBench §3.3, App. A.6).
 
     With ``P[m,q]`` the features present in model m's baseline response to question q, a
     target (feature, mode) is opposed iff it forbids a feature in ``P[m,q]`` or requires
     one outside it.
 
-    Missing data is not "feature absent" (SPEC §4.2): when ``annotated`` is given, rows
+    Missing data is not "feature absent" (docs/metrics.md#missing-data): when ``annotated`` is given, rows
     whose (model, question) is not in it get ``<NA>`` (opposition unknown) and are left
     out of EMCR by :func:`build_index`.
 
@@ -91,7 +92,8 @@ def unknown_baseline_targets(instances: pd.DataFrame, *, condition: str | None =
                              mode: str = "mode", opposed: str = "baseline_opposed",
                              condition_col: str = "condition") -> pd.Series:
     """Per model, the targets (question, feature, mode) whose baseline opposition is unknown
-    (no baseline annotation): they are left out of EMCR and counted here (SPEC §4.2).
+    (no baseline annotation): they are left out of EMCR and counted here
+    (docs/metrics.md#missing-data).
 
     Returns
     -------
@@ -152,7 +154,7 @@ def _ratio(num, den) -> np.ndarray:
 
 
 def rates_from_sums(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """TCPR, R1..R3 and EMCR in % from pooled sums (seed 000 eqs. 1, 4, 5, 9).
+    """TCPR, R1..R3 and EMCR in % from pooled sums (ReFormBench eqs. 1, 4, 5, 9).
 
     EMCR is NaN where some K has no eligible unit.
     """
@@ -192,7 +194,7 @@ def table2(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = N
     """Table 2: per model TCPR, EMCR, R^(1..3) (%) and the denominators.
 
     TCPR = mean_i ∏_j p[i,j]; R^(K) = Σ Ĵ / |U_K| pooled over questions; EMCR =
-    (R^(1) + R^(2) + R^(3)) / 3 (seed 000 eqs. 1–5, 9; SPEC §3).
+    (R^(1) + R^(2) + R^(3)) / 3 (ReFormBench eqs. 1–5, 9; docs/metrics.md#benchmark-scores).
 
     Parameters
     ----------
@@ -214,7 +216,7 @@ def table2(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = N
 
 
 def tcpr(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, **roles) -> pd.Series:
-    """Three-constraint pass rate per model, % (seed 000 eqs. 1, 9; SPEC §3).
+    """Three-constraint pass rate per model, % (ReFormBench eqs. 1, 9; docs/metrics.md#tcpr).
 
     ``TCPR = (1/N) Σ_i ∏_j p[i,j]`` over the instructions of the scored condition.
 
@@ -239,7 +241,8 @@ def tcpr(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = Non
 
 
 def emcr(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, **roles) -> pd.Series:
-    """Equal-weight multi-constraint correction rate per model, % (seed 000 eqs. 2–5, 9).
+    """Equal-weight multi-constraint correction rate per model, % (ReFormBench eqs. 2–5, 9;
+    docs/metrics.md#emcr).
 
     Eligible units at K: ``S ⊆ T_q``, ``|S| = K``, ``∩_{t∈S} V(q,t) ≠ ∅``,
     ``|∪_{t∈S} V(q,t)| ≥ 2``; ``Ĵ = ∏_{t∈S} ∏_{i∈V(q,t)} p[i,t]``; ``R^(K) = Σ Ĵ / |U_K|``
@@ -267,7 +270,7 @@ def emcr(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = Non
 def task_table(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, overall: str = "overall", **roles) -> pd.DataFrame:
     """Tables A6/A7: TCPR, EMCR, R^(K) and unit counts per model and task type.
 
-    The overall row of each model pools the task sums (seed 000 App. A.5.2): TCPR weights
+    The overall row of each model pools the task sums (ReFormBench App. A.5.2): TCPR weights
     tasks by instruction count; EMCR pools expected successes and eligible counts within
     each K across tasks before the equal-weight mean. It equals :func:`table2`.
 
@@ -336,7 +339,7 @@ def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str =
 
 def coverage_table(instances: pd.DataFrame, *, index: UnitIndex | None = None, baseline: pd.DataFrame | None = None, **roles) -> pd.DataFrame:
     """Table A8: eligible unit counts ``n{K}`` and mean variant coverage ``cover{K}`` =
-    mean |I_{q,S}| per K (seed 000 App. A.6), plus ``positive_annotations`` (rows of the
+    mean |I_{q,S}| per K (ReFormBench App. A.6), plus ``positive_annotations`` (rows of the
     BASELINE frame per model) when ``baseline`` is given.
     """
     index = index if index is not None else build_index(instances, **roles)
@@ -356,7 +359,7 @@ def _coverage_from(index: UnitIndex, s: dict[str, np.ndarray], baseline: pd.Data
 
 def violation_spread(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, **roles) -> pd.DataFrame:
     """Table A2: violation spread ``Ĉ^(K) = Σ Ŵ / Σ (1 − Ĵ)`` over eligible units
-    (seed 000 App. A.2 eqs. 11–12), with ``Ŵ = Σ_{i∈I} (1 − ∏_{t∈S_i} p[i,t])``.
+    (ReFormBench App. A.2 eqs. 11–12), with ``Ŵ = Σ_{i∈I} (1 − ∏_{t∈S_i} p[i,t])``.
 
     Returns
     -------
@@ -391,7 +394,7 @@ def judge_agreement(
     total: str = "Total",
     memo: dict | None = None,
 ) -> pd.DataFrame:
-    """Table A3: dual-judge agreement and adjudication outcome per model (seed 000 App. A.3.1).
+    """Table A3: dual-judge agreement and adjudication outcome per model (ReFormBench App. A.3.1).
 
     Agreement = share of instances where both labels are present and equal (denominator:
     instances with both labels). An adjudication agrees with judge A when its ``choice``
@@ -470,7 +473,8 @@ def judge_agreement(
 
 
 def rank_comparison(table: pd.DataFrame, *, a: str = "tcpr", b: str = "emcr") -> pd.DataFrame:
-    """Model pairs that metrics ``a`` and ``b`` order differently (seed 000 §4.2).
+    """Model pairs that metrics ``a`` and ``b`` order differently (ReFormBench §4.2;
+    docs/metrics.md#rank-comparison).
 
     Parameters
     ----------

@@ -1,4 +1,7 @@
-"""WISE wording-robustness metrics (SPEC §5; seed 002 §3, §5.4, App. F, G, I, P).
+"""WISE wording-robustness metrics (docs/metrics.md#wording-robustness).
+
+They follow the WISE paper, *When Verifiable Counts Depend on Wording: Auditing Wording
+Robustness in Instruction Following* (§3, §5.4, App. F, G, I, P); "WISE" below cites it.
 
 Input frames
 ------------
@@ -14,7 +17,7 @@ OUTPUTS — one row per checked generation (model × item × form × repetition)
     words      int    observed word count (floor diagnostic only)
 
 COMPLIANCE — the model × form table C̄_mf (rows = models, columns = forms, shares in
-[0, 1]) returned by :func:`model_compliance` (seed 002 eq. 9).
+[0, 1]) returned by :func:`model_compliance` (WISE eq. 9).
 
 All rates are shares in [0, 1] (multiply by 100 for the paper's percentages); contrasts
 are computed from unrounded values.
@@ -30,6 +33,9 @@ from reform_core.agreement import item_bootstrap_weights, percentile_interval
 RANKING_COLUMNS = ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift")
 SCHEMES = ("provider-model-item", "model-item", "equal-model-item", "item")
 TIE_DECIMALS = 12  # compliance values equal to this many decimals count as tied
+# A ranking statistic's interval is taken over the replicates where it is defined (τ_b has no value
+# when every model ties under a form); below this share of defined replicates it has none.
+RANKING_MIN_DEFINED = 0.5
 
 
 # --------------------------------------------------------------------------- checks
@@ -79,7 +85,7 @@ def model_compliance(df: pd.DataFrame, *, model: str = "model", form: str = "for
                      passed: str = "passed") -> pd.DataFrame:
     """Per-model compliance C̄_mf: the share of passing outputs over items × repetitions.
 
-    Seed 002 App. F, eq. 9. Returns rows = models, columns = forms (shares in [0, 1]); a
+    WISE App. F, eq. 9. Returns rows = models, columns = forms (shares in [0, 1]); a
     model that lacks a form has NaN there (later functions reject it with a message).
     """
     fn = "model_compliance"
@@ -91,12 +97,13 @@ def model_compliance(df: pd.DataFrame, *, model: str = "model", form: str = "for
 
 
 def pooled_compliance(compliance: pd.DataFrame) -> pd.Series:
-    """Pooled compliance C̄_f per form, equal weight per model (seed 002 §3, eq. 4)."""
+    """Pooled compliance C̄_f per form, equal weight per model (WISE §3, eq. 4;
+    docs/metrics.md#compliance-and-contrasts)."""
     return _check_compliance(compliance, None, "pooled_compliance").mean(axis=0)
 
 
 def wording_contrasts(compliance: pd.DataFrame, *, reference: str = "POS") -> pd.DataFrame:
-    """Pooled compliance and Δ_f = C̄_f − C̄_ref per form (seed 002 eqs. 4, 5).
+    """Pooled compliance and Δ_f = C̄_f − C̄_ref per form (WISE eqs. 4, 5).
 
     Returns a frame indexed by form with columns ``compliance`` and ``delta``.
     """
@@ -117,7 +124,8 @@ def _robustness_row(c: pd.Series, reference: str) -> dict:
 
 
 def robustness(compliance: pd.DataFrame, *, reference: str = "POS") -> pd.Series:
-    """Pooled wording-robustness summary (seed 002 eqs. 6–8, Table 11).
+    """Pooled wording-robustness summary (WISE eqs. 6–8, Table 11;
+    docs/metrics.md#robustness-summary).
 
     Returns ``reference`` (C̄ of the reference form), ``c_mean`` (mean over forms),
     ``c_worst`` / ``worst_form`` (minimum), ``c_best`` / ``best_form`` and ``g_wording``
@@ -128,14 +136,15 @@ def robustness(compliance: pd.DataFrame, *, reference: str = "POS") -> pd.Series
 
 
 def model_robustness(compliance: pd.DataFrame, *, reference: str = "POS") -> pd.DataFrame:
-    """The summary of :func:`robustness` per model (seed 002 §3; Table 19 "Gap")."""
+    """The summary of :func:`robustness` per model (WISE §3; Table 19 "Gap")."""
     c = _check_compliance(compliance, reference, "model_robustness")
     return pd.DataFrame([_robustness_row(row, reference) for _, row in c.iterrows()], index=c.index)
 
 
 def failure_directions(df: pd.DataFrame, *, model: str = "model", form: str = "form",
                        direction: str = "direction") -> pd.DataFrame:
-    """Failure-direction profile per form, equal weight per model (seed 002 Tables 4, 15, 16).
+    """Failure-direction profile per form, equal weight per model (WISE Tables 4, 15, 16;
+    docs/metrics.md#failure-direction).
 
     Each model's share of outputs in each direction (e.g. under / exact / over) under a
     form, averaged over models. Returns rows = forms, columns = direction labels.
@@ -181,7 +190,7 @@ def _ranking_metrics(c: np.ndarray, ref: int) -> dict[str, np.ndarray]:
 def ranking_stability(compliance: pd.DataFrame, reference: str = "POS") -> pd.DataFrame:
     """Stability of the model ranking under each form relative to ``reference``.
 
-    Seed 002 §3, §5.4 (Table 5) and App. F. Models are ranked by compliance (rank 1 =
+    docs/metrics.md#ranking-stability; WISE §3, §5.4 (Table 5) and App. F. Models are ranked by compliance (rank 1 =
     highest; ties get average ranks).
 
     Parameters
@@ -259,7 +268,8 @@ def bootstrap_pooled(df: pd.DataFrame, *, scheme: str = "provider-model-item", n
                      rng: np.random.Generator | None = None, provider: str = "provider",
                      model: str = "model", item: str = "item", form: str = "form",
                      passed: str = "passed") -> pd.DataFrame:
-    """Bootstrap replicates of the pooled per-form compliance C̄_f (seed 002 §4, App. P).
+    """Bootstrap replicates of the pooled per-form compliance C̄_f (WISE §4, App. P;
+    docs/metrics.md#bootstrap-intervals-and-holm).
 
     Every replicate keeps all forms and repetitions of each sampled (model, item), so form
     contrasts stay matched. Schemes:
@@ -318,7 +328,7 @@ def _joint_item_means(tables: list[pd.DataFrame], n_boot: int, rng, fn: str) -> 
 def bootstrap_p_value(replicates: np.ndarray) -> float:
     """Two-sided bootstrap p-value of H0: contrast = 0, ``min(1, 2·min(P(δ* ≤ 0), P(δ* ≥ 0)))``.
 
-    Computed from the same draws as the interval (seed 002 App. G).
+    Computed from the same draws as the interval (WISE App. G).
     """
     r = np.asarray(replicates, dtype=float)
     return float(min(1.0, 2 * min(np.mean(r <= 0), np.mean(r >= 0))))
@@ -327,7 +337,7 @@ def bootstrap_p_value(replicates: np.ndarray) -> float:
 def holm(p_values) -> np.ndarray:
     """Holm step-down adjusted p-values within one family (``statsmodels`` ``multipletests``).
 
-    Seed 002 App. G: the correction is applied separately within each experimental family.
+    WISE App. G: the correction is applied separately within each experimental family.
     """
     p = np.asarray(p_values, dtype=float)
     if p.ndim != 1 or p.size == 0 or not np.all((p >= 0) & (p <= 1)):
@@ -343,7 +353,7 @@ def contrast_intervals(df: pd.DataFrame, *, reference: str = "POS", scheme: str 
                        form: str = "form", passed: str = "passed") -> pd.DataFrame:
     """Contrasts Δ_f against the reference with bootstrap intervals and Holm p-values.
 
-    Seed 002 §4 "Uncertainty", Tables 2, 4, 10, 23. The point values are the pooled
+    WISE §4 "Uncertainty", Tables 2, 4, 10, 23. The point values are the pooled
     compliance (equal weight per model); intervals are percentile intervals of the
     :func:`bootstrap_pooled` replicates under ``scheme``; ``p_holm`` corrects the
     non-reference forms of this call as one family.
@@ -375,12 +385,17 @@ def ranking_stability_intervals(df: pd.DataFrame, *, reference: str = "POS", n_b
                                 level: float = 0.95, rng: np.random.Generator | None = None,
                                 model: str = "model", item: str = "item", form: str = "form",
                                 passed: str = "passed") -> pd.DataFrame:
-    """Task-bootstrap intervals of :func:`ranking_stability` (seed 002 Table 5).
+    """Task-bootstrap intervals of :func:`ranking_stability` (WISE Table 5).
 
     Items are resampled jointly across models (all models kept), the model × form
-    compliance is recomputed per replicate, and each metric gets a percentile interval.
-    Returns a frame indexed by the non-reference forms with ``<metric>_low`` and
-    ``<metric>_high`` columns for the four metrics.
+    compliance is recomputed per replicate, and each metric gets a percentile interval over
+    the replicates where *it* is defined (τ_b and the reversal rate are undefined when all
+    models tie under a form; the Jaccard and the rank shift always are): one statistic's
+    undefined replicates never cost another statistic its interval. Returns a frame indexed
+    by the non-reference forms with ``<metric>_low``, ``<metric>_high`` and
+    ``<metric>_undefined`` (the count of replicates without a value) for the four metrics;
+    the bounds are NaN where fewer than :data:`RANKING_MIN_DEFINED` of the replicates are
+    defined.
     """
     fn = "ranking_stability_intervals"
     if not isinstance(rng, np.random.Generator):
@@ -396,11 +411,21 @@ def ranking_stability_intervals(df: pd.DataFrame, *, reference: str = "POS", n_b
     metrics = _ranking_metrics(_joint_item_means(tables, n_boot, rng, fn), ref)
     out = {}
     for name in RANKING_COLUMNS:
-        bounds = [percentile_interval(metrics[name][:, j], level=level, what=f"{name} of {f}")
-                  for j, f in enumerate(forms) if j != ref]
+        reps = [metrics[name][:, j] for j in range(len(forms)) if j != ref]
+        bounds = [_defined_interval(r, level) for r in reps]
         out[f"{name}_low"] = [b[0] for b in bounds]
         out[f"{name}_high"] = [b[1] for b in bounds]
+        out[f"{name}_undefined"] = [int((~np.isfinite(r)).sum()) for r in reps]
     return pd.DataFrame(out, index=[f for f in forms if f != reference])
+
+
+def _defined_interval(reps: np.ndarray, level: float) -> tuple[float, float]:
+    """Percentile interval over the finite replicates; NaN when fewer than RANKING_MIN_DEFINED are."""
+    ok = np.isfinite(reps)
+    if not ok.any() or ok.mean() < RANKING_MIN_DEFINED:
+        return np.nan, np.nan
+    lo, hi = np.quantile(reps[ok], [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
 
 
 # --------------------------------------------------------------------------- floor regime
@@ -427,7 +452,7 @@ def target_profile(df: pd.DataFrame, *, model: str = "model", target: str = "tar
 def floor_regime(profile: pd.DataFrame, *, model: str = "model", target: str = "target",
                  exact: str = "exact", mean_words: str = "mean_words", max_exact: float = 0.01,
                  max_word_change: float = 1.0) -> pd.DataFrame:
-    """Saved-output floor diagnostic of seed 002 App. I.
+    """Saved-output floor diagnostic of WISE App. I.
 
     A model is in the floor regime when its exact compliance is at most ``max_exact`` (1 %)
     at every target above the smallest, and its mean observed length changes by less than

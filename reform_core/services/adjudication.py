@@ -555,17 +555,15 @@ def give_verdict(engine: Engine, principal: Principal, task_id: int, verdict: st
 def _record(engine: Engine, user: Principal, task_id: int, resolve, *, note: str, seconds: float,
             shown: Optional[tuple[Optional[int], Optional[int]]]) -> Decision:
     """Append the decision ``resolve(task, judgments shown) -> (plan side, label)`` of ``user``
-    on a task under its lock, with the queue's refusals, second-opinion rule and counters."""
+    on a task under its lock, with the queue's refusals (:func:`_decidable`), second-opinion
+    rule and counters."""
     if not np.isfinite(seconds) or seconds < 0:
         raise ValueError(f"seconds must be a finite number >= 0, got {seconds!r}")
     now = _now()
     with repo.write_tx(engine) as conn:
-        t = repo.lock_task(conn, task_id=task_id)
-        if t is None:
-            raise ValueError(f"no adjudication task with id {task_id}")
-        mine, decided = repo.decision_state(conn, task_id=task_id, user_id=user.user_id)
+        t, mine, decided = _decidable(conn, task_id, user, now)
         lease = _naive(t["lease_until"])
-        held_by_other = _refusal(t, task_id, mine, user, lease, now)
+        held_by_other = t["claimed_by"] is not None and t["claimed_by"] != user.user_id
         judgments = _shown_judgments(conn, t, shown)
         side, label = resolve(t, judgments)
         adj_id = repo.insert_adjudication(conn, task_id=task_id, user_id=user.user_id, choice=side, label=label,
@@ -582,21 +580,35 @@ def _record(engine: Engine, user: Principal, task_id: int, resolve, *, note: str
         repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
                           status_after="done" if done else t["status"], annotator=(user.user_id, ""), decisions=1,
                           seconds=float(seconds))
-        if done:
-            repo.update_task(conn, task_id=task_id, decided=decided, status="done", claimed_by=None, lease_until=None)
-        elif held_by_other and lease is not None and lease >= now:
-            repo.update_task(conn, task_id=task_id, decided=decided)  # the other annotator keeps it
-        else:
-            repo.update_task(conn, task_id=task_id, decided=decided, status="open", claimed_by=None, lease_until=None)
+        _settle(conn, task_id, decided, done=done, kept_by_other=held_by_other and lease is not None and lease >= now)
     return Decision(adjudication_id=adj_id, task_id=task_id, iid=int(instance_id(t["response_id"], t["constraint_id"])),
                     label=label, task_done=done)
 
 
-def _refusal(t: dict, task_id: int, mine: Optional[dict], user: Principal, lease, now) -> bool:
-    """Raise :class:`AdjudicationRefused` where the queue refuses ``user``'s decision on the
-    locked task ``t`` (see :func:`decide`); else whether another annotator holds its lease."""
+def _settle(conn, task_id: int, decided: int, *, done: bool, kept_by_other: bool) -> None:
+    """A decided task's new state: complete, still held by the annotator with a live lease, or open."""
+    if done:
+        repo.update_task(conn, task_id=task_id, decided=decided, status="done", claimed_by=None, lease_until=None)
+    elif kept_by_other:
+        repo.update_task(conn, task_id=task_id, decided=decided)  # the other annotator keeps it
+    else:
+        repo.update_task(conn, task_id=task_id, decided=decided, status="open", claimed_by=None, lease_until=None)
+
+
+def _decidable(conn, task_id: int, user: Principal, now: datetime) -> tuple[dict, Optional[dict], int]:
+    """The task locked, the user's current decision on it and its distinct deciders; refused
+    (:class:`AdjudicationRefused`) when the task was withdrawn (its plan closed), the user already
+    decided it, it is complete (unless the user still holds its lease) or the user's lease expired
+    and another annotator holds a task that needs one annotator."""
+    t = repo.lock_task(conn, task_id=task_id)
+    if t is None:
+        raise ValueError(f"no adjudication task with id {task_id}")
+    if t["status"] == repo.WITHDRAWN:
+        raise AdjudicationRefused(f"task {task_id} was withdrawn: its plan was closed, the decision was not recorded")
+    mine, decided = repo.decision_state(conn, task_id=task_id, user_id=user.user_id)
     if mine is not None and mine["choice"] != repo.RETRACTED:
         raise AdjudicationRefused(f"task {task_id}: you already decided it (undo your last decision to change it)")
+    lease = _naive(t["lease_until"])
     holds = t["claimed_by"] == user.user_id and lease is not None and lease >= now
     if t["status"] == "done" and not holds:
         raise AdjudicationRefused(f"task {task_id} is already complete")
@@ -605,7 +617,7 @@ def _refusal(t: dict, task_id: int, mine: Optional[dict], user: Principal, lease
         raise AdjudicationRefused(
             f"task {task_id}: your lease expired and the item was handed to another annotator; "
             "your decision was not recorded — take the next item")
-    return held_by_other
+    return t, mine, decided
 
 
 def _second_opinion(conn, t: dict, choices: list) -> dict:
@@ -681,6 +693,8 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
         if last is None:
             return None
         t = repo.lock_task(conn, task_id=last["task_id"])
+        if "closed" in repo.plan_params(conn, plan_id=t["plan_id"]):
+            raise AdjudicationRefused("your last decision belongs to a closed plan: its decisions are final")
         mine, _ = repo.decision_state(conn, task_id=t["id"], user_id=user.user_id)  # read under the lock
         if mine is None or mine["id"] != last["id"] or mine["choice"] == repo.RETRACTED:
             return None  # withdrawn (or changed) by a concurrent call since we looked

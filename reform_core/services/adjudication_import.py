@@ -136,6 +136,12 @@ def _plans(conn: Connection, adj: pd.DataFrame, jid: dict, err: Err) -> dict[str
             import json
 
             params = json.loads(params or "{}")
+        closed = (params or {}).get("closed")
+        if isinstance(closed, dict):
+            for _, row in rows.iterrows():
+                err(row, "plan", f"plan {plan!r} was closed on {str(closed.get('at', ''))[:10]}: its decisions are "
+                                 "final and it takes no more (create another plan for more decisions)")
+            continue
         out[plan] = (int(r[0]), (params or {}).get("source") != IMPORT_SOURCE)
     return out
 

@@ -6,7 +6,8 @@ Rules, stated with every result (``rule_text``):
 
 * the main scores (``services.scoring.score``) use main-condition judgments and main
   adjudications only;
-* the auxiliary analyses use the paper's **pooled** rule by default (seed 000 App. A.3.2:
+* the auxiliary analyses use the paper's **pooled** rule by default (docs/metrics.md#pooled-calibration;
+  ReFormBench, arXiv:2610.19693, App. A.3.2:
   ``p = g`` where the judges agree, else ``W_A·g + (1 − W_A)·m`` with ``W_A`` the share of
   the main adjudication pool siding with judge A), or the **stratified** rule per condition
   (each condition calibrated from its own strata and its own adjudications) on request, or
@@ -18,8 +19,9 @@ listed (:mod:`reform_core.metrics.analyses`).
 Intervals (percentile, ``level``):
 
 * population — cluster bootstrap over questions (multinomial question weights, shared by
-  both conditions and every model); percentile intervals, except Table 4's ρ (basic
-  bootstrap interval: resampled ρ* is biased low);
+  both conditions and every model); percentile intervals, except Table 4's ρ (Fisher-z
+  interval with the bootstrap standard error of atanh ρ*: it always contains ρ̂, where the
+  percentile and basic intervals left it out because resampled ρ* is biased low);
 * measurement — questions fixed, the calibration's adjudications resampled: the pooled
   weight ``W_A* ~ Binomial(n_pool, W_A)/n_pool`` (pooled), or each reviewed stratum's
   ``π̂*_h ~ Binomial(n_h, π̂_h)/n_h`` (stratified); none for raw labels; for Table A4 the
@@ -60,11 +62,16 @@ INTERVAL_TEXT = {
         "raw": "none: one judge's raw labels have no calibration to resample",
         "coverage": "extracted instances resampled within each (model, question)",
         "table4": "none: baseline annotations enter as observed (no measurement model); the population interval of ρ "
-                  "is the basic bootstrap interval (2ρ̂ − upper, 2ρ̂ − lower percentile): resampled ρ* is biased low (noisier "
-                  "frequencies), so the interval for ρ over an unlimited question set can lie above ρ̂",
+                  "is a Fisher-z interval, tanh(atanh ρ̂ ± z·sd(atanh ρ*)) with the standard deviation over the "
+                  "bootstrap replicates: it always contains ρ̂ (resampled ρ* are biased low, so percentile intervals "
+                  "would sit beside it)",
     },
 }
 CONSTRUCTION_META = "construction_models"
+# Bootstrap replicates of every auxiliary-analysis interval, by default everywhere: the Scores page,
+# `analyses` and `export` (which uses min(--reps, N_BOOT)) draw the same replicates with the same
+# seed, so the page, `analyses --json` and the export show equal intervals.
+N_BOOT = 500
 
 
 class AnalysisError(ValueError):
@@ -306,19 +313,17 @@ def _table4(baseline: pd.DataFrame, features: list[str], common: list[str], mode
         corr = pd.DataFrame(rows)
     else:
         return long, None, notes + ["Table 4 needs at least two models"]
-    lo, hi = A.percentile_interval(rho, level)
-    # basic (reverse-percentile) interval: resampling questions adds noise to every frequency
-    # and so pulls ρ* below ρ̂ (attenuation); the percentile interval would sit below the
-    # estimate, the basic one corrects for that shift (and may sit above ρ̂)
-    point = corr["rho"].to_numpy(float)
-    corr["rho_pop_low"] = np.clip(2 * point - hi[: len(corr)], -1, 1)
-    corr["rho_pop_high"] = np.clip(2 * point - lo[: len(corr)], -1, 1)
+    # Fisher-z interval with the bootstrap standard error: resampling questions adds noise to every
+    # frequency and pulls ρ* below ρ̂ (attenuation), so the percentile interval sits beside ρ̂ and the
+    # basic one (2ρ̂ − percentiles) above it; symmetric on the z scale, this one always contains ρ̂
+    lo, hi = A.fisher_z_interval(corr["rho"].to_numpy(float), rho[:, : len(corr)], level=level)
+    corr["rho_pop_low"], corr["rho_pop_high"] = lo, hi
     corr["rho_meas_low"] = corr["rho_meas_high"] = np.nan
     return long, corr, notes
 
 
 def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "pooled", judge: Optional[str] = None,
-             judges: Optional[tuple[str, str]] = None, n_boot: int = 200, seed: int = 0, level: float = 0.95,
+             judges: Optional[tuple[str, str]] = None, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
              frames=None, reference: Optional[list[str]] = None,
              static: Optional["StaticAnalyses"] = None) -> AnalysesResult:
     """Every auxiliary analysis of the project (module docstring). An analysis that cannot run
@@ -400,7 +405,7 @@ class StaticAnalyses:
 STATIC_STREAM = 4  # their bootstrap draws: np.random.default_rng([seed, STATIC_STREAM]), apart from the others'
 
 
-def static_analyses(engine: Engine, principal: Optional[Principal], *, n_boot: int = 200, seed: int = 0,
+def static_analyses(engine: Engine, principal: Optional[Principal], *, n_boot: int = N_BOOT, seed: int = 0,
                     level: float = 0.95, reference: Optional[list[str]] = None,
                     baseline: Optional[pd.DataFrame] = None) -> StaticAnalyses:
     """A4 coverage and Table 4 (:class:`StaticAnalyses`), with their own random stream so that

@@ -1,5 +1,6 @@
 """Response collection: run an evaluated model on baselines, variants, single-constraint
-and prompted instructions (seed 000 §3.1, §4.3, §4.4, App. A.10, Table A13).
+and prompted instructions (ReFormBench, arXiv:2610.19693, §3.1, §4.3, §4.4, App. A.10,
+Table A13).
 
 Each input is one user message (no system prompt unless the settings give one); the
 ``prompted`` condition appends the meta-prompt (:func:`reform_core.construction.prompts.user_message`).

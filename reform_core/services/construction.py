@@ -1,5 +1,6 @@
 """Construction use cases: build variants, screen them, extract baseline features, write
-MOSAIC and WISE manifests (seed 000 §3.3, App. A.4, A.7; seed 002 §4; seed 003 §3.1).
+MOSAIC and WISE manifests (ReFormBench, arXiv:2610.19693, §3.3, App. A.4, A.7; the WISE
+paper, *When Verifiable Counts Depend on Wording*, §4; MOSAIC, arXiv:2601.18554, §3.1).
 
 The pure work lives in :mod:`reform_core.construction`; this module reads the database,
 calls LLMs through :mod:`reform_core.services.collection` and writes through the bundle
@@ -20,6 +21,7 @@ from db.repo import data as repo
 from reform_core.catalog import load_catalog
 from reform_core.construction import extraction, mosaic_gen, prompts, variants, wise_gen
 from reform_core.metrics.coverage import catalog_coverage
+from reform_core.safe_csv import write_csv
 from reform_core.services import collection
 from reform_core.services.importer import frames_bundle, import_bundle_obj
 
@@ -103,7 +105,7 @@ def screen_variants(engine: Engine, *, keep: int, calibration: str = "stratified
                     judges: Optional[tuple[str, str]] = None) -> pd.DataFrame:
     """Difficulty screening of the main variants over every evaluated (screening) model that
     answered all of them: :func:`reform_core.construction.variants.screen_difficulty` on
-    calibrated probabilities (seed 000 App. A.7.5)."""
+    calibrated probabilities (ReFormBench App. A.7.5)."""
     from reform_core.services.scoring import calibrated_instances, load_project
 
     frames = load_project(engine, judges=judges)
@@ -159,8 +161,8 @@ def extract_features(engine: Engine, *, provider: str = "rules", model: str = ""
     ext = pd.DataFrame(records, columns=["model", "question", "name", "description", "mapping", "catalog_features"])
     mapped = extraction.map_extracted(ext, cat)
     if out is not None:
-        mapped.assign(features=mapped["features"].map(",".join), dropped=mapped["dropped"].map(",".join)).to_csv(
-            out, index=False)
+        write_csv(mapped.assign(features=mapped["features"].map(",".join), dropped=mapped["dropped"].map(",".join)),
+                  out)
     cov = catalog_coverage(mapped) if len(mapped) else pd.DataFrame()
     stored = _store_extractions(engine, mapped, source=f"llm:{provider}")
     result.update(extracted=int(len(mapped)), failed=failed, coverage=cov.to_dict("records"), stored=stored)
@@ -200,7 +202,7 @@ def write_mosaic(out: str | Path, *, n: int = 4000, seed: int = 0) -> dict:
         for p in prompts_:
             fh.write(json.dumps(p, ensure_ascii=False) + "\n")
     for kind, tab in counts.items():
-        tab.to_csv(out.with_name(f"{out.stem}_balance_{kind}.csv"))
+        write_csv(tab, out.with_name(f"{out.stem}_balance_{kind}.csv"), index=True)
     spread = {kind: _spread(tab) for kind, tab in counts.items()}
     return {"prompts": len(prompts_), "file": str(out), "max_deviation": spread}
 
@@ -216,7 +218,7 @@ WISE_PANELS = tuple(wise_gen.PANELS)
 
 def wise_items(*, tasks: list[str], targets: list, panel: str = "exact_count", repetitions: int = 3,
                seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(task manifest, form manifest, matched items) of a WISE panel (seed 002 §4, App. R)."""
+    """(task manifest, form manifest, matched items) of a WISE panel (WISE paper §4, App. R)."""
     manifest = wise_gen.task_manifest(tasks, targets, np.random.default_rng(seed))
     forms = wise_gen.form_manifest(panel)
     return manifest, forms, wise_gen.matched_items(manifest, forms, repetitions=repetitions)
@@ -229,7 +231,7 @@ def write_wise(out_dir: str | Path, *, tasks: list[str], targets: list, panel: s
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest, forms, items = wise_items(tasks=tasks, targets=targets, panel=panel, repetitions=repetitions, seed=seed)
-    manifest.to_csv(out_dir / "tasks.csv", index=False)
-    forms.to_csv(out_dir / "forms.csv", index=False)
+    write_csv(manifest, out_dir / "tasks.csv")
+    write_csv(forms, out_dir / "forms.csv")
     items.to_json(out_dir / "items.jsonl", orient="records", lines=True, force_ascii=False)
     return {"tasks": int(len(manifest)), "forms": int(len(forms)), "items": int(len(items)), "dir": str(out_dir)}

@@ -142,7 +142,8 @@ class PlanEstimate:
     (empty when no item was decided twice) —, ``progress`` — per model planned / decided clusters
     and audits —, ``totals`` — per (model, question) cluster totals and denominators, which let
     an export recompute Table 2). ``plan`` / ``design``: the plan's name and design; ``inputs``,
-    ``index``: what it ran on (reused by a rerun)."""
+    ``index``: what it ran on (reused by a rerun); ``forward``: per model the way to the plan's
+    target (:func:`reform_core.estimators.forward.forward_table`; runs with intervals only)."""
 
     plan: str
     design: Optional[Design]
@@ -152,6 +153,7 @@ class PlanEstimate:
     seed: int
     inputs: Optional[PlanInputs] = None
     index: Optional[object] = None
+    forward: Optional[pd.DataFrame] = None  # the planner's way forward per model (runs with intervals)
 
     @property
     def name(self) -> str:
@@ -221,8 +223,17 @@ def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *,
     if inputs.unsure:
         est.notes.append(f"{inputs.unsure} 'neither / unsure' decision(s) on disagreements carry no label; their "
                          "questions count as not yet adjudicated until another annotator decides them")
+    forward = None
+    if intervals:  # the verdict's way forward, on the run with every variance source
+        from reform_core.estimators.forward import forward_table
+
+        t = target_of(design.to_stored())
+        forward = forward_table(instances, index, design, metric=t["metric"], target=t["half_width"],
+                                progress=est.reports["progress"], components=est.components, scores=est.intervals,
+                                both_wrong=est.reports["both_wrong"], annotators=est.reports.get("annotators"),
+                                smooth=est.rows, judge_a=judge_a, judge_b=judge_b)
     return PlanEstimate(plan=str(plan["name"]), design=design, estimate=est, with_population=intervals,
-                        reps=int(reps), seed=int(seed), inputs=inputs, index=index)
+                        reps=int(reps), seed=int(seed), inputs=inputs, index=index, forward=forward)
 
 
 def plain_estimate(instances: pd.DataFrame, name: str, adjudications: pd.DataFrame, *, intervals: bool = False,
@@ -278,33 +289,146 @@ def target_of(params: dict) -> dict:
     return {**DEFAULT_TARGET, "source": "default (Cochran margin 3 pp)"}
 
 
+def closure_of(params) -> Optional[dict]:
+    """A closed plan's closure as stored in its parameters (``closed``: ``at``, ``by``, ``reason``,
+    ``withdrawn``; :func:`reform_core.services.plan_lifecycle.close_plan`), None while it is open."""
+    c = params.get("closed") if isinstance(params, dict) else None
+    return dict(c) if isinstance(c, dict) else None
+
+
+VERDICT_BASIS = ("the measurement interval with every variance source, the adjudicator-error refits included "
+                 "(as Table 2 shows it; seed of the intervals, 0 by default)")
+
+
+def _half_widths(est: PlanEstimate, metric: str) -> dict:
+    s = est.scores[est.scores["metric"] == metric]
+    return {str(r.model): (float(r.measurement_hi - r.measurement_lo) / 2 if pd.notna(r.measurement_lo) else None)
+            for r in s.itertuples(index=False)}
+
+
+def _forward_summary(est: PlanEstimate, target: float) -> dict:
+    """The planner's way forward over the models (:mod:`reform_core.estimators.forward`): the
+    decisions still needed (None where the target is not reachable at the plan's audit share),
+    the questions to add per model, whether the target is reachable with this benchmark's
+    questions at all and the best reachable half-width (the largest over models)."""
+    p = est.progress
+    owed = {"tasks_left": int((p["tasks_planned"] - p["tasks_decided"] - p["awaiting_opinion"]).clip(lower=0).sum()),
+            "opinions_owed": int(p["awaiting_opinion"].sum())}
+    fw = est.forward
+    if fw is None or fw.empty:
+        return {**owed, "decisions_needed": None, "extend_questions": None, "reachable": None, "best_half_width": None,
+                "finish_half_width": None, "forward": {}}
+    need = fw["decisions_needed"]
+    best = fw["best_half_width"].astype(float)
+    per_model = {str(r["model"]): {k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                                   for k, v in r.items() if k != "model"} for r in fw.to_dict("records")}
+    return {**owed, "decisions_needed": None if need.isna().any() else int(need.sum()),
+            "extend_questions": None if need.isna().any() else int(fw["questions_beyond_plan"].max()),
+            "reachable": bool((best <= target).all()),
+            "best_half_width": _largest(best),
+            "finish_half_width": _largest(fw["finish_half_width"]), "forward": per_model}
+
+
+def _largest(values: pd.Series) -> Optional[float]:
+    top = float(values.astype(float).max())
+    return top if np.isfinite(top) else None
+
+
+def _way_forward_text(f: dict, metric: str, target: float) -> str:
+    """The verdict's second sentence: what it takes to reach the target from here."""
+    if f["reachable"] is None:
+        return ""
+    fw = f["forward"]
+    if not f["reachable"]:
+        worst = max(fw, key=lambda m: fw[m]["best_half_width"] or np.inf)
+        return (f" Not reachable with this benchmark's questions: even with every question adjudicated and every "
+                f"agreement audited the {metric.upper()} half-width would be about ±{f['best_half_width']:.1f} pp "
+                f"({worst}) — the best reachable" + _finishing(f) + "; decide whether that is precise enough, "
+                "or add questions to the benchmark.")
+    if f["decisions_needed"] is None:
+        return (f" Not reachable at this plan's audit share, even with every question adjudicated; with every "
+                f"agreement audited too about ±{f['best_half_width']:.1f} pp at best" + _finishing(f)
+                + " — plan again by target half-width (the planner chooses the audit share).")
+    if f["decisions_needed"] == 0:  # the half-widths suffice; what is missing is named before this sentence
+        return " Keep adjudicating the plan's remaining tasks."
+    opinions = f" ({f['opinions_owed']} of them opinions already owed)" if f["opinions_owed"] else ""
+    if f["extend_questions"]:
+        return (f" At the current rates about {f['decisions_needed']:,} more decisions{opinions} reach ±{target:g} pp, "
+                f"beyond this plan's sample: extend it by about {f['extend_questions']} question(s) per model "
+                "(plan-extend), then keep adjudicating.")
+    return f" At the current rates about {f['decisions_needed']:,} more decisions{opinions} reach it — keep adjudicating."
+
+
+def _finishing(f: dict) -> str:
+    if f["finish_half_width"] is None or not f["tasks_left"] + f["opinions_owed"]:
+        return ""
+    return f"; finishing this plan ({f['tasks_left']:,} task(s) left) gives about ±{f['finish_half_width']:.1f} pp"
+
+
+def _verdict_message(est: PlanEstimate, t: dict, hw: dict, f: dict, reached: bool, unaudited: list) -> str:
+    known = [v for v in hw.values() if v is not None]
+    worst = max(known) if known else None
+    metric, target = t["metric"].upper(), t["half_width"]
+    closed = closure_of(est.design.to_stored())
+    if closed is not None:
+        missing = [m for m, v in hw.items() if v is None]
+        where = (f"no {metric} measurement interval for {', '.join(missing)}" if missing
+                 else f"the largest {metric} measurement half-width is ±{worst:.2f} pp")
+        why = closed.get("reason") or "no reason given"
+        return (f"Closed on {str(closed.get('at', ''))[:10]} by {closed.get('by', '?')} ({why}): "
+                f"{int(closed.get('withdrawn', 0))} open task(s) were withdrawn and the estimate is final for the sample "
+                f"reached — {where}, the target ±{target:g} pp" + (" (reached)." if reached else " (not reached)."))
+    if reached and est.estimate.provisional:  # never "you may stop" while the estimate is provisional
+        return (f"In progress: every model's {metric} measurement half-width is within the target ±{target:g} pp so far "
+                f"(largest ±{worst:.2f} pp), but {f['tasks_left']} task(s) and {f['opinions_owed']} opinion(s) the plan "
+                "asks for are still to come — finish them, or close the plan where it stands.")
+    if reached:
+        return (f"Precise enough: every model's {metric} measurement half-width is within the target ±{target:g} pp "
+                f"(largest ±{worst:.2f} pp) — you may stop adjudicating this plan.")
+    ahead = _way_forward_text(f, t["metric"], target)
+    if worst is None or len(known) < len(hw):
+        missing = ", ".join(m for m, v in hw.items() if v is None)
+        return (f"Not yet: no fully adjudicated question yet for {missing}, so no {metric} measurement interval "
+                f"(target ±{target:g} pp)." + ahead.replace("At the current rates", "By the planner's assumptions"))
+    if unaudited:
+        return (f"Not yet: no audited agreement decided yet for {', '.join(unaudited)}, so errors of both judges are "
+                f"not measured (target ±{target:g} pp)." + ahead)
+    return f"Not yet: the largest {metric} measurement half-width is ±{worst:.2f} pp, the target ±{target:g} pp." + ahead
+
+
 def verdict(est: PlanEstimate) -> dict:
     """Whether every model's measurement half-width of the target metric is within the plan's
-    target: ``{metric, half_width, reached, models: {model: half-width}, message}``."""
+    target, and the way forward: ``{metric, half_width, target_source, reached, provisional, models:
+    {model: half-width}, tasks_left, opinions_owed, decisions_needed, extend_questions, reachable,
+    best_half_width, forward: {model: …}, closed, basis, message}``.
+
+    Read it on the run with the adjudicator-error refits (:func:`verdict_run`, or an estimate made
+    with intervals): its half-widths are Table 2's, so the Scores page, the Sampling page and
+    ``score --json`` show one number (:data:`VERDICT_BASIS`). ``decisions_needed`` counts the
+    opinions still owed (``opinions_owed``); ``reached`` is never true while the estimate is
+    provisional, and a closed plan's message says when, by whom and why it was closed (nothing is
+    then owed: ``decisions_needed`` is None, ``forward`` still gives the best reachable half-width)."""
     t = target_of(est.design.to_stored())
-    s = est.scores[est.scores["metric"] == t["metric"]]
-    hw = {str(r.model): (float(r.measurement_hi - r.measurement_lo) / 2 if pd.notna(r.measurement_lo) else None)
-          for r in s.itertuples(index=False)}
+    hw = _half_widths(est, t["metric"])
     known = [v for v in hw.values() if v is not None]
     p = est.progress
     unaudited = p.loc[(p["audits_planned"] > 0) & (p["audits_decided"] == 0), "model"].astype(str).tolist()
-    reached = (bool(known) and len(known) == len(hw) and max(known) <= t["half_width"] and not unaudited)
-    worst = max(known) if known else None
-    if reached:
-        msg = (f"Precise enough: every model's {t['metric'].upper()} measurement half-width is within the target "
-               f"±{t['half_width']:g} pp (largest ±{worst:.2f} pp) — you may stop adjudicating this plan.")
-    elif worst is None or len(known) < len(hw):
-        missing = ", ".join(m for m, v in hw.items() if v is None)
-        msg = (f"Not yet: no fully adjudicated question yet for {missing}, so no {t['metric'].upper()} measurement "
-               f"interval (target ±{t['half_width']:g} pp).")
-    elif unaudited:
-        msg = (f"Not yet: no audited agreement decided yet for {', '.join(unaudited)}, so errors of both judges are "
-               f"not measured (target ±{t['half_width']:g} pp).")
-    else:
-        msg = (f"Not yet: the largest {t['metric'].upper()} measurement half-width is ±{worst:.2f} pp, the target "
-               f"±{t['half_width']:g} pp — keep adjudicating.")
-    return {"metric": t["metric"], "half_width": t["half_width"], "target_source": t["source"], "reached": reached,
-            "models": hw, "message": msg}
+    precise = bool(known) and len(known) == len(hw) and max(known) <= t["half_width"] and not unaudited
+    f = _forward_summary(est, t["half_width"])
+    closed = closure_of(est.design.to_stored())
+    if closed is not None:  # nothing is owed to a closed plan: its forward table only informs a next plan
+        f = {**f, "tasks_left": 0, "opinions_owed": 0, "decisions_needed": None, "extend_questions": None}
+    msg = _verdict_message(est, t, hw, f, precise, unaudited)
+    return {"metric": t["metric"], "half_width": t["half_width"], "target_source": t["source"],
+            "reached": precise and not est.estimate.provisional, "provisional": bool(est.estimate.provisional),
+            "models": hw, **f, "closed": closed, "basis": VERDICT_BASIS, "message": msg}
+
+
+def verdict_run(rows: pd.DataFrame, plan: dict, inputs: PlanInputs, *, index=None, seed: int = 0) -> PlanEstimate:
+    """The estimate the verdict reads when none with intervals is at hand: the default estimator
+    with the adjudicator-error refits, exactly as the Scores page's intervals run it
+    (:data:`DEFAULT_REPS` replicates, ``seed``), so its half-widths are Table 2's."""
+    return cluster_estimate(rows, plan, inputs, intervals=True, reps=DEFAULT_REPS, seed=seed, index=index)
 
 
 def other_plan_decisions(engine: Engine, plan: dict) -> int:
@@ -326,11 +450,12 @@ def raw_intervals(instances: pd.DataFrame, *, reps: int = DEFAULT_REPS, seed: in
                          "population_lo": ci["ci_low"], "population_hi": ci["ci_high"]})
 
 
-def estimate_json(est: PlanEstimate, doc: dict) -> None:
+def estimate_json(est: PlanEstimate, doc: dict, verdict_est: Optional[PlanEstimate] = None) -> None:
     """Add the default estimator's facts to a ``score --json`` document: per model
     ``both_wrong`` (the audit's both-judges-wrong rate among agreements, %, with its 95 %
     interval) and ``progress``; top level ``plan``, ``annotators`` (estimated accuracy)
-    and ``verdict`` (the plan's target reached or not)."""
+    and ``verdict`` (:func:`verdict` on ``verdict_est``, the run with the adjudicator-error
+    refits; default ``est``)."""
     from reform_core.services.scoring import json_number
 
     if est.design is None:  # an estimator without a plan: none of the plan's reports
@@ -351,7 +476,7 @@ def estimate_json(est: PlanEstimate, doc: dict) -> None:
                           "sensitivity": json_number(100 * r.sensitivity), "specificity": json_number(100 * r.specificity),
                           "decisions": int(r.decisions), "double_items": int(r.double_items)}
                          for r in est.annotators.itertuples(index=False)]
-    doc["verdict"] = verdict(est)
+    doc["verdict"] = verdict(verdict_est if verdict_est is not None else est)
 
 
 def estimator_label(result) -> str:
@@ -376,14 +501,29 @@ class PlanPrecision:
     """Where a question-cluster plan stands against its target (Sampling page)."""
 
     verdict: dict
-    progress: pd.DataFrame  # per model: questions sampled / fully decided, audits planned / decided, half-width
+    progress: pd.DataFrame  # per model: questions sampled / fully decided, tasks, opinions owed, audits, half-width
+
+
+PROGRESS_COLUMNS = ["model", "clusters_sampled", "clusters_observed", "tasks_planned", "tasks_decided",
+                    "awaiting_opinion", "audits_planned", "audits_decided"]
+
+
+def precision_of(est: PlanEstimate) -> PlanPrecision:
+    """The verdict and the per-model progress of an estimate (with intervals: :func:`verdict_run`)."""
+    v = verdict(est)
+    prog = est.progress[PROGRESS_COLUMNS].copy()
+    prog[f"{v['metric']} half-width (pp)"] = prog["model"].map(v["models"])
+    prog["decisions still needed"] = prog["model"].map(
+        lambda m: (v["forward"].get(str(m)) or {}).get("decisions_needed"))
+    return PlanPrecision(verdict=v, progress=prog)
 
 
 def plan_precision(engine: Engine, principal, plan_id: int) -> Optional[PlanPrecision]:
     """The plan's measurement half-widths so far and the verdict against its target (None for a
     plan that is not a question-cluster design). Scores the main condition as ``score`` does
-    (an instruction with a constraint either judge did not label is left out); the
-    adjudicator-error refits are left out here for speed (the Scores page adds them)."""
+    (an instruction with a constraint either judge did not label is left out) and reads the
+    verdict on the run with the adjudicator-error refits (:func:`verdict_run`), so the half-widths
+    are the Scores page's and ``score --json``'s."""
     from reform_core.services.auth import require
     from reform_core.services.instances import load_instances
 
@@ -399,9 +539,4 @@ def plan_precision(engine: Engine, principal, plan_id: int) -> Optional[PlanPrec
     main = inst[inst["condition"] == "main"]
     missing = (main["label_a"].isna() | main["label_b"].isna()).groupby([main["model"], main["instruction"]]).transform("any")
     main = main[~missing.to_numpy()]
-    est = cluster_estimate(main, plan, plan_inputs(engine, plan, inst))
-    v = verdict(est)
-    prog = est.progress[["model", "clusters_sampled", "clusters_observed", "disagreements_decided", "audits_planned",
-                         "audits_decided"]].copy()
-    prog[f"{v['metric']} half-width (pp)"] = prog["model"].map(v["models"])
-    return PlanPrecision(verdict=v, progress=prog)
+    return precision_of(verdict_run(main, plan, plan_inputs(engine, plan, inst)))

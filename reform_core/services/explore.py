@@ -40,7 +40,8 @@ def data_version(engine: Engine) -> tuple:
 
 def scores(engine: Engine, principal: Optional[Principal], *, calibration: str = scoring.DEFAULT_CALIBRATION,
            judge: Optional[str] = None) -> scoring.ScoreResult:
-    """Every SPEC §3 table: one judge's raw labels (``judge``) or calibrated p (``calibration``).
+    """Every table of docs/metrics.md#reporting-tables: one judge's raw labels (``judge``) or
+    calibrated p (``calibration``).
 
     Analysts (``view_scores``) and, for the explorer's p_u, ``explore`` may call this.
     """
@@ -94,7 +95,7 @@ class Shared:
 
 def condition_tables(principal: Optional[Principal], result: scoring.ScoreResult) -> dict[str, pd.DataFrame]:
     """Table 3 (composition) when single-constraint rows exist; the prompting comparison
-    (seed 000 §4.4) when a ``prompted`` condition exists. Keys ``composition`` / ``prompting``."""
+    (ReFormBench, arXiv:2610.19693, §4.4) when a ``prompted`` condition exists. Keys ``composition`` / ``prompting``."""
     require(principal, "view_scores")
     from reform_core.metrics.analyses import composition_pairs, prompting_pairs
 
@@ -116,8 +117,8 @@ def failing_units(principal: Optional[Principal], result: scoring.ScoreResult, *
                   task_type: str) -> pd.DataFrame:
     """Eligible units of one model × task cell that are not certainly corrected (Ĵ < 1), worst first.
 
-    Ĵ_{q,S} = ∏_{t∈S} ∏_{i∈V(q,t)} p[i,t] (SPEC §3, seed 000 eq. 9). Returns ``question, k,
-    targets`` ("feature:mode" joined by ", "), ``variants`` (|∪V|), ``failed_in`` (variants
+    Ĵ_{q,S} = ∏_{t∈S} ∏_{i∈V(q,t)} p[i,t] (docs/metrics.md#joint-correction; ReFormBench eq. 9).
+    Returns ``question, k, targets`` ("feature:mode" joined by ", "), ``variants`` (|∪V|), ``failed_in`` (variants
     where some target of S has p < 0.5), ``j_hat`` (%).
     """
     require(principal, "view_scores")
@@ -280,7 +281,7 @@ def example(engine: Engine, principal: Optional[Principal], *, model: str, quest
 
 def export_archive(engine: Engine, principal: Optional[Principal], *, calibration: str = scoring.DEFAULT_CALIBRATION,
                    seed: int = 0) -> tuple[bytes, dict]:
-    """Run the SPEC §8 export into a temporary directory; return it as a zip and the manifest.
+    """Run the export (docs/formats.md#exports) into a temporary directory; return it as a zip and the manifest.
 
     The zip holds exactly the files the CLI ``export`` writes (every manifest entry plus
     ``manifest.json``).

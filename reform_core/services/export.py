@@ -19,7 +19,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 import reform_core
-from reform_core.services.analyses import analyses, analyses_json
+from reform_core.safe_csv import read_csv, write_csv
+from reform_core.score_text import summary_text
+from reform_core.services.analyses import N_BOOT as ANALYSIS_BOOT, analyses, analyses_json
 from reform_core.services.auth import Principal, require
 from reform_core.services import estimates
 from reform_core.services.scoring import DEFAULT_CALIBRATION, ScoreResult, json_number, score, score_json
@@ -31,14 +33,13 @@ INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "pair_group
 ANALYSIS_FILES = {"table3_composition": "table3_composition", "composition_targets": "figure4_composition_targets",
                   "prompting": "prompting", "table_a4_coverage": "table_a4_coverage",
                   "table4_frequency": "table4_frequency", "table4_correlation": "table4_correlation"}
-ANALYSIS_BOOT = 500  # replicates of each auxiliary analysis interval
 TABLE_FILES = {"table2": "table2", "a2": "table_a2_violation_spread", "a3": "table_a3_judge_agreement",
                "a5": "table_a5_task_summary", "a6_a7": "table_a6_a7_tasks", "a8": "table_a8_units",
                "ranks": "rank_comparison"}
 
 
 def instances_frame(result: ScoreResult, p_auxiliary: pd.Series | None = None) -> pd.DataFrame:
-    """SPEC §8 ``instances.csv``: one row per (model, instruction, constraint) + ``label_<judge>``;
+    """``instances.csv`` (docs/formats.md#exports): one row per (model, instruction, constraint) + ``label_<judge>``;
     ``p_auxiliary`` (p under the auxiliary analyses' rule, by iid) when given."""
     inst = result.instances
     judges = result.frames.judges if result.frames else []
@@ -54,10 +55,17 @@ def instances_frame(result: ScoreResult, p_auxiliary: pd.Series | None = None) -
 
 def _write_table(df: pd.DataFrame, out: Path, stem: str, files: list[str]) -> None:
     df = df.reset_index(drop=True)
-    df.to_csv(out / f"{stem}.csv", index=False)
+    write_csv(df, out / f"{stem}.csv")  # formula-neutralised text cells; Parquet and JSON keep the raw values
     df.to_parquet(out / f"{stem}.parquet", index=False)
     (out / f"{stem}.json").write_text(df.to_json(orient="records", indent=1, force_ascii=False), encoding="utf-8")
     files += [f"{stem}.csv", f"{stem}.parquet", f"{stem}.json"]
+
+
+def _write_summary(out: Path, scored: dict, analyses: dict) -> str:
+    """``summary.txt``: the scores, intervals and analyses as a person reads them (rounded to what
+    each interval supports, docs/display.md); the CSV, Parquet and JSON files keep full precision."""
+    (out / "summary.txt").write_text(summary_text(scored, analyses), encoding="utf-8")
+    return "summary.txt"
 
 
 def _sha256(path: Path) -> str:
@@ -204,7 +212,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     files: list[str] = []
     aux = analyses(engine, principal, judges=judges, n_boot=min(n_boot, ANALYSIS_BOOT), seed=seed, frames=result.frames)
     inst = instances_frame(result, aux.p_auxiliary)
-    inst.to_csv(out / "instances.csv", index=False)
+    write_csv(inst, out / "instances.csv")
     files.append("instances.csv")
     inst.to_parquet(out / "instances.parquet", index=False)
     files.append("instances.parquet")
@@ -236,6 +244,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         if "_text" in c:
             (out / c["file"]).write_text(c["_text"], encoding="utf-8")
             files.append(c["file"])
+    files.append(_write_summary(out, scored, aux.tables))
     plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
               "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
     judge_rows = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
@@ -256,14 +265,17 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
                    for m, r in scored["models"].items()},
         "estimator": result.estimator,
         **({"estimator_plan": scored["plan"], "verdict": scored["verdict"]} if est is not None else {}),
+        **({"plan_closure": scored["verdict"]["closed"]} if (scored.get("verdict") or {}).get("closed") else {}),
         **({"annotators": scored["annotators"]} if est is not None and principal.can("plan_sampling") else {}),
         "notes": scored["notes"],
         "other_pair_decisions": result.other_pair_decisions,
         "sample_plans": plans,
         "calibration": {"rule": result.method, "provisional": result.provisional,
                         "description": {
-                            "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass rate (SPEC §4)",
-                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from the decisions on disagreements (SPEC §4)",
+                            "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass "
+                                          "rate (docs/metrics.md#stratified-calibration)",
+                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from the decisions "
+                                      "on disagreements (docs/metrics.md#pooled-calibration)",
                             "cluster": CLUSTER_DESCRIPTION,
                         }.get(result.method, result.method)},
         "intervals": {"measurement": estimates.MEASUREMENT_TEXT, "population": estimates.POPULATION_TEXT,
@@ -301,7 +313,7 @@ INTERVAL_METHODS = {
 def _recompute_clusters(path: Path) -> dict:
     """Table 2 from the default estimator's per-cluster totals: rate = 100 Σ_q T / Σ_q D,
     clipped to [0, 100] as ``score`` shows it."""
-    t = pd.read_csv(path, dtype={"model": str, "question": str})
+    t = read_csv(path, dtype={"model": str, "question": str})
     g = t.groupby("model").sum(numeric_only=True)
     out = {}
     for model, r in g.iterrows():
@@ -316,7 +328,8 @@ def _recompute_clusters(path: Path) -> dict:
 
 
 def recompute(export_dir: str | Path) -> dict:
-    """Table 2 recomputed from an export's own files (SPEC §8 ``score`` shape): from the
+    """Table 2 recomputed from an export's own files (the ``score --json`` shape,
+    docs/formats.md#adjudication-and-scores): from the
     default estimator's ``estimator_clusters.csv`` when present, else from ``instances.csv``
     alone (the paper's rules and raw judges: a plug-in of ``p``)."""
     from reform_core.metrics.reform import table2
@@ -327,7 +340,7 @@ def recompute(export_dir: str | Path) -> dict:
     path = Path(export_dir) / "instances.csv"
     if not path.exists():
         raise FileNotFoundError(f"{path}: not found (is this a ReForm export directory?)")
-    inst = pd.read_csv(path, dtype={"model": str, "question": str, "instruction": str, "task_type": str})
+    inst = read_csv(path, dtype={"model": str, "question": str, "instruction": str, "task_type": str})
     inst = inst[inst["condition"] == "main"].copy()
     inst["iid"] = range(len(inst))
     inst["baseline_opposed"] = inst["baseline_opposed"].astype("boolean")  # empty cell = unknown, never True
@@ -348,7 +361,7 @@ def recompute_table3(export_dir: str | Path) -> pd.DataFrame | None:
     from reform_core.metrics.analyses import composition_pairs
     from reform_core.metrics.composition import composition_table
 
-    inst = pd.read_csv(Path(export_dir) / "instances.csv", dtype={"model": str, "question": str, "instruction": str,
+    inst = read_csv(Path(export_dir) / "instances.csv", dtype={"model": str, "question": str, "instruction": str,
                                                                    "pair_group": str, "task_type": str})
     if "p_auxiliary" not in inst.columns or "pair_group" not in inst.columns or not (inst["condition"] == "single").any():
         return None

@@ -170,11 +170,6 @@ def iter_records(path: Path, record_type: type, errors: list[str], root: Path | 
         errors += [one_line(f"{path.name}:{lineno}: {loc}: {msg}") for loc, msg in problems]
 
 
-def parse_jsonl(path: Path, record_type: type, errors: list[str], root: Path | None = None) -> list[tuple[int, object]]:
-    """Parse and validate every line; append located errors to ``errors``."""
-    return list(iter_records(path, record_type, errors, root))
-
-
 CATALOG_FILES = ("catalog.yaml", "catalog.yml", "catalog.json")  # a bundle's own catalog (export-bundle writes it)
 
 
@@ -294,15 +289,6 @@ class _FrameBuilder:
                 data[c] = pd.Series(values, dtype=object if text else None)
             out[kind] = pd.DataFrame(data, columns=FRAME_COLUMNS[kind] + ["_line"], copy=False)
         return out
-
-
-def records_to_frames(parsed: dict[str, list]) -> dict[str, pd.DataFrame]:
-    """Frames of already parsed records ``{file name: [(line, record), …]}``."""
-    builder = _FrameBuilder()
-    for fname in R.RECORD_TYPES:
-        for n, r in parsed.get(fname, []):
-            builder.add(fname, n, r)
-    return builder.frames()
 
 
 def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", catalog: str = "reformbench",

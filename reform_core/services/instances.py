@@ -8,10 +8,11 @@ That is about twice as fast on SQLite as one SQL join over all six tables (the j
 instances) under 1.5 s.
 
 * ``iid`` = ``response_id · 2³² + constraint_id`` (stable, see :func:`instance_id`).
-* ``baseline_opposed`` (SPEC §1): a constraint is opposed iff it forbids a feature present
-  in the model's baseline response to the question, or requires one absent from it;
+* ``baseline_opposed`` (docs/metrics.md#targets-and-baseline-opposition): a constraint is
+  opposed iff it forbids a feature present in the model's baseline response to the question,
+  or requires one absent from it;
   ``<NA>`` (pandas ``boolean``) where the (model, question) has no baseline annotation —
-  unknown is never "absent" (SPEC §4.2; see :func:`_in_baseline`).
+  unknown is never "absent" (docs/metrics.md#missing-data; see :func:`_in_baseline`).
 * Label columns are ``label_<judge name>`` (:func:`label_column`); the frame's
   ``attrs["judge_a"]`` / ``attrs["judge_b"]`` hold the two column names.
 * A judge with several judgments of the same pair (prompt versions) counts with its newest.

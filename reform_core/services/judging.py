@@ -1,5 +1,6 @@
 """Judging use cases: run a judge over the pending pairs, batch mode, baseline
-annotation, the prompt for display (SPEC §4, §8).
+annotation, the prompt for display (docs/metrics.md#what-a-judge-sees; the
+commands in docs/cli.md).
 
 Work is keyed by ``uq_judgment_key`` (judge × response × constraint × prompt version):
 pairs with an ``ok`` or ``abstain`` judgment are done and never called again; pairs

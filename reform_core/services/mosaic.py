@@ -1,4 +1,5 @@
-"""MOSAIC studies end to end (seed 003; SPEC §6, §8).
+"""MOSAIC studies end to end (MOSAIC, arXiv:2601.18554; docs/metrics.md#mosaic; formats in
+docs/formats.md#mosaic-and-wise-studies).
 
 1. :func:`import_prompts` — the JSONL that ``mosaic-generate`` writes becomes a named study
    (prompts, their ordered constraint lists and each constraint's checker).
@@ -10,7 +11,7 @@
 3. :func:`run_checks` — App. D's deterministic checks (``mosaic:*`` verifiers) on every
    unchecked (output, constraint); optionally App. D.4's LLM judge for the constraints
    without a deterministic check (score 0–10 divided by 10). Every score is binarised at
-   ≥ 0.5 (seed 003 §3.3).
+   ≥ 0.5 (MOSAIC §3.3).
 4. :func:`results` / :func:`score` — per model PA, SCC per constraint, PosCC per position,
    PCC per constraint pair with Pearson r and p-value, each with a percentile bootstrap
    interval over prompts (:func:`reform_core.metrics.mosaic.study_metrics`).
@@ -492,7 +493,8 @@ class MosaicResults:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        """The ``mosaic-score --json`` shape: percentages, intervals beside the SPEC §8 keys."""
+        """The ``mosaic-score --json`` shape: percentages, intervals beside the stable keys
+        (docs/formats.md#mosaic-and-wise)."""
 
         def pct(x):
             return None if pd.isna(x) else round(100 * float(x), 6)
@@ -572,7 +574,7 @@ def results(engine: Engine, principal: Principal, *, study: str, n_boot: int = N
 
 def score(engine: Engine, principal: Principal, *, study: str, n_boot: int = N_BOOT, seed: int = 0,
           level: float = 0.95) -> dict:
-    """The ``mosaic-score --json`` object (SPEC §8)."""
+    """The ``mosaic-score --json`` object (docs/formats.md#mosaic-and-wise)."""
     return results(engine, principal, study=study, n_boot=n_boot, seed=seed, level=level).to_json()
 
 

@@ -168,7 +168,7 @@ _ORPHAN_CHECKS = {
 
 
 def _data_checks(engine: Engine, conn) -> list[dict]:
-    """Missing data the scores leave out (SPEC §4.2): baseline coverage and instances no judge
+    """Missing data the scores leave out (docs/metrics.md#missing-data): baseline coverage and instances no judge
     of the scoring pair labelled. Warnings (``warn``), not faults: the database is sound, but
     the scores say what they leave out."""
     from db.repo import data as data_repo

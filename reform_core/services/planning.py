@@ -59,6 +59,7 @@ class ClusterPlan:
     design: Design
     tasks: pd.DataFrame
     models: pd.DataFrame
+    explanation: str = ""  # the task count against the paper's stratified sample, in one sentence
 
     @property
     def params(self) -> dict:
@@ -109,7 +110,35 @@ def size_cluster_plan(instances: pd.DataFrame, *, judge_a: str, judge_b: str, se
                                confidence=float(confidence), p=float(p), margin=float(margin))
     tasks = draw(main, plan, judge_a=judge_a, judge_b=judge_b)
     models = _model_table(main, tasks, plan, judge_a, judge_b, table)
-    return ClusterPlan(design=plan, tasks=tasks, models=models)
+    strat = stratified_size(instances, judge_a=judge_a, judge_b=judge_b, confidence=confidence, p=p, margin=margin)
+    return ClusterPlan(design=plan, tasks=tasks, models=models, explanation=explain_size(len(tasks), models, strat))
+
+
+def stratified_size(instances: pd.DataFrame, *, judge_a: str, judge_b: str, confidence: float = 0.95,
+                    p: float = 0.5, margin: float = 0.03) -> int:
+    """The tasks the paper's stratified plan (``plan --design stratified``) would draw from these
+    instances: Cochran/FPC sizes of every model's disagreements."""
+    from reform_core import sampling
+
+    dis = sampling.disagreements(instances, judge_a=judge_a, judge_b=judge_b)
+    return 0 if dis.empty else int(sampling.plan(dis, confidence=confidence, p=p, margin=margin)["planned"].sum())
+
+
+def _span(values, fmt: str) -> str:
+    lo, hi = float(min(values)), float(max(values))
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+
+def explain_size(n_tasks: int, models: pd.DataFrame, stratified: int) -> str:
+    """One sentence: the default design's task count against the paper's stratified sample, and why."""
+    if models.empty:
+        return f"{n_tasks:,} tasks, against {stratified:,} for the paper's stratified sample of disagreements only."
+    q = _span(models["questions_sampled"], "{:.0f}")
+    audit = _span(100 * models["audit_pi"], "{:.0f}")
+    return (f"{n_tasks:,} tasks: every disagreement of {q} sampled question(s) per model plus an audit of {audit} % of "
+            f"their agreements (agreed fails more often), against {stratified:,} for the paper's stratified sample of "
+            "disagreements only — the audit and the second opinions are what make the estimate unbiased when both "
+            "judges are wrong together or annotators err.")
 
 
 def _model_table(main: pd.DataFrame, tasks: pd.DataFrame, design: Design, ja: str, jb: str,
@@ -153,6 +182,7 @@ class ClusterPlanCreated:
     params: dict
     models: pd.DataFrame
     tasks: int
+    explanation: str = ""
 
 
 def create_cluster_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str,
@@ -166,25 +196,37 @@ def create_cluster_plan(engine: Engine, principal: Principal, *, judge_a: str, j
     actor = require(principal, PLAN_ACTION)
     inst = load_instances(engine, judge_a, judge_b)
     plan = size_cluster_plan(inst, judge_a=inst.attrs["judge_a"], judge_b=inst.attrs["judge_b"], **options)
-    from reform_core.estimators.design import Stream
-
-    tasks = plan.tasks
-    row = pd.Index(inst["iid"]).get_indexer(tasks["iid"])
-    a_left = np.where(plan.design.uniform(Stream.SIDES, tasks["iid"].to_numpy()) < 0.5, "A", "B")
-    params = {**plan.params, "judge_a": judge_a, "judge_b": judge_b,
-              "models": {r["model"]: {k: v for k, v in r.items() if k != "model"} for r in plan.models.to_dict("records")}}
+    params = {**plan.params, "judge_a": judge_a, "judge_b": judge_b, "models": models_json(plan.models)}
     from reform_core.services.adjudication import insert_named_plan
 
     with repo.write_tx(engine) as conn:
         plan_id, name = insert_named_plan(conn, judge_a, judge_b, name, _jsonable(params), actor.user_id)
-        repo.insert_tasks(conn, rows=[
-            {"plan_id": plan_id, "response_id": int(inst["response_id"].iat[r]),
+        repo.insert_tasks(conn, rows=task_rows(plan_id, inst, plan.tasks, plan.design))
+    return ClusterPlanCreated(plan_id=plan_id, name=name, params=params, models=plan.models, tasks=len(plan.tasks),
+                              explanation=plan.explanation)
+
+
+def models_json(models: pd.DataFrame) -> dict:
+    """The per-model table as stored with a plan (``params["models"]``)."""
+    return {r["model"]: {k: v for k, v in r.items() if k != "model"} for r in models.to_dict("records")}
+
+
+def task_rows(plan_id: int, inst: pd.DataFrame, tasks: pd.DataFrame, design: Design, *,
+              order_start: Optional[float] = None) -> list[dict]:
+    """``adjudication_task`` rows of drawn tasks (``tasks``: :func:`reform_core.estimators.draws.draw`'s
+    columns, in queue order): queue keys their ``queue_order``, or ``order_start`` + their position
+    (tasks added to a plan behind its others); the judge shown on the left from the plan's seed."""
+    from reform_core.estimators.design import Stream
+
+    row = pd.Index(inst["iid"]).get_indexer(tasks["iid"])
+    a_left = np.where(design.uniform(Stream.SIDES, tasks["iid"].to_numpy()) < 0.5, "A", "B")
+    order = (tasks["queue_order"].to_numpy(dtype=float) if order_start is None
+             else order_start + np.arange(len(tasks), dtype=float))
+    return [{"plan_id": plan_id, "response_id": int(inst["response_id"].iat[r]),
              "constraint_id": int(inst["constraint_id"].iat[r]), "stratum": str(st), "kind": str(kind),
              "required": int(req), "decided": 0, "status": "open", "claimed_by": None, "lease_until": None,
-             "order_key": float(order), "a_left": str(left)}
-            for r, st, kind, req, order, left in zip(row, tasks["stratum"], tasks["kind"], tasks["required"],
-                                                      tasks["queue_order"], a_left)])
-    return ClusterPlanCreated(plan_id=plan_id, name=name, params=params, models=plan.models, tasks=len(tasks))
+             "order_key": float(o), "a_left": str(left)}
+            for r, st, kind, req, o, left in zip(row, tasks["stratum"], tasks["kind"], tasks["required"], order, a_left)]
 
 
 def _jsonable(value):

@@ -523,8 +523,12 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     of the main rows) and ``facts`` (the label-independent project facts) may come from an
     earlier result of the same instances (:func:`rescore`)."""
     choice = frames.pair
-    provisional = False if method.startswith("judge:") or _runs_estimator(method) else \
-        bool(inst.get("provisional", pd.Series(False)).any())
+    if method.startswith("judge:"):
+        provisional = False
+    elif _runs_estimator(method):  # work the plan asks for is still to come (tasks undecided, opinions owed)
+        provisional = bool(estimate is not None and estimate.estimate.provisional)
+    else:
+        provisional = bool(inst.get("provisional", pd.Series(False)).any())
     main = is_main(inst)
     fixed = dict(facts or {})
     facts = _project_facts(engine, decisions_only=bool(fixed))
@@ -883,8 +887,25 @@ def score_json(result: ScoreResult) -> dict:
     if result.estimate is not None:
         from reform_core.services.estimates import estimate_json
 
-        estimate_json(result.estimate, doc)
+        estimate_json(result.estimate, doc, verdict_estimate(result))
     return doc
+
+
+def verdict_estimate(result: ScoreResult):
+    """The estimate the planner's verdict reads (:func:`reform_core.services.estimates.verdict`):
+    the result's own when it was made with intervals, else the default estimator rerun with the
+    adjudicator-error refits on the same rows (seed 0, as the Scores page's intervals); None
+    without a plan-based estimate."""
+    from reform_core.services import estimates
+
+    est = result.estimate
+    if est is None or est.design is None:
+        return None
+    if est.with_population and est.forward is not None:
+        return est
+    main = result.instances[result.instances["condition"] == "main"]
+    plan = {"id": None, "name": est.plan, "params": est.design.to_stored()}
+    return estimates.verdict_run(main, plan, est.inputs, index=est.index, seed=est.seed)
 
 
 def json_number(v) -> Optional[float]:

@@ -1,4 +1,4 @@
-"""SPEC §8 ``status``: counts, the scoring pair and the sample plans.
+"""``status`` (docs/formats.md#project-data): counts, the scoring pair and the sample plans.
 
 No pandas or ORM models. On an up-to-date SQLite file it reads with the standard library's
 ``sqlite3`` alone (:func:`sqlite_status`: SQLAlchemy's import costs about as much as pandas',

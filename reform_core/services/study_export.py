@@ -1,4 +1,4 @@
-"""The MOSAIC and WISE part of ``export`` (SPEC §8): per-output rows and metric tables.
+"""The MOSAIC and WISE part of ``export`` (docs/formats.md#exports): per-output rows and metric tables.
 
 Called by :func:`reform_core.services.export.export` with its table writer (CSV, Parquet
 and JSON per table, hashed into the manifest). Every file is written even when the
@@ -38,7 +38,8 @@ MOSAIC_COLUMNS = {
 WISE_FORM_COLUMNS = ["study", "form", "compliance", "compliance_low", "compliance_high", "delta", "delta_low",
                      "delta_high", "p_value", "p_holm", "tau_b", "tau_b_low", "tau_b_high", "reversal_rate",
                      "reversal_rate_low", "reversal_rate_high", "top3_jaccard", "top3_jaccard_low",
-                     "top3_jaccard_high", "max_rank_shift", "max_rank_shift_low", "max_rank_shift_high"]
+                     "top3_jaccard_high", "max_rank_shift", "max_rank_shift_low", "max_rank_shift_high",
+                     "tau_b_undefined", "reversal_rate_undefined", "top3_jaccard_undefined", "max_rank_shift_undefined"]
 WISE_SUMMARY_COLUMNS = ["study", "reference", "checker", "scheme", "models", "outputs", "c_mean", "c_mean_low",
                         "c_mean_high", "c_worst", "c_worst_low", "c_worst_high", "worst_form", "g_wording",
                         "g_wording_low", "g_wording_high", "best_form"]
@@ -115,7 +116,8 @@ def write_study_tables(engine: Engine, principal: Principal, out: Path, files: l
     for stem, df in wise_tables.items():
         write(df, out, stem, files)
     return {
-        "mosaic": {"rows": "mosaic_checks.csv (followed = score >= 0.5, seed 003 §3.3; unchecked pairs absent)",
+        "mosaic": {"rows": "mosaic_checks.csv (followed = score >= 0.5, docs/metrics.md#mosaic; "
+                           "unchecked pairs absent)",
                    "intervals": "percentile bootstrap over prompts, one draw for every model",
                    "recompute": "python -m reform_core mosaic-score --study NAME --json"},
         "wise": {"rows": "wise_outputs.csv (compliant = the wise:* checker on the complete output)",

@@ -1,4 +1,6 @@
-"""WISE wording-robustness studies end to end (seed 002; SPEC §5, §8).
+"""WISE wording-robustness studies end to end (docs/metrics.md#wording-robustness; the WISE
+paper, *When Verifiable Counts Depend on Wording*; formats in
+docs/formats.md#mosaic-and-wise-studies).
 
 A WISE study is a named set of generations in ``wise_generation`` with its forms, checker
 and reference form (``wise_study.params``). Generations come from :func:`collect` (the
@@ -10,7 +12,7 @@ recorded) or from ``wording-import-generations FILE --study NAME``.
 pooled compliance (equal weight per model), Δ to the reference form with a bootstrap
 interval and Holm-adjusted bootstrap p-values (one family per study), C_mean, C_worst,
 G_wording, and ranking stability against the reference (Kendall τ_b, strict reversal rate,
-top-3 Jaccard, largest rank shift) with task-bootstrap intervals (seed 002 §4, §5.4, App.
+top-3 Jaccard, largest rank shift) with task-bootstrap intervals (WISE paper §4, §5.4, App.
 F, G, P). The default bootstrap follows the paper per checker: provider–model–item for
 exact counts (and JSON), item clusters for the keyword panel, model–item for the range
 panel.
@@ -33,6 +35,7 @@ from sqlalchemy.engine import Engine
 from db.repo import wording as repo
 from reform_core.agreement import percentile_interval
 from reform_core.metrics import wise as W
+from reform_core.safe_csv import restore_cell
 from reform_core.services import collection
 from reform_core.services.auth import Principal, require
 from reform_core.services.importer import ImportFailed
@@ -119,6 +122,7 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
     except OSError as exc:
         raise ValueError(f"--manifest: {d}: {exc}") from exc
     for line, rec in read_records(forms_raw, fname, errors):
+        rec = {k: restore_cell(v) for k, v in rec.items()}  # wise-generate writes forms.csv formula-neutralised
         form, checker = str(rec.get("form") or "").strip(), str(rec.get("checker") or "").strip()
         if not form or len(form) > 100:
             errors.append(f"{fname}:{line}: form: must be 1–100 characters")
@@ -266,7 +270,7 @@ class WiseResults:
 
     ``forms``: indexed by form, ``compliance``, ``compliance_low/high``, ``delta``,
     ``delta_low/high``, ``p_value``, ``p_holm`` and the four ranking metrics with
-    ``_low/_high``; ``summary``: ``c_mean, c_worst, worst_form, c_best, best_form,
+    ``_low/_high`` and ``_undefined`` (replicates without a value); ``summary``: ``c_mean, c_worst, worst_form, c_best, best_form,
     g_wording`` with ``_low/_high`` for the three numbers; ``compliance``: models × forms.
     """
 
@@ -285,7 +289,8 @@ class WiseResults:
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        """The ``wise-score --json`` shape: percentages / pp, intervals beside the SPEC §8 keys."""
+        """The ``wise-score --json`` shape: percentages / pp, intervals beside the stable keys
+        (docs/formats.md#mosaic-and-wise)."""
 
         def num(x, scale=1.0):
             return None if x is None or pd.isna(x) else round(scale * float(x), 9)
@@ -303,6 +308,8 @@ class WiseResults:
                 "compliance_interval": ci(r, "compliance", 100), "delta_interval": ci(r, "delta", 100),
                 "p_value": num(r.get("p_value")), "p_holm": num(r.get("p_holm")),
                 **{f"{k}_interval": ci(r, k) for k in W.RANKING_COLUMNS},
+                **{f"{k}_undefined": (None if pd.isna(r.get(f"{k}_undefined")) else int(r[f"{k}_undefined"]))
+                   for k in W.RANKING_COLUMNS},
                 "directions": ({str(d): num(v, 100) for d, v in self.directions.loc[form].items()}
                                if form in self.directions.index else {}),
             }
@@ -385,22 +392,8 @@ def results(engine: Engine, principal: Principal, *, study: str, reference: Opti
         for f in forms:
             lo, hi = (np.nan, np.nan) if (name == "delta" and f == reference) else _pct_interval(series[f], level)
             table.loc[f, f"{name}_low"], table.loc[f, f"{name}_high"] = lo, hi
-    table = table.join(con[["p_value", "p_holm"]])
-    for k in W.RANKING_COLUMNS:
-        table[k] = np.nan
-        table[f"{k}_low"] = table[f"{k}_high"] = np.nan
-    if len(comp) >= 2:
-        rank = W.ranking_stability(comp, reference=reference)
-        table.loc[rank.index, list(W.RANKING_COLUMNS)] = rank.to_numpy()
-        try:
-            ri = W.ranking_stability_intervals(_common_items(out, notes, "ranking intervals"), reference=reference,
-                                               n_boot=n_boot, level=level,
-                                               rng=np.random.default_rng(seed))
-            table.loc[ri.index, list(ri.columns)] = ri.to_numpy()
-        except ValueError as exc:
-            notes.append(f"no ranking intervals: {exc}")
-    else:
-        notes.append("ranking stability needs at least 2 models")
+    table = _with_ranking(table.join(con[["p_value", "p_holm"]]), comp, out, notes, reference=reference,
+                          n_boot=n_boot, level=level, seed=seed)
     rob = W.robustness(comp, reference=reference).to_dict()
     summary = {k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in rob.items()}
     for name, series in (("c_mean", reps.mean(axis=1)), ("c_worst", reps.min(axis=1)),
@@ -411,13 +404,47 @@ def results(engine: Engine, principal: Principal, *, study: str, reference: Opti
                        compliance=comp, directions=W.failure_directions(out).reindex(forms), notes=notes)
 
 
+RANKING_NAMES = {"tau_b": "τ_b", "reversal_rate": "the reversal rate", "top3_jaccard": "the top-3 Jaccard",
+                 "max_rank_shift": "the maximum rank shift"}
+
+
+def _with_ranking(table: pd.DataFrame, comp: pd.DataFrame, out: pd.DataFrame, notes: list[str], *, reference: str,
+                  n_boot: int, level: float, seed: int) -> pd.DataFrame:
+    """``table`` with the ranking-stability statistics, their task-bootstrap intervals (each over
+    the replicates where it is defined) and the count of undefined replicates, which the notes
+    report per statistic and form."""
+    for k in W.RANKING_COLUMNS:
+        table[k] = table[f"{k}_low"] = table[f"{k}_high"] = table[f"{k}_undefined"] = np.nan
+    if len(comp) < 2:
+        notes.append("ranking stability needs at least 2 models")
+        return table
+    rank = W.ranking_stability(comp, reference=reference)
+    table.loc[rank.index, list(W.RANKING_COLUMNS)] = rank.to_numpy()
+    try:
+        ri = W.ranking_stability_intervals(_common_items(out, notes, "ranking intervals"), reference=reference,
+                                           n_boot=n_boot, level=level, rng=np.random.default_rng(seed))
+    except ValueError as exc:
+        notes.append(f"no ranking intervals: {exc}")
+        return table
+    table.loc[ri.index, list(ri.columns)] = ri.to_numpy()
+    for form, r in ri.iterrows():
+        for k, name in RANKING_NAMES.items():
+            undefined = int(r[f"{k}_undefined"])
+            if undefined:
+                shown = ("no interval" if np.isnan(r[f"{k}_low"]) else
+                         f"its interval is over the other {n_boot - undefined:,}")
+                notes.append(f"form {form}: {name} is undefined in {undefined:,} of {n_boot:,} ranking replicates "
+                             f"(every model tied); {shown}")
+    return table
+
+
 def _pct_interval(values: pd.Series, level: float) -> tuple[float, float]:
     return percentile_interval(np.asarray(values, dtype=float), level=level)
 
 
 def score(engine: Engine, principal: Principal, *, study: str, reference: Optional[str] = None,
           scheme: Optional[str] = None, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
-    """The ``wise-score --json`` object (SPEC §8)."""
+    """The ``wise-score --json`` object (docs/formats.md#mosaic-and-wise)."""
     return results(engine, principal, study=study, reference=reference, scheme=scheme, n_boot=n_boot, seed=seed,
                    level=level).to_json()
 

@@ -1,15 +1,15 @@
-"""Presence detectors for the rule-detectable ReFormBench catalog features (SPEC §2).
+"""Presence detectors for the rule-detectable ReFormBench catalog features (docs/metrics.md#catalog).
 
 Each detector is registered as ``feature:<key>`` with signature
 ``fn(text: str, **params) -> CheckResult``; ``passed=True`` means the feature is PRESENT
-in the text according to its generic presence definition (seed 000, Table A12), and
+in the text according to its generic presence definition (ReFormBench, arXiv:2610.19693, Table A12), and
 ``lines`` names the 1-based lines that decided it. Detectors see Markdown structure through
 :func:`reform_core.verifiers.markdown.parse` (one cached parse per text); code blocks and
 inline code are never read as prose, so a ``#`` inside a code fence is not a heading.
 
 :func:`detect_features` runs every detector of a catalog on one text (one parse), e.g. to
-annotate baseline responses (the set ``P[m,q]`` of SPEC §1); :func:`detect_features_many`
-does the same for many texts on a pool of worker processes (``bench/bench_features.py``).
+annotate baseline responses (the set ``P[m,q]`` of docs/metrics.md#targets-and-baseline-opposition);
+:func:`detect_features_many` does the same for many texts on a pool of worker processes (``bench/bench_features.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """MOSAIC's deterministic constraint checks as verifiers ``mosaic:<check>``.
 
-Definitions follow MOSAIC (seed 003, §3.3 and App. D.1–D.3, constraints of Table 4). Every
+Definitions follow MOSAIC (arXiv:2601.18554, §3.3 and App. D.1–D.3, constraints of Table 4). Every
 check returns a score in [0, 1] and ``passed = score >= 0.5`` (the paper's binarisation).
 Where App. D leaves the scoring open, the rule chosen here is stated in the docstring.
 An empty or whitespace-only response fails every check with score 0. Windows line endings

@@ -1,4 +1,5 @@
-"""The four WISE checkers (SPEC §5; seed 002 §3, §4 and App. R).
+"""The four WISE checkers (docs/metrics.md#wording-forms-and-checkers; the WISE paper, *When
+Verifiable Counts Depend on Wording*, §3, §4 and App. R).
 
 Each checker runs on the complete visible output: headings, Markdown, framing text and
 wrappers count. ``detail["direction"]`` records the failure direction used by the WISE
@@ -35,7 +36,7 @@ def _non_negative_int(value, name: str, verifier: str) -> int:
 
 @register("wise:exact_words")
 def exact_words(text: str | None, *, n: int) -> CheckResult:
-    """Pass iff the output has exactly ``n`` words (seed 002 eq. 3)."""
+    """Pass iff the output has exactly ``n`` words (WISE eq. 3)."""
     n = _non_negative_int(n, "n", "wise:exact_words")
     count = word_count(text)
     direction = "exact" if count == n else ("under" if count < n else "over")
@@ -48,7 +49,7 @@ def exact_words(text: str | None, *, n: int) -> CheckResult:
 
 @register("wise:word_range")
 def word_range(text: str | None, *, low: int = 8, high: int = 12) -> CheckResult:
-    """Pass iff the word count lies in the inclusive interval [low, high] (seed 002 §3)."""
+    """Pass iff the word count lies in the inclusive interval [low, high] (WISE §3)."""
     low = _non_negative_int(low, "low", "wise:word_range")
     high = _non_negative_int(high, "high", "wise:word_range")
     if low > high:

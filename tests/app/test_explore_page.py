@@ -75,7 +75,8 @@ def test_link_restores_filters_and_opens_the_example(demo_db):
     lines = [ln for m in at.markdown for ln in m.value.split("  \n") if "-badge[p = " in ln]
     assert lines, "per-constraint p_u badges"
     agreed = [ln for ln in lines if ln.count(": pass") == 2]
-    assert agreed and all("p = 1.00" in ln for ln in agreed), "two agreeing passes give p_u = 1 (SPEC §4)"
+    assert agreed and all("p = 1.00" in ln for ln in agreed), (
+        "two agreeing passes give p_u = 1 (docs/metrics.md#stratified-calibration)")
     failed = [ln for ln in lines if ln.count(": fail") == 2]
     assert all("p = 0.00" in ln for ln in failed)
     at.toggle(key="explore_raw").set_value(True).run()

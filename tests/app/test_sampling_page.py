@@ -43,7 +43,13 @@ def test_default_design_preview_and_target_half_width(sampling_app):
     sizes = next(d.value for d in at.dataframe if "audit_tasks" in d.value.columns)
     assert (sizes["audit_tasks"] > 0).all() and (sizes["audit_pi"] == 0.3).all()  # the default mean audit share
     assert any("target ±3 pp on TCPR" in c.value for c in at.caption)
-    at.radio(key="plan_size_by").set_value("Target half-width")
+    # sized by Cochran's margin: its inputs, and no target half-width input (issue 34)
+    labels = {n.label for n in at.number_input}
+    assert {"Confidence", "Margin of error e", "Audit share of agreements"} <= labels
+    assert "Target half-width (pp)" not in labels
+    at.radio(key="plan_size_by").set_value("Target half-width").run()
+    labels = {n.label for n in at.number_input}
+    assert "Target half-width (pp)" in labels and not {"Confidence", "Margin of error e"} & labels
     at.number_input(key="plan_target").set_value(12.0)
     _preview(at)
     sizes = next(d.value for d in at.dataframe if "audit_tasks" in d.value.columns)

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import app_database
+from tests.app.shown import bounds, places
 from tests.integration.analyses_project import write_broken_project
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -40,6 +41,35 @@ def test_every_tab_renders_on_the_broken_project(broken_app):
     assert "Download the list of left-out groups (CSV)" in labels
     frames = {len(d.value) for d in at.dataframe}
     assert 0 not in frames
+
+
+def test_every_analysis_has_its_plot_and_readable_table(broken_app):
+    """Issue 34 item 4: Table 3, prompting, A4 coverage and Table 4 each come with an altair chart
+    (Table 4: ρ and the frequencies), their tables have readable headers (no raw column names such
+    as ``separate_pop_low``), points are rounded to their intervals and p-values read ``< 1e-4``."""
+    import json
+
+    at = broken_app
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    text = json.dumps(specs)
+    # the axis titles of Table 3, prompting, A4, ρ and the frequencies
+    for title in ("pass rate %", "prompted − main (pp)", "coverage %", "Spearman ρ (95 % interval, Fisher z)",
+                  "% of questions"):
+        assert json.dumps(title)[1:-1] in text, title
+    assert len(specs) == 2 + 5, "two heatmaps plus one chart per analysis (Table 4: two)"
+    frames = [d.value for d in at.dataframe]
+    raw = [c for f in frames for c in f.columns if str(c).endswith(("_low", "_high", "_pop", "_meas")) or c == "delta_pp"]
+    assert raw == [], raw
+    t3 = next(f for f in frames if "separate %" in f.columns)
+    assert {"separate pop.", "separate meas.", "joint %", "joint pop.", "joint meas.", "Δ pp", "Δ pop."} <= set(t3.columns)
+    for v, iv in zip(t3["separate %"], t3["separate pop."]):
+        if not iv.startswith("too "):
+            assert round(v, places(iv)) == v
+    rho = next(f for f in frames if "ρ" in f.columns)
+    assert rho["p"].tolist() and all(p == "< 1e-4" or float(p) >= 1e-4 for p in rho["p"])
+    for r, iv in zip(rho["ρ"], rho["ρ 95% CI (Fisher z)"]):
+        lo, hi = bounds(iv)
+        assert lo <= r <= hi, "ρ's interval contains its estimate"
 
 
 def test_stratified_rule_and_raw_labels_render(broken_app):
@@ -85,7 +115,7 @@ def test_new_extractions_reach_the_coverage_tab(tmp_path):
     with app_database(url, load_demo=False):
         at = AppTest.from_file(APP, default_timeout=180).run()
         at.switch_page("pages/scores.py").run()
-        before = [d.value for d in at.dataframe if "coverage" in d.value.columns][0]
+        before = [d.value for d in at.dataframe if "coverage %" in d.value.columns][0]
         pooled = before.set_index("model").loc["Pooled", "extracted"]
         b = tmp_path / "more"
         b.mkdir()
@@ -94,5 +124,5 @@ def test_new_extractions_reach_the_coverage_tab(tmp_path):
                                                           "match": "uncovered"}) + "\n")
         import_bundle(get_engine(url), b)
         at.run()
-        after = [d.value for d in at.dataframe if "coverage" in d.value.columns][0]
+        after = [d.value for d in at.dataframe if "coverage %" in d.value.columns][0]
     assert after.set_index("model").loc["Pooled", "extracted"] == pooled + 1

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.shown import assert_rounded
+
 from reform_core.services.auth import Principal
 from reform_core.services.data import import_ifeval
 from reform_core.services.judging import run_judge
@@ -40,11 +42,11 @@ def test_ifeval_accuracies_on_the_scores_page(ifeval_app_db):
     assert not any("EMCR" in s.value for s in at.subheader)  # IFEval has no baseline: EMCR never claimed
     table = next(d.value for d in at.dataframe if "prompt level (strict)" in d.value.columns).set_index("model")
     expected = score_json(score(get_engine(ifeval_app_db), Principal(0, "lead", "lead")))["models"]["gpt4"]
-    for mode in ("strict", "loose"):
-        assert table.loc["gpt4", f"prompt level ({mode})"] == pytest.approx(expected[mode]["prompt_level"], abs=0.006)
-        assert table.loc["gpt4", f"instruction level ({mode})"] == pytest.approx(expected[mode]["instruction_level"],
-                                                                                 abs=0.006)
-    assert table.loc["gpt4", "prompt level (calibrated)"] == pytest.approx(expected["prompt_level"], abs=0.006)
+    for mode in ("strict", "loose"):  # rules judges: nothing estimated, no interval: one decimal (docs/display.md)
+        assert_rounded(table.loc["gpt4", f"prompt level ({mode})"], expected[mode]["prompt_level"], "—")
+        assert_rounded(table.loc["gpt4", f"instruction level ({mode})"], expected[mode]["instruction_level"], "—")
+    assert_rounded(table.loc["gpt4", "prompt level (calibrated)"], expected["prompt_level"],
+                   table.loc["gpt4", "prompt level 95% measurement"])
     for level, value in (("prompt", expected["prompt_level"]), ("instruction", expected["instruction_level"])):
         for kind in ("measurement", "population"):  # the calibrated accuracies come with both intervals
             lo, hi = map(float, re.findall(r"\d+(?:\.\d+)?", table.loc["gpt4", f"{level} level 95% {kind}"]))

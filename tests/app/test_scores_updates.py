@@ -12,6 +12,7 @@ from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import app_database
+from tests.app.shown import assert_rounded, bounds
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -47,6 +48,7 @@ def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_d
 
     eng = get_engine(fresh_demo)
     lead = local_principal(eng)
+    exact_before = scoring.score(eng, lead).tables["table2"].set_index("model")
     with eng.connect() as conn:
         plan = conn.execute(text("SELECT id FROM sample_plan WHERE name = :n"), {"n": DEMO_PLAN}).scalar()
     for k in range(20):
@@ -58,8 +60,10 @@ def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_d
     assert not at.exception, at.exception
     now = at.dataframe[0].value.set_index("model")
     for model in expected.index:  # the points are current right away
-        assert now.loc[model, "TCPR"] == pytest.approx(expected.loc[model, "tcpr"], abs=0.006)
-    assert not now["TCPR"].equals(before["TCPR"]), "the decisions moved some score"
+        assert_rounded(now.loc[model, "TCPR"], expected.loc[model, "tcpr"], now.loc[model, "TCPR measurement"])
+    # the decisions moved some score (the page shows each to the places its interval supports, which
+    # 20 decisions need not change: the exact estimates did move, and the page shows the new ones)
+    assert not exact_before["tcpr"].equals(expected["tcpr"]), "the decisions moved some score"
     assert any("Intervals updating" in c.value for c in at.caption)
     assert now["TCPR measurement"].tolist() == before["TCPR measurement"].tolist(), "the last intervals, marked updating"
 
@@ -72,8 +76,8 @@ def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_d
     done = at.dataframe[0].value.set_index("model")
     assert done["TCPR measurement"].tolist() != before["TCPR measurement"].tolist()
     for model, r in done.iterrows():
-        lo, hi = map(float, r["TCPR measurement"].split("–"))
-        assert lo - 0.05 <= r["TCPR"] <= hi + 0.05
+        lo, hi = bounds(r["TCPR measurement"])
+        assert lo <= r["TCPR"] <= hi
 
 
 def test_a_decision_recomputes_the_auxiliary_analyses_but_not_a4_and_table4(fresh_demo, monkeypatch):
@@ -103,7 +107,7 @@ def test_a_decision_recomputes_the_auxiliary_analyses_but_not_a4_and_table4(fres
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("pages/scores.py").run()
     assert not at.exception, at.exception
-    before = [d.value for d in at.dataframe if "coverage" in d.value.columns]
+    before = [d.value for d in at.dataframe if "coverage %" in d.value.columns]
     assert before and calls == {"static": 1, "all": 1}
     eng = get_engine(fresh_demo)
     lead = local_principal(eng)
@@ -124,5 +128,5 @@ def test_a_decision_recomputes_the_auxiliary_analyses_but_not_a4_and_table4(fres
     at.run()
     assert not any("Auxiliary analyses updating" in c.value for c in at.caption)
     assert calls == {"static": 1, "all": 2}
-    after = [d.value for d in at.dataframe if "coverage" in d.value.columns]
+    after = [d.value for d in at.dataframe if "coverage %" in d.value.columns]
     assert after[0].equals(before[0])

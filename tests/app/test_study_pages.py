@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.shown import assert_rounded
+
+from reform_core import display
 from reform_core.services import mosaic, wise
 from reform_core.services.uow import get_engine
 from reform_core.services.users import local_principal
@@ -36,9 +39,10 @@ def test_mosaic_page_shows_the_demo_study_with_intervals_and_drill_down(demo_db)
     shown = _frame(at, "PA 95% CI").set_index("model")
     assert set(shown.index) == {"helix-pro", "quill-2", "pixel-mini"}
     for model, m in expected.items():
-        assert shown.loc[model, "PA %"] == pytest.approx(m["pa"], abs=0.01)
         lo, hi = m["intervals"]["pa"]
-        assert shown.loc[model, "PA 95% CI"] == f"[{lo:.1f}, {hi:.1f}]"
+        d = display.decimals_for(lo, hi)  # docs/display.md: the half-width's first significant digit
+        assert shown.loc[model, "PA 95% CI"] == display.interval_text(lo, hi, d)
+        assert_rounded(shown.loc[model, "PA %"], m["pa"], shown.loc[model, "PA 95% CI"])
         assert shown.loc[model, "unchecked"] == m["unchecked"] > 0  # the demo has no LLM judge
     assert any("need the LLM judge" in t.value for t in at.text)
     assert len(at.get("vega_lite_chart")) == 3  # SCC bars, PCC heatmap, PosCC lines
@@ -62,16 +66,24 @@ def test_wording_results_shows_the_demo_wise_study(demo_db):
     forms = _frame(at, "Holm p").set_index("form")
     assert list(forms.index) == ["POS", "NEG", "NEVER", "AVOID1", "AVOID2", "CNEG"]
     for form, f in expected["forms"].items():
-        assert forms.loc[form, "compliance %"] == pytest.approx(f["compliance"], abs=0.01)
-        if form != "POS":
-            # text to 3 decimals: the reference form's row says "—" there, not None
-            assert float(forms.loc[form, "Holm p"]) == pytest.approx(f["p_holm"], abs=5e-4)
-            assert float(forms.loc[form, "τ_b"]) == pytest.approx(f["tau_b"], abs=5e-4)
-            for column, key, scale, digits in (("reversals 95% CI", "reversal_rate", 100, 1),
-                                               ("top-3 95% CI", "top3_jaccard", 1, 2),
-                                               ("shift 95% CI", "max_rank_shift", 1, 1)):
-                lo, hi = f[f"{key}_interval"]
-                assert forms.loc[form, column] == f"[{scale * lo:.{digits}f}, {scale * hi:.{digits}f}]", column
+        assert_rounded(forms.loc[form, "compliance %"], f["compliance"], forms.loc[form, "compliance % 95% CI"])
+        if form == "POS":
+            assert forms.loc[form, "Holm p"] == "—", "the reference form has no contrast"
+            continue
+        assert forms.loc[form, "Holm p"] == display.p_value_text(f["p_holm"], replicates=2000)
+        assert_rounded(forms.loc[form, "τ_b"], f["tau_b"], forms.loc[form, "τ_b 95% CI"])
+        for column, key, scale in (("reversals % 95% CI", "reversal_rate", 100), ("top-3 95% CI", "top3_jaccard", 1),
+                                   ("shift 95% CI", "max_rank_shift", 1)):
+            lo, hi = f[f"{key}_interval"]
+            lo, hi = scale * lo, scale * hi
+            if scale == 100 and hi - lo > display.MAX_WIDTH_PP:  # a share: too uncertain, greyed
+                assert forms.loc[form, column] == "too uncertain: wider than 50 pp", column
+                continue
+            finest = 1 if key == "max_rank_shift" else 3 if scale == 1 else 2
+            coarsest = 1 if key == "top3_jaccard" else 0
+            d = display.decimals_for(lo, hi, coarsest=coarsest, finest=finest, default=finest)
+            assert forms.loc[form, column] == display.interval_text(lo, hi, d), column
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["C_worst"] == f"{expected['c_worst']:.1f} %"
-    assert metrics["G_wording"] == f"{expected['g_wording']:.1f} pp"
+    for label, key, unit in (("C_worst", "c_worst", "%"), ("G_wording", "g_wording", "pp")):
+        lo, hi = expected[f"{key}_interval"]
+        assert metrics[label] == f"{display.number_text(expected[key], display.decimals_for(lo, hi))} {unit}"

@@ -15,6 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from db.repo.users import insert_user
 from reform_core import agreement as A
+from reform_core import display
+from tests.app.shown import assert_rounded
 from reform_core.config import get_settings
 from reform_core.services import wording as w
 from reform_core.services.auth import Principal
@@ -71,7 +73,7 @@ def _values(rng, base: dict, item: int) -> dict:
 def test_three_annotators_complete_a_study_and_results_match_the_library(app_env):
     eng, users = app_env
 
-    # the lead designs the study: the six forms of seed 002 Table 1 × targets 5, 8, 10, 12
+    # the lead designs the study: the six forms of the WISE paper's Table 1 × targets 5, 8, 10, 12
     at = _page("wording_design.py", users["lead"])
     at.text_input(key="wording_new_name").input("validation")
     at.button(key="wording_new_create").click().run()
@@ -125,19 +127,28 @@ def test_three_annotators_complete_a_study_and_results_match_the_library(app_env
     df = pd.DataFrame([{"item": i, "rater": u, **v} for (i, u), v in given.items()])
     df[w.ANSWER] = df[w.ANSWER].astype(int)
     k = A.fleiss_kappa_ci(df, label=w.ANSWER, n_boot=2000, rng=np.random.default_rng(0))
-    assert tuple(shown.loc[(w.ANSWER, "Fleiss' kappa"), ["value", "ci_low", "ci_high"]]) == pytest.approx(tuple(k))
+    _shown_as(shown.loc[(w.ANSWER, "Fleiss' kappa")], k)
     for r in w.RATINGS:
         for kind in ("2,1", "2,k"):
             e = A.icc(df.assign(**{r: df[r].astype(float)}), target="item", rating=r, kind=kind, bootstrap=2000,
                       rng=np.random.default_rng(0))
-            assert tuple(shown.loc[(r, f"ICC({kind})"), ["value", "ci_low", "ci_high"]]) == pytest.approx(tuple(e))
+            _shown_as(shown.loc[(r, f"ICC({kind})")], e)
     alpha = A.krippendorff_alpha_ci(df, label=w.ANSWER, level="nominal", n_boot=2000, rng=np.random.default_rng(0))
-    assert tuple(shown.loc[(w.ANSWER, w.ALPHA_STATISTIC), ["value", "ci_low", "ci_high"]]) == pytest.approx(tuple(alpha))
-    assert shown["ci_low"].notna().all()
+    _shown_as(shown.loc[(w.ANSWER, w.ALPHA_STATISTIC)], alpha)
+    assert (shown["95% CI"] != "—").all()
     yes = next(d.value for d in at.dataframe if "ann0" in d.value.columns)
     forms = dict(zip(items["item_id"], items["form"]))
     pos = [v[w.ANSWER] for (i, u), v in given.items() if u == "ann1" and forms[i] == "POS"]
     assert yes.loc["POS", "ann1"] == pytest.approx(np.mean(pos))
+
+
+def _shown_as(row, expected) -> None:
+    """A statistic as the page shows it: the library's value and interval, each to the places the
+    interval supports (docs/display.md: coefficients to 1–3 decimals)."""
+    value, lo, hi = expected
+    d = display.decimals_for(lo, hi, coarsest=1, finest=3, default=3)
+    assert row["95% CI"] == display.interval_text(lo, hi, d)
+    assert_rounded(row["value"], value, row["95% CI"])
 
 
 def test_results_page_shows_compliance_charts_and_designer_is_for_leads(app_env):
@@ -154,7 +165,8 @@ def test_results_page_shows_compliance_charts_and_designer_is_for_leads(app_env)
     assert rec.loc["AVOID1", "compliance"] == pytest.approx(0.5) and rec.loc["AVOID1", "delta"] == pytest.approx(-0.5)
     assert len(at.get("vega_lite_chart")) == 2  # POS-to-worst gaps, failure directions
     agreement = next(d.value for d in at.dataframe if "statistic" in d.value.columns)
-    assert (agreement["value"] == "—").all() and agreement["note"].str.contains("at least 2 annotators").all()
+    assert (agreement["value"] == "—").all() and (agreement["95% CI"] == "—").all()
+    assert agreement["note"].str.contains("at least 2 annotators").all()
 
     denied = AppTest.from_file(str(REPO / "pages" / "wording_design.py"), default_timeout=TIMEOUT)
     denied.session_state[PRINCIPAL_KEY] = users["ann1"]

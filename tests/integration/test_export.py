@@ -1,4 +1,4 @@
-"""SPEC §8 export: every file plus the manifest, hashes, instances.csv columns, and an export
+"""The export (docs/formats.md#exports): every file plus the manifest, hashes, instances.csv columns, and an export
 recomputed from its own files by the CLI (``score-export``) equals ``score``."""
 
 from __future__ import annotations

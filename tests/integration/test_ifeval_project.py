@@ -65,7 +65,8 @@ def test_constraint_texts_name_their_parameters(ifeval_db):
 
 
 def test_the_judge_prompt_shows_the_numbers(ifeval_db):
-    """What an LLM judge receives for key 1000 (SPEC §4: constraints with acceptance criteria)."""
+    """What an LLM judge receives for key 1000 (docs/metrics.md#what-a-judge-sees: constraints with
+    acceptance criteria)."""
     with ifeval_db.connect() as conn:
         rid = conn.execute(text("SELECT r.id FROM response r JOIN instruction i ON i.id = r.instruction_id "
                                 "WHERE i.key = 'ifeval-1000'")).scalar()

@@ -1,8 +1,10 @@
-"""`score` of SPEC §8 on the demo project: JSON shape, raw-judge vs calibrated, errors."""
+"""`score` (docs/cli.md, docs/formats.md#adjudication-and-scores) on the demo project: JSON
+shape, raw-judge vs calibrated, errors."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,13 +37,18 @@ def test_score_json_shape(demo_url):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert set(out["models"]) == {"helix-pro", "quill-2", "pixel-mini"}
-    for m in out["models"].values():
+    # a rate the default estimator puts a hair outside [0, 100] is shown clipped and says so in a note; EMCR is
+    # the mean of the unclipped rates (the note gives each to two decimals)
+    clipped = {(m, f"r{k}"): float(v) for m, k, v in
+               re.findall(r"(\S+): r(\d): the estimator's unbiased value (-?[\d.]+) lies outside", " ".join(out["notes"]))}
+    for name, m in out["models"].items():
         assert {"tcpr", "emcr", "r1", "r2", "r3", "units", "constraint_level", "excluded", "notes"} <= set(m)
         assert m["excluded"] == {"no_baseline_targets": 0, "unlabelled_instructions": 0}
         assert all(0 <= m[k] <= 100 for k in ("tcpr", "emcr", "r1", "r2") if m[k] is not None)
         assert len(m["units"]) == 3 and all(isinstance(u, int) for u in m["units"])
-        r_mean = sum(m[k] for k in ("r1", "r2", "r3")) / 3
-        assert m["emcr"] == pytest.approx(r_mean, abs=1e-5)
+        r = [clipped.get((name, k), m[k]) for k in ("r1", "r2", "r3")]
+        tolerance = 1e-5 + sum(0.005 for k in ("r1", "r2", "r3") if (name, k) in clipped) / 3
+        assert m["emcr"] == pytest.approx(sum(r) / 3, abs=tolerance)
 
 
 def test_raw_judge_scores_use_that_judges_labels(demo_url):
@@ -74,6 +81,6 @@ def test_score_errors_exit_nonzero(demo_url, tmp_path):
     r = _cli("score", "--db", demo_url, "--judge", "nope", "--json")
     assert r.returncode != 0 and "unknown judge 'nope'" in r.stderr
     r = _cli("score", "--db", demo_url, "--calibration", "magic")
-    assert r.returncode != 0 and "calibration must be one of" in r.stderr
+    assert r.returncode != 0 and "unknown estimator 'magic' (known: cluster, stratified, pooled)" in r.stderr
     r = _cli("score", "--db", f"sqlite:///{tmp_path / 'empty.db'}", "--json")
     assert r.returncode != 0 and "no judged constrained responses" in r.stderr

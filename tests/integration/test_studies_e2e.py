@@ -1,9 +1,10 @@
-"""MOSAIC and WISE studies end to end through the CLI, as the README describes them, on
+"""MOSAIC and WISE studies end to end through the CLI, as docs/formats.md describes them, on
 loopback fake OpenAI / Gemini servers: generate → import → collect (resumable, settings
 recorded) → check (deterministic + LLM judge) → score with intervals → export; and the
 same from outputs produced elsewhere. The printed metrics are recomputed from the
-exported per-output rows with literal loops written from the formulas (seed 003 §3.2;
-seed 002 eqs. 4–10), not with the product's functions."""
+exported per-output rows with literal loops written from the formulas (MOSAIC,
+arXiv:2601.18554, §3.2; the WISE paper, *When Verifiable Counts Depend on Wording*, eqs. 4–10;
+docs/metrics.md#mosaic-scores, #wording-robustness), not with the product's functions."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from db.repo.wording import study_items
+from reform_core import display
 from reform_core.cli import app
 from reform_core.services.wording import fill_template
 from reform_core.services import mosaic
@@ -99,7 +101,7 @@ def fails(*args: str) -> str:
 
 
 def loop_mosaic(rows: pd.DataFrame) -> dict:
-    """PA, SCC, PosCC, PCC per model from ``mosaic_checks.csv`` rows (seed 003 §3.2), in %."""
+    """PA, SCC, PosCC, PCC per model from ``mosaic_checks.csv`` rows (MOSAIC §3.2), in %."""
     out = {}
     for model in sorted(set(rows["model"])):
         followed = defaultdict(dict)  # prompt -> {constraint: 0/1}
@@ -155,7 +157,7 @@ def _avg_ranks(values: dict) -> dict:
 
 def loop_wise(rows: pd.DataFrame, reference: str = "POS") -> dict:
     """Per-form pooled compliance, Δ, τ_b, reversal rate, top-3 Jaccard, rank shift, and
-    C_mean / C_worst / G_wording from ``wise_outputs.csv`` rows (seed 002 eqs. 4–10)."""
+    C_mean / C_worst / G_wording from ``wise_outputs.csv`` rows (WISE eqs. 4–10)."""
     cells = defaultdict(list)
     for r in rows.itertuples(index=False):
         cells[(r.model, r.form)].append(1 if str(r.compliant).lower() in ("true", "1") else 0)
@@ -293,16 +295,28 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
     # the text report prints the same numbers as the JSON
     text = cli("mosaic-score", "--db", db, "--study", "launch", "--n-boot", "300", "--seed", "5")
     for model, m in score["models"].items():
-        lo, hi = m["intervals"]["pa"]
-        assert f"{model}: PA {m['pa']:6.1f} % [{lo:.1f}, {hi:.1f}]" in text
+        assert f"{model}: PA {_shown(m['pa'], m['intervals']['pa'])}" in text
         for c, v in m["scc"].items():
-            lo, hi = m["intervals"]["scc"][c]
-            assert re.search(rf"SCC +{c} +{v:.1f} % \[{lo:.1f}, {hi:.1f}\]  n={m['n']['scc'][c]}", text), c
+            assert f"{_shown(v, m['intervals']['scc'][c])}  n={m['n']['scc'][c]}" in text, c
+            assert re.search(rf"SCC +{c} ", text), c
         for pos, v in m["poscc"].items():
-            assert re.search(rf"PosCC +position {pos} +{v:.1f} %", text), pos
+            assert re.search(rf"PosCC +position {pos} +{re.escape(_shown(v, m['intervals']['poscc'][pos]))}", text), pos
         for p in m["pcc"]:
             r = "n/a" if p["r"] is None else f"{p['r']:+.3f}"
             assert f"{p['constraint_i']} & {p['constraint_j']}" in text and f"n={p['n']}  r={r}" in text
+
+
+def _shown(x, pair, unit: str = " %", *, coefficient: bool = False) -> str:
+    """A point and its interval as the text reports print them: to the places of the half-width's first
+    significant digit (docs/display.md: shares whole points at least, coefficients 1–3 decimals)."""
+    lo, hi = pair or (None, None)
+    if lo is None or hi is None:
+        return f"{display.number_text(x, 3 if coefficient else 1)}{unit} [n/a]"
+    d = (display.decimals_for(lo, hi, coarsest=1, finest=3, default=3) if coefficient
+         else display.decimals_for(lo, hi))
+    if not coefficient and hi - lo > display.MAX_WIDTH_PP:
+        return f"{display.number_text(x, 0)}{unit} too uncertain: wider than 50 pp"
+    return f"{display.number_text(x, d)}{unit} [{display.number_text(lo, d)}, {display.number_text(hi, d)}]"
 
 
 def _assert_tables_in_every_format(out, manifest: dict, stems: list[str]) -> None:
@@ -391,7 +405,7 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
         assert (rest["pending"], rest["written"]) == (56, 56)  # resumed
         assert cli(*args)["pending"] == 0
     chat = [c for c in tidy.calls + plain.calls if c["path"] == "/v1/chat/completions"]
-    assert all(c["body"]["temperature"] == 0.2 and c["body"]["max_tokens"] == 120 for c in chat)  # seed 002 §4
+    assert all(c["body"]["temperature"] == 0.2 and c["body"]["max_tokens"] == 120 for c in chat)  # the WISE paper's §4
 
     score = cli("wise-score", "--db", db, "--study", "panel", "--n-boot", "300", "--json")
     assert score["reference"] == "POS" and score["scheme"] == "provider-model-item"
@@ -453,19 +467,16 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
     # the text report prints every number of the JSON
     text = cli("wise-score", "--db", db, "--study", "panel", "--n-boot", "300")
     for form, f in score["forms"].items():
-        lo, hi = f["compliance_interval"]
-        assert f"{form}: compliance {f['compliance']:6.1f} % [{lo:.1f}, {hi:.1f}]" in text
+        assert f"{form}: compliance {_shown(f['compliance'], f['compliance_interval'])}" in text
         if form == "POS":
             continue
-        lo, hi = f["delta_interval"]
-        p = lambda v: "<0.0033" if v == 0 else f"{v:.3f}"
-        assert f"{f['delta']:6.1f} pp [{lo:.1f}, {hi:.1f}]  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}" in text
-        for k, digits in (("tau_b", 3), ("reversal_rate", 3), ("top3_jaccard", 3), ("max_rank_shift", 1)):
-            lo, hi = f[f"{k}_interval"]
-            assert f"{k} {f[k]:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]" in text, (form, k)
-    for k, unit in (("c_mean", "%"), ("c_worst", "%"), ("g_wording", "pp")):
-        lo, hi = score[f"{k}_interval"]
-        assert f"{k.replace('c_', 'C_').replace('g_', 'G_')} {score[k]:.1f} {unit} [{lo:.1f}, {hi:.1f}]" in text
+        p = lambda v: "<0.0033" if v == 0 else display.p_value_text(v, replicates=300)  # noqa: E731
+        assert (f"{_shown(f['delta'], f['delta_interval'], ' pp')}  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}"
+                in text)
+        for k in ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift"):
+            assert f"{k} {_shown(f[k], f[f'{k}_interval'], '', coefficient=True)}" in text, (form, k)
+    for k, unit in (("c_mean", " %"), ("c_worst", " %"), ("g_wording", " pp")):
+        assert f"{k.replace('c_', 'C_').replace('g_', 'G_')} {_shown(score[k], score[f'{k}_interval'], unit)}" in text
 
 
 def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):

@@ -1,8 +1,9 @@
-"""WISE Table 5 (seed 002) through the product path: generations rebuilt from the per-model
-Table 22 (non-Gemini models; 100 items x 3 repetitions per model and form, k/300 of them
-exact) are imported with ``wording-import-generations --study`` and scored by ``wise-score
---json``; its ranking metrics are Table 5's printed values and its pooled compliance and Δ
-Table 4's (issue 18). The outside reference values are the paper's tables, not our code."""
+"""WISE Table 5 (the WISE paper, *When Verifiable Counts Depend on Wording*) through the
+product path: generations rebuilt from the per-model Table 22 (non-Gemini models; 100 items x
+3 repetitions per model and form, k/300 of them exact) are imported with
+``wording-import-generations --study`` and scored by ``wise-score --json``; its ranking metrics
+are Table 5's printed values and its pooled compliance and Δ Table 4's (issue 18). The outside
+reference values are the paper's tables, not our code."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import pytest
 
 from reform_core import agreement as ag
 
-# Shrout & Fleiss (1979) Table 2: 6 targets x 4 judges (published ICCs in SPEC §7).
+# Shrout & Fleiss (1979) Table 2: 6 targets x 4 judges (published ICCs in docs/metrics.md#icc).
 SHROUT_FLEISS = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], float)
 PUBLISHED = {"1,1": 0.1657, "2,1": 0.2898, "2,k": 0.6201, "3,1": 0.7148}
 

@@ -3,7 +3,7 @@
 Outside references: Fleiss (1971) diagnoses data (κ = 0.4302, as reproduced in
 statsmodels' and R irr's tests); Shrout & Fleiss (1979) data with their published ICCs and
 R psych::ICC's F-based bounds; statsmodels / scikit-learn / pingouin as implementations;
-seed 002 Table 24 for yes-rates.
+the WISE paper's (*When Verifiable Counts Depend on Wording*) Table 24 for yes-rates.
 """
 
 from pathlib import Path
@@ -160,7 +160,7 @@ def test_cohen_kappa_picks_two_of_many_raters():
 
 
 def wise_validation_frame():
-    """Long yes/no answers consistent with seed 002 Table 24 (24 items, 5 annotators).
+    """Long yes/no answers consistent with the WISE paper's Table 24 (24 items, 5 annotators).
 
     Table 24 gives each annotator's rate over the four targets of a form; which target got
     the "no" is not printed, so the "no"s are placed on the first targets.
@@ -213,7 +213,7 @@ def test_validation_agreement_table_25_layout_and_values():
 
 
 def test_table_24_bounds_fleiss_kappa_below_the_printed_0_54():
-    """Seed 002 Table 24 holds 7 "no" answers among 120; the best case for agreement puts
+    """The WISE paper's Table 24 holds 7 "no" answers among 120; the best case for agreement puts
     the "no"s of one form on the same target, and even then κ is far below Table 25's 0.54.
     Documents a paper-internal inconsistency (see the helper's report)."""
     df, _ = wise_validation_frame()  # "no"s already clustered on the first targets

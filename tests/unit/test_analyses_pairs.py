@@ -216,10 +216,11 @@ def test_spearman_p_value_matches_scipy():
                 assert C._betainc(a, b, x) == pytest.approx(betainc(a, b, x), rel=1e-10, abs=1e-300)
 
 
-def test_table4_population_interval_of_rho_is_the_basic_interval_of_a_literal_question_resample():
-    """ρ's population interval: basic bootstrap interval (2ρ̂ − upper, 2ρ̂ − lower percentile) of
-    ρ* over question resamples, checked against a literal loop (questions copied w_q times,
-    frequencies and Spearman ρ recomputed with the reference implementations)."""
+def test_table4_population_interval_of_rho_is_the_fisher_z_interval_of_a_literal_question_resample():
+    """ρ's population interval: Fisher-z interval tanh(atanh ρ̂ ± z·sd(atanh ρ*)) over question
+    resamples (issue 34: the basic interval left ρ̂ out), checked against a literal loop
+    (questions copied w_q times, frequencies and Spearman ρ recomputed with the reference
+    implementations)."""
     from reform_core.services.analyses import _table4
 
     rng = np.random.default_rng(7)
@@ -237,7 +238,10 @@ def test_table4_population_interval_of_rho_is_the_basic_interval_of_a_literal_qu
                             for q, k in zip(common, w) for c in range(int(k))])
         f = feature_frequency(copied, features=features, n_questions=len(common))[["r", "x"]]
         reps.append(spearmanr(f["x"], f["r"]).statistic)
-    lo, hi = np.nanpercentile(reps, [2.5, 97.5])
+    from scipy.stats import norm
+
     row = corr.set_index("model").loc["x"]
-    assert row["rho_pop_low"] == pytest.approx(max(-1, 2 * row["rho"] - hi), abs=1e-9)
-    assert row["rho_pop_high"] == pytest.approx(min(1, 2 * row["rho"] - lo), abs=1e-9)
+    half = norm.ppf(0.975) * np.nanstd(np.arctanh(reps), ddof=1)
+    assert row["rho_pop_low"] == pytest.approx(np.tanh(np.arctanh(row["rho"]) - half), abs=1e-9)
+    assert row["rho_pop_high"] == pytest.approx(np.tanh(np.arctanh(row["rho"]) + half), abs=1e-9)
+    assert row["rho_pop_low"] <= row["rho"] <= row["rho_pop_high"]

@@ -1,4 +1,4 @@
-"""Catalog data (SPEC §2, seed 000 Table A12) and the loader's validation."""
+"""Catalog data (docs/metrics.md#catalog; ReFormBench, arXiv:2610.19693, Table A12) and the loader's validation."""
 
 import json
 from pathlib import Path
@@ -9,7 +9,7 @@ import yaml
 from reform_core.catalog import load_catalog
 from reform_core.verifiers import base
 
-# SPEC §2: the eight categories in table order with their feature counts.
+# docs/metrics.md#catalog: the eight categories in table order with their feature counts.
 EXPECTED = [
     ("line_layout", 7),
     ("document_structure", 9),
@@ -47,7 +47,7 @@ def test_keys_unique_snake_case_and_both_templates_present(rb):
 
 
 def test_table_a12_names_and_counts(rb):
-    # restored names (SPEC §2) and a few legible counts of Table A12
+    # restored names (the ReFormBench catalog's) and a few legible counts of Table A12
     names = {f.name for f in rb}
     for restored in ("Checklist", "Status panel", "Call to action", "Rationale and evidence",
                      "Direct address", "Emoji and symbols", "Captioned content"):
@@ -55,7 +55,7 @@ def test_table_a12_names_and_counts(rb):
     assert (rb["line_breaks_and_spacing"].paper_require, rb["line_breaks_and_spacing"].paper_forbid) == (1110, 63)
     assert (rb["call_to_action"].paper_require, rb["call_to_action"].paper_forbid) == (193, 377)
     assert (rb["files_and_modules"].paper_require, rb["files_and_modules"].paper_forbid) == (0, 1)
-    # the 15,000 constraint slots of the retained benchmark (seed 000, A.7.3)
+    # the 15,000 constraint slots of the retained benchmark (ReFormBench App. A.7.3)
     assert sum(f.paper_require + f.paper_forbid for f in rb) == 15_000
 
 

@@ -15,7 +15,7 @@ def sample():
 
 
 def test_table_sizes_follow_the_paper():
-    # seed 003 Tables 2-4: 4 tasks, 8 products, 21 constraints in 5 categories
+    # MOSAIC (arXiv:2601.18554) Tables 2-4: 4 tasks, 8 products, 21 constraints in 5 categories
     assert len(M.TASKS) == 4 and len(M.PRODUCTS) == 8 and len(M.CONSTRAINTS) == 21
     cats = [c.category for c in M.CONSTRAINTS]
     assert {k: cats.count(k) for k in set(cats)} == {

@@ -19,7 +19,7 @@ def test_meta_prompt_is_appended_only_for_the_prompted_condition():
     assert P.user_message("Do X.", "main") == "Do X."
     out = P.user_message("Do X.", "prompted")
     assert out.startswith("Do X.\n\n")
-    # seed 000 §4.4: four areas of guidance
+    # ReFormBench (arXiv:2610.19693) §4.4: four areas of guidance
     for phrase in ("Identify all explicit constraints", "minimal output structure", "Avoid unrequested content",
                    "revise any violations"):
         assert phrase in out

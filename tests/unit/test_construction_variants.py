@@ -85,7 +85,7 @@ def test_validate_params_errors_name_feature_param_and_value():
 
 
 def test_target_links_reproduce_the_paper_example():
-    # seed 000 App. A.7.4: question 1164, variants H-0008, H-1324, H-1325 all require a repeated
+    # ReFormBench (arXiv:2610.19693) App. A.7.4: question 1164, variants H-0008, H-1324, H-1325 all require a repeated
     # section pattern and a closing next step; H-0008 and H-1325 forbid tables, H-1324 forbids symbols.
     rows = []
     for v, third in (("H-0008", "table_or_grid"), ("H-1324", "emoji_and_symbols"), ("H-1325", "table_or_grid")):

@@ -22,7 +22,7 @@ def test_matched_items_cover_task_form_repetition():
     forms = W.form_manifest("exact_count")
     items = W.matched_items(m, forms, repetitions=3)
     assert len(items) == 100 * 6 * 3
-    # Table 1 of seed 002, instantiated
+    # Table 1 of the WISE paper, instantiated
     row = items[(items["target"] == "10") & (items["form"] == "AVOID1")].iloc[0]
     assert row["wording"] == "Avoid using any number of words other than 10."
     assert row["prompt"] == f"{row['task']} {row['wording']}"

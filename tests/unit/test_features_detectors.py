@@ -1,4 +1,4 @@
-"""Presence detectors feature:<key> (SPEC §2): positive, negative and edge cases."""
+"""Presence detectors feature:<key> (docs/metrics.md#catalog): positive, negative and edge cases."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""MOSAIC checks (seed 003 App. D): scores worked out by hand from the stated rules."""
+"""MOSAIC checks (MOSAIC, arXiv:2601.18554, App. D): scores worked out by hand from the stated rules."""
 
 import pytest
 

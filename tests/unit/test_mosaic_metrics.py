@@ -1,4 +1,4 @@
-"""MOSAIC metrics (SPEC §6) on a hand-worked example and against scipy / numpy."""
+"""MOSAIC metrics (docs/metrics.md#mosaic-scores) on a hand-worked example and against scipy / numpy."""
 
 import math
 

@@ -1,6 +1,7 @@
 """MOSAIC study metrics with prompt-bootstrap intervals (issue 18): the points equal the
 existing per-metric functions, and each percentile interval equals a literal per-replicate
-loop over the resampled prompts (same multinomial draw) written from seed 003 §3.2."""
+loop over the resampled prompts (same multinomial draw) written from MOSAIC
+(arXiv:2601.18554) §3.2."""
 
 from __future__ import annotations
 

@@ -17,8 +17,9 @@ from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.opinion_phases import PhasedLayout
 
 RATES = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97})
-SPEC = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8})
-MODEL = ae.ErrorModel(RATES, SPEC, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int), pd.Series(dtype=int))
+SPECIFICITY = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8})
+MODEL = ae.ErrorModel(RATES, SPECIFICITY, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
+                      pd.Series(dtype=int))
 
 
 def _items():
@@ -51,7 +52,7 @@ def test_first_decisions_alone_are_each_decisions_classical_correction_and_unbia
     first = dec.groupby("iid").head(1)
     got = PhasedLayout(first, prior, ref, depth, required, stratum).estimate(MODEL)
     for iid, row in first.set_index("iid").iterrows():
-        a, b = RATES[row["annotator"]], SPEC[row["annotator"]]
+        a, b = RATES[row["annotator"]], SPECIFICITY[row["annotator"]]
         assert got.loc[iid, "y_tilde"] == pytest.approx((row["h"] - (1 - b)) / (a + b - 1), abs=1e-12)
         for y in (0, 1):  # E over the decision's two outcomes: the truth
             p1 = a if y else 1 - b

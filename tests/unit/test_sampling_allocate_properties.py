@@ -1,5 +1,5 @@
-"""Property tests of ``sampling.allocate`` (SPEC §4 "Allocation", §8: sum = n whenever n ≥
-the number of non-empty strata)."""
+"""Property tests of ``sampling.allocate`` (docs/metrics.md#allocation: sum = n whenever
+n ≥ the number of non-empty strata)."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Seeded stratified draw, agreement audit and double adjudication (SPEC §4)."""
+"""Seeded stratified draw, agreement audit and double adjudication (docs/metrics.md#allocation;
+docs/estimator.md#the-audit-of-agreements, #adjudicator-error)."""
 
 import numpy as np
 import pandas as pd

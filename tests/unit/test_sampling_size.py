@@ -1,4 +1,5 @@
-"""Cochran/FPC sizing and allocation (SPEC §4; seed 000 App. A.3.1, Table A3)."""
+"""Cochran/FPC sizing and allocation (docs/metrics.md#sample-size, #allocation; ReFormBench,
+arXiv:2610.19693, App. A.3.1, Table A3)."""
 
 import numpy as np
 import pandas as pd
@@ -8,7 +9,7 @@ from hypothesis import strategies as st
 
 from reform_core.sampling import allocate, cochran_size, disagreements, plan
 
-# Per-model disagreement counts of seed 000 Table A3 and the task's expected sizes.
+# Per-model disagreement counts of ReFormBench Table A3 and the task's expected sizes.
 TABLE_A3_N = [1239, 1308, 1416, 1375, 1544, 2010, 2203, 2365, 2185, 2847]
 EXPECTED_N = [574, 588, 609, 602, 632, 698, 720, 736, 718, 777]
 
@@ -99,7 +100,7 @@ def test_allocate_properties(sizes, n):
     forced = int(((s > 0) & (quota < 1)).sum())
     if forced == 0:
         assert (np.abs(out - quota) < 1).all()  # proportional up to rounding
-    # SPEC §8: the total is n' = min(n, N) whenever it covers every non-empty stratum (issue 14);
+    # docs/metrics.md#allocation: the total is n' = min(n, N) whenever it covers every non-empty stratum (issue 14);
     # strata raised to their minimum one are paid for by the others (see test_sampling_allocate_properties)
     assert out.sum() == max(target, int((s > 0).sum()))
 

@@ -1,4 +1,5 @@
-"""Stratified and pooled calibration rules (SPEC §4; seed 000 §3.5, App. A.3)."""
+"""Stratified and pooled calibration rules (docs/metrics.md#stratified-calibration, #pooled-calibration;
+ReFormBench, arXiv:2610.19693, §3.5, App. A.3)."""
 
 import numpy as np
 import pandas as pd
@@ -76,7 +77,7 @@ def test_bad_inputs_raise():
 
 
 def test_pooled_weights_reproduce_seed_pool():
-    # Seed 000 App. A.3.2: 6,689 of 7,125 adjudications favour GPT -> 93.88 % / 6.12 %.
+    # ReFormBench App. A.3.2: 6,689 of 7,125 adjudications favour GPT -> 93.88 % / 6.12 %.
     pool = pd.DataFrame({"choice": ["gpt"] * 6689 + ["gemini"] * 436})
     w = pooled_weights(pool)
     assert round(100 * w["gpt"], 2) == 93.88 and round(100 * w["gemini"], 2) == 6.12

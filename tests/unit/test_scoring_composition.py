@@ -1,4 +1,5 @@
-"""Composition (Table 3) and prompting comparison (seed 000 §4.3–4.4, App. A.8)."""
+"""Composition (Table 3) and prompting comparison (ReFormBench, arXiv:2610.19693, §4.3–4.4,
+App. A.8)."""
 
 import pandas as pd
 import pytest

@@ -1,4 +1,4 @@
-"""Catalog coverage and frequency correlation (seed 000 §4.5, App. A.4)."""
+"""Catalog coverage and frequency correlation (ReFormBench, arXiv:2610.19693, §4.5, App. A.4)."""
 
 import numpy as np
 import pandas as pd
@@ -6,7 +6,7 @@ import pytest
 
 from reform_core.metrics.coverage import catalog_coverage, feature_frequency, frequency_correlation
 
-# Seed 000 Table A4: extracted, excluded, covered, uncovered -> coverage (%)
+# ReFormBench Table A4: extracted, excluded, covered, uncovered -> coverage (%)
 TABLE_A4 = {
     "Gemini 3.1 Pro": (9085, 42, 8595, 448, 95.05),
     "DeepSeek-V3.2": (8967, 48, 8565, 354, 96.03),

@@ -1,4 +1,4 @@
-"""Cluster-bootstrap intervals (SPEC §3), checked against brute-force resampled frames."""
+"""Cluster-bootstrap intervals (docs/metrics.md#intervals), checked against brute-force resampled frames."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,4 @@
-"""TCPR / EMCR engine: SPEC §3 worked example, published-table checks and properties."""
+"""TCPR / EMCR engine: the worked example of docs/metrics.md, published-table checks and properties."""
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,8 @@ def _rows(model, question, variants, task="t", start=0):
 
 
 def worked_example(b_in_v2=0.0, model="m", question="q", task="t", start=0):
-    """SPEC §3 / seed 000 App. A.1: a in v1..v3, b in v1,v2, c in v1; other slots aligned."""
+    """docs/metrics.md#worked-example / ReFormBench (arXiv:2610.19693) App. A.1: a in v1..v3,
+    b in v1,v2, c in v1; other slots aligned."""
     return _rows(model, question, {
         "v1": [("bullets", "forbid", True, 1.0), ("headings", "require", True, 1.0), ("closing", "forbid", True, 1.0)],
         "v2": [("bullets", "forbid", True, 1.0), ("headings", "require", True, b_in_v2), ("table", "require", False, 1.0)],
@@ -138,7 +139,7 @@ def test_mark_baseline_opposed_with_annotated_pairs():
     assert out["baseline_opposed"].tolist()[:2] == [False, True] and pd.isna(out["baseline_opposed"].iloc[2])
 
 
-# Published Table 2 (seed 000 §4.2): TCPR and EMCR order two model pairs differently.
+# Published Table 2 (ReFormBench §4.2): TCPR and EMCR order two model pairs differently.
 TABLE2 = pd.DataFrame({
     "model": ["Kimi K3", "GPT-5.6 Sol", "Gemini 3.5 Flash", "Qwen3.6-35B-A3B", "GLM-5.2", "DeepSeek-V4-Pro",
               "Qwen3.6-27B", "Claude Opus 4.6", "Qwen3-235B-A22B-Thinking", "Qwen3.5-9B"],
@@ -156,7 +157,7 @@ def test_rank_comparison_on_published_table2():
 
 
 def test_judge_agreement_reproduces_table_a3_row():
-    # Kimi K3 (seed 000 Table A3): 15,000 judgments, 1,239 disagreements, 576 adjudicated, 568 side with GPT.
+    # Kimi K3 (ReFormBench Table A3): 15,000 judgments, 1,239 disagreements, 576 adjudicated, 568 side with GPT.
     n, n_dis, n_adj, n_gpt = 15000, 1239, 576, 568
     g = np.ones(n)
     m = np.ones(n)

@@ -1,4 +1,4 @@
-"""Paper-scale simulator (seed 000 §4, App. A.3, A.6, A.7): counts and shapes, one generation."""
+"""Paper-scale simulator (ReFormBench, arXiv:2610.19693, §4, App. A.3, A.6, A.7): counts and shapes, one generation."""
 
 import time
 
@@ -20,7 +20,7 @@ def test_paper_scale(paper):
     inst = sp.instances()
     main = inst[inst.condition == "main"]
 
-    # seed 000: 910 questions, 7 task types, 10 domains, 5,000 variants, 10 models
+    # ReFormBench: 910 questions, 7 task types, 10 domains, 5,000 variants, 10 models
     assert len(sp.questions) == 910
     assert sp.questions["task_type"].value_counts().to_dict()["Knowledge QA"] == 163
     assert sp.questions["task_type"].nunique() == 7 and sp.questions["domain"].nunique() == 10

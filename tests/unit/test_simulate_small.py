@@ -64,7 +64,7 @@ def test_instances_contract(sp):
     # labels agree with the judgments frame
     j = sp.judgments[sp.judgments.judge == "judge_b"].merge(inst, on=["model", "instruction", "position"])
     assert (j["label"] == j["label_judge_b"]).all()
-    # baseline_opposed follows SPEC §1 from the baseline frame
+    # baseline_opposed follows docs/metrics.md#targets-and-baseline-opposition from the baseline frame
     present = inst.merge(sp.baseline.assign(present=True), on=["model", "question", "feature"], how="left")
     present["present"] = present["present"].fillna(False).astype(bool)
     expected = np.where(present["mode"] == "forbid", present["present"], ~present["present"])

@@ -1,7 +1,8 @@
 """WISE bootstrap schemes, contrast intervals, ranking intervals and input checks.
 
 References: the plug-in bootstrap variance of a mean (analytic), scipy's Kendall τ_b, and
-the printed intervals of seed 002 Tables 4 and 23 (reproduced loosely from outputs
+the printed intervals of the WISE paper's (*When Verifiable Counts Depend on Wording*)
+Tables 4 and 23 (reproduced loosely from outputs
 synthesised to match the printed per-model compliance of Table 22).
 """
 

@@ -1,4 +1,5 @@
-"""WISE metrics reproduce the printed tables of seed 002 from its per-model tables.
+"""WISE metrics reproduce the printed tables of the WISE paper (*When Verifiable Counts Depend
+on Wording*) from its per-model tables.
 
 The per-model compliance tables (21, 22, 17–20) are the inputs; the pooled tables (2, 3, 4,
 6, 11, 13–16), the ranking table (5), the model-level gaps (19), the Holm column (10) and

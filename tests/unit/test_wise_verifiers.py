@@ -1,4 +1,5 @@
-"""The four WISE checkers (SPEC §5, seed 002 App. R) and their failure directions."""
+"""The four WISE checkers (docs/metrics.md#wording-forms-and-checkers; WISE paper App. R) and
+their failure directions."""
 
 import pytest
 
@@ -18,7 +19,7 @@ def test_all_four_are_registered():
 @pytest.mark.parametrize(
     "text, n, passed, direction, count",
     [
-        ("Jupiter is the largest planet.", 5, True, "exact", 5),  # seed 002 Table 8
+        ("Jupiter is the largest planet.", 5, True, "exact", 5),  # WISE paper Table 8
         ("Jupiter is the largest planet here.", 5, False, "over", 6),
         ("Jupiter", 5, False, "under", 1),
         ("Au", 5, False, "under", 1),

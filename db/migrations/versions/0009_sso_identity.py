@@ -30,9 +30,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('app_user', schema=None) as batch_op:
-        batch_op.drop_index('ux_app_user_sso')
-        batch_op.drop_index('ux_app_user_email')
-        batch_op.drop_column('sso_subject')
-        batch_op.drop_column('sso_issuer')
-        batch_op.drop_column('email')
+    # a plain ALTER TABLE … DROP COLUMN (SQLite ≥ 3.35, PostgreSQL): a batch rebuild of app_user would
+    # drop the table that tasks and decisions reference, which foreign keys refuse
+    op.drop_index('ux_app_user_sso', table_name='app_user')
+    op.drop_index('ux_app_user_email', table_name='app_user')
+    for column in ('sso_subject', 'sso_issuer', 'email'):
+        op.execute(f"ALTER TABLE app_user DROP COLUMN {column}")

@@ -57,7 +57,9 @@ def _progress_frame(index: UnitIndex, lay: Layout, prog: Progress) -> pd.DataFra
         "clusters_sampled": prog.n_sampled, "clusters_observed": prog.n_observed,
         "disagreements": lay.dis_per_model.astype(int),
         "disagreements_decided": np.bincount(cl.row_model[prog.obs_dis], minlength=nm).astype(int),
-        "audits_planned": lay.audits_per_model.astype(int), "audits_decided": prog.audited_m.astype(int)})
+        "audits_planned": lay.audits_per_model.astype(int), "audits_decided": prog.audited_m.astype(int),
+        "tasks_planned": prog.tasks_planned.astype(int), "tasks_decided": prog.tasks_decided.astype(int),
+        "awaiting_opinion": prog.awaiting_opinion.astype(int)})
 
 
 def _tables(index: UnitIndex, variances: dict, df_m: np.ndarray, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -118,7 +120,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     index = index if index is not None else build_index(instances, condition=condition)
     g, m, iid = _labels(instances, index, judge_a, judge_b)
     lay = design_layout(instances, tasks, design, index, g, m, iid, realised=realised, memo=memo, memo_key=(judge_a, judge_b))
-    prog = progress_of(lay, decisions, g, m, index.models)
+    prog = progress_of(lay, decisions, g, m, index.models, closed=design.extra.get("closed"))
     dec = decisions_used(lay, prog, decisions, g, m, error_model)
     pred = predict(lay, prog, classical(lay, dec), g, m)
     it = item_values(lay, dec, pred.x, iid)

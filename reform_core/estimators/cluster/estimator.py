@@ -20,6 +20,25 @@ def unmeasured(progress: pd.DataFrame) -> list[str]:
     return p.loc[(p["disagreements"] > 0) & (p["clusters_observed"] == 0), "model"].astype(str).tolist()
 
 
+def too_few(est: ClusterEstimate) -> dict[str, str]:
+    """Models whose data cannot support a measurement interval, with the reason: fewer than two
+    questions fully decided (the variance formula has nothing to measure a spread with), or a
+    zero variance while part of the model's rows are predicted, not decided (never a zero-width
+    interval unless the score is known exactly)."""
+    p = est.progress.set_index("model")
+    bw = est.both_wrong.set_index("model")
+    out = {}
+    for m in p.index:
+        n = int(p.loc[m, "clusters_observed"])
+        exact = n == int(p.loc[m, "clusters"]) and int(bw.loc[m, "audited"]) >= int(bw.loc[m, "agreements"])
+        se = est.table.set_index("model").loc[m, "se_tcpr"]
+        if n < 2 and not exact:
+            out[str(m)] = f"too few questions fully decided for a measurement interval (n = {n})"
+        elif not exact and np.isfinite(se) and se == 0:
+            out[str(m)] = "no measurable spread yet while part of its rows are predicted: no measurement interval"
+    return out
+
+
 def cluster_totals_frame(est: ClusterEstimate) -> pd.DataFrame:
     """Per (model, question) cluster with rows, question-major: ``T_c`` and ``D_c`` of each
     numerator (lets an export recompute the scores)."""
@@ -57,6 +76,10 @@ class ClusterEstimator:
                if options.intervals else None)
         scores = scores_frame(est, pop)
         scores.loc[scores["model"].isin(unmeasured(est.progress)), ["measurement_lo", "measurement_hi"]] = np.nan
+        thin = too_few(est)
+        scores.loc[scores["model"].isin(list(thin)), ["measurement_lo", "measurement_hi", "population_lo",
+                                                      "population_hi"]] = np.nan
+        notes = list(est.notes) + [f"{m}: {why}" for m, why in thin.items()]
         # debiased decisions may leave [0, 1]; the plug-in breakdown tables need probabilities
         rows = pd.Series(np.clip(est.smooth, 0.0, 1.0), index=data.instances["iid"].to_numpy()[index.row_pos])
         acc = (est.error_model.accuracy() if est.error_model.identified
@@ -64,9 +87,11 @@ class ClusterEstimator:
         reports = {"both_wrong": est.both_wrong.copy(), "annotators": acc.reset_index(drop=True),
                    "progress": est.progress.copy(), "totals": cluster_totals_frame(est),
                    "error_identified": bool(est.error_model.identified)}
+        p = est.progress
+        provisional = bool((p["tasks_decided"] < p["tasks_planned"]).any() or (p["awaiting_opinion"] > 0).any())
         return Estimate(estimator=self.name, table=est.table[["model", *METRICS]].copy(), intervals=scores,
-                        components=est.components, notes=list(est.notes), rows=rows, reports=reports,
-                        evaluation=est.smooth_evaluation)
+                        components=est.components, notes=notes, rows=rows, reports=reports,
+                        evaluation=est.smooth_evaluation, provisional=provisional)
 
 
 ESTIMATOR = ClusterEstimator()

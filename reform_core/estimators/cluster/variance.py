@@ -18,7 +18,7 @@ import pandas as pd
 
 from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.cluster.audit_variance import audit_composite, audit_floor
-from reform_core.estimators.cluster.layout import JOINT, JOINT_METRICS, NUMERATORS, Layout
+from reform_core.estimators.cluster.layout import JOINT, LINEAR, LINEAR_METRICS, NUMERATORS, Layout
 from reform_core.estimators.cluster.progress import Progress
 from reform_core.estimators.cluster.totals import Totals
 from reform_core.frames import INSTANCE_KEY
@@ -91,7 +91,7 @@ def gradients(tot: Totals) -> dict[str, np.ndarray]:
     audit groups, :class:`~.totals.Totals`)."""
     gz = tot.obs.sub.gradients(tot.z)
     gz["rows"] = np.ones(len(tot.obs.rs))
-    for num in JOINT:
+    for num in LINEAR:
         gz[num] = tot.g_j[num]
     return gz
 
@@ -100,14 +100,19 @@ def _second_stage(metric: str, w: dict, gm: np.ndarray, tot: Totals, model_s: np
     """Per cluster, the second stage inside it (audit draws, one per group, and decision noise),
     and each row's decision-noise term."""
     o, grp = tot.obs, tot.groups
-    if metric in JOINT_METRICS:  # the group's change of the joint products, at its first row
+    if metric == "tcpr":  # each row's change of its instruction's product, summed over its audit group
+        per_row = np.zeros(len(o.rs))
+        r = tot.rows.rep
+        per_row[r] = np.nan_to_num(w["allpass"])[model_s[r]] * tot.g_group["allpass"] * tot.a_row * o.pa[r]
+        c_aud = grp.total(per_row)
+    elif metric in LINEAR_METRICS:  # the group's change of the joint products, at its first row
         gw = sum(np.nan_to_num(w[num])[model_s[grp.rep]] * tot.g_group[num] for num in JOINT)
         c_aud = gw * tot.a_dev * o.pa[grp.rep]
     else:
-        c_aud = grp.total(np.where(o.audited, gm * (o.y - o.q), 0.0))
+        c_aud = grp.total(np.where(o.decided, gm * (o.y - o.lin), 0.0))
     v_aud = np.zeros(len(o.rs))
-    v_aud[grp.rep] = np.where(o.audited[grp.rep], (1 - o.pa[grp.rep]) * (c_aud / o.pa[grp.rep]) ** 2, 0.0)
-    v_dec = np.where(o.dis | o.audited, gm ** 2 * o.v / o.pa, 0.0)  # G² v, over π_A for an audited row
+    v_aud[grp.rep] = np.where(o.decided[grp.rep], (1 - o.pa[grp.rep]) * (c_aud / o.pa[grp.rep]) ** 2, 0.0)
+    v_dec = np.where(o.dis | o.decided, gm ** 2 * o.v / o.pa, 0.0)  # G² v, over π for a decided member
     return np.bincount(o.rc, v_aud + v_dec, minlength=n_clusters), v_dec
 
 
@@ -117,7 +122,7 @@ def _error_variance(gm: np.ndarray, tot: Totals, prog: Progress, err_draws, mode
     if err_draws is None:
         return np.zeros(nm)
     o = tot.obs
-    dec_rows = np.flatnonzero(o.dis | o.audited)
+    dec_rows = np.flatnonzero(o.dis | o.decided)
     eff = (gm / o.pa * prog.inv_pi[o.rc])[dec_rows]
     delta = np.nan_to_num(err_draws.reindex(iid[o.rs][dec_rows]).to_numpy() - o.y[dec_rows, None])
     per_model = np.stack([np.bincount(model_s[dec_rows], eff * delta[:, b], minlength=nm)
@@ -148,7 +153,12 @@ def metric_variance(metric: str, lay: Layout, prog: Progress, tot: Totals, gz: d
     wrong_u = np.where(o.audited, np.where(o.g == 1, 1 - o.y, o.y), 0.0)
     floor, exposure = audit_floor(gm, o.audited, wrong_u, o.pa, pi_eff[o.rc], model_s, nm, o.g)
     direct = v_cluster - v_d
-    v_audit = np.maximum(audit_composite(direct, exposure), floor)
+    # the composite's pooled prediction describes the agreement audit alone: in "tasks" mode the direct
+    # estimate also holds the disagreements' second phase, so it stands as it is (never below the floor)
+    pooled = audit_composite(direct, exposure) if prog.mode == "clusters" else np.maximum(direct, 0.0)
+    # the floor guards products (TCPR, R^K, EMCR), where a few rare errors move whole units; the constraint
+    # level's audit is a plain sum, which the composite describes (docs/estimator.md, "The audit floor")
+    v_audit = np.maximum(pooled, floor) if metric in LINEAR_METRICS else pooled
     return MetricVariance(point=np.where(undefined, np.nan, point), undefined=undefined, sampling=v_d, audit=v_audit,
                           adjudicator_error=_error_variance(gm, tot, prog, err_draws, model_s, iid, nm),
                           audit_direct=direct, floor=np.maximum(v_audit - direct, 0.0))
