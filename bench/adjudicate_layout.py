@@ -30,8 +30,8 @@ def _box(page, selector: str):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from reform_core.services.data import ensure_demo
-    from reform_core.services.uow import dispose_engines, get_engine
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.platform.uow import dispose_engines, get_engine
     from tests.e2e.harness import browser_context, streamlit_app
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -103,10 +103,10 @@ def build_reform(db: Path) -> dict:
     """Paper-scale project, an annotator, a 51,000-task plan and the default plan."""
     import pandas as pd
 
-    from reform_core.services import adjudication as S
-    from reform_core.services.data import simulate_into
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import create_user
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.data.simulated import simulate_into
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import create_user
 
     db.unlink(missing_ok=True)
     url = f"sqlite:///{db}"

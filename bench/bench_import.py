@@ -34,8 +34,8 @@ from bench.machine import machine_line  # noqa: E402
 CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {code_root!r})
-from reform_core.services.uow import get_engine
-from reform_core.services.importer import import_bundle
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.data.importer import import_bundle
 eng = get_engine({url!r})
 t = time.perf_counter()
 counts = import_bundle(eng, {bundle!r})
@@ -58,7 +58,7 @@ def cached_bundle(mult: int) -> tuple[Path, dict]:
 
 
 def write_bundle(out: Path, mult: int = 1) -> dict:
-    from reform_core.services.data import simulation_frames
+    from reform_core.services.data.simulated import simulation_frames
     from reform_core.simulate import simulate
 
     frames = simulation_frames(simulate(seed=0, scale="paper", n_questions=910 * mult, n_instructions=5000 * mult))

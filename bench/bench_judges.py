@@ -29,8 +29,8 @@ from bench.machine import cpu_model  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from fake_servers import seed_project  # noqa: E402
-from reform_core.services import judging as svc  # noqa: E402
-from reform_core.services.uow import get_engine  # noqa: E402
+from reform_core.services.judging import judging as svc  # noqa: E402
+from reform_core.services.platform.uow import get_engine  # noqa: E402
 
 DELAY, CONCURRENCY = 0.5, 64
 

@@ -38,9 +38,9 @@ GHOST_LEASE_S = 3
 
 
 def _worker(url, plan_id, user_id, username, seconds, think, seed, start, out) -> None:
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
-    from reform_core.services.uow import get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
     me = Principal(user_id, username, "annotator")
@@ -73,9 +73,9 @@ def _worker(url, plan_id, user_id, username, seconds, think, seed, start, out) -
 
 
 def _ghost(url, plan_id, users, start, out) -> None:
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
-    from reform_core.services.uow import get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
     start.wait()
@@ -91,10 +91,10 @@ def _ghost(url, plan_id, users, start, out) -> None:
 def prepare(url: str, *, scale: str, workers: int, seed: int = 7) -> dict:
     """Simulated project + one plan (10 % double adjudication) + annotator accounts."""
     from db.repo.adjudication import ensure_user, write_tx
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
-    from reform_core.services.data import simulate_into
-    from reform_core.services.uow import dispose_engines, get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
+    from reform_core.services.data.simulated import simulate_into
+    from reform_core.services.platform.uow import dispose_engines, get_engine
 
     eng = get_engine(url)
     simulate_into(eng, seed=seed, scale=scale)
@@ -138,7 +138,7 @@ def _pct(xs, q) -> float:
 def check(url: str, setup: dict, res: list[dict], ghost_tasks: list[int]) -> dict:
     from sqlalchemy import text
 
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
     plan_id = setup["plan_id"]
@@ -185,7 +185,7 @@ def _pg_database(admin: str) -> tuple[str, callable]:
         c.execute(f'CREATE DATABASE "{name}"')
 
     def drop():
-        from reform_core.services.uow import dispose_engines
+        from reform_core.services.platform.uow import dispose_engines
 
         dispose_engines()
         with psycopg.connect(admin, autocommit=True) as c:

@@ -50,9 +50,9 @@ WORKLOADS = [("no think time", 0.0, 100), ("think U(0.5, 1.5) s", 1.0, 30)]
 
 
 def _worker(url, plan_id, user_id, username, think, n_claims, ready, start, out) -> None:
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
-    from reform_core.services.uow import get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
     me = Principal(user_id, username, "annotator")
@@ -79,10 +79,10 @@ def _worker(url, plan_id, user_id, username, think, n_claims, ready, start, out)
 def _setup(url: str) -> tuple[int, list[tuple[int, str]]]:
     """Paper-scale project + a plan of exactly N_TASKS open tasks + 8 annotators."""
     from db.repo.adjudication import ensure_user, write_tx
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
-    from reform_core.services.data import simulate_into
-    from reform_core.services.uow import get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
+    from reform_core.services.data.simulated import simulate_into
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url)
     simulate_into(eng, seed=0, scale="paper")
@@ -145,8 +145,8 @@ def _round_trips(eng, claim) -> int:
 def bench_alone(url: str, plan_id: int, user: tuple[int, str], n: int = 50) -> dict:
     """One annotator alone: claim wall time vs this process's CPU time, and round trips."""
     from db.engine import make_engine
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
 
     eng = make_engine(url)  # a pool of its own: one connection, the one traced below
     me = Principal(user[0], user[1], "annotator")
@@ -183,9 +183,9 @@ def bench_queue(url: str, label: str) -> dict:
 
 
 def bench_live(url: str) -> dict:
-    from reform_core.services import adjudication as S
-    from reform_core.services.instances import load_instances
-    from reform_core.services.uow import get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.data.instances import load_instances
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url)
     load = []
@@ -219,7 +219,7 @@ def _pg_database(admin_url: str):
     url = u.set(drivername="postgresql+psycopg", database=name).render_as_string(hide_password=False)
 
     def drop():
-        from reform_core.services.uow import dispose_engines
+        from reform_core.services.platform.uow import dispose_engines
 
         dispose_engines()
         with psycopg.connect(conninfo, autocommit=True) as conn:

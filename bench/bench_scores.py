@@ -83,10 +83,10 @@ def paper_db() -> str:
     done = db.with_suffix(".done")
     url = f"sqlite:///{db}"
     if not done.exists():
-        from reform_core.services import adjudication as S
-        from reform_core.services.data import simulate_into
-        from reform_core.services.uow import dispose_engines, get_engine
-        from reform_core.services.users import create_user
+        from reform_core.services.adjudication import adjudication as S
+        from reform_core.services.data.simulated import simulate_into
+        from reform_core.services.platform.uow import dispose_engines, get_engine
+        from reform_core.services.accounts.users import create_user
 
         OUT.mkdir(parents=True, exist_ok=True)
         db.unlink(missing_ok=True)
@@ -109,10 +109,10 @@ def ensure_cluster_plan(url: str, decisions: int) -> None:
     estimator then scores the project with it)."""
     from sqlalchemy import text
 
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
-    from reform_core.services.planning import create_cluster_plan
-    from reform_core.services.uow import dispose_engines, get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication.planning import create_cluster_plan
+    from reform_core.services.platform.uow import dispose_engines, get_engine
 
     marker = Path(url.removeprefix("sqlite:///")).with_suffix(".cluster")
     if marker.exists():
@@ -146,9 +146,9 @@ def child(url: str, cycles: int) -> None:
     from streamlit.testing.v1 import AppTest
 
     from pages.components import state
-    from reform_core.services import adjudication as S
-    from reform_core.services.auth import Principal
-    from reform_core.services.uow import get_engine
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.accounts.auth import Principal
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url)
     with eng.connect() as conn:

@@ -60,7 +60,7 @@ BASE = (0.05, 0.01, True)
 LABELS = {"cluster": "default (question-cluster)", "stratified": "stratified (paper's rule)", "pooled": "pooled",
           "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
-REVISION = "v9-floor-joint"  # estimator revision in the cache key (raw results of another revision are not mixed in)
+REVISION = "v10-floor-products"  # estimator revision in the cache key (raw results of another revision are not mixed in)
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 METRIC_LABELS = {"constraint_level": "constraint level"}
 

@@ -125,8 +125,8 @@ def replicate(seed: int, errors=(0.0, 0.05), *, reps: int = 200, workdir: str | 
     """One seed of the generator through plan / tasks / import / score (module docstring)."""
     from bench.independent_project import annotator_rates, generate
     from reform_core.metrics import reform
-    from reform_core.services.importer import frames_bundle, import_bundle_obj
-    from reform_core.services.uow import get_engine
+    from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+    from reform_core.services.platform.uow import get_engine
 
     inst = generate(seed)
     truth = reform.table2(inst, p="truth").set_index("model")

@@ -19,8 +19,8 @@ from pages.components import errors, keys, state
 from pages.components.render import md
 from pages.components.session import leave_if_signed_out, require_page, still_signed_in
 from reform_core.config import get_settings
-from reform_core.services import adjudication as S
-from reform_core.services.auth import AccessDenied
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import AccessDenied
 
 principal = require_page("adjudicate")
 engine = state.engine()

@@ -9,7 +9,9 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md, md_lines, tidy
 from pages.components.session import require_page
-from reform_core.services import collection, construction, judging
+from reform_core.services.judging import collection
+from reform_core.services.studies import construction
+from reform_core.services.judging import judging
 
 require_page("run_construction")
 eng = state.engine()

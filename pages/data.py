@@ -5,7 +5,7 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md, show_markdown, show_raw
 from pages.components.session import require_page
-from reform_core.services import browse
+from reform_core.services.data import browse
 
 principal = require_page("view_data")
 eng = state.engine()

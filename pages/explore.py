@@ -10,8 +10,8 @@ import streamlit as st
 
 from pages.components import render
 from pages.components.session import require_page
-from reform_core.services import explore
-from reform_core.services.scoring import ScoringError
+from reform_core.services.project import explore
+from reform_core.services.scoring.scoring import ScoringError
 
 PAGE_SIZE = 50
 principal = require_page("explore")

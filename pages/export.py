@@ -1,5 +1,5 @@
 """Export: every score table, per-instance p_u, the human records and the manifest, as one zip
-(the same files as ``python -m reform_core export``; SPEC §8)."""
+(the same files as ``python -m reform_core export``; docs/formats.md#exports)."""
 
 from datetime import datetime, timezone
 
@@ -9,9 +9,9 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md, md_lines
 from pages.components.session import require_page
-from reform_core.services import explore
+from reform_core.services.project import explore
 from reform_core.estimators.base import names as estimator_names
-from reform_core.services.scoring import ScoringError
+from reform_core.services.scoring.scoring import ScoringError
 
 principal = require_page("export")
 st.title("Export")

@@ -7,7 +7,8 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md
 from pages.components.session import require_page
-from reform_core.services import catalogs, table_import
+from reform_core.services.data import catalogs
+from reform_core.services.data import table_import
 
 principal = require_page("import_data")
 eng = state.engine()

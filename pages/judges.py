@@ -1,7 +1,7 @@
 """Judges: per-judge counts, judge runs as background jobs with live progress, the
 versioned grading prompt.
 
-A run started here is a job of the app process (``reform_core.services.jobs``): the page
+A run started here is a job of the app process (``reform_core.services.platform.jobs``): the page
 returns at once, the run goes on across navigation and reloads, any session sees its
 progress (polled by a fragment) and can cancel it; a run whose process died shows as
 stale and can be resumed. Requests go to the provider's official API or to an endpoint a
@@ -12,8 +12,10 @@ import streamlit as st
 
 from pages.components import errors, render, state
 from pages.components.session import leave_if_signed_out, require_page
-from reform_core.services import jobs, judging, scoring
-from reform_core.services.scoring import ScoringError
+from reform_core.services.platform import jobs
+from reform_core.services.judging import judging
+from reform_core.services.scoring import scoring
+from reform_core.services.scoring.scoring import ScoringError
 
 principal = require_page("run_judges")
 eng = state.engine()

@@ -1,5 +1,5 @@
 """MOSAIC results: PA, SCC bars, PCC heatmap, PosCC by position, and each output with its
-failing checks (seed 003 §3.2, §4; SPEC §6)."""
+failing checks (the MOSAIC paper, sections 3.2 and 4; docs/metrics.md#mosaic)."""
 
 import altair as alt
 import pandas as pd
@@ -9,7 +9,7 @@ from pages.components import render, state, studies
 from pages.components.palette import model_order, model_scale
 from pages.components.session import require_page
 from reform_core import display
-from reform_core.services import mosaic
+from reform_core.services.studies import mosaic
 
 principal = require_page("view_scores")
 eng = state.engine()

@@ -10,9 +10,9 @@ from pages.components import errors, state
 from pages.components import plans as plans_view
 from pages.components.render import md, md_lines, tidy
 from pages.components.session import leave_if_signed_out, require_page
-from reform_core.services import adjudication as S
-from reform_core.services import estimates as E
-from reform_core.services import planning as P
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.scoring import estimates as E
+from reform_core.services.adjudication import planning as P
 
 DESIGNS = {"Question-cluster (default estimator)": "cluster", "Stratified (paper, Cochran/FPC)": "stratified"}
 

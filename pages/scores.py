@@ -1,8 +1,8 @@
 """Scores: Table 2 from the default estimator (or a paper rule / a raw judge) with its
 measurement and population intervals, the planner's verdict, the audit's both-wrong rates
 and the annotators' estimated accuracy (leads); the appendix tables, the task × model heatmap and
-failing units per cell (SPEC §3; seed 000 Figure 3, Tables 2, 3, A2, A3, A5–A8); IFEval's
-accuracies for IFEval projects. Every number that is missing says why (SPEC §4.2)."""
+failing units per cell (docs/metrics.md#reporting-tables; the ReFormBench paper's Figure 3, Tables 2, 3, A2, A3, A5–A8); IFEval's
+accuracies for IFEval projects. Every number that is missing says why (docs/metrics.md#missing-data)."""
 
 from urllib.parse import urlencode
 
@@ -12,9 +12,9 @@ import streamlit as st
 from pages.components import analyses_view, errors, render
 from pages.components import plans as plans_view
 from pages.components.session import leave_if_signed_out, require_page
-from reform_core.services import explore
-from reform_core.services.estimates import MEASUREMENT_TEXT, POPULATION_TEXT, estimator_label, interval_method, verdict
-from reform_core.services.scoring import ScoringError
+from reform_core.services.project import explore
+from reform_core.services.scoring.estimates import MEASUREMENT_TEXT, POPULATION_TEXT, estimator_label, interval_method, verdict
+from reform_core.services.scoring.scoring import ScoringError
 
 principal = require_page("view_scores")
 st.title("Scores")

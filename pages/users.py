@@ -8,8 +8,8 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md, tidy
 from pages.components.session import oidc_mode, require_page
-from reform_core.services.auth import ROLES
-from reform_core.services.users import MIN_PASSWORD, create_user, list_users, set_password, update_user
+from reform_core.services.accounts.auth import ROLES
+from reform_core.services.accounts.users import MIN_PASSWORD, create_user, list_users, set_password, update_user
 
 principal = require_page("manage_users")
 st.title("Users")

@@ -6,9 +6,10 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md, md_lines
 from pages.components.session import require_page
-from reform_core.services import wise, wording
+from reform_core.services.studies import generations, wise
+from reform_core.services.studies import wording
 
-# The original WISE exact-count panel (seed 002 Table 1), a starting point for a new study.
+# The original WISE exact-count panel (the WISE paper's Table 1), a starting point for a new study.
 DEFAULT_FORMS = pd.DataFrame({
     "key": ["POS", "NEG", "NEVER", "AVOID1", "AVOID2", "CNEG"],
     "template": [
@@ -84,7 +85,7 @@ with gens:
     into = st.text_input("Into WISE study (optional; created if new)", key="wording_gen_study")
     if st.button("Import generations", type="primary", key="wording_gen_import", disabled=f is None):
         try:
-            out = wording.import_generations(eng, principal, data=f.getvalue(), filename=f.name, study=into)
+            out = generations.import_generations(eng, principal, data=f.getvalue(), filename=f.name, study=into)
             st.success(f"{out['rows']} rows: {out['written']} written, {out['existing']} already stored.")
         except wording.ImportFailed as exc:
             _problems(exc)

@@ -9,7 +9,7 @@ import streamlit as st
 from pages.components import keys, state
 from pages.components.render import md, md_lines, tidy
 from pages.components.session import require_page
-from reform_core.services import wording
+from reform_core.services.studies import wording
 
 YES_NO = ("Yes", "No")
 SCALE_KEYS = ("1", "2", "3", "4", "5")

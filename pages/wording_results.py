@@ -10,7 +10,7 @@ from pages.components.studies import agreement_table, wise_section
 from pages.components.render import md, tidy
 from pages.components.session import require_page
 from reform_core.safe_csv import csv_text
-from reform_core.services import wording
+from reform_core.services.studies import wording
 
 principal = require_page("view_scores")
 eng = state.engine()

@@ -3,7 +3,7 @@
 Readable column names, points rounded to what their population interval supports, both
 intervals as ``lo–hi`` text, a too-few estimate greyed with its ``n``
 (:mod:`reform_core.display`, docs/display.md), p-values as ``< 1e-4``. The result frames of
-:mod:`reform_core.services.analyses` (and ``analyses --json``) keep full precision. Pure.
+:mod:`reform_core.services.scoring.analyses` (and ``analyses --json``) keep full precision. Pure.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ import numbers
 from statistics import NormalDist
 
 
-def _check_int(value, name: str, minimum: int = 0) -> int:
+def check_int(value, name: str, minimum: int = 0) -> int:
+    """``value`` as an int, refused (ValueError naming ``name``) unless an integer >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
@@ -44,7 +45,7 @@ def cochran_size(population, *, confidence: float = 0.95, p: float = 0.5, margin
     int
         The sample size, never more than ``population``.
     """
-    population = _check_int(population, "population")
+    population = check_int(population, "population")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     if not 0 < p < 1:

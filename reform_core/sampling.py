@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY, condition_suffix
-from reform_core.sample_size import _check_int, cochran_size  # noqa: F401 - re-exported (stable interface)
+from reform_core.sample_size import check_int, cochran_size  # noqa: F401 - cochran_size re-exported (stable interface)
 
 DIRECTION_A1B0 = "A1B0"
 DIRECTION_A0B1 = "A0B1"
@@ -107,7 +107,7 @@ def allocate(stratum_sizes: pd.Series, n: int) -> pd.Series:
     Series
         Allocated n_h (int64), same index and order as ``stratum_sizes``.
     """
-    n = _check_int(n, "n")
+    n = check_int(n, "n")
     if not isinstance(stratum_sizes, pd.Series):
         raise ValueError("stratum_sizes must be a pandas Series indexed by stratum key")
     if stratum_sizes.index.has_duplicates:
@@ -262,7 +262,7 @@ def audit_sample(agreements: pd.DataFrame, n: int, rng: np.random.Generator, *, 
         The sampled rows plus ``queue_order``, sorted by ``queue_order``.
     """
     _check_rng(rng)
-    n = _check_int(n, "n")
+    n = check_int(n, "n")
     _require_columns(agreements, [INSTANCE_KEY, by], "agreements")
     if agreements[INSTANCE_KEY].duplicated().any():
         raise ValueError("agreements has duplicate iid values")

@@ -48,7 +48,7 @@ def postgres_url():
         conn.execute(f'CREATE DATABASE "{name}"')
     url = u.set(drivername="postgresql+psycopg", database=name).render_as_string(hide_password=False)
     yield url
-    from reform_core.services.uow import dispose_engines
+    from reform_core.services.platform.uow import dispose_engines
 
     dispose_engines()
     with psycopg.connect(conninfo, autocommit=True) as conn:

@@ -74,10 +74,11 @@ def write_bundle(dest: Path) -> dict[tuple[str, str], str]:
 def load_project(url: str, root: Path) -> dict[tuple[str, str], str]:
     """Import the hostile bundle into the database at ``url``, make its two judges the
     scoring pair and draw a sample plan with a hostile name; returns the name map."""
-    from reform_core.services import adjudication, scoring
-    from reform_core.services.importer import import_bundle
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication import adjudication
+    from reform_core.services.scoring import scoring
+    from reform_core.services.data.importer import import_bundle
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     names = write_bundle(root / "bundle")
     engine = get_engine(url)

@@ -10,7 +10,7 @@ locks come from ``FOR UPDATE [SKIP LOCKED]``.
 
 Append-only adjudications: a row is *current* when no other row supersedes it; a current
 row with ``choice = 'retracted'`` means its author withdrew the decision (see
-``reform_core.services.adjudication.undo_last``).
+``reform_core.services.adjudication.adjudication.undo_last``).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def adjudication_rows(conn: Connection, *, judge_a_id: Optional[int] = None, jud
 
 def current_decision_count(conn: Connection, *, judge_a_id: int, judge_b_id: int, except_plan: int) -> int:
     """Current decisions (not superseded, not retracted) of the plans of a judge pair (either
-    order) other than ``except_plan`` — :func:`reform_core.services.instances.current_decisions`
+    order) other than ``except_plan`` — :func:`reform_core.services.data.instances.current_decisions`
     over :func:`adjudication_rows`, counted in SQL."""
     return int(conn.execute(text(
         "SELECT COUNT(*) FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id "

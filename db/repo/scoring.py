@@ -1,4 +1,4 @@
-"""Small reads the scoring service needs besides the instances (``services/instances.py``)."""
+"""Small reads the scoring service needs besides the instances (``services/data/instances.py``)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 # Every read here runs on a SQLAlchemy connection or, for ``status`` on a SQLite file, on a
-# stdlib ``sqlite3`` connection (no SQLAlchemy import: reform_core.services.status).
+# stdlib ``sqlite3`` connection (no SQLAlchemy import: reform_core.services.data.status).
 Conn = Union["Connection", sqlite3.Connection]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.components.render import show_markdown, show_raw
-from reform_core.services.adjudication import Item
+from reform_core.services.adjudication.adjudication import Item
 
 HEADINGS = 3  # a "#" heading inside untrusted text renders as h4: below the page's own headings
 

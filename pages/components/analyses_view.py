@@ -18,10 +18,10 @@ from pages.components import render
 from pages.components.palette import model_order
 from reform_core import analyses_display
 from reform_core.safe_csv import csv_text
-from reform_core.services.analyses import (N_BOOT, RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
+from reform_core.services.scoring.analyses import (N_BOOT, RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
                                            static_analyses, static_version, with_static)
-from reform_core.services.auth import Principal
-from reform_core.services.background import Latest, Refreshers
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.platform.background import Latest, Refreshers
 
 RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "Stratified per condition"}
 

@@ -11,7 +11,7 @@ class PageSpec:
     title: str
     icon: str
     section: str
-    action: str  # the permission checked by reform_core.services.auth
+    action: str  # the permission checked by reform_core.services.accounts.auth
 
 
 PAGES: list[PageSpec] = [

@@ -11,9 +11,9 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.render import data_version, intervals, md, md_lines, tidy
-from reform_core.services import estimates
-from reform_core.services.auth import Principal, require
-from reform_core.services.scoring import ScoringError
+from reform_core.services.scoring import estimates
+from reform_core.services.accounts.auth import Principal, require
+from reform_core.services.scoring.scoring import ScoringError
 
 
 @st.cache_data(ttl=600, max_entries=4, show_spinner="Estimating the plan's precision…")
@@ -24,7 +24,7 @@ def _plan_precision(version: tuple, _principal: Principal, plan_id: int) -> Opti
 def _held_estimate(principal: Principal, plan_id: int):
     """The Scores page's estimate with intervals when ``plan_id`` is the scoring pair's plan and
     its intervals are fresh (the very same run), else None."""
-    from reform_core.services.adjudication import default_pair
+    from reform_core.services.adjudication.adjudication import default_pair
 
     pair = default_pair(state.engine())
     plan = estimates.design_plan(state.engine(), *pair) if pair else None
@@ -74,7 +74,7 @@ def _flash(message: str) -> None:
 
 def stop_or_extend(principal: Principal, name: str, params: dict) -> None:
     """A lead's controls: close the plan where it stands, or extend it (question-cluster plans)."""
-    from reform_core.services import plan_lifecycle as L
+    from reform_core.services.adjudication import plan_lifecycle as L
 
     closed = estimates.closure_of(params)
     if closed is not None:

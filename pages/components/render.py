@@ -23,9 +23,9 @@ from markdown_it import MarkdownIt
 
 from pages.components import state
 from reform_core import display
-from reform_core.services import explore
-from reform_core.services.auth import Principal, require, require_any
-from reform_core.services.scoring import SMALL_SHARE  # noqa: F401 - the Scores page's threshold
+from reform_core.services.project import explore
+from reform_core.services.accounts.auth import Principal, require, require_any
+from reform_core.services.scoring.scoring import SMALL_SHARE  # noqa: F401 - the Scores page's threshold
 
 # ----------------------------------------------------------------------------- untrusted text
 
@@ -333,7 +333,7 @@ def rank_notes(ranks: pd.DataFrame) -> list[str]:
 
 def heatmap(cells: pd.DataFrame, metric: str, *, model_order: list[str], task_order: list[str],
             selection: Optional[alt.Parameter] = None) -> alt.Chart:
-    """Task × model heatmap of one metric (seed 000 Figure 3): shared 0–100 scale, values in cells."""
+    """Task × model heatmap of one metric (the ReFormBench paper's Figure 3): shared 0–100 scale, values in cells."""
     data = cells[["model", "task_type", metric]].rename(columns={metric: "value"})
     base = alt.Chart(data).encode(
         x=alt.X("task_type:N", title="task type", sort=task_order, axis=alt.Axis(labelAngle=-30)),
@@ -442,9 +442,9 @@ def data_version() -> tuple[int, ...]:
 
 
 def score_result(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None):
-    """The :class:`~reform_core.services.scoring.ScoreResult` of the current data version (shared,
+    """The :class:`~reform_core.services.scoring.scoring.ScoreResult` of the current data version (shared,
     do not mutate): one scored state per labelling, new decisions applied to it incrementally
-    (``reform_core.services.score_state``)."""
+    (``reform_core.services.scoring.score_state``)."""
     require_any(principal, ("view_scores", "explore"))
     with st.spinner("Scoring the project…", show_time=True):
         return state.score_cache().result(state.engine(), principal, data_version(), calibration=calibration,
@@ -454,7 +454,7 @@ def score_result(principal: Principal, *, calibration: str = "cluster", judge: O
 def intervals(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None,
               start: bool = True):
     """95 % intervals (2,000 replicates, seed 0) of the current state: an
-    :class:`~reform_core.services.score_state.Intervals` (``fresh`` False while they are being
+    :class:`~reform_core.services.scoring.score_state.Intervals` (``fresh`` False while they are being
     recomputed in the background; ``frame`` then holds the last ones, or None). ``start=False``:
     look only (the page then calls :func:`start_intervals` at its end)."""
     require(principal, "view_scores")
@@ -488,14 +488,14 @@ def explore_frame(principal: Principal) -> tuple[pd.DataFrame, pd.Series]:
 
 @st.cache_data(ttl=600, max_entries=2, show_spinner=False)
 def _overview_data(version: tuple, _principal: Principal) -> dict:
-    from reform_core.services.overview import data_part
+    from reform_core.services.project.overview import data_part
 
     return data_part(state.engine(), _principal)
 
 
 @st.cache_data(ttl=60, max_entries=2, show_spinner=False)
 def _overview_decisions(version: tuple, _principal: Principal) -> dict:
-    from reform_core.services.overview import decisions_part
+    from reform_core.services.project.overview import decisions_part
 
     return decisions_part(state.engine(), _principal)
 
@@ -504,8 +504,8 @@ def overview(principal: Principal):
     """The project overview: the counts and agreement cached per version of the judged data
     (seconds at 10×), the decision counts and plan progress per version of the decisions
     (counters: milliseconds), so a new decision never recomputes the judged-data part."""
-    from reform_core.services.overview import combine
-    from reform_core.services.score_state import split_version
+    from reform_core.services.project.overview import combine
+    from reform_core.services.scoring.score_state import split_version
 
     require(principal, "view_overview")
     version = data_version()
@@ -516,7 +516,7 @@ def overview(principal: Principal):
 
 @st.cache_data(ttl=600, max_entries=4, show_spinner=False)
 def _judges_summary(version: tuple, _principal: Principal) -> pd.DataFrame:
-    from reform_core.services import judging
+    from reform_core.services.judging import judging
 
     return judging.judges_summary(state.engine(), _principal)
 
@@ -524,7 +524,7 @@ def _judges_summary(version: tuple, _principal: Principal) -> pd.DataFrame:
 def judges_summary(principal: Principal) -> pd.DataFrame:
     """The Judges page's per-judge counts, recomputed whenever a judgment or judge is added
     or any job (a judge run) starts, records progress or ends — never stale until a reload."""
-    from reform_core.services import judging
+    from reform_core.services.judging import judging
 
     require(principal, "run_judges")
     return _judges_summary(judging.summary_version(state.engine()), principal)

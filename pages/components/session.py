@@ -1,6 +1,6 @@
 """The signed-in principal of this browser session.
 
-Password mode keeps the session in a signed session token (``reform_core.services.users``):
+Password mode keeps the session in a signed session token (``reform_core.services.accounts.users``):
 in this Streamlit session's state, and in a cookie (``reform_session``, ``SameSite=Strict``)
 so that a reload, a typed address or a link opened in a new tab (each a new Streamlit
 session) is still signed in. The token is checked against the database on every run, so
@@ -8,7 +8,7 @@ sign-out, deactivation and a role change end it at once, in every open tab.
 
 Single sign-on (``REFORM_AUTH_MODE=oidc``) signs in through ``st.login``; the identity in
 Streamlit's signed login cookie (``st.user``) is checked against its account on every run
-(``reform_core.services.sso``), with the same 12-hour limit and the same revocations.
+(``reform_core.services.accounts.sso``), with the same 12-hour limit and the same revocations.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import streamlit as st
 
 from pages.components.state import engine
 from reform_core.config import get_settings
-from reform_core.services.auth import Principal
+from reform_core.services.accounts.auth import Principal
 
 PRINCIPAL_KEY = "reform_principal"
 TOKEN_KEY = "reform_token"
@@ -55,7 +55,7 @@ def _password_principal() -> Principal | None:
     """The principal of this session's token (from a sign-in in this tab, else the cookie of
     an earlier one), checked against the database now; None (and the tab signed out) once
     it is expired or revoked."""
-    from reform_core.services.users import session_principal
+    from reform_core.services.accounts.users import session_principal
 
     token = st.session_state.get(TOKEN_KEY)
     if token is None:
@@ -82,7 +82,7 @@ def oidc_ready() -> bool:
     otherwise show the one-line reason (also logged once) and return False."""
     from pages.components.render import md
     from pages.components.state import oidc_provider
-    from reform_core.services.oidc_provider import OidcConfigError
+    from reform_core.services.accounts.oidc_provider import OidcConfigError
 
     try:
         oidc_provider()
@@ -98,8 +98,8 @@ def oidc_ready() -> bool:
 def _userinfo() -> dict:
     """The provider's userinfo claims for the signed-in identity (asked with its access token)."""
     from pages.components.state import oidc_provider
-    from reform_core.services.oidc_provider import UserinfoError, fetch_userinfo
-    from reform_core.services.sso import SignInRefused
+    from reform_core.services.accounts.oidc_provider import UserinfoError, fetch_userinfo
+    from reform_core.services.accounts.sso import SignInRefused
 
     try:
         return fetch_userinfo(oidc_provider().userinfo_endpoint, st.user.tokens.to_dict().get("access"))
@@ -112,7 +112,7 @@ def _userinfo() -> dict:
 def _oidc_principal() -> Principal | None:
     """The account of the identity Streamlit signed in (``st.user``), checked now; None, with the
     reason kept for the sign-in page, when it may not use ReForm."""
-    from reform_core.services.sso import SignInRefused, sso_principal
+    from reform_core.services.accounts.sso import SignInRefused, sso_principal
 
     st.session_state.pop(REFUSAL_KEY, None)
     if not st.user.is_logged_in:
@@ -138,7 +138,7 @@ def current_principal() -> Principal | None:
             return None  # local mode makes the visitor the lead: never for another machine
         p = st.session_state.get(PRINCIPAL_KEY)
         if p is None:
-            from reform_core.services.users import local_principal
+            from reform_core.services.accounts.users import local_principal
 
             p = st.session_state.setdefault(PRINCIPAL_KEY, local_principal(engine()))
         return p
@@ -164,7 +164,7 @@ def landing_page(principal: Principal | None, default: str) -> tuple[str, bool]:
     if principal.role == "annotator" and not local_mode():
         landing = QUEUE_PAGE
     elif local_mode() and principal.can("adjudicate"):
-        from reform_core.services.adjudication import has_queue_to_resume
+        from reform_core.services.adjudication.adjudication import has_queue_to_resume
 
         landing = QUEUE_PAGE if has_queue_to_resume(engine(), principal) else default
     else:
@@ -195,7 +195,7 @@ def session_ended() -> bool:
 def sign_in(principal: Principal) -> None:
     """Start a session for ``principal`` (after a password sign-in): a new token, kept in this
     tab's state and written to the cookie by :func:`persist`."""
-    from reform_core.services.users import issue_session
+    from reform_core.services.accounts.users import issue_session
 
     st.session_state.clear()  # no state carried across identities (session fixation)
     st.session_state[TOKEN_KEY] = issue_session(engine(), principal)
@@ -207,7 +207,7 @@ def persist() -> None:
     script holds only a token this server issued, checked to be letters, digits, '.', '-', '_'."""
     import re
 
-    from reform_core.services.users import SESSION_HOURS
+    from reform_core.services.accounts.users import SESSION_HOURS
 
     token = st.session_state.get(TOKEN_KEY)
     if token is not None and _cookie_token() != token and re.fullmatch(r"[0-9A-Za-z._-]{1,400}", token):
@@ -223,14 +223,14 @@ def sign_out() -> None:
     """End this session: its token (password mode), or this sign-in's session and Streamlit's
     login cookie, and the provider's session where it offers RP-initiated logout (oidc)."""
     if oidc_mode():
-        from reform_core.services.sso import end_sso_session
+        from reform_core.services.accounts.sso import end_sso_session
 
         st.session_state.clear()
         if st.user.is_logged_in:
             end_sso_session(engine(), st.user.to_dict())
             st.logout()
         return
-    from reform_core.services.users import end_session
+    from reform_core.services.accounts.users import end_session
 
     end_session(engine(), st.session_state.get(TOKEN_KEY) or _cookie_token())
     st.session_state.clear()
@@ -260,7 +260,7 @@ def through_app() -> None:
 
 def require_page(action: str) -> Principal:
     """Stop rendering unless the principal may perform ``action`` (server-side check)."""
-    from reform_core.services.auth import AccessDenied, require
+    from reform_core.services.accounts.auth import AccessDenied, require
 
     through_app()
     try:

@@ -39,7 +39,7 @@ def render(url_path: str = "") -> None:
     if session.oidc_mode():
         _render_sso(url_path)
         return
-    from reform_core.services.users import SignInError, prepare_sign_in, sign_in
+    from reform_core.services.accounts.users import SignInError, prepare_sign_in, sign_in
 
     prepare_sign_in()
 

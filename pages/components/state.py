@@ -12,8 +12,8 @@ USER_KEY = "reform_user"
 @st.cache_resource(show_spinner="Opening the project database…")
 def engine():
     """One engine per process; upgrades the schema and loads the demo on first start."""
-    from reform_core.services.data import ensure_demo
-    from reform_core.services.uow import get_engine
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.platform.uow import get_engine
 
     s = get_settings()
     eng = get_engine(s.database_url)
@@ -25,8 +25,8 @@ def engine():
 @st.cache_resource
 def score_cache():
     """The process's scored states (one per labelling, bounded; see
-    ``reform_core.services.score_state``)."""
-    from reform_core.services.score_state import ScoreCache
+    ``reform_core.services.scoring.score_state``)."""
+    from reform_core.services.scoring.score_state import ScoreCache
 
     return ScoreCache(max_states=2)
 
@@ -52,6 +52,6 @@ def oidc_provider():
     """The identity provider of ``REFORM_AUTH_MODE=oidc``, its ``[auth]`` configuration and
     metadata checked once per process (``OidcConfigError`` is not cached: the next run checks
     again, so a provider that was down at start is picked up once it answers)."""
-    from reform_core.services.oidc_provider import check_auth_config
+    from reform_core.services.accounts.oidc_provider import check_auth_config
 
     return check_auth_config(auth_settings())

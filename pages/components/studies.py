@@ -14,8 +14,9 @@ import streamlit as st
 from pages.components import render, state
 from pages.components.palette import direction_chart
 from reform_core import display
-from reform_core.services import mosaic, wise
-from reform_core.services.auth import Principal, require
+from reform_core.services.studies import mosaic
+from reform_core.services.studies import wise
+from reform_core.services.accounts.auth import Principal, require
 
 N_BOOT = 2000
 
@@ -137,7 +138,7 @@ def shown_metric(value, lo, hi, unit: str) -> str:
 
 
 def wise_section(principal: Principal, *, linked: str | None = None) -> None:
-    """The WISE robustness results of one study (seed 002 Tables 2, 4, 5, 10, 11)."""
+    """The WISE robustness results of one study (the WISE paper's Tables 2, 4, 5, 10 and 11; docs/metrics.md#wording-robustness)."""
     st.header("WISE wording robustness")
     studies = wise.list_studies(state.engine(), principal)
     if studies.empty:

@@ -14,7 +14,7 @@ from reform_core.commands.common import DbOption, fail, open_engine, print_json
 def _check_plan_options(judges: str, design: str, metric: str, target_half_width: Optional[float],
                         audit_share: Optional[float], audit: int) -> list[str]:
     """``plan``'s options checked (an error exit names the option); the judge pair."""
-    from reform_core.services.planning import DESIGNS
+    from reform_core.services.adjudication.planning import DESIGNS
 
     pair = [j.strip() for j in judges.split(",")]
     if len(pair) != 2 or not all(pair):
@@ -100,9 +100,9 @@ def register(app: typer.Typer) -> None:
         The design is described in docs/estimator.md. Its precision target is
         --target-half-width, else ±100·margin pp on TCPR; the Scores page's verdict says
         "precise enough" once every model's measurement half-width meets it."""
-        from reform_core.services.adjudication import create_plan
-        from reform_core.services.planning import create_cluster_plan
-        from reform_core.services.users import cli_principal
+        from reform_core.services.adjudication.adjudication import create_plan
+        from reform_core.services.adjudication.planning import create_cluster_plan
+        from reform_core.services.accounts.users import cli_principal
 
         pair = _check_plan_options(judges, design, metric, target_half_width, audit_share, audit)
         engine = open_engine(db)
@@ -138,8 +138,8 @@ def register(app: typer.Typer) -> None:
                        json_out: bool = typer.Option(False, "--json")):
         """Close a plan where it stands ("stop here"): its remaining open tasks are withdrawn and
         the estimate is final for the sample reached; the reason is recorded. Leads only."""
-        from reform_core.services.plan_lifecycle import close_plan
-        from reform_core.services.users import cli_principal
+        from reform_core.services.adjudication.plan_lifecycle import close_plan
+        from reform_core.services.accounts.users import cli_principal
 
         engine = open_engine(db)
         try:
@@ -160,8 +160,8 @@ def register(app: typer.Typer) -> None:
                         json_out: bool = typer.Option(False, "--json")):
         """Extend a question-cluster plan: about N more questions per model drawn with the same
         design (a question sampled before stays sampled), their tasks added behind the others."""
-        from reform_core.services.plan_lifecycle import extend_plan
-        from reform_core.services.users import cli_principal
+        from reform_core.services.adjudication.plan_lifecycle import extend_plan
+        from reform_core.services.accounts.users import cli_principal
 
         engine = open_engine(db)
         try:
@@ -186,8 +186,8 @@ def register(app: typer.Typer) -> None:
         distinct annotators still needed; answer = the field a decision gives: choice A|B|neither on
         a disagreement, verdict pass|fail on an audit, asked without showing the judges' label).
         Their decisions come back through `import DIR` (adjudications.jsonl)."""
-        from reform_core.services.adjudication import write_tasks
-        from reform_core.services.users import cli_principal
+        from reform_core.services.adjudication.adjudication import write_tasks
+        from reform_core.services.accounts.users import cli_principal
 
         engine = open_engine(db)
         try:

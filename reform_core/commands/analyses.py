@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, db_url, fail, print_json
+from reform_core.commands.common import DbOption, db_url, fail, judge_pair, print_json
 
 
 def analyses_text(out: dict) -> str:
@@ -54,15 +54,14 @@ def register(app: typer.Typer) -> None:
         (*_meas_low / *_meas_high), defined in docs/metrics.md. Only complete, consistent pairs
         are compared; the rest is counted per reason and listed. Without --json each table is
         printed with its points rounded to their intervals (docs/display.md)."""
-        from reform_core.commands.scoring import _pair
-        from reform_core.services.analyses import N_BOOT, AnalysisError, analyses, analyses_json
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal
+        from reform_core.services.scoring.analyses import N_BOOT, AnalysisError, analyses, analyses_json
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal
 
         eng = get_engine(db_url(db))
         ref = [r.strip() for r in reference.split(",") if r.strip()] if reference else None
         try:
-            out = analyses_json(analyses(eng, cli_principal(eng), rule=rule, judge=judge, judges=_pair(judges),
+            out = analyses_json(analyses(eng, cli_principal(eng), rule=rule, judge=judge, judges=judge_pair(judges),
                                          n_boot=N_BOOT if n_boot is None else n_boot, seed=seed, reference=ref))
         except AnalysisError as exc:
             fail(str(exc))

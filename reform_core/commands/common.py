@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import typer
@@ -41,7 +42,7 @@ def stderr_is_tty() -> bool:
 
 def open_engine(db: Optional[str]):
     """The engine for the --db option (schema upgraded); a clear error if it cannot be opened."""
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     try:
         return get_engine(db_url(db))
@@ -79,3 +80,29 @@ def run_or_fail(fn: Callable[[], dict]) -> dict:
     except Exception as exc:  # noqa: BLE001 - provider/network errors: short, redacted
         fail(redact(f"{type(exc).__name__}: {exc}"))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def engine_and_principal(db: Optional[str]):
+    """The engine of ``--db`` and the CLI's own principal (a lead)."""
+    from reform_core.services.accounts.users import cli_principal
+
+    engine = open_engine(db)
+    return engine, cli_principal(engine)
+
+
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes, or a one-line failure naming it."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+
+
+def judge_pair(judges: Optional[str]) -> Optional[tuple[str, str]]:
+    """``--judges A,B`` as the pair ``(A, B)``; None when not given."""
+    if not judges:
+        return None
+    parts = [p.strip() for p in judges.split(",")]
+    if len(parts) != 2 or not all(parts):
+        fail(f"--judges: expected A,B, got {judges!r}")
+    return parts[0], parts[1]

@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Collect the missing responses of one evaluated model (resumable)."""
-        from reform_core.services import collection as svc
+        from reform_core.services.judging import collection as svc
 
         def go() -> dict:
             settings = svc.GenerationSettings(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
@@ -83,7 +83,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Compose, check and import three-constraint variants for questions without any."""
-        from reform_core.services import construction as svc
+        from reform_core.services.studies import construction as svc
 
         integrate = ({"provider": integrate_provider, "model": integrate_model, "base_url": base_url}
                      if integrate_provider else None)
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Rank main variants by calibrated all-pass probability; keep the hardest N."""
-        from reform_core.services import construction as svc
+        from reform_core.services.studies import construction as svc
 
         df = _run(lambda: svc.screen_variants(_engine(db), keep=keep, calibration=calibration))
         if out is not None:
@@ -129,7 +129,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Annotate baseline responses with catalog features (and optionally coverage)."""
-        from reform_core.services import construction as svc
+        from reform_core.services.studies import construction as svc
 
         res = _run(lambda: svc.extract_features(_engine(db), provider=provider, model=model, base_url=base_url,
                                                 open_ended=open_ended, out=out))
@@ -147,7 +147,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Write a balanced MOSAIC prompt set (the MOSAIC paper, arXiv:2601.18554, section 3.1)."""
-        from reform_core.services import construction as svc
+        from reform_core.services.studies import construction as svc
 
         res = _run(lambda: svc.write_mosaic(out, n=n, seed=seed))
         print_json(res) if as_json else typer.echo(f"{res['prompts']} prompts written to {res['file']}")
@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Write WISE task/form manifests and matched items (the WISE paper, section 4)."""
-        from reform_core.services import construction as svc
+        from reform_core.services.studies import construction as svc
 
         if not tasks.is_file():
             fail(f"--tasks: no such file {tasks}")

@@ -24,7 +24,8 @@ def register(app: typer.Typer) -> None:
                                                                   "the project; docs/catalog.md) or a stored one's name."),
                  json_out: bool = typer.Option(False, "--json")):
         """Create or upgrade the database schema and load the catalog."""
-        from reform_core.services.data import ImportFailed, init_project
+        from reform_core.services.data.reading import ImportFailed
+        from reform_core.services.project.setup import init_project
 
         try:
             out = init_project(_engine(db), catalog=catalog)
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         """Counts of questions, instructions, constraints, models, responses, judgments, disagreements,
         adjudications; the scoring pair and the sample plans."""
         from reform_core.commands.common import db_url
-        from reform_core.services.status import sqlite_status, status
+        from reform_core.services.data.status import sqlite_status, status
 
         # a current SQLite file is read with sqlite3 alone (no SQLAlchemy import); else the engine
         out = sqlite_status(db_url(db)) or status(_engine(db))
@@ -57,7 +58,8 @@ def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
         """Load the bundled demo project."""
-        from reform_core.services.data import ImportFailed, load_demo
+        from reform_core.services.data.reading import ImportFailed
+        from reform_core.services.project.setup import load_demo
 
         try:
             out = load_demo(_engine(db), progress=_progress(not json_out))
@@ -71,7 +73,8 @@ def register(app: typer.Typer) -> None:
                    replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ids."),
                    json_out: bool = typer.Option(False, "--json")):
         """Import a bundle; nothing is written unless every record is valid."""
-        from reform_core.services.data import ImportFailed, import_bundle
+        from reform_core.services.data.reading import ImportFailed
+        from reform_core.services.data.importer import import_bundle
 
         try:
             out = import_bundle(_engine(db), directory, replace=replace, progress=_progress(not json_out))
@@ -86,7 +89,8 @@ def register(app: typer.Typer) -> None:
                           replace: bool = typer.Option(False, "--replace"),
                           json_out: bool = typer.Option(False, "--json")):
         """Import IFEval-format prompts and model responses."""
-        from reform_core.services.data import ImportFailed, import_ifeval
+        from reform_core.services.data.reading import ImportFailed
+        from reform_core.services.data.ifeval_import import import_ifeval
 
         pairs = {}
         for spec in responses:
@@ -125,7 +129,7 @@ def register(app: typer.Typer) -> None:
                          json_out: bool = typer.Option(False, "--json")):
         """Import a plain table: one row per (model, prompt, constraint), with optional response
         text, judge labels and rationales; nothing is written unless every row is valid."""
-        from reform_core.services.table_import import ImportFailed, import_table_file, parse_mapping
+        from reform_core.services.data.table_import import ImportFailed, import_table_file, parse_mapping
 
         try:
             columns = parse_mapping(mapping)
@@ -150,8 +154,8 @@ def register(app: typer.Typer) -> None:
                          json_out: bool = typer.Option(False, "--json")):
         """Write a starter catalog from a table's distinct features (edit its texts, then
         import-table TABLE --catalog FILE); format: docs/catalog.md."""
-        from reform_core.services.catalog_init import catalog_init
-        from reform_core.services.table_import import ImportFailed, parse_mapping
+        from reform_core.services.data.catalog_init import catalog_init
+        from reform_core.services.data.table_import import ImportFailed, parse_mapping
 
         try:
             result = catalog_init(table, out, parse_mapping(mapping), name=name, force=force)
@@ -179,7 +183,8 @@ def register(app: typer.Typer) -> None:
         model); --extractions adds open-ended feature extractions of the baseline responses;
         --adjudicate N adds N oracle decisions per model and condition. With all of them,
         `export` writes every table of the paper offline."""
-        from reform_core.services.data import ImportFailed, simulate_into
+        from reform_core.services.data.reading import ImportFailed
+        from reform_core.services.data.simulated import simulate_into
 
         if scale not in ("paper", "small"):
             fail(f"--scale: expected paper or small, got {scale!r}")
@@ -196,6 +201,6 @@ def register(app: typer.Typer) -> None:
     @app.command("export-bundle")
     def export_bundle_cmd(out: Path = typer.Option(..., "--out"), db: Optional[str] = DbOption):
         """Write the project as an importable bundle directory."""
-        from reform_core.services.bundle_export import export_bundle
+        from reform_core.services.data.bundle_export import export_bundle
 
         print_json(export_bundle(_engine(db), out))

@@ -48,8 +48,8 @@ def register(app: typer.Typer) -> None:
         strict or loose rules; ReFormBench: the presence detectors, abstaining where parameters
         need a judge); its default names are `verifiers` (strict) and `verifiers-loose`, and a
         strict and a loose rules judge can form a scoring pair."""
-        from reform_core.services import judging as svc
-        from reform_core.services.uow import get_engine
+        from reform_core.services.judging import judging as svc
+        from reform_core.services.platform.uow import get_engine
 
         with _progress("judging", stderr_is_tty()) as progress:
             out = _run(lambda: svc.run_judge(
@@ -75,8 +75,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Batch mode: submit the pending items, poll the open batches, ingest finished ones."""
-        from reform_core.services import judging as svc
-        from reform_core.services.uow import get_engine
+        from reform_core.services.judging import judging as svc
+        from reform_core.services.platform.uow import get_engine
 
         if action not in ("submit", "poll", "ingest"):
             fail(f"action: expected submit, poll or ingest, got {action!r}")
@@ -108,8 +108,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Label the catalog features present in each baseline response (rules, then LLM)."""
-        from reform_core.services import judging as svc
-        from reform_core.services.uow import get_engine
+        from reform_core.services.judging import judging as svc
+        from reform_core.services.platform.uow import get_engine
 
         with _progress("annotating", stderr_is_tty()) as progress:
             out = _run(lambda: svc.annotate_baseline(
@@ -127,8 +127,8 @@ def register(app: typer.Typer) -> None:
         template: bool = typer.Option(False, "--template", help="The template, without a database."),
     ) -> None:
         """Print the versioned grading prompt (filled for one response)."""
-        from reform_core.services import judging as svc
-        from reform_core.services.uow import get_engine
+        from reform_core.services.judging import judging as svc
+        from reform_core.services.platform.uow import get_engine
 
         out = _run(lambda: svc.prompt_for_display(None if template else get_engine(db_url(db)),
                                                   response_id=response_id))

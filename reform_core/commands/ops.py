@@ -24,7 +24,7 @@ def _new_password(env: str, username: str) -> str:
 
 
 def list_accounts(eng) -> list[dict]:
-    from reform_core.services.users import cli_principal, list_users
+    from reform_core.services.accounts.users import cli_principal, list_users
 
     return list_users(eng, cli_principal(eng))
 
@@ -39,7 +39,7 @@ def _register_operations(app: typer.Typer) -> None:
     @app.command("backup")
     def backup_cmd(out: Path = typer.Option(..., "--out", help="Backup file to write."), db: Optional[str] = DbOption):
         """Write a consistent snapshot (SQLite backup API; pg_dump custom format on PostgreSQL)."""
-        from reform_core.services.operations import OperationFailed, backup
+        from reform_core.services.project.operations import OperationFailed, backup
 
         try:
             print_json(backup(db_url(db), out))
@@ -50,7 +50,7 @@ def _register_operations(app: typer.Typer) -> None:
     def restore_cmd(source: Path = typer.Option(..., "--from", help="Backup file written by `backup`."),
                     db: Optional[str] = DbOption):
         """Replace the database with a backup (stop the app first)."""
-        from reform_core.services.operations import OperationFailed, restore
+        from reform_core.services.project.operations import OperationFailed, restore
 
         try:
             print_json(restore(db_url(db), source))
@@ -61,8 +61,8 @@ def _register_operations(app: typer.Typer) -> None:
     def doctor_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
         """Check schema version, orphan rows, lease state and integrity (exit 1 on a problem); warn
         about baseline coverage and unlabelled instances."""
-        from reform_core.services.operations import doctor
-        from reform_core.services.uow import get_engine
+        from reform_core.services.project.operations import doctor
+        from reform_core.services.platform.uow import get_engine
 
         report = doctor(get_engine(db_url(db), migrate=False))
         if json_out:
@@ -84,8 +84,8 @@ def _register_account_creation(app: typer.Typer) -> None:
                      password_env: str = typer.Option("REFORM_NEW_PASSWORD", "--password-env",
                                                       help="Environment variable holding the password (else prompted).")):
         """Create an account (annotator, analyst or lead): with a password, or with --sso for single sign-on."""
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal, create_user
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal, create_user
 
         password = None if sso else _new_password(password_env, username)
         eng = get_engine(db_url(db))
@@ -105,9 +105,9 @@ def _register_account_creation(app: typer.Typer) -> None:
                       db: Optional[str] = DbOption):
         """Bind an account to a single sign-on identity (issuer and subject, as the sign-in page shows
         them), or --clear it; ends the account's open sessions."""
-        from reform_core.services.sso import bind_identity
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal
+        from reform_core.services.accounts.sso import bind_identity
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal
 
         if (issuer is not None or subject is not None) if clear else (issuer is None or subject is None):
             fail("give --issuer and --subject (to bind) or --clear (to unbind)")
@@ -120,7 +120,7 @@ def _register_account_creation(app: typer.Typer) -> None:
     @app.command("user-list")
     def user_list_cmd(db: Optional[str] = DbOption):
         """List accounts (no password hashes): role, active, locked, e-mail, bound to an SSO identity."""
-        from reform_core.services.uow import get_engine
+        from reform_core.services.platform.uow import get_engine
 
         print_json(list_accounts(get_engine(db_url(db))))
 
@@ -136,8 +136,8 @@ def _register_account_changes(app: typer.Typer) -> None:
                      db: Optional[str] = DbOption):
         """Change an account: role, deactivate / activate, unlock, e-mail (a role change or a
         deactivation ends the account's open sessions at once)."""
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal, update_user
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal, update_user
 
         if deactivate and activate:
             fail("--deactivate and --activate: choose one")
@@ -157,8 +157,8 @@ def _register_account_changes(app: typer.Typer) -> None:
                                 password_env: str = typer.Option("REFORM_NEW_PASSWORD", "--password-env",
                                                                  help="Environment variable holding the new password (else prompted).")):
         """Set a new password (ends the account's open sessions and lifts its throttle)."""
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal, set_password
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal, set_password
 
         eng = get_engine(db_url(db))
         try:

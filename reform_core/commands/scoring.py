@@ -7,17 +7,8 @@ from typing import Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, db_url, fail, print_json
+from reform_core.commands.common import DbOption, db_url, fail, judge_pair, print_json
 from reform_core.score_text import estimate_lines, score_text  # noqa: F401 - the score table, re-exported
-
-
-def _pair(judges: Optional[str]):
-    if not judges:
-        return None
-    parts = [p.strip() for p in judges.split(",")]
-    if len(parts) != 2 or not all(parts):
-        fail(f"--judges: expected A,B, got {judges!r}")
-    return parts[0], parts[1]
 
 
 CALIBRATION_HELP = ("cluster (default: question-cluster difference estimator of the pair's newest question-cluster "
@@ -49,9 +40,9 @@ def register(app: typer.Typer) -> None:
         so); with more, calibrated scoring refuses and lists them. A judge whose judgments are
         all errors or abstentions is never a candidate. A plan's decisions count only for its
         own pair; the Scores page says how many decisions belong to other pairs."""
-        from reform_core.services.scoring import ScoringError, project_pair, resolve_pair, set_pair
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal
+        from reform_core.services.scoring.scoring import ScoringError, project_pair, resolve_pair, set_pair
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal
 
         eng = get_engine(db_url(db))
         if (judge_a is None) != (judge_b is None):
@@ -81,15 +72,15 @@ def register(app: typer.Typer) -> None:
                   seed: int = typer.Option(0, "--seed", help="Seed of the intervals."),
                   json_out: bool = typer.Option(False, "--json")):
         """TCPR, EMCR, R1–R3 and the catalog's other scores per model (percentages)."""
-        from reform_core.services.scoring import ScoringError, score, score_json
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal
+        from reform_core.services.scoring.scoring import ScoringError, score, score_json
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal
 
         if reps < 1:
             fail(f"--reps must be >= 1, got {reps}")
         eng = get_engine(db_url(db))
         try:
-            out = score_json(score(eng, cli_principal(eng), judge=judge, calibration=calibration, judges=_pair(judges),
+            out = score_json(score(eng, cli_principal(eng), judge=judge, calibration=calibration, judges=judge_pair(judges),
                                    with_intervals=with_intervals, reps=reps, seed=seed))
         except ScoringError as exc:
             fail(str(exc))
@@ -112,15 +103,15 @@ def register(app: typer.Typer) -> None:
                                                         "(default: the project's pair, see `pair`)."),
                    json_out: bool = typer.Option(False, "--json")):
         """Write every export file (CSV, Parquet, JSON) and the manifest."""
-        from reform_core.services.export import export
-        from reform_core.services.scoring import ScoringError
-        from reform_core.services.uow import get_engine
-        from reform_core.services.users import cli_principal
+        from reform_core.services.project.export import export
+        from reform_core.services.scoring.scoring import ScoringError
+        from reform_core.services.platform.uow import get_engine
+        from reform_core.services.accounts.users import cli_principal
 
         eng = get_engine(db_url(db))
         try:
             manifest = export(eng, out, principal=cli_principal(eng), calibration=calibration, seed=seed,
-                              n_boot=reps, judges=_pair(judges))
+                              n_boot=reps, judges=judge_pair(judges))
         except ScoringError as exc:
             fail(str(exc))
         files = sorted(manifest["files"]) + ["manifest.json"]
@@ -137,7 +128,7 @@ def register(app: typer.Typer) -> None:
 
         From estimator_clusters.csv under the default estimator, else from instances.csv, which
         also gives Table 3 (from p_auxiliary) when the export has single-constraint rows."""
-        from reform_core.services.export import recompute
+        from reform_core.services.project.export import recompute
 
         try:
             print_json(recompute(directory))

@@ -15,14 +15,14 @@ import typer
 from reform_core.commands.common import DbOption, fail, print_json, stderr_is_tty
 from reform_core.commands.common import progress_bar as _progress
 from reform_core.commands.common import run_or_fail as _run
-from reform_core.commands.wording import _engine_and_principal, _read
+from reform_core.commands.common import engine_and_principal, read_bytes
 
 StudyOption = typer.Option(..., "--study", help="Study name.")
 
 
 def _run_import(fn: Callable[[], dict]) -> dict:
     """``run_or_fail`` that prints an import's located problems without the exception's name."""
-    from reform_core.services.importer import ImportFailed
+    from reform_core.services.data.reading import ImportFailed
 
     def guarded() -> dict:
         try:
@@ -34,7 +34,7 @@ def _run_import(fn: Callable[[], dict]) -> dict:
 
 
 def _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget):
-    from reform_core.services.collection import GenerationSettings
+    from reform_core.services.judging.collection import GenerationSettings
 
     return GenerationSettings(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
                               reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
@@ -64,10 +64,10 @@ def register(app: typer.Typer) -> None:
 
         Checks positions 1..n, distinct constraints, known checkers and their params, and that
         `size` and `constraints` (when given) match the checks; every problem is located."""
-        from reform_core.services import mosaic
+        from reform_core.services.studies import mosaic
 
-        data = _read(file)
-        engine, principal = _engine_and_principal(db)
+        data = read_bytes(file)
+        engine, principal = engine_and_principal(db)
         out = _run_import(lambda: mosaic.import_prompts(engine, principal, study=study, data=data,
                                                         filename=str(file)))
         print_json(out) if as_json else typer.echo(
@@ -94,9 +94,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Collect a model's missing outputs for the study's prompts (resumable)."""
-        from reform_core.services import mosaic
+        from reform_core.services.studies import mosaic
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
 
         def go() -> dict:
             settings = _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget)
@@ -116,10 +116,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Import outputs produced elsewhere; nothing is written unless every row is valid."""
-        from reform_core.services import mosaic
+        from reform_core.services.studies import mosaic
 
-        data = _read(file)
-        engine, principal = _engine_and_principal(db)
+        data = read_bytes(file)
+        engine, principal = engine_and_principal(db)
         out = _run_import(lambda: mosaic.import_outputs(engine, principal, study=study, data=data,
                                                         filename=str(file)))
         print_json(out) if as_json else typer.echo(
@@ -139,9 +139,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Run the App. D checks on every unchecked (output, constraint); optionally the LLM judge."""
-        from reform_core.services import mosaic
+        from reform_core.services.studies import mosaic
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         judge = None
         if judge_provider:
             if not judge_model:
@@ -172,9 +172,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """PA, SCC, PosCC and PCC (with Pearson r, p) per model, with bootstrap intervals over prompts."""
-        from reform_core.services import mosaic
+        from reform_core.services.studies import mosaic
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         out = _run(lambda: mosaic.score(engine, principal, study=study, n_boot=n_boot, seed=seed, level=level))
         if as_json:
             print_json(out)
@@ -206,9 +206,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json"),
     ) -> None:
         """Collect a model's missing generations for a WISE manifest into a study (resumable)."""
-        from reform_core.services import wise
+        from reform_core.services.studies import wise
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
 
         def go() -> dict:
             settings = _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget)
@@ -234,9 +234,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Per-form compliance, Δ to the reference with bootstrap intervals and Holm p-values,
         C_mean, C_worst, G_wording and ranking stability (τ_b, reversals, top-3 Jaccard, rank shift)."""
-        from reform_core.services import wise
+        from reform_core.services.studies import wise
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         out = _run(lambda: wise.score(engine, principal, study=study, reference=reference, scheme=scheme,
                                       n_boot=n_boot, seed=seed, level=level))
         if as_json:

@@ -1,7 +1,7 @@
 """CLI commands of the wording area: wording-create, wording-import-generations, wording-results,
 and for outside raters wording-tasks, wording-import-ratings.
 
-The CLI acts as the lead ``cli`` (``reform_core.services.users.cli_principal``).
+The CLI acts as the lead ``cli`` (``reform_core.services.accounts.users.cli_principal``).
 """
 
 from __future__ import annotations
@@ -11,21 +11,7 @@ from typing import Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, fail, open_engine, print_json
-
-
-def _engine_and_principal(db: Optional[str]):
-    from reform_core.services.users import cli_principal
-
-    engine = open_engine(db)
-    return engine, cli_principal(engine)
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        fail(f"{path}: {exc.strerror or exc}")
+from reform_core.commands.common import DbOption, engine_and_principal, fail, print_json, read_bytes
 
 
 def _coefficient(e: dict) -> str:
@@ -52,20 +38,21 @@ def register(app: typer.Typer) -> None:
                                                             "with its generations; without --forms, rate its forms."),
                    json_out: bool = typer.Option(False, "--json")):
         """Create a wording study: items = forms × targets, or imported items."""
-        from reform_core.services.wording import ImportFailed, create_study, import_study_items, read_records
+        from reform_core.services.data.reading import read_records
+        from reform_core.services.studies.wording import ImportFailed, create_study, import_study_items
 
         if items is not None and forms is not None or items is None and forms is None and not wise_study:
             fail("give either --forms with --targets, or --items (or --wise-study with --targets)")
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         try:
             if items is not None:
-                out = import_study_items(engine, principal, name=name, data=_read(items), filename=str(items),
+                out = import_study_items(engine, principal, name=name, data=read_bytes(items), filename=str(items),
                                          question=question, checker=checker, reference=reference,
                                          wise_study=wise_study)
             else:
                 if not targets:
                     fail("--targets: give the target values, e.g. --targets 5,8,10,12")
-                rows = [rec for _, rec in read_records(_read(forms), str(forms))] if forms is not None else None
+                rows = [rec for _, rec in read_records(read_bytes(forms), str(forms))] if forms is not None else None
                 out = create_study(engine, principal, name=name, forms=rows,
                                    targets=[t.strip() for t in targets.split(",")],
                                    question=question, checker=checker, reference=reference, wise_study=wise_study)
@@ -80,11 +67,11 @@ def register(app: typer.Typer) -> None:
                    study: str = typer.Option("", "--study", help="WISE study to import into (created if new)."),
                    json_out: bool = typer.Option(False, "--json")):
         """Import WISE generations; nothing is written unless every row is valid; re-imports are idempotent."""
-        from reform_core.services.wording import ImportFailed, import_generations
+        from reform_core.services.studies.generations import ImportFailed, import_generations
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         try:
-            out = import_generations(engine, principal, data=_read(file), filename=str(file), study=study)
+            out = import_generations(engine, principal, data=read_bytes(file), filename=str(file), study=study)
         except (ImportFailed, ValueError) as exc:
             fail(str(exc))
         print_json(out) if json_out else typer.echo(
@@ -97,9 +84,9 @@ def register(app: typer.Typer) -> None:
                     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
                     json_out: bool = typer.Option(False, "--json")):
         """Fleiss' κ, ICC(2,1) / ICC(2,k) with 95 % item-bootstrap intervals, yes-rates, model compliance."""
-        from reform_core.services.wording import study_results
+        from reform_core.services.studies.wording import study_results
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         try:
             out = study_results(engine, principal, study=study, n_boot=n_boot, seed=seed).to_json()
         except ValueError as exc:
@@ -133,9 +120,9 @@ def register_outside_raters(app: typer.Typer) -> None:
         clarity, naturalness, ambiguity, complexity: what to ask). Show raters the text and
         the questions only; the form comes back with each rating as a check. Ratings come back
         through wording-import-ratings."""
-        from reform_core.services.outside_raters import write_rating_tasks
+        from reform_core.services.studies.outside_raters import write_rating_tasks
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         try:
             n = write_rating_tasks(engine, principal, study=study, out=out)
         except (OSError, ValueError) as exc:
@@ -156,12 +143,12 @@ def register_outside_raters(app: typer.Typer) -> None:
         changed; local, cli and lead/analyst names are refused). One rater's lines on one
         item supersede their current rating, as a save in the app does; re-importing a file
         changes nothing."""
-        from reform_core.services.outside_raters import import_ratings
-        from reform_core.services.wording import ImportFailed
+        from reform_core.services.studies.outside_raters import import_ratings
+        from reform_core.services.studies.wording import ImportFailed
 
-        engine, principal = _engine_and_principal(db)
+        engine, principal = engine_and_principal(db)
         try:
-            out = import_ratings(engine, principal, study=study, data=_read(file), filename=str(file))
+            out = import_ratings(engine, principal, study=study, data=read_bytes(file), filename=str(file))
         except (ImportFailed, ValueError) as exc:
             fail(str(exc))
         print_json(out) if json_out else typer.echo(

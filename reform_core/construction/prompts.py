@@ -35,7 +35,8 @@ def user_message(text: str, condition: str = "main") -> str:
     return f"{text.rstrip()}\n\n{META_PROMPT}" if condition == "prompted" else text
 
 
-def _json_object(text: str) -> dict:
+def json_object(text: str) -> dict:
+    """The JSON object in a model's reply (a fenced code block or surrounding text allowed)."""
     t = (text or "").strip()
     if t.startswith("```"):
         t = t.strip("`")
@@ -72,7 +73,7 @@ def integration_messages(question: str, constraints: list[dict]) -> list[dict]:
 
 def parse_integration(text: str) -> str:
     """The integrated instruction from the LLM's answer (ValueError if unusable)."""
-    obj = _json_object(text)
+    obj = json_object(text)
     ins = obj.get("instruction")
     if not isinstance(ins, str) or not ins.strip():
         raise ValueError("field 'instruction': missing or empty")
@@ -102,7 +103,7 @@ def extraction_messages(response: str, catalog_rows: list[dict]) -> list[dict]:
 
 def parse_extraction(text: str) -> list[dict]:
     """The extracted features (name, description, mapping, catalog_features) of an answer."""
-    obj = _json_object(text)
+    obj = json_object(text)
     feats = obj.get("features")
     if not isinstance(feats, list):
         raise ValueError("field 'features': expected a list")

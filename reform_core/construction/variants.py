@@ -7,7 +7,7 @@ with concrete parameters; its text and acceptance criteria are the catalog's tem
 filled with those parameters. A *target* is (question, feature, mode): occurrences in
 different variants are linked by it, while their parameters may differ (App. A.7.4).
 
-Frames (the importer's columns, :mod:`reform_core.services.importer`):
+Frames (the importer's columns, :mod:`reform_core.services.data.importer`):
 
 INSTRUCTIONS  ``key, question, condition, pair_group, text``
 CONSTRAINTS   ``instruction, position, feature, category, mode, text, acceptance, params``

@@ -1,6 +1,6 @@
 """Write the demo bundle (deterministic): ``python -m reform_core.demo.build [--out DIR]``.
 
-The demo is a small ReFormBench-style project (SPEC §1–§4; seed 000 §3):
+The demo is a small ReFormBench-style project (docs/metrics.md; the ReFormBench paper, section 3):
 
 * 13 questions over seven task types, each with a hand-written *content block*;
 * 135 main instruction variants: 3–5 hand-written per question plus up to
@@ -21,7 +21,7 @@ The demo is a small ReFormBench-style project (SPEC §1–§4; seed 000 §3):
   errs, in either direction), each with a one-sentence rationale quoting the evidence;
 * adjudications for ~40 % of the disagreements (``alice``/``bob``; two ``neither``).
 
-Worked example (SPEC §3, seed 000 App. A.1): ``pixel-mini`` on ``q05``. Its baseline has a
+Worked example (docs/metrics.md#worked-example; the ReFormBench paper, appendix A.1): ``pixel-mini`` on ``q05``. Its baseline has a
 bullet list and a closing invitation and no headings, so a = forbid bullet_list,
 b = require section_headings and c = forbid call_to_action are baseline-opposed;
 V(a) = {q05-v1, q05-v2, q05-v3}, V(b) = {q05-v1, q05-v2}, V(c) = {q05-v1}; the other
@@ -411,7 +411,7 @@ VARIANTS = {
         [R("table_or_grid", columns=3, rows=4), F("emoji_and_symbols"), F("call_to_action")],
         [R("bullet_list", n=4), F("emoji_and_symbols"), R("document_title")],
     ],
-    "q05": [  # the SPEC §3 worked example for pixel-mini (a, b, c = positions 1, 2, 3 of v1)
+    "q05": [  # the worked example (docs/metrics.md#worked-example) for pixel-mini (a, b, c = positions 1, 2, 3 of v1)
         [F("bullet_list"), R("section_headings", n=2), F("call_to_action")],
         [F("bullet_list"), R("section_headings", n=3), R("emoji_and_symbols", n=3)],
         [F("bullet_list"), R("emoji_and_symbols", n=2), F("table_or_grid")],
@@ -541,7 +541,7 @@ STYLES = (
 STYLE = {s.name: s for s in STYLES}
 
 
-def _u(*parts) -> float:
+def stable_uniform(*parts) -> float:
     """A stable uniform number in [0, 1) from the parts (hash-seeded, order-free of other draws)."""
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
     return int(digest[:13], 16) / 16**13
@@ -918,7 +918,7 @@ def rationale(judge: str, correct: bool, label: int, c: ConstraintRecord, ev: st
     phrasing is uniform over the pool (an annotator cannot tell them apart by style) and two
     agreeing judges never word a rationale alike."""
     pool = RATIONALES[(bool(correct), int(label))]
-    shuffled = sorted(range(len(pool)), key=lambda k: _u("rationale", k, *unit))
+    shuffled = sorted(range(len(pool)), key=lambda k: stable_uniform("rationale", k, *unit))
     template = pool[shuffled[(JUDGE_A, JUDGE_B).index(judge)]]
     return template.format(Ev=ev[0].upper() + ev[1:], ev=ev, mode=c.mode, name=CATALOG[c.feature].name.lower(),
                            acceptance=c.acceptance)
@@ -999,7 +999,7 @@ def extra_variants(qk: str, variants: list, n: int = EXTRA_VARIANTS) -> list:
     seen = {frozenset(json.dumps(t, sort_keys=True) for t in v) for v in variants}
     spec = [list(c) for c in combinations(pool, 3) if _compatible(c)
             and frozenset(json.dumps(t, sort_keys=True) for t in c) not in seen]
-    spec.sort(key=lambda c: _u("extra-variant", qk, *(json.dumps(t, sort_keys=True) for t in c)))
+    spec.sort(key=lambda c: stable_uniform("extra-variant", qk, *(json.dumps(t, sort_keys=True) for t in c)))
     return spec[:n]
 
 
@@ -1038,13 +1038,13 @@ def respond(model: str, q: Content, inst: InstructionRecord | None) -> tuple[str
                 prob = max(prob, 0.96)  # already the model's habit
             if inst.condition != "main":
                 prob = min(0.98, prob + 0.08)
-            comply = FORCED.get((model, inst.key, c.position), _u("comply", model, inst.key, c.position) < prob)
-            apply(plan, style, c.feature, c.mode, c.params, comply, _u("miss", model, inst.key, c.position))
+            comply = FORCED.get((model, inst.key, c.position), stable_uniform("comply", model, inst.key, c.position) < prob)
+            apply(plan, style, c.feature, c.mode, c.params, comply, stable_uniform("miss", model, inst.key, c.position))
     text = render(q, style, plan)
     return text, plan, observe(text)
 
 
-# The worked example (SPEC §3): pixel-mini on q05 passes everything except b in v2.
+# The worked example (docs/metrics.md#worked-example): pixel-mini on q05 passes everything except b in v2.
 FORCED = {("pixel-mini", f"q05-v{v}", j): not (v == 2 and j == 2) for v in (1, 2, 3) for j in (1, 2, 3)}
 
 
@@ -1077,8 +1077,8 @@ def build() -> dict[str, list]:
                     raise AssertionError(f"worked example broken at {inst.key} position {c.position}")
                 unit = (s.name, inst.key, c.position)
                 wrong = None  # the judge that errs on this instance, if any
-                if unit not in FORCED and _u("disagree", *unit) < DISAGREEMENT_RATE:
-                    wrong = JUDGE_A if _u("which", *unit) < 0.5 else JUDGE_B
+                if unit not in FORCED and stable_uniform("disagree", *unit) < DISAGREEMENT_RATE:
+                    wrong = JUDGE_A if stable_uniform("which", *unit) < 0.5 else JUDGE_B
                 ev = evidence(c, ob, plan, q)
                 labels = {}
                 for j in (JUDGE_A, JUDGE_B):
@@ -1086,12 +1086,12 @@ def build() -> dict[str, list]:
                     why = rationale(j, j != wrong, labels[j], c, ev, unit)
                     judgments.append(JudgmentRecord(judge=j, model=s.name, instruction=inst.key, position=c.position,
                                                     label=labels[j], rationale=why, prompt_version="demo-v1"))
-                if wrong and _u("review", *unit) < ADJUDICATED_SHARE:
-                    who = "alice" if _u("who", *unit) < 0.5 else "bob"
+                if wrong and stable_uniform("review", *unit) < ADJUDICATED_SHARE:
+                    who = "alice" if stable_uniform("who", *unit) < 0.5 else "bob"
                     adjudications.append(AdjudicationRecord(
                         judge_a=JUDGE_A, judge_b=JUDGE_B, model=s.name, instruction=inst.key, position=c.position,
                         choice="A" if wrong == JUDGE_B else "B", annotator=who,
-                        seconds=round(25 + 120 * _u("seconds", *unit), 1), plan="demo"))
+                        seconds=round(25 + 120 * stable_uniform("seconds", *unit), 1), plan="demo"))
     # Two decisions where neither rationale holds up (the annotator found both judges' reasons off).
     for a in adjudications[3:12:6]:
         a.choice, a.note = "neither", "Both rationales misread the response; left for a second look."
@@ -1101,7 +1101,7 @@ def build() -> dict[str, list]:
             f"Small ReFormBench-style demo: 13 questions (7 task types), {sum(i.condition == 'main' for i in insts)} "
             "main variants with 3 constraints from "
             "distinct categories, 12 single-constraint versions for helix-pro, 3 models with different formatting "
-            "habits, 2 judges (gpt-judge, gemini-judge) and a few adjudications. Worked example of SPEC §3: "
+            "habits, 2 judges (gpt-judge, gemini-judge) and a few adjudications. Worked example of docs/metrics.md#worked-example: "
             "pixel-mini on q05 — targets a = forbid bullet_list, b = require section_headings, c = forbid "
             "call_to_action with V(a) = {q05-v1, q05-v2, q05-v3}, V(b) = {q05-v1, q05-v2}, V(c) = {q05-v1}; all pass "
             "except b in q05-v2 → R1 = 1/2, R2 = 1/3, R3 = 0, EMCR = 27.78 %, TCPR = 66.67 %."),
@@ -1122,16 +1122,16 @@ def _extractions(baseline: list) -> list:
     format the catalog does not cover or a non-format feature."""
     out, seen = [], set()
     for b in baseline:
-        u = _u("extract", b.model, b.question, b.feature)
+        u = stable_uniform("extract", b.model, b.question, b.feature)
         match = "exact" if u < 0.8 else ("subtype" if u < 0.92 else "composite")
         label = b.feature if match == "exact" else f"{b.feature} ({'variant' if match == 'subtype' else 'combined'})"
         out.append(ExtractionRecord(model=b.model, question=b.question, label=label, feature=b.feature, match=match,
                                     source="demo"))
         seen.add((b.model, b.question))
     for m, q in sorted(seen):
-        if _u("uncovered", m, q) < 0.3:
+        if stable_uniform("uncovered", m, q) < 0.3:
             out.append(ExtractionRecord(model=m, question=q, label="custom layout", match="uncovered", source="demo"))
-        if _u("not_format", m, q) < 0.2:
+        if stable_uniform("not_format", m, q) < 0.2:
             out.append(ExtractionRecord(model=m, question=q, label="friendly tone", match="not_format", source="demo"))
     return out
 

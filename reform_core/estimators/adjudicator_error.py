@@ -255,7 +255,7 @@ def unbiased_values(p1: np.ndarray, p0: np.ndarray, rho) -> tuple[np.ndarray, np
     return f, w
 
 
-class _Sequential:
+class SequentialItems:
     """Items under the second-opinion rule (complete items only): what :class:`ItemLayout`
     keeps of their decisions, and their estimates under a model.
 
@@ -407,7 +407,7 @@ class _Sequential:
         return fbar, p1, p0, e1, e0
 
 
-class _Fixed:
+class FixedItems:
     """Items decided a fixed number of times (at most :data:`MAX_DECISIONS` used): what
     :class:`ItemLayout` keeps of their decisions, and their estimates under a model
     (:func:`item_estimates`)."""
@@ -470,9 +470,9 @@ class ItemLayout:
         share = decisions[annotator].astype(str).value_counts().sort_index()
         self.parts = []
         if (~in_seq).any() or not in_seq.any():
-            self.parts.append(_Fixed(decisions[~in_seq], prior, item=item, annotator=annotator, label=label))
+            self.parts.append(FixedItems(decisions[~in_seq], prior, item=item, annotator=annotator, label=label))
         if in_seq.any():
-            self.parts.append(_Sequential(decisions[in_seq], prior, reference, share, depth, item=item,
+            self.parts.append(SequentialItems(decisions[in_seq], prior, reference, share, depth, item=item,
                                           annotator=annotator, label=label))
 
     def estimate(self, model: "ErrorModel") -> pd.DataFrame:

@@ -353,7 +353,8 @@ def create(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fraction: fl
                   folds=int(folds), condition=condition, extra=extra)
 
 
-def _labels(instances: pd.DataFrame, judge_a: str, judge_b: str) -> tuple[np.ndarray, np.ndarray]:
+def judge_labels(instances: pd.DataFrame, judge_a: str, judge_b: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two judges' labels as float arrays (instances checked for the columns a design reads)."""
     require_columns(instances, [INSTANCE_KEY, "model", "question", "feature", "category", "mode", judge_a, judge_b],
                     "instances")
     g = pd.to_numeric(instances[judge_a], errors="coerce").to_numpy(dtype=float)

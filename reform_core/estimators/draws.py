@@ -12,7 +12,7 @@ from reform_core import sampling
 from reform_core.estimators.allocation import row_audit_pi
 from reform_core.estimators.design import (DEFAULT_ALLOCATION, DEFAULT_AUDIT, DEFAULT_AUDIT_OPINIONS,
                                           DEFAULT_AUDIT_UNIT, DEFAULT_DOUBLE, DEFAULT_FOLDS, DEFAULT_SECOND_OPINION,
-                                          TASK_COLUMNS, Design, Stream, _labels, agreement_stratum, audit_groups,
+                                          TASK_COLUMNS, Design, Stream, judge_labels, agreement_stratum, audit_groups,
                                           cluster_key, create)
 from reform_core.frames import INSTANCE_KEY
 
@@ -27,7 +27,7 @@ def default_design(instances: pd.DataFrame, *, seed: int, judge_a: str = "label_
     cluster probabilities ``n_m / N_m`` with ``n_m`` Cochran's size for the model's ``N_m``
     disagreements (a model on which the judges never disagree: its ``N_m`` questions, so its
     agreements are audited)."""
-    g, m = _labels(instances, judge_a, judge_b)
+    g, m = judge_labels(instances, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
     model = instances["model"].astype(str).to_numpy()
     question = instances["question"].astype(str).to_numpy()
@@ -65,7 +65,7 @@ def draw(instances: pd.DataFrame, design: Design, *, judge_a: str = "label_a", j
     """
     order = np.argsort(instances[INSTANCE_KEY].to_numpy(), kind="stable")
     inst = instances.iloc[order].reset_index(drop=True)
-    g, m = _labels(inst, judge_a, judge_b)
+    g, m = judge_labels(inst, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
     dis, agree = both & (g != m), both & (g == m)
     model = inst["model"].astype(str).to_numpy()

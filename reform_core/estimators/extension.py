@@ -27,13 +27,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from reform_core.estimators.design import Design, _labels
+from reform_core.estimators.design import Design, judge_labels
 
 
 def cluster_table(instances: pd.DataFrame, design: Design, *, judge_a: str, judge_b: str) -> pd.DataFrame:
     """One row per (model, question) cluster holding a row both judges labelled: ``model,
     question, has_disagreement, sampled`` (under ``design``)."""
-    g, m = _labels(instances, judge_a, judge_b)
+    g, m = judge_labels(instances, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
     rows = pd.DataFrame({"model": instances["model"].astype(str).to_numpy()[both],
                          "question": instances["question"].astype(str).to_numpy()[both], "dis": (g != m)[both]})

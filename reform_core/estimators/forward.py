@@ -10,7 +10,7 @@ as two sources of known shape in the cluster probability π and the audit probab
     U(π, π_A) = B [(1 − π_A)/(π_A π) + (1 − π)/π] + D/π       the agreement audit; decision noise on audits
 
 (``S + U`` is ``predicted_variance``), with A–D the planner's coefficients
-(:func:`reform_core.estimators.planner._variance_parts`) computed at the **measured rates**
+(:func:`reform_core.estimators.planner.variance_parts`) computed at the **measured rates**
 (:func:`measured_inputs`: each disagreement stratum's estimated pass rate, the audit's pooled
 both-wrong rate with a Jeffreys half event, the annotators' estimated error) instead of the
 planning assumptions. The estimate measures three components at the plan's current effective
@@ -187,7 +187,7 @@ def forward_table(instances: pd.DataFrame, index, design, *, metric: str, target
     rates, bw, err = measured_inputs(instances, smooth, both_wrong, annotators, judge_a=judge_a, judge_b=judge_b,
                                      assumed_error=design.assumed_human_error)
     d = float(design.double_fraction)
-    parts = planner._variance_parts(
+    parts = planner.variance_parts(
         instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=bw, human_error=err,
         decisions_per_item=1.0 + d, condition=None, seed=int(design.seed), second_opinion=design.second_opinion,
         allocation=design.audit_allocation, audit_unit=design.audit_unit, audit_opinions=int(design.audit_opinions),

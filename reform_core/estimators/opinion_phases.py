@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reform_core.estimators.adjudicator_error import ErrorModel, _Fixed, _Sequential
+from reform_core.estimators.adjudicator_error import ErrorModel, FixedItems, SequentialItems
 
 MAX_PHASES = 3
 
@@ -86,10 +86,10 @@ class PhasedLayout:
         kw = dict(item=self.item, annotator=self.annotator, label=self.label)
         out = []
         if (~rule).any():
-            out.append(_Fixed(d[~rule], prior, **kw))
+            out.append(FixedItems(d[~rule], prior, **kw))
         if rule.any():
             cut = depth.reindex(pd.unique(d.loc[rule, self.item])).fillna(2).clip(upper=k).astype(np.int64)
-            out.append(_Sequential(d[rule], prior, reference, share, cut, **kw))
+            out.append(SequentialItems(d[rule], prior, reference, share, cut, **kw))
         return out
 
     def _values(self, model: ErrorModel, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -133,7 +133,7 @@ def _audit_and_noise(f: _Rows, gm: np.ndarray, *, both_wrong: float, human_error
     return b_audit, c_noise, d_noise
 
 
-def _variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge_b: str, rates: Optional[pd.Series],
+def variance_parts(instances: pd.DataFrame, metric: str, *, judge_a: str, judge_b: str, rates: Optional[pd.Series],
                     both_wrong: float, human_error: float, decisions_per_item: float, condition: str | None,
                     seed: int, second_opinion: str = "none", allocation: str = "uniform",
                     audit_unit: str = "row", audit_opinions: int = 2, index=None) -> pd.DataFrame:
@@ -249,7 +249,7 @@ def plan_for_half_width(instances: pd.DataFrame, *, half_width: float, metric: s
     if not half_width > 0:
         raise ValueError(f"half_width must be > 0 percentage points, got {half_width!r}")
     d = float(double_fraction)
-    parts = _variance_parts(instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=both_wrong,
+    parts = variance_parts(instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=both_wrong,
                             human_error=human_error, decisions_per_item=1.0 + d, condition=condition, seed=seed,
                             second_opinion=second_opinion, allocation=DEFAULT_ALLOCATION, audit_unit=DEFAULT_AUDIT_UNIT,
                             audit_opinions=audit_opinions)

@@ -26,7 +26,7 @@ from reform_core.judges.retry import ProviderError, parse_retry_after
 DEFAULT_API_VERSION = "v1beta"
 
 
-def _provider_error(exc: Exception) -> Exception:
+def provider_error(exc: Exception) -> Exception:
     if isinstance(exc, genai_errors.APIError):
         headers = getattr(getattr(exc, "response", None), "headers", None)
         return ProviderError(f"HTTP {exc.code}: {exc.message or exc.status}", status=exc.code,
@@ -85,7 +85,7 @@ class GeminiJudge(LLMJudge):
                 model=self.model, contents=req["contents"], config=types.GenerateContentConfig(**req["config"])
             )
         except (genai_errors.APIError, httpx2.TransportError) as exc:
-            raise _provider_error(exc) from None
+            raise provider_error(exc) from None
         return completion_from_response(resp)
 
     async def aclose(self) -> None:
@@ -119,7 +119,7 @@ async def submit_batch(client: genai.Client, model: str, requests: list[dict], *
             model=model, src=inlined, config=types.CreateBatchJobConfig(display_name=display_name or None)
         )
     except (genai_errors.APIError, httpx2.TransportError) as exc:
-        raise _provider_error(exc) from None
+        raise provider_error(exc) from None
     return job.name
 
 
@@ -128,7 +128,7 @@ async def poll_batch(client: genai.Client, name: str) -> BatchStatus:
     try:
         job = await client.aio.batches.get(name=name)
     except (genai_errors.APIError, httpx2.TransportError) as exc:
-        raise _provider_error(exc) from None
+        raise provider_error(exc) from None
     state = job.state.value if hasattr(job.state, "value") else str(job.state)
     if state not in TERMINAL:
         return BatchStatus(state, False)

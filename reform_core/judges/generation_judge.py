@@ -144,7 +144,7 @@ class Generator:
             try:
                 resp = await self.client.chat.completions.create(**openai_request(self.model, messages, self.settings))
             except Exception as exc:  # noqa: BLE001 - translated for the retry policy
-                raise mod._provider_error(exc) from None
+                raise mod.provider_error(exc) from None
             choice = resp.choices[0]
             u = resp.usage
             return (choice.message.content or "", str(choice.finish_reason or ""),
@@ -159,7 +159,7 @@ class Generator:
             resp = await self.client.aio.models.generate_content(
                 model=self.model, contents=req["contents"], config=types.GenerateContentConfig(**cfg))
         except Exception as exc:  # noqa: BLE001
-            raise mod._provider_error(exc) from None
+            raise mod.provider_error(exc) from None
         finish = resp.candidates[0].finish_reason if resp.candidates else None
         finish = getattr(finish, "name", None) or str(finish or "")
         u = resp.usage_metadata

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from reform_core.construction.prompts import _json_object
+from reform_core.construction.prompts import json_object
 
 PROMPT_VERSION = "mosaic-rubric-v1"
 SYSTEM = ("You are an expert writing coach acting as a fair and strict judge. Your task is to evaluate a given "
@@ -34,7 +34,7 @@ def messages(passage: str, rubric: str) -> list[dict]:
 
 def parse_score(text: str) -> tuple[float, str]:
     """``(score in [0, 1], reasoning)`` from the judge's answer; ValueError if unusable."""
-    obj = _json_object(text)
+    obj = json_object(text)
     raw = obj.get("score")
     if isinstance(raw, str):
         try:

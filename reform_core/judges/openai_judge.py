@@ -20,7 +20,7 @@ from reform_core.judges.batch import completion_from_dict, request_body
 from reform_core.judges.retry import ProviderError, parse_retry_after
 
 
-def _provider_error(exc: Exception) -> Exception:
+def provider_error(exc: Exception) -> Exception:
     """The SDK's exception as a :class:`ProviderError` (others unchanged)."""
     if isinstance(exc, openai.APITimeoutError):
         return ProviderError(f"timeout: {exc}", kind="timeout")
@@ -56,7 +56,7 @@ class OpenAIJudge(LLMJudge):
             # goes through the same extractor as batch result lines
             raw = await self.client.chat.completions.with_raw_response.create(**body)
         except openai.OpenAIError as exc:
-            raise _provider_error(exc) from None
+            raise provider_error(exc) from None
         try:
             data = json.loads(raw.content)
         except ValueError as exc:
@@ -92,7 +92,7 @@ async def submit_batch(client: AsyncOpenAI, jsonl: str, *, metadata: Optional[di
             metadata=metadata or None,
         )
     except openai.OpenAIError as exc:
-        raise _provider_error(exc) from None
+        raise provider_error(exc) from None
     return batch.id
 
 
@@ -105,7 +105,7 @@ async def poll_batch(client: AsyncOpenAI, batch_id: str) -> BatchStatus:
         output = (await client.files.content(batch.output_file_id)).text if batch.output_file_id else ""
         errors = (await client.files.content(batch.error_file_id)).text if batch.error_file_id else ""
     except openai.OpenAIError as exc:
-        raise _provider_error(exc) from None
+        raise provider_error(exc) from None
     message = ""
     if batch.errors and batch.errors.data:
         message = "; ".join(f"{e.code}: {e.message}" for e in batch.errors.data)

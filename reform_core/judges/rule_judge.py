@@ -1,4 +1,4 @@
-"""Rule judge: deterministic verifiers instead of an LLM (SPEC §4, §8; verifiers registry).
+"""Rule judge: deterministic verifiers instead of an LLM (docs/metrics.md#judging-and-calibration; the verifiers registry).
 
 For a constraint on feature ``f`` of the project's catalog:
 

@@ -52,7 +52,7 @@ def _decide_any(at: AppTest, steps=None) -> None:
 
 def _move_lease_to_someone_else(url: str) -> None:
     """Another annotator now holds every claimed task (the local user's lease moved on)."""
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url)
     with eng.begin() as conn:
@@ -84,7 +84,7 @@ def test_a_click_acts_on_the_item_on_screen_only(demo_db):
     """A decision click after the lease moved on used to decide the *next* item, claimed in the
     same rerun before the click was handled, which the annotator had never seen. Now it is
     refused with one message and nothing is recorded."""
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     at = _open(demo_db)
     _to_a_disagreement(at)
@@ -103,10 +103,10 @@ def sim_db(tmp_path_factory):
     """A simulated project (no demo) with one small plan; the test adds a big one."""
     from tests.app.conftest import app_database
 
-    from reform_core.services import adjudication as S
-    from reform_core.services.data import simulate_into
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.data.simulated import simulate_into
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     with app_database(f"sqlite:///{tmp_path_factory.mktemp('adj') / 'adj.db'}", load_demo=False) as url:
         eng = get_engine(url)
@@ -135,9 +135,9 @@ def test_a_decision_costs_the_same_in_a_plan_of_any_size(sim_db):
     """Issue 16: the page read the plan's whole task list on every rerun (``my_progress`` and the
     plan list counted tasks): 415 ms at 51k tasks. Now a decision's rerun reads counters, so its
     database work does not grow with the plan, nor with other plans."""
-    from reform_core.services import adjudication as S
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     url, small = sim_db
     eng = get_engine(url)

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from reform_core.config import get_settings
-from reform_core.services import judging
+from reform_core.services.judging import judging
 from tests.integration.fake_servers import FakeServer
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")

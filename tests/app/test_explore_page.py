@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
-from reform_core.services.explore import Filters
+from reform_core.services.project.explore import Filters
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -35,7 +35,7 @@ def _total(at: AppTest) -> int:
 
 def _sql_disagreements(url: str) -> int:
     """(response, constraint) pairs whose two judges' ok labels differ, counted in SQL."""
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     with get_engine(url).connect() as conn:
         return conn.execute(text(

@@ -66,7 +66,7 @@ HOSTILE_HTML_MODEL = '<b onmouseover="alert(1)">m2</b>'  # well-formed HTML, liv
 
 def _hostile_studies(eng, lead) -> None:
     """A MOSAIC and a WISE study whose names, models, forms, prompts and outputs are hostile."""
-    from reform_core.services import mosaic, wording
+    from reform_core.services.studies import generations, mosaic
 
     checks = [{"position": 1, "constraint": "<b>boc</b>", "category": PAYLOADS[0], "text": PAYLOADS[2],
                "verifier": "mosaic:boc_token", "params": {}, "rubric": ""},
@@ -81,7 +81,7 @@ def _hostile_studies(eng, lead) -> None:
     gens = [{"item": f"<i>{i}</i>", "model": m, "provider": PAYLOADS[0], "form": f, "target": "3", "repetition": 0,
              "output": RESPONSES["resp-2"] if (i + len(m)) % 2 else "one two three"}
             for i in range(3) for m in (HOSTILE_MODEL, HOSTILE_HTML_MODEL) for f in ("POS", PAYLOADS[2])]
-    wording.import_generations(eng, lead, data="".join(json.dumps(g) + "\n" for g in gens).encode(),
+    generations.import_generations(eng, lead, data="".join(json.dumps(g) + "\n" for g in gens).encode(),
                                filename="g.jsonl", study=PAYLOADS[4])
 
 
@@ -89,15 +89,15 @@ def _hostile_studies(eng, lead) -> None:
 def hostile_db(tmp_path_factory):
     import streamlit as st
 
-    from reform_core.services.importer import import_bundle
-    from reform_core.services.uow import dispose_engines, get_engine
+    from reform_core.services.data.importer import import_bundle
+    from reform_core.services.platform.uow import dispose_engines, get_engine
 
     d = tmp_path_factory.mktemp("hostile")
     url = f"sqlite:///{d / 'app.db'}"
     eng = get_engine(url)
     import_bundle(eng, _bundle(d / "bundle"))
-    from reform_core.services import adjudication
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication import adjudication
+    from reform_core.services.accounts.users import local_principal
 
     adjudication.create_plan(eng, local_principal(eng), judge_a="ja", judge_b="jb", seed=1)
     _hostile_studies(eng, local_principal(eng))
@@ -303,7 +303,7 @@ def _markdown_strings(node) -> list[tuple[str, str]]:
 def hostile_names_db(tmp_path_factory):
     import streamlit as st
 
-    from reform_core.services.uow import dispose_engines
+    from reform_core.services.platform.uow import dispose_engines
     from tests.hostile_names import load_project
 
     root = tmp_path_factory.mktemp("hostile-names")

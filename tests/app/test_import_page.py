@@ -7,7 +7,7 @@ from pathlib import Path
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
-from reform_core.services.uow import get_engine
+from reform_core.services.platform.uow import get_engine
 from tests.app.conftest import app_database
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -57,7 +57,7 @@ def test_import_page_maps_columns_and_writes_all_or_nothing(tmp_path):
 
 
 def test_annotators_cannot_open_the_import_page(demo_db):
-    from reform_core.services.auth import Principal
+    from reform_core.services.accounts.auth import Principal
     from pages.components.session import PRINCIPAL_KEY
 
     at = AppTest.from_file(APP, default_timeout=120)

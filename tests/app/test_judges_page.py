@@ -20,9 +20,9 @@ from streamlit.testing.v1 import AppTest
 from db.models import Job, utcnow
 from reform_core.config import get_settings
 from reform_core.judges.retry import RetryPolicy
-from reform_core.services import jobs
-from reform_core.services import judging as svc
-from reform_core.services.uow import get_engine, unit_of_work
+from reform_core.services.platform import jobs
+from reform_core.services.judging import judging as svc
+from reform_core.services.platform.uow import get_engine, unit_of_work
 
 from tests.integration.fake_servers import FakeServer
 

@@ -25,7 +25,7 @@ def shown_errors(monkeypatch, demo_db):
 
 
 def test_a_failing_page_shows_an_error_id_and_logs_the_traceback(shown_errors, monkeypatch, caplog):
-    import reform_core.services.overview as overview
+    import reform_core.services.project.overview as overview
 
     def broken(*args, **kwargs):
         raise RuntimeError("the overview's query broke: secret-internal-detail")

@@ -29,7 +29,7 @@ def _verdict(at, prefix: str = "") -> str:
 
 
 def _task_counts(url: str, plan: str) -> dict:
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     with get_engine(url).connect() as conn:
         rows = conn.execute(text(
@@ -41,9 +41,9 @@ def _task_counts(url: str, plan: str) -> dict:
 
 
 def test_scores_in_progress_with_counts_and_one_verdict_everywhere(demo_db):
-    from reform_core.services.scoring import score, score_json
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.scoring.scoring import score, score_json
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     scores = _page("pages/scores.py")
     note = next(w.value for w in scores.warning if w.value.startswith("In progress")).replace("\\", "")  # escaped names
@@ -64,9 +64,9 @@ def test_scores_in_progress_with_counts_and_one_verdict_everywhere(demo_db):
 
 
 def test_a_lead_extends_then_closes_a_plan_on_the_sampling_page(demo_db):
-    from reform_core.services.planning import create_cluster_plan
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication.planning import create_cluster_plan
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     eng = get_engine(demo_db)
     made = create_cluster_plan(eng, local_principal(eng), judge_a="gpt-judge", judge_b="gemini-judge", margin=0.2,

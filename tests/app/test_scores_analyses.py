@@ -84,7 +84,7 @@ def test_stratified_rule_and_raw_labels_render(broken_app):
 
 
 def test_one_failing_analysis_does_not_take_the_others_down(tmp_path, monkeypatch):
-    import reform_core.services.analyses as svc
+    import reform_core.services.scoring.analyses as svc
 
     def boom(*a, **k):
         raise RuntimeError("composition engine broke")
@@ -107,8 +107,8 @@ def test_new_extractions_reach_the_coverage_tab(tmp_path):
     visit show up in Table A4 without any scored change."""
     import json as _json
 
-    from reform_core.services.importer import import_bundle
-    from reform_core.services.uow import get_engine
+    from reform_core.services.data.importer import import_bundle
+    from reform_core.services.platform.uow import get_engine
 
     url = f"sqlite:///{tmp_path / 'app.db'}"
     write_broken_project(url)

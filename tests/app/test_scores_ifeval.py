@@ -11,11 +11,11 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.shown import assert_rounded
 
-from reform_core.services.auth import Principal
-from reform_core.services.data import import_ifeval
-from reform_core.services.judging import run_judge
-from reform_core.services.scoring import score, score_json, set_pair
-from reform_core.services.uow import get_engine
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.ifeval_import import import_ifeval
+from reform_core.services.judging.judging import run_judge
+from reform_core.services.scoring.scoring import score, score_json, set_pair
+from reform_core.services.platform.uow import get_engine
 from tests.app.conftest import app_database
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from reform_core.services.auth import Principal
-from reform_core.services.judging import run_judge
-from reform_core.services.scoring import set_pair
-from reform_core.services.status import status
-from reform_core.services.uow import get_engine
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.judging.judging import run_judge
+from reform_core.services.scoring.scoring import set_pair
+from reform_core.services.data.status import status
+from reform_core.services.platform.uow import get_engine
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -81,7 +81,7 @@ def test_other_pairs_decisions_and_an_unset_pair(demo_with_rules):
 def test_judges_page_sets_the_pair_and_sampling_follows_it(demo_with_rules):
     """The pair is set on the Judges page (lead) and the Sampling page proposes it, listing the
     judges in the CLI's order (creation order, not alphabetical as before)."""
-    from reform_core.services.scoring import project_pair
+    from reform_core.services.scoring.scoring import project_pair
 
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page("pages/judges.py").run()

@@ -29,7 +29,7 @@ def scores_app(demo_db):
 def _raw_tcpr(url: str, judge: str) -> dict[str, float]:
     """TCPR of one judge's raw labels straight from SQL: mean over (model, main instruction)
     of the product of its constraint labels (docs/metrics.md#tcpr), instructions with a missing label dropped."""
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     sql = text(
         "SELECT m.name AS model, r.id AS rid, g.label FROM response r JOIN eval_model m ON m.id = r.model_id "
@@ -74,9 +74,9 @@ def test_default_estimator_shows_intervals_verdict_audit_and_annotators(scores_a
     """Issue 13 'Done when': on first start the demo's Scores page shows the default estimator,
     both intervals with one sentence each, the planner's verdict, the audit's both-wrong rate per
     model and (to the lead) each annotator's estimated accuracy — the same numbers as the CLI."""
-    from reform_core.services.scoring import score, score_json
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.scoring.scoring import score, score_json
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     at = scores_app
     assert at.radio(key="scores_labels").value.startswith("Default estimator")
@@ -146,7 +146,7 @@ def test_failing_units_link_to_the_explorer(scores_app, demo_db):
     assert (units["j_hat"] < 100).all() and (units["j_hat"] >= 0).all()
     assert units["j_hat"].is_monotonic_increasing
     assert set(units["k"]) <= {1, 2, 3}
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     with get_engine(demo_db).connect() as conn:
         questions = {r[0] for r in conn.execute(text("SELECT key FROM question WHERE task_type = :t"), {"t": task})}

@@ -24,11 +24,12 @@ def fresh_demo(tmp_path):
 
 
 def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_demo, monkeypatch):
-    from reform_core.services import adjudication as S
-    from reform_core.services import explore, scoring
-    from reform_core.services.data import DEMO_PLAN
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.project import explore
+    from reform_core.services.scoring import scoring
+    from reform_core.services.project.setup import DEMO_PLAN
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     gate, calls = threading.Event(), []
     real = explore.score_intervals
@@ -85,10 +86,10 @@ def test_a_decision_recomputes_the_auxiliary_analyses_but_not_a4_and_table4(fres
     page recomputes the decision-dependent analyses only (issue 16: Table 4's bootstrap was
     most of the page's time after a decision)."""
     from pages.components import analyses_view
-    from reform_core.services import adjudication as S
-    from reform_core.services.data import DEMO_PLAN
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.project.setup import DEMO_PLAN
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     calls = {"static": 0, "all": 0}
     real_static, real_all = analyses_view.static_analyses, analyses_view.analyses

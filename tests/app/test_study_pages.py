@@ -12,9 +12,10 @@ from streamlit.testing.v1 import AppTest
 from tests.app.shown import assert_rounded
 
 from reform_core import display
-from reform_core.services import mosaic, wise
-from reform_core.services.uow import get_engine
-from reform_core.services.users import local_principal
+from reform_core.services.studies import mosaic
+from reform_core.services.studies import wise
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import local_principal
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 90

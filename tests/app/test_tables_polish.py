@@ -61,9 +61,9 @@ def test_the_checker_and_tidy():
 @pytest.fixture(scope="module")
 def project(demo_db):
     """The demo (sample plans with and without decisions) and a human wording study with ratings."""
-    from reform_core.services import wording
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import create_user, local_principal
+    from reform_core.services.studies import wording
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import create_user, local_principal
 
     eng = get_engine(demo_db)
     lead = local_principal(eng)

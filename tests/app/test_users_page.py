@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from reform_core.services.users import MAX_ATTEMPTS, SignInError, sign_in
+from reform_core.services.accounts.users import MAX_ATTEMPTS, SignInError, sign_in
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -82,7 +82,7 @@ def test_lead_manages_an_account_and_its_open_session_ends(team):
 def test_a_signed_out_tab_cannot_be_reused(team):
     """Sign-out revokes the session in the database (a copied token or cookie is worthless)."""
     from pages.components.session import TOKEN_KEY
-    from reform_core.services.users import session_principal
+    from reform_core.services.accounts.users import session_principal
 
     ann = _signed_in("ann-a", "annotator-pw")
     token = ann.session_state[TOKEN_KEY]

@@ -18,9 +18,10 @@ from reform_core import agreement as A
 from reform_core import display
 from tests.app.shown import assert_rounded
 from reform_core.config import get_settings
-from reform_core.services import wording as w
-from reform_core.services.auth import Principal
-from reform_core.services.uow import get_engine
+from reform_core.services.studies import generations
+from reform_core.services.studies import wording as w
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.platform.uow import get_engine
 
 REPO = Path(__file__).resolve().parents[2]
 PRINCIPAL_KEY = "reform_principal"  # pages/components/session.py
@@ -159,7 +160,7 @@ def test_results_page_shows_compliance_charts_and_designer_is_for_leads(app_env)
     rows = [{"item": f"t{t}", "model": m, "provider": "p", "form": f, "target": t, "repetition": 0,
              "output": " ".join(["w"] * (t + (1 if (m, f) == ("m2", "AVOID1") else 0)))}
             for t in (5, 8) for m in ("m1", "m2") for f in ("POS", "AVOID1")]
-    w.import_generations(eng, users["lead"], data=pd.DataFrame(rows).to_csv(index=False).encode(), filename="g.csv")
+    generations.import_generations(eng, users["lead"], data=pd.DataFrame(rows).to_csv(index=False).encode(), filename="g.csv")
     at = _page("wording_results.py", users["lead"])
     rec = next(d.value for d in at.dataframe if "compliance" in d.value.columns)
     assert rec.loc["AVOID1", "compliance"] == pytest.approx(0.5) and rec.loc["AVOID1", "delta"] == pytest.approx(-0.5)

@@ -25,11 +25,11 @@ def keys_app(tmp_path_factory):
     """The demo with a plan of its disagreements and 25 audits of agreements (the newest plan:
     the one Adjudicate opens on), in local mode."""
     require_chromium()
-    from reform_core.services import wording
-    from reform_core.services.adjudication import create_plan
-    from reform_core.services.data import ensure_demo
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.studies import wording
+    from reform_core.services.adjudication.adjudication import create_plan
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import local_principal
 
     url = f"sqlite:///{tmp_path_factory.mktemp('keys') / 'keys.db'}"
     eng = get_engine(url)
@@ -47,7 +47,7 @@ def keys_app(tmp_path_factory):
 
 
 def _decisions(url: str, plan_id: int) -> list[tuple]:
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     with get_engine(url).connect() as conn:
         return [tuple(r) for r in conn.execute(text(
@@ -179,9 +179,9 @@ def test_twenty_wording_items_rated_by_keys_only(keys_app):
     (saving this one) — 20 items, keys only."""
     from playwright.sync_api import expect
 
-    from reform_core.services import wording
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.studies import wording
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     base, url, _ = keys_app
     given = {}
@@ -234,11 +234,11 @@ def ifeval_app(tmp_path_factory):
     require_chromium()
     from pathlib import Path
 
-    from reform_core.services.adjudication import create_plan
-    from reform_core.services.data import import_ifeval
-    from reform_core.services.judging import run_judge
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.adjudication.adjudication import create_plan
+    from reform_core.services.data.ifeval_import import import_ifeval
+    from reform_core.services.judging.judging import run_judge
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import local_principal
 
     data = Path(__file__).resolve().parents[1] / "data" / "ifeval"
     url = f"sqlite:///{tmp_path_factory.mktemp('ifeval') / 'ifeval.db'}"

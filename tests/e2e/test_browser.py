@@ -40,16 +40,16 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     require_chromium()  # skips locally, fails in CI
-    from reform_core.services.data import ensure_demo
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import create_user
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import create_user
 
     url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'e2e.db'}"
     engine = get_engine(url)
     ensure_demo(engine)
     users = {name: create_user(engine, None, username=name, password=password, role=role)
              for name, (role, password) in PASSWORDS.items()}
-    from reform_core.services.adjudication import create_plan
+    from reform_core.services.adjudication.adjudication import create_plan
 
     create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=1, name="e2e")
     create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=2)  # "gpt-judge vs gemini-judge #1"

@@ -36,7 +36,7 @@ TO_HOST = """(es, host) => es.flatMap(e => ['href', 'src', 'action', 'data', 'sr
 
 @pytest.fixture(scope="module")
 def hostile_app(tmp_path_factory):
-    from reform_core.services.uow import dispose_engines
+    from reform_core.services.platform.uow import dispose_engines
 
     root = tmp_path_factory.mktemp("hostile-names")
     url = f"sqlite:///{root / 'app.db'}"

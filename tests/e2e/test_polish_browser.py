@@ -89,10 +89,10 @@ def test_no_deploy_button(demo_app, tmp_path):
 
 @pytest.fixture(scope="module")
 def rating_app(tmp_path_factory):
-    from reform_core.services import wording
-    from reform_core.services.data import ensure_demo
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.studies import wording
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import local_principal
 
     url = f"sqlite:///{tmp_path_factory.mktemp('rating') / 'rating.db'}"
     engine = get_engine(url)
@@ -111,9 +111,9 @@ def test_wording_scale_does_not_wrap_and_keys_save_once_per_item(rating_app):
     were no keyboard shortcuts: now each scale is one line, S saves the item once, → moves on."""
     from playwright.sync_api import expect
 
-    from reform_core.services import wording
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.studies import wording
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import local_principal
 
     base, url = rating_app
     with browser_context(viewport={"width": 1400, "height": 1000}) as context:

@@ -34,8 +34,8 @@ ACCOUNTS = {"alice": ("lead", "alice@example.com"), "carol": ("annotator", "caro
 
 
 def _database(tmp) -> str:
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import create_user
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import create_user
 
     url = f"sqlite:///{tmp / 'sso.db'}"
     engine = get_engine(url)
@@ -47,7 +47,7 @@ def _database(tmp) -> str:
 
 def _account(url: str, username: str) -> dict:
     from db.repo.users import get_user
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     with get_engine(url).connect() as conn:
         return get_user(conn, username=username)
@@ -154,8 +154,8 @@ def test_unverified_and_uninvited_identities_are_refused_saying_why(userinfo_app
 def test_role_change_and_deactivation_take_effect_at_the_next_action(userinfo_app, browser):
     from playwright.sync_api import expect
 
-    from reform_core.services.uow import get_engine
-    from reform_core.services.users import cli_principal, update_user
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.accounts.users import cli_principal, update_user
 
     base, provider, url = userinfo_app
     engine = get_engine(url)

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     chromium = require_chromium()  # skips locally, fails in CI
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import local_principal
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import local_principal
 
     url = f"sqlite:///{tmp_path_factory.mktemp('studies-e2e') / 'e2e.db'}"
     engine = get_engine(url)

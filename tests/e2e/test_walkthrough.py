@@ -22,7 +22,7 @@ USERS = {"lead1": ("lead", "lead-password-1"), "ann1": ("annotator", "annotator-
 
 
 def _decisions(url: str, username: str) -> int:
-    from reform_core.services.uow import dispose_engines, get_engine
+    from reform_core.services.platform.uow import dispose_engines, get_engine
 
     with get_engine(url).connect() as conn:
         n = conn.execute(text("SELECT COUNT(*) FROM adjudication a JOIN app_user u ON u.id = a.user_id "
@@ -50,10 +50,10 @@ def test_password_mode_walkthrough(tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     chromium = require_chromium()
-    from reform_core.services.adjudication import create_plan
-    from reform_core.services.data import ensure_demo
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import create_user
+    from reform_core.services.adjudication.adjudication import create_plan
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import create_user
 
     url = f"sqlite:///{tmp_path / 'walk.db'}"
     engine = get_engine(url)

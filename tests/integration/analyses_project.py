@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reform_core.services.data import simulation_frames
-from reform_core.services.importer import frames_bundle, import_bundle_obj
-from reform_core.services.uow import get_engine
+from reform_core.services.data.simulated import simulation_frames
+from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
 
 # main instruction -> what is broken about its versions

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from reform_core.services.auth import AccessDenied
-from reform_core.services.uow import get_engine
-from reform_core.services import users
-from reform_core.services.users import (
+from reform_core.services.accounts.auth import AccessDenied
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts import users
+from reform_core.services.accounts.users import (
     MAX_ATTEMPTS,
     SignInError,
     cli_principal,
@@ -93,8 +93,8 @@ def test_throttle_holds_across_processes(accounts):
     the old throttle lived in one process's memory."""
     eng, _, _ = accounts
     url = eng.url.render_as_string(hide_password=False)
-    code = ("import sys; from reform_core.services.uow import get_engine; "
-            "from reform_core.services.users import SignInError, sign_in\n"
+    code = ("import sys; from reform_core.services.platform.uow import get_engine; "
+            "from reform_core.services.accounts.users import SignInError, sign_in\n"
             "try:\n    sign_in(get_engine(sys.argv[1]), 'ann', 'wrong-password')\n"
             "except SignInError as exc:\n    print(exc)\n")
     for _ in range(MAX_ATTEMPTS):

@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.instances import load_adjudications
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.data.instances import load_adjudications
+from reform_core.services.platform.uow import get_engine
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_other_plans_decision_count_is_the_current_decisions_of_the_other_plans(
     literal rule — the current decisions (not superseded, not retracted) of the pair's plans other
     than this one — with decisions, an undo and a plan of the pair in the other order."""
     from db.repo.adjudication import adjudication_rows, current_decision_count
-    from reform_core.services.instances import current_decisions
+    from reform_core.services.data.instances import current_decisions
 
     eng, u, plan = project
     second = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=2, name="second").plan_id

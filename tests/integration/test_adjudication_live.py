@@ -9,10 +9,10 @@ import pytest
 from db.repo.adjudication import ensure_user, write_tx
 from reform_core.calibration import calibrate_stratified
 from reform_core.metrics.reform import table2
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
 
 LA, LB = "label_judge_a", "label_judge_b"

@@ -15,12 +15,12 @@ from scipy.stats import norm
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.importer import import_bundle
-from reform_core.services.instances import load_adjudications, load_instances
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.instances import load_adjudications, load_instances
+from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ from sqlalchemy import text
 
 from db.repo import adjudication as repo
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.operations import doctor
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.project.operations import doctor
+from reform_core.services.platform.uow import get_engine
 
 
 def _recount(eng, plan_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -145,7 +145,7 @@ def test_a_first_decision_against_the_reference_asks_a_second_annotator(project)
     second, different annotator (required 1 → 2 and the plan's "needed" +1, in the decision's
     transaction); a confirming decision closes its task at one; undoing the first opinion takes
     the request back. The counters equal a recount throughout."""
-    from reform_core.services.planning import create_cluster_plan
+    from reform_core.services.adjudication.planning import create_cluster_plan
 
     eng, u = project
     plan = create_cluster_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0).plan_id
@@ -206,7 +206,7 @@ def test_an_audit_whose_first_two_annotators_find_the_judges_wrong_asks_a_third(
     its second annotator goes back to the queue for a third (required 2 → 3 in the second
     decision's transaction); undoing that second opinion takes the request back (3 → 2); the
     third annotator's decision closes the task. The counters equal a recount throughout."""
-    from reform_core.services.planning import create_cluster_plan
+    from reform_core.services.adjudication.planning import create_cluster_plan
 
     eng, u = project
     plan = create_cluster_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0).plan_id

@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services.auth import AccessDenied, Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.instances import load_adjudications
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import AccessDenied, Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.data.instances import load_adjudications
+from reform_core.services.platform.uow import get_engine
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from reform_core import display
-from reform_core.services.analyses import N_BOOT
-from reform_core.services.export import export
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import local_principal
+from reform_core.services.scoring.analyses import N_BOOT
+from reform_core.services.project.export import export
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import local_principal
 from tests.app.conftest import app_database
 from tests.integration.analyses_project import write_broken_project
 

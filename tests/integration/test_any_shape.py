@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from typer.testing import CliRunner
 
 from reform_core.cli import app
-from reform_core.services.uow import dispose_engines
+from reform_core.services.platform.uow import dispose_engines
 from tests.integration.shapes import benchmark, literal_scores, shapes, write_bundle, write_table
 
 EXAMPLES = int(os.environ.get("REFORM_SHAPE_EXAMPLES", "12"))

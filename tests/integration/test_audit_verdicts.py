@@ -17,14 +17,15 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.importer import ImportFailed, import_bundle
-from reform_core.services.planning import create_cluster_plan
-from reform_core.services.scoring import score, score_json
-from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.adjudication.planning import create_cluster_plan
+from reform_core.services.scoring.scoring import score, score_json
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import cli_principal
 from reform_core.simulate import simulate
 
 KEY = ("model", "instruction", "position")

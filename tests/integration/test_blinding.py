@@ -18,11 +18,11 @@ from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
 from reform_core.judges.blinding import blind_rationale
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.overview import overview
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.project.overview import overview
+from reform_core.services.platform.uow import get_engine
 
 
 @pytest.fixture
@@ -89,9 +89,9 @@ MODE_WORDS = re.compile(r"\b(strict|loose)\b", re.I)
 def ifeval_pair(tmp_path_factory):
     """IFEval (GPT-4's responses) judged by the rules judge strict and loose, named after their
     modes as the README's walkthrough does, and a plan over the pair."""
-    from reform_core.services.data import import_ifeval
-    from reform_core.services.judging import run_judge
-    from reform_core.services.users import cli_principal
+    from reform_core.services.data.ifeval_import import import_ifeval
+    from reform_core.services.judging.judging import run_judge
+    from reform_core.services.accounts.users import cli_principal
 
     eng = get_engine(f"sqlite:///{tmp_path_factory.mktemp('ifeval') / 'ifeval.db'}")
     import_ifeval(eng, input_path=IFEVAL / "input_data.jsonl",

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import text
 
 from db.repo import data as repo
-from reform_core.services.importer import ImportFailed, import_bundle
-from reform_core.services.uow import get_engine
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.platform.uow import get_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "reform_core" / "demo" / "bundle"

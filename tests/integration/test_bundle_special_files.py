@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from reform_core.services.uow import dispose_engines, get_engine
+from reform_core.services.platform.uow import dispose_engines, get_engine
 from tests.integration.test_import import make_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_links_inside_the_bundle_to_regular_files_still_import(tmp_path, sqlite_
 
 
 def test_special_input_files_named_directly_are_refused(tmp_path, sqlite_url):
-    from reform_core.services.importer import read_file
+    from reform_core.services.data.reading import read_file
 
     fifo = tmp_path / "input.jsonl"
     os.mkfifo(fifo)

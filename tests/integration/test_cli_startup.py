@@ -53,11 +53,11 @@ def test_help_imports_nothing_heavy():
 
 
 def test_status_reads_a_current_sqlite_file_with_sqlite3_alone(tmp_path):
-    from reform_core.services import adjudication as S
-    from reform_core.services.data import simulate_into
-    from reform_core.services.scoring import set_pair
-    from reform_core.services.uow import dispose_engines, get_engine
-    from reform_core.services.users import cli_principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.data.simulated import simulate_into
+    from reform_core.services.scoring.scoring import set_pair
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.accounts.users import cli_principal
 
     url = f"sqlite:///{tmp_path / 'p.db'}"
     eng = get_engine(url)
@@ -75,7 +75,7 @@ def test_status_reads_a_current_sqlite_file_with_sqlite3_alone(tmp_path):
     assert out["questions"] == 30 and out["instructions"] == 120 and out["models"] == 3
     assert out["adjudications"] == 15 and out["disagreements"] > 0
     assert not mods & set(HEAVY), sorted(mods & set(HEAVY))
-    from reform_core.services.status import status
+    from reform_core.services.data.status import status
 
     assert out == status(get_engine(url)), "the sqlite3 reading equals the engine's"
     dispose_engines()
@@ -104,8 +104,8 @@ def test_status_reads_a_current_sqlite_file_with_sqlite3_alone(tmp_path):
 
 def test_status_of_a_postgresql_project_uses_sqlalchemy_only(postgres_url):
     pg_url = postgres_url
-    from reform_core.services.data import simulate_into
-    from reform_core.services.uow import dispose_engines, get_engine
+    from reform_core.services.data.simulated import simulate_into
+    from reform_core.services.platform.uow import dispose_engines, get_engine
 
     simulate_into(get_engine(pg_url), seed=3, scale="small", adjudicate=5)
     dispose_engines()

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from reform_core.cli import one_line_error
-from reform_core.services.operations import doctor
-from reform_core.services.uow import dispose_engines, get_engine
+from reform_core.services.project.operations import doctor
+from reform_core.services.platform.uow import dispose_engines, get_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "reform_core" / "demo" / "bundle"

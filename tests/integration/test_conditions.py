@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reform_core.services.data import simulation_frames
-from reform_core.services.importer import frames_bundle, import_bundle_obj
-from reform_core.services.uow import get_engine
+from reform_core.services.data.simulated import simulation_frames
+from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def test_added_single_condition_leaves_main_scores_identical(projects, calibrati
 def test_imported_decisions_and_live_scores_keep_conditions_apart(projects):
     from sqlalchemy import text
 
-    from reform_core.services.adjudication import LiveScores
+    from reform_core.services.adjudication.adjudication import LiveScores
 
     eng = get_engine(projects["with_single"])
     with eng.connect() as conn:
@@ -92,9 +92,9 @@ def test_stratified_intervals_reuse_the_scoring_run(projects):
     """The stratified intervals start from the scoring run's calibration, its main-condition
     stratum rates and its unit index instead of calibrating again (issue 16): the same numbers, to the last digit,
     on a project whose other condition has strata and decisions of its own."""
-    from reform_core.services import estimates
-    from reform_core.services.scoring import score
-    from reform_core.services.users import cli_principal
+    from reform_core.services.scoring import estimates
+    from reform_core.services.scoring.scoring import score
+    from reform_core.services.accounts.users import cli_principal
 
     eng = get_engine(projects["with_single"])
     r = score(eng, cli_principal(eng), calibration="stratified")

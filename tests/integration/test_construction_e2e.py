@@ -12,10 +12,16 @@ import pytest
 from typer.testing import CliRunner
 
 from reform_core.cli import app
-from reform_core.services import adjudication, collection, construction, data, export, judging, scoring
-from reform_core.services.importer import frames_bundle, import_bundle_obj
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import local_principal
+from reform_core.services.adjudication import adjudication
+from reform_core.services.judging import collection
+from reform_core.services.studies import construction
+from reform_core.services.project import setup as data
+from reform_core.services.project import export
+from reform_core.services.judging import judging
+from reform_core.services.scoring import scoring
+from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import local_principal
 from tests.integration.fake_servers import FakeServer, _find_ids, _prompt_text
 
 KEY = "sk-test-construction"
@@ -76,8 +82,8 @@ def test_questions_to_exported_scores(engine, servers, tmp_path):
     pooled = {r["model"]: r for r in ext["coverage"]}["Pooled"]
     assert pooled["valid"] == 12 and pooled["coverage"] == pytest.approx(50.0)  # bullets covered, code spans not
     # the extractions stay in the project: analyses (and the Scores page) show the same Table A4 (issue 17)
-    from reform_core.services.analyses import analyses as run_analyses
-    from reform_core.services.users import cli_principal
+    from reform_core.services.scoring.analyses import analyses as run_analyses
+    from reform_core.services.accounts.users import cli_principal
 
     assert ext["stored"] == ext["extracted"]
     a4 = run_analyses(engine, cli_principal(engine), n_boot=5).tables["table_a4_coverage"].set_index("model")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from reform_core.services.export import dataset_hash
-from reform_core.services.importer import import_bundle
-from reform_core.services.uow import get_engine
+from reform_core.services.project.export_files import dataset_hash
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.platform.uow import get_engine
 
 BUNDLE = Path(__file__).resolve().parents[2] / "reform_core" / "demo" / "bundle"
 QUERIES = [
@@ -52,7 +52,7 @@ def test_the_hash_started_beside_the_export_is_the_same_hash(any_db_url, monkeyp
     a child that fails leaves the parent to compute it."""
     import threading
 
-    from reform_core.services import export as X
+    from reform_core.services.project import export_files as X
 
     eng = get_engine(any_db_url)
     import_bundle(eng, BUNDLE)

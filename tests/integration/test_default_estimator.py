@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from bench.loop_reference import loop_table2
-from reform_core.services.data import simulate_into
-from reform_core.services.scoring import score, score_json
-from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.scoring.scoring import score, score_json
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import cli_principal
 
 REPO = Path(__file__).resolve().parents[2]
 PAIR = "judge_a,judge_b"
@@ -222,7 +222,7 @@ def test_everything_adjudicated_twice_in_agreement_gives_the_exact_score(sqlite_
 def test_pooled_weights_ignore_audit_decisions(sqlite_url, tmp_path):
     """Point 7: decisions on audited agreements said 'B' forty times and moved W_A; now the
     pooled scores are the same with and without them."""
-    from reform_core.services import adjudication as S
+    from reform_core.services.adjudication import adjudication as S
 
     eng = get_engine(sqlite_url)
     simulate_into(eng, seed=5, scale="small", adjudicate=10)
@@ -237,7 +237,7 @@ def test_pooled_weights_ignore_audit_decisions(sqlite_url, tmp_path):
         audit_ids = plan_tasks(conn, plan_id=plan.plan_id).query("kind == 'audit'")["id"].tolist()
     assert len(audit_ids) == 40
     from db.repo.adjudication import ensure_user, write_tx
-    from reform_core.services.auth import Principal
+    from reform_core.services.accounts.auth import Principal
 
     with write_tx(eng) as conn:
         ann = Principal(ensure_user(conn, username="ann", role="annotator"), "ann", "annotator")

@@ -15,10 +15,10 @@ import pytest
 
 from bench.loop_reference import loop_table2
 from reform_core.estimators import base
-from reform_core.services.data import simulate_into
-from reform_core.services.scoring import ScoringError, score, score_json
-from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.scoring.scoring import ScoringError, score, score_json
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import cli_principal
 
 
 class JudgeA:

@@ -14,11 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reform_core.services.data import ensure_demo
-from reform_core.services.explore import export_archive
-from reform_core.services.export import export
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import local_principal
+from reform_core.services.project.setup import ensure_demo
+from reform_core.services.project.explore import export_archive
+from reform_core.services.project.export import export
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import local_principal
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_COLUMNS = ["model", "question", "instruction", "condition", "pair_group", "task_type", "position", "feature",
@@ -118,7 +118,7 @@ def test_page_archive_holds_the_same_files_as_the_cli(exported, demo):
 
 
 def test_export_checks_role(demo, tmp_path):
-    from reform_core.services.auth import AccessDenied, Principal
+    from reform_core.services.accounts.auth import AccessDenied, Principal
 
     with pytest.raises(AccessDenied):
         export(get_engine(demo), tmp_path, principal=Principal(999, "ana", "analyst"))

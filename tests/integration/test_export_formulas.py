@@ -12,11 +12,12 @@ import json
 import pandas as pd
 import pytest
 
-from reform_core.services import scoring, wording
-from reform_core.services.export import export, recompute
-from reform_core.services.importer import import_bundle
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import local_principal
+from reform_core.services.scoring import scoring
+from reform_core.services.studies import generations
+from reform_core.services.project.export import export, recompute
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import local_principal
 from tests.hostile_names import FORMULA_NOTE, write_formula_bundle
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -43,7 +44,7 @@ def exported(tmp_path_factory):
     gens = pd.DataFrame([{"item": f"@item{t}", "model": m, "provider": "-p", "form": f, "target": t, "repetition": 0,
                           "output": " ".join(["w"] * t)}
                          for t in (5, 8) for m in ("=cmd|' /C calc'!A0", "+m2") for f in ("POS", "NEG")])
-    wording.import_generations(eng, lead, data=gens.to_csv(index=False).encode(), filename="g.csv", study="=study")
+    generations.import_generations(eng, lead, data=gens.to_csv(index=False).encode(), filename="g.csv", study="=study")
     out = root / "out"
     export(eng, out, principal=lead, calibration="stratified", n_boot=50, seed=0)
     yield out, names

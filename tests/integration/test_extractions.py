@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from reform_core.services.bundle_export import export_bundle
-from reform_core.services.importer import ImportFailed, import_bundle
-from reform_core.services.uow import get_engine
+from reform_core.services.data.bundle_export import export_bundle
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.platform.uow import get_engine
 from tests.integration.scoring_project import MODELS, QUESTIONS, write_bundle
 
 M, Q = MODELS[0], next(iter(QUESTIONS))
@@ -46,8 +47,8 @@ def test_bad_extractions_are_refused_with_file_line_and_field(tmp_path):
 
 
 def test_extractions_round_trip_and_feed_coverage(tmp_path, any_db_url):
-    from reform_core.services.analyses import analyses
-    from reform_core.services.users import cli_principal
+    from reform_core.services.scoring.analyses import analyses
+    from reform_core.services.accounts.users import cli_principal
 
     rows = [{"model": M, "question": Q, "label": "bullets", "feature": "bullet_list", "match": "exact"},
             {"model": M, "question": Q, "label": "bullets and bold", "feature": "bullet_list", "match": "composite"},

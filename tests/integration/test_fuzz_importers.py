@@ -28,9 +28,10 @@ from hypothesis import strategies as st
 from sqlalchemy import inspect, text
 
 from reform_core.records import BUNDLE_FILES
-from reform_core.services.data import import_ifeval
-from reform_core.services.importer import ImportFailed, import_bundle
-from reform_core.services.uow import get_engine
+from reform_core.services.data.ifeval_import import import_ifeval
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.platform.uow import get_engine
 from tests.integration.test_import import make_bundle
 
 LOCATED = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+): (?P<rest>[^\n]+)$")

@@ -16,8 +16,8 @@ import io
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reform_core.services.table_import import import_table, parse_mapping
-from reform_core.services.uow import get_engine
+from reform_core.services.data.table_import import import_table, parse_mapping
+from reform_core.services.platform.uow import get_engine
 from tests.integration.test_fuzz_importers import FUZZ, TRICKY, attempt
 
 HEADER = ["model", "key", "prompt", "instruction_id", "kwargs", "response", "gpt", "why", "gem"]

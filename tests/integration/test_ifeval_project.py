@@ -19,9 +19,10 @@ import pytest
 from sqlalchemy import text
 
 from reform_core import ifeval_eval
-from reform_core.services.data import ImportFailed, import_ifeval
-from reform_core.services.judging import prompt_for_display, run_judge
-from reform_core.services.uow import get_engine
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.data.ifeval_import import import_ifeval
+from reform_core.services.judging.judging import prompt_for_display, run_judge
+from reform_core.services.platform.uow import get_engine
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ifeval"
 INPUT = DATA / "input_data.jsonl"

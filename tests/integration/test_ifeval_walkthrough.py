@@ -32,9 +32,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reform_core.services import adjudication
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import create_user, local_principal
+from reform_core.services.adjudication import adjudication
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import create_user, local_principal
 from tests.integration.fake_servers import FakeServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,10 +11,12 @@ import pytest
 from sqlalchemy import text
 
 from db.engine import current_revision, head_revision, make_engine, upgrade
-from reform_core.services.bundle_export import export_bundle
-from reform_core.services.data import import_ifeval, status
-from reform_core.services.importer import ImportFailed, import_bundle
-from reform_core.services.uow import get_engine
+from reform_core.services.data.bundle_export import export_bundle
+from reform_core.services.data.ifeval_import import import_ifeval
+from reform_core.services.data.status import status
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.platform.uow import get_engine
 
 REPO = Path(__file__).resolve().parents[2]
 IFEVAL = REPO / "tests" / "data" / "ifeval"  # vendored copy (Apache-2.0, see its README)

@@ -13,13 +13,14 @@ import pandas as pd
 import pytest
 
 from reform_core.construction.mosaic_gen import assemble
-from reform_core.services import mosaic
-from reform_core.services.auth import Principal
-from reform_core.services.data import import_ifeval
-from reform_core.services.importer import ImportFailed, import_bundle
-from reform_core.services.table_import import import_table
-from reform_core.services.uow import get_engine
-from reform_core.services.wording import import_generations
+from reform_core.services.studies import mosaic
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.ifeval_import import import_ifeval
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.data.table_import import import_table
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.studies.generations import import_generations
 from tests.integration.test_fuzz_importers import dump
 from tests.integration.test_import import make_bundle
 

@@ -25,9 +25,9 @@ import pandas as pd
 import pytest
 from sqlalchemy import text
 
-from reform_core.services.data import import_ifeval
-from reform_core.services.table_import import ImportFailed, import_table, parse_mapping
-from reform_core.services.uow import dispose_engines, get_engine
+from reform_core.services.data.ifeval_import import import_ifeval
+from reform_core.services.data.table_import import ImportFailed, import_table, parse_mapping
+from reform_core.services.platform.uow import dispose_engines, get_engine
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "ifeval"

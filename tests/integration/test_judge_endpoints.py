@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from reform_core.commands import judging as judging_commands
 from reform_core.config import Settings, get_settings, judge_endpoint, secret_values
-from reform_core.services import judging as svc
-from reform_core.services.uow import get_engine
+from reform_core.services.judging import judging as svc
+from reform_core.services.platform.uow import get_engine
 
 from fake_servers import seed_project
 

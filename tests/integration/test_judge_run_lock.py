@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import text
 
 from db.models import Job, utcnow
-from reform_core.services import jobs
-from reform_core.services import judging as svc
-from reform_core.services.uow import get_engine, unit_of_work
+from reform_core.services.platform import jobs
+from reform_core.services.judging import judging as svc
+from reform_core.services.platform.uow import get_engine, unit_of_work
 
 from fake_servers import FakeServer, seed_project
 

@@ -10,8 +10,8 @@ from sqlalchemy import text
 
 from reform_core.judges.prompt import PROMPT_VERSION
 from reform_core.judges.retry import RetryPolicy
-from reform_core.services import judging as svc
-from reform_core.services.uow import get_engine
+from reform_core.services.judging import judging as svc
+from reform_core.services.platform.uow import get_engine
 
 from fake_servers import seed_project
 

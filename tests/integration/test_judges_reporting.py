@@ -10,8 +10,8 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from reform_core.commands import judging as judging_commands
-from reform_core.services import judging as svc
-from reform_core.services.uow import get_engine
+from reform_core.services.judging import judging as svc
+from reform_core.services.platform.uow import get_engine
 from reform_core.verifiers import base as verifiers
 from reform_core.verifiers.base import CheckResult
 

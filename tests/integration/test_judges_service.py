@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from db.models import CatalogFeature
 from reform_core.commands import judging as judging_commands
 from reform_core.judges.retry import RetryPolicy
-from reform_core.services import judging as svc
-from reform_core.services.uow import get_engine
+from reform_core.services.judging import judging as svc
+from reform_core.services.platform.uow import get_engine
 from reform_core.verifiers.base import CheckResult, register
 
 from fake_servers import seed_project
@@ -46,8 +46,8 @@ def _q(engine, sql):
 
 CHILD = """
 import sys
-from reform_core.services.judging import run_judge
-from reform_core.services.uow import get_engine
+from reform_core.services.judging.judging import run_judge
+from reform_core.services.platform.uow import get_engine
 run_judge(get_engine(sys.argv[1]), provider="openai", model="gpt-4o-mini", name="g",
           base_url=sys.argv[2], concurrency=4, commit_every=1)
 """

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from sqlalchemy import event
 
-from reform_core.services import adjudication as S
-from reform_core.services.data import simulate_into
-from reform_core.services.uow import get_engine
-from reform_core.services.users import create_user
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import create_user
 
 
 def test_judgment_lookups_search_by_instance(sqlite_url):

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from reform_core.services.bundle_export import export_bundle
-from reform_core.services.data import simulation_frames, status
-from reform_core.services.importer import frames_bundle, import_bundle_obj
-from reform_core.services.operations import doctor
-from reform_core.services.uow import dispose_engines, get_engine
+from reform_core.services.data.bundle_export import export_bundle
+from reform_core.services.data.simulated import simulation_frames
+from reform_core.services.data.status import status
+from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.project.operations import doctor
+from reform_core.services.platform.uow import dispose_engines, get_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL_AT = "… responses"  # progress line printed just before the responses are written

@@ -11,9 +11,9 @@ from sqlalchemy import text
 
 from db.repo.adjudication import judgment_labels
 from reform_core.frames import IID_SHIFT
-from reform_core.services.importer import import_bundle
-from reform_core.services.instances import load_judged
-from reform_core.services.uow import get_engine
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.instances import load_judged
+from reform_core.services.platform.uow import get_engine
 
 BUNDLE = Path(__file__).resolve().parents[2] / "reform_core" / "demo" / "bundle"
 COLS = ("judge_id, response_id, constraint_id, prompt_version, label, rationale, status, error, raw, input_tokens, "
@@ -52,7 +52,7 @@ def test_baseline_frame_read_with_the_instances_is_the_baseline_query(any_db_url
     import pandas as pd
 
     from db.repo.scoring import baseline_present
-    from reform_core.services.instances import load_judged_with_baseline
+    from reform_core.services.data.instances import load_judged_with_baseline
 
     eng = get_engine(any_db_url)
     import_bundle(eng, BUNDLE)

@@ -6,12 +6,12 @@ import pytest
 from sqlalchemy import text
 
 from db.engine import make_engine
-from reform_core.services.auth import AccessDenied, Principal
-from reform_core.services.data import status
-from reform_core.services.importer import import_bundle
-from reform_core.services.operations import OperationFailed, backup, doctor, restore
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import SignInError, create_user, sign_in, unlock
+from reform_core.services.accounts.auth import AccessDenied, Principal
+from reform_core.services.data.status import status
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.project.operations import OperationFailed, backup, doctor, restore
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import SignInError, create_user, sign_in, unlock
 from tests.integration.test_import import make_bundle
 
 

@@ -20,9 +20,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from reform_core.services.importer import import_bundle
-from reform_core.services.operations import OperationFailed, backup
-from reform_core.services.uow import get_engine
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.project.operations import OperationFailed, backup
+from reform_core.services.platform.uow import get_engine
 from tests.integration.test_import import make_bundle
 
 ROOT = Path(__file__).resolve().parents[2]

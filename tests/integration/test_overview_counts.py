@@ -6,11 +6,11 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.overview import overview
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.project.overview import overview
+from reform_core.services.platform.uow import get_engine
 
 
 def test_overview_progress_equals_counting_the_tasks(sqlite_url):

@@ -17,11 +17,12 @@ import yaml
 from sqlalchemy import text
 
 from reform_core.catalog import load_catalog
-from reform_core.services.bundle_export import export_bundle
-from reform_core.services.catalogs import parse_catalog_file
-from reform_core.services.importer import ImportFailed, import_bundle
-from reform_core.services.table_import import import_table
-from reform_core.services.uow import get_engine
+from reform_core.services.data.bundle_export import export_bundle
+from reform_core.services.data.catalogs import parse_catalog_file
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.data.table_import import import_table
+from reform_core.services.platform.uow import get_engine
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "catalog.md"

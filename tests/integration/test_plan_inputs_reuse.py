@@ -8,12 +8,13 @@ from __future__ import annotations
 import pandas as pd
 
 from db.repo.adjudication import ensure_user, insert_tasks, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services import estimates, scoring
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.planning import create_cluster_plan
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.scoring import estimates
+from reform_core.services.scoring import scoring
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.adjudication.planning import create_cluster_plan
+from reform_core.services.platform.uow import get_engine
 
 
 def _same(a: estimates.PlanInputs, b: estimates.PlanInputs) -> None:

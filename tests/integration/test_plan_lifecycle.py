@@ -17,13 +17,13 @@ from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, plan_params, write_tx
 from reform_core.estimators.design import Design
-from reform_core.services import adjudication as S
-from reform_core.services import estimates as E
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.planning import create_cluster_plan
-from reform_core.services.scoring import score, score_json
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.scoring import estimates as E
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.adjudication.planning import create_cluster_plan
+from reform_core.services.scoring.scoring import score, score_json
+from reform_core.services.platform.uow import get_engine
 from tests.integration.test_adjudication_progress import assert_counters_match
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,17 +13,17 @@ from unittest import mock
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.platform.uow import get_engine
 
 N_WORKERS = 8
 DEADLINE_S = 60
 
 
 def _worker(url: str, plan_id: int, user_id: int, username: str, out) -> None:
-    from reform_core.services.uow import get_engine
+    from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
     me = Principal(user_id, username, "annotator")

@@ -10,12 +10,12 @@ from streamlit.testing.v1 import AppTest
 
 from pages.components.nav import PAGES
 from reform_core.config import get_settings
-from reform_core.services import explore
-from reform_core.services.auth import AccessDenied, Principal
-from reform_core.services.data import ensure_demo
-from reform_core.services.export import export
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import create_user, list_users
+from reform_core.services.project import explore
+from reform_core.services.accounts.auth import AccessDenied, Principal
+from reform_core.services.project.setup import ensure_demo
+from reform_core.services.project.export import export
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import create_user, list_users
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
@@ -67,7 +67,7 @@ def _calls(engine, tmp):
         "export": (lambda p: export(engine, tmp / (p.role if p else "none"), principal=p, n_boot=5), {"lead"}),
         "export_archive": (lambda p: explore.export_archive(engine, p), {"lead"}),
         "list_users": (lambda p: list_users(engine, p), {"lead"}),
-        # principal=None is the documented CLI bootstrap of services/users.py
+        # principal=None is the documented CLI bootstrap of services/accounts/users.py
         "create_user": (lambda p: create_user(engine, p, username=f"new-{p.role if p else 'cli'}",
                                               password="long-enough-1", role="annotator"), {"lead", "anonymous"}),
     }

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from reform_core.services.data import load_demo
-from reform_core.services.scoring import ScoringError, load_project, score
-from reform_core.services.auth import Principal
-from reform_core.services.uow import get_engine
+from reform_core.services.project.setup import load_demo
+from reform_core.services.scoring.scoring import ScoringError, load_project, score
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.platform.uow import get_engine
 
 ANALYST = Principal(0, "ana", "analyst")
 

@@ -13,13 +13,14 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services import adjudication as S
+from reform_core.services.adjudication import adjudication as S
 from reform_core.metrics import reform
-from reform_core.services import explore, scoring
-from reform_core.services.auth import Principal
-from reform_core.services.data import simulate_into
-from reform_core.services.score_state import ScoreCache, split_version
-from reform_core.services.uow import get_engine
+from reform_core.services.project import explore
+from reform_core.services.scoring import scoring
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.scoring.score_state import ScoreCache, split_version
+from reform_core.services.platform.uow import get_engine
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def test_rescore_of_the_default_estimator_equals_scoring_from_scratch(sqlite_url
     index and the estimator's design arrays reused) gives what scoring from scratch gives,
     including with two annotators (the adjudicator-error model), a withdrawn decision and a
     second condition (scored by the stratified rule, whose decisions come from the imported ones)."""
-    from reform_core.services.planning import create_cluster_plan
+    from reform_core.services.adjudication.planning import create_cluster_plan
 
     eng = get_engine(sqlite_url)
     simulate_into(eng, seed=4, scale="small", adjudicate=3, conditions=conditions)

@@ -23,12 +23,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reform_core.services.auth import Principal
-from reform_core.services.data import import_bundle
-from reform_core.services.export import export, recompute
-from reform_core.services.operations import doctor
-from reform_core.services.scoring import score, score_json
-from reform_core.services.uow import get_engine
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.project.export import export, recompute
+from reform_core.services.project.operations import doctor
+from reform_core.services.scoring.scoring import score, score_json
+from reform_core.services.platform.uow import get_engine
 from tests.integration.scoring_project import write_bundle
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,12 +17,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reform_core.services import adjudication, explore
-from reform_core.services.auth import Principal
-from reform_core.services.data import import_bundle, status
-from reform_core.services.export import export
-from reform_core.services.scoring import ScoringError, project_pair, score, score_json, set_pair
-from reform_core.services.uow import get_engine
+from reform_core.services.adjudication import adjudication
+from reform_core.services.project import explore
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.status import status
+from reform_core.services.project.export import export
+from reform_core.services.scoring.scoring import ScoringError, project_pair, score, score_json, set_pair
+from reform_core.services.platform.uow import get_engine
 from tests.integration.scoring_project import write_bundle
 
 REPO = Path(__file__).resolve().parents[2]

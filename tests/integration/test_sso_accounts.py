@@ -22,11 +22,11 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.users import get_user
-from reform_core.services import oidc_provider as op
-from reform_core.services.auth import AccessDenied
-from reform_core.services.sso import SignInRefused, bind_identity, end_sso_session, sso_principal
-from reform_core.services.uow import get_engine
-from reform_core.services.users import SignInError, cli_principal, create_user, sign_in, update_user
+from reform_core.services.accounts import oidc_provider as op
+from reform_core.services.accounts.auth import AccessDenied
+from reform_core.services.accounts.sso import SignInRefused, bind_identity, end_sso_session, sso_principal
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import SignInError, cli_principal, create_user, sign_in, update_user
 
 ROOT = Path(__file__).resolve().parents[2]
 ISS = "https://idp.example.org"

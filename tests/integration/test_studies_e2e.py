@@ -24,10 +24,10 @@ from typer.testing import CliRunner
 from db.repo.wording import study_items
 from reform_core import display
 from reform_core.cli import app
-from reform_core.services.wording import fill_template
-from reform_core.services import mosaic
-from reform_core.services.uow import dispose_engines, get_engine
-from reform_core.services.users import cli_principal
+from reform_core.services.studies.wording import fill_template
+from reform_core.services.studies import mosaic
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.accounts.users import cli_principal
 from tests.integration.fake_servers import FakeServer, _find_ids, _prompt_text
 
 TASKS = ["Name the largest planet.", "Say what a cell is.", "Describe rain.", "Explain tides.",

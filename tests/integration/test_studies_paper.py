@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reform_core.cli import app
-from reform_core.services.uow import dispose_engines
+from reform_core.services.platform.uow import dispose_engines
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "wise"
 TARGET = 12

@@ -9,11 +9,12 @@ import pytest
 
 from db.repo.data import count_rows
 from reform_core.construction import mosaic_gen
-from reform_core.services import mosaic, wise
-from reform_core.services.auth import AccessDenied, Principal
-from reform_core.services.importer import ImportFailed
-from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal
+from reform_core.services.studies import generations, mosaic
+from reform_core.services.studies import wise
+from reform_core.services.accounts.auth import AccessDenied, Principal
+from reform_core.services.data.reading import ImportFailed
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import cli_principal
 
 import numpy as np
 
@@ -136,22 +137,20 @@ def test_wise_generations_keyed_by_study_on_any_db(engine):
     """The same generation keys live in two studies side by side (natural key includes the
     study); each study scores its own rows; re-imports are idempotent; a file with other forms
     than the study's is refused before anything is written."""
-    from reform_core.services import wording
-
     lead = cli_principal(engine)
     rows = [{"item": f"t{i}", "model": m, "provider": "p", "form": f, "target": "3", "repetition": 0,
              "output": "a b c" if (i + len(m) + len(f)) % 3 else "a b"}
             for i in range(4) for m in ("m1", "m22") for f in ("POS", "NEG")]
     data = _jsonl(rows)
     for study in ("one", "two"):
-        assert wording.import_generations(engine, lead, data=data, filename="g.jsonl", study=study)["written"] == 16
-    assert wording.import_generations(engine, lead, data=data, filename="g.jsonl", study="one")["existing"] == 16
+        assert generations.import_generations(engine, lead, data=data, filename="g.jsonl", study=study)["written"] == 16
+    assert generations.import_generations(engine, lead, data=data, filename="g.jsonl", study="one")["existing"] == 16
     assert wise.score(engine, lead, study="one", n_boot=20)["forms"] == wise.score(engine, lead, study="two",
                                                                                      n_boot=20)["forms"]
     other = _jsonl([dict(rows[0], form="AVOID9")])
     before = _counts(engine)
     with pytest.raises(ValueError, match="WISE study 'one' has forms"):
-        wording.import_generations(engine, lead, data=other, filename="g2.jsonl", study="one")
+        generations.import_generations(engine, lead, data=other, filename="g2.jsonl", study="one")
     assert _counts(engine) == before
     out = wise.outputs(engine, lead, study="two")
     assert len(out) == 16 and set(out["study"]) == {"two"} and out["compliant"].dtype == bool
@@ -160,13 +159,11 @@ def test_wise_generations_keyed_by_study_on_any_db(engine):
 def test_joint_item_bootstrap_leaves_out_items_not_every_model_answered(engine):
     """The keyword panel's item bootstrap and the ranking intervals resample items jointly
     across models: an item one model lacks is left out of them and counted, not a crash."""
-    from reform_core.services import wording
-
     lead = cli_principal(engine)
     rows = [{"item": f"t{i}", "model": m, "provider": "p", "form": f, "target": "keyword:harbor", "repetition": 0,
              "output": "the harbor" if (i * len(m) + len(f)) % 3 else "no"}
             for i in range(6) for m in ("m1", "m22", "m333") for f in ("POS", "NEG") if not (m == "m1" and i == 5)]
-    wording.import_generations(engine, lead, data=_jsonl(rows), filename="k.jsonl", study="kw")
+    generations.import_generations(engine, lead, data=_jsonl(rows), filename="k.jsonl", study="kw")
     out = wise.score(engine, lead, study="kw", n_boot=50)
     assert out["scheme"] == "item"  # the paper's scheme for the keyword panel
     assert "item bootstrap: 1 item(s) not answered by every model are left out" in out["notes"]
@@ -177,7 +174,7 @@ def test_joint_item_bootstrap_leaves_out_items_not_every_model_answered(engine):
 def test_export_manifest_hashes_each_studys_inputs(engine, tmp_path):
     """The manifest's studies.inputs_sha256 names each study's inputs: equal on a re-export,
     changed by one more output or generation, and only for the study that changed."""
-    from reform_core.services.study_export import inputs_sha256
+    from reform_core.services.project.study_export import inputs_sha256
 
     lead = cli_principal(engine)
     rows = _prompts()
@@ -187,20 +184,18 @@ def test_export_manifest_hashes_each_studys_inputs(engine, tmp_path):
             [{"prompt": r["id"], "model": "m", "output": "text"} for r in rows]), filename="o.jsonl")
     gens = [{"item": f"t{i}", "model": "m", "provider": "p", "form": f, "target": "3", "repetition": 0,
              "output": "one two three"} for i in range(3) for f in ("POS", "NEG")]
-    from reform_core.services import wording
-
-    wording.import_generations(engine, lead, data=_jsonl(gens), filename="g.jsonl", study="w")
+    generations.import_generations(engine, lead, data=_jsonl(gens), filename="g.jsonl", study="w")
     first = inputs_sha256(engine)
     assert set(first["mosaic"]) == {"a", "b"} and set(first["wise"]) == {"w"}
     assert first["mosaic"]["a"] == first["mosaic"]["b"] and inputs_sha256(engine) == first
     mosaic.run_checks(engine, lead, study="a")
     mosaic.import_outputs(engine, lead, study="b", data=_jsonl([{"prompt": rows[0]["id"], "model": "m2",
                                                                   "output": "x"}]), filename="o2.jsonl")
-    wording.import_generations(engine, lead, data=_jsonl([dict(gens[0], repetition=1)]), filename="g2.jsonl",
+    generations.import_generations(engine, lead, data=_jsonl([dict(gens[0], repetition=1)]), filename="g2.jsonl",
                                study="w")
     second = inputs_sha256(engine)
     assert all(second[k][n] != first[k][n] for k, n in (("mosaic", "a"), ("mosaic", "b"), ("wise", "w")))
-    from reform_core.services.study_export import export_studies_only
+    from reform_core.services.project.study_export import export_studies_only
 
     manifest = export_studies_only(engine, tmp_path, principal=lead, n_boot=2)
     assert manifest["studies"]["inputs_sha256"] == second

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reform_core.services import study_export
-from reform_core.services.export import _write_table
-from reform_core.services.importer import import_bundle
-from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal
+from reform_core.services.project import study_export
+from reform_core.services.project.export_files import write_table
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import cli_principal
 
 BUNDLE = Path(__file__).resolve().parents[2] / "reform_core" / "demo" / "bundle"
 
@@ -24,16 +24,17 @@ def test_no_study_files_are_the_services_files(sqlite_url, tmp_path, monkeypatch
     fast.mkdir()
     slow.mkdir()
     files_fast: list[str] = []
-    got_fast = study_export.write_study_tables(eng, who, fast, files_fast, write=_write_table, n_boot=50)
+    got_fast = study_export.write_study_tables(eng, who, fast, files_fast, write=write_table, n_boot=50)
     monkeypatch.setattr(study_export, "has_studies", lambda engine: True)  # through the services
     files_slow: list[str] = []
-    got_slow = study_export.write_study_tables(eng, who, slow, files_slow, write=_write_table, n_boot=50)
+    got_slow = study_export.write_study_tables(eng, who, slow, files_slow, write=write_table, n_boot=50)
     assert files_fast == files_slow and len(files_fast) == 3 * 9  # 9 tables, CSV + Parquet + JSON each
     for name in files_fast:
         assert (fast / name).read_bytes() == (slow / name).read_bytes(), name
     assert got_fast == got_slow
 
-    from reform_core.services import mosaic, wise
+    from reform_core.services.studies import mosaic
+    from reform_core.services.studies import wise
 
     assert list(mosaic.check_rows(eng, who).columns) == study_export.CHECK_COLUMNS
     assert list(wise.outputs(eng, who).columns) == study_export.OUTPUT_COLUMNS

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 from reform_core import agreement as A
 from db.repo.users import insert_user
 from reform_core.cli import app
-from reform_core.services import wording as w
-from reform_core.services.uow import get_engine
-from reform_core.services.auth import Principal
+from reform_core.services.studies import wording as w
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.auth import Principal
 
 runner = CliRunner()
 

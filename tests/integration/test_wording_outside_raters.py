@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from db.repo.users import insert_user
 from reform_core.cli import app
-from reform_core.services import wording as w
-from reform_core.services.auth import Principal
-from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal
+from reform_core.services.studies import wording as w
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import cli_principal
 
 runner = CliRunner()
 FORMS = [{"key": "POS", "template": "Answer using exactly {N} words."},

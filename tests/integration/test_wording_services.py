@@ -13,10 +13,11 @@ from sqlalchemy import text
 
 from db.engine import make_engine
 from reform_core import agreement as A
-from reform_core.services import wording as w
-from reform_core.services.auth import AccessDenied, Principal
-from reform_core.services.uow import get_engine
-from reform_core.services.users import cli_principal, create_user
+from reform_core.services.studies import generations
+from reform_core.services.studies import wording as w
+from reform_core.services.accounts.auth import AccessDenied, Principal
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.accounts.users import cli_principal, create_user
 
 FORMS = [
     {"key": "POS", "template": "Answer using exactly {N} words."},
@@ -125,7 +126,7 @@ def test_roles_are_enforced_by_the_services(env):
     with pytest.raises(AccessDenied):
         w.study_items(eng, ann, study_id=sid)  # would reveal the forms
     with pytest.raises(AccessDenied):
-        w.import_generations(eng, ann, data=b"", filename="g.jsonl")
+        generations.import_generations(eng, ann, data=b"", filename="g.jsonl")
     with pytest.raises(AccessDenied):
         w.save_rating(eng, analyst, item_id=item, clarity=3)
     with pytest.raises(AccessDenied):
@@ -259,21 +260,21 @@ def test_import_generations_is_idempotent_and_all_or_nothing(env):
             _gen("t2", "m1", "POS", "harbor", 0, "A harbor.", checker="keyword_once"),
             _gen("t3", "m1", "POS", '["a", "b"]', 0, '{"a": 1, "b": 2}', checker="json_keys"),
             _gen("t4", "m1", "POS", "8-12", 0, _words(9))]
-    assert w.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {"rows": 5, "written": 5, "existing": 0}
-    assert w.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {"rows": 5, "written": 0, "existing": 5}
+    assert generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {"rows": 5, "written": 5, "existing": 0}
+    assert generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {"rows": 5, "written": 0, "existing": 5}
     with eng.connect() as conn:
         stored = dict(conn.execute(text("SELECT item, target FROM wise_generation WHERE repetition = 0")).all())
     assert stored == {"t1": "5", "t2": "keyword:harbor", "t3": "keys:a,b", "t4": "8-12"}
     changed = [*rows[:1], _gen("t1", "m1", "POS", 5, 1, _words(6)), _gen("t9", "m1", "POS", 5, 0, "new")]
     with pytest.raises(w.ImportFailed) as exc:
-        w.import_generations(eng, lead, data=_jsonl(changed), filename="g.jsonl")
+        generations.import_generations(eng, lead, data=_jsonl(changed), filename="g.jsonl")
     assert exc.value.errors == ["g.jsonl:2: output: differs from the stored generation with the same item, model, "
                                 "form, target and repetition"]
     bad = [_gen("t9", "m1", "POS", 5, 0, "ok"), {"item": "t9", "model": "m1", "form": "POS", "target": 5, "output": "x"},
            _gen("t9", "m1", "POS", "many", 1, "x"), _gen("t9", "m1", "POS", 5, 0, "dup"),
            _gen("t9", "m1", "POS", 5, 2, "x", checker="bogus")]
     with pytest.raises(w.ImportFailed) as exc:
-        w.import_generations(eng, lead, data=_jsonl(bad), filename="bad.jsonl")
+        generations.import_generations(eng, lead, data=_jsonl(bad), filename="bad.jsonl")
     errs = exc.value.errors
     assert "bad.jsonl:2: repetition: missing" in errs
     assert any(e.startswith("bad.jsonl:3: target:") for e in errs)
@@ -289,10 +290,10 @@ def test_csv_generations_with_multiline_outputs_locate_errors_by_start_line(env)
                 't1,m1,p,POS,5,0,"line one\nline two"\n'
                 "t1,m1,p,POS,5,x,oops\n")
     with pytest.raises(w.ImportFailed) as exc:
-        w.import_generations(eng, lead, data=csv_text.encode(), filename="g.csv")
+        generations.import_generations(eng, lead, data=csv_text.encode(), filename="g.csv")
     assert exc.value.errors == ["g.csv:4: repetition: must be a non-negative integer, got 'x'"]
     ok = csv_text.replace("5,x,oops", "5,1,fine")
-    assert w.import_generations(eng, lead, data=ok.encode(), filename="g.csv")["written"] == 2
+    assert generations.import_generations(eng, lead, data=ok.encode(), filename="g.csv")["written"] == 2
 
 
 def test_recognition_next_to_compliance_computed_by_the_checkers(env):
@@ -307,7 +308,7 @@ def test_recognition_next_to_compliance_computed_by_the_checkers(env):
             rows += [_gen(f"task{t}", "m1", form, t, 0, _words(n1), provider="A"),
                      _gen(f"task{t}", "m2", form, t, 0, _words(n2), provider="B")]
     rows.append(_gen("task5", "m2", "POS", "word", 0, "word", checker="keyword_once"))  # other checker: ignored
-    w.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl")
+    generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl")
     _rate_all(eng, anns, sid, lambda u, r: True)
     res = w.study_results(eng, analyst, study="study", n_boot=50)
     rec = res.recognition

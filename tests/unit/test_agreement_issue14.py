@@ -86,7 +86,7 @@ def test_icc_perfect_agreement_gives_one():
 
 def test_wording_agreement_table_survives_zero_mean_squares():
     """Pins issue 14: the wording results service crashed on pure rater offsets."""
-    from reform_core.services.wording import agreement_table
+    from reform_core.services.studies.wording import agreement_table
 
     rows = []
     for i in range(5):

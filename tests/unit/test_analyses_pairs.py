@@ -149,7 +149,7 @@ def test_coverage_and_frequency_replicates_match_the_point_tables():
 def test_table4_keeps_unannotated_catalog_features_and_divides_by_the_common_questions():
     """Issue 17: Table 4's frequencies are over the catalog (a feature nobody shows counts 0)
     and the common question set (questions every model answered), not the annotated ones."""
-    from reform_core.services.analyses import _table4
+    from reform_core.services.scoring.analyses import _table4
 
     features = ["f1", "f2", "f3", "f4", "f5"]  # f5 never annotated
     common = ["q1", "q2", "q3", "q4"]
@@ -221,7 +221,7 @@ def test_table4_population_interval_of_rho_is_the_fisher_z_interval_of_a_literal
     resamples (issue 34: the basic interval left ρ̂ out), checked against a literal loop
     (questions copied w_q times, frequencies and Spearman ρ recomputed with the reference
     implementations)."""
-    from reform_core.services.analyses import _table4
+    from reform_core.services.scoring.analyses import _table4
 
     rng = np.random.default_rng(7)
     features = [f"f{i}" for i in range(12)]

@@ -1,4 +1,4 @@
-"""reform_core.services.background.Refresher: the first value computed in the call, later
+"""reform_core.services.platform.background.Refresher: the first value computed in the call, later
 versions in the background with the last value shown meanwhile, one computation at a time,
 the newest version always wins, errors reported and recoverable."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from reform_core.services.background import Refresher, Refreshers
+from reform_core.services.platform.background import Refresher, Refreshers
 
 
 def _wait(r: Refresher, timeout: float = 10) -> None:

@@ -15,7 +15,7 @@ PAGE = str(Path(__file__).resolve().parents[2] / "pages" / "construction.py")
 def _reset():
     import streamlit as st
 
-    from reform_core.services.uow import dispose_engines
+    from reform_core.services.platform.uow import dispose_engines
 
     get_settings.cache_clear()
     st.cache_resource.clear()

@@ -1,5 +1,5 @@
 """The Scores page's two background recomputations (intervals: ScoreCache; auxiliary analyses:
-Refresher) run one at a time in the process (reform_core.services.memory.HEAVY_WORK, issue 16:
+Refresher) run one at a time in the process (reform_core.services.platform.memory.HEAVY_WORK, issue 16:
 at 10× they overlapped and the app's peak memory crossed 2 GB); a page's own first computation
 is not queued behind them."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 import time
 
-from reform_core.services import memory
-from reform_core.services.background import Refresher
+from reform_core.services.platform import memory
+from reform_core.services.platform.background import Refresher
 
 
 def test_background_refreshes_never_overlap():

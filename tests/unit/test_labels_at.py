@@ -5,7 +5,7 @@ pandas' ``set_index("iid").reindex`` on sorted and on shuffled rows, NaN for an 
 import numpy as np
 import pandas as pd
 
-from reform_core.services.estimates import _labels_at
+from reform_core.services.scoring.estimates import _labels_at
 
 
 def test_labels_at_matches_reindex():

@@ -5,7 +5,7 @@ decision). Same rows as the literal filter, for the same frame twice and for a c
 import numpy as np
 import pandas as pd
 
-from reform_core.services.scoring import ProjectFrames, main_adjudications
+from reform_core.services.scoring.scoring import ProjectFrames, main_adjudications
 
 
 def _literal(inst, adj):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reform_core.services.memory import release_free_memory
+from reform_core.services.platform.memory import release_free_memory
 
 
 def _rss_mb() -> float:

@@ -12,8 +12,8 @@ import tomllib
 
 import pytest
 
-from reform_core.services import oidc_provider as op
-from reform_core.services.sso import SignInRefused, email_claims, identity_from_claims
+from reform_core.services.accounts import oidc_provider as op
+from reform_core.services.accounts.sso import SignInRefused, email_claims, identity_from_claims
 from tests.sso_docs import PROVIDERS, filled
 
 SECRET = "a-client-secret-that-must-never-show"

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from reform_core.metrics.analyses import fisher_z_interval
-from reform_core.services.analyses import _table4
+from reform_core.services.scoring.analyses import _table4
 
 
 def test_fisher_z_with_the_textbook_standard_error_matches_scipy():

@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import pandas as pd
 
-from reform_core.services.explore import Shared
+from reform_core.services.project.explore import Shared
 
 
 class Big:

@@ -69,7 +69,7 @@ def test_a_mostly_undefined_statistic_has_no_interval_but_the_others_keep_theirs
 
 
 def test_the_service_reports_the_undefined_count_and_keeps_the_other_intervals():
-    from reform_core.services import wise as service
+    from reform_core.services.studies import wise as service
 
     out = _outputs()
     comp = wise.model_compliance(out)[["POS", "TIED"]]

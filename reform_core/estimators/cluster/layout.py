@@ -23,7 +23,6 @@ JOINT = ("joint1", "joint2", "joint3")
 # all-pass products and the joint products of R^K / EMCR; the constraint level is a plain sum
 LINEAR = ("allpass", *JOINT)
 LINEAR_METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
-JOINT_METRICS = ("emcr", "r1", "r2", "r3")
 DENOMINATORS = {"rows": "n_rows", "allpass": "n_inst", "joint1": "units1", "joint2": "units2", "joint3": "units3"}
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level")
 I32 = np.int32  # row-length codes kept across calls: half the memory of int64

@@ -1,0 +1,1 @@
+"""Who may do what: principals and roles, built-in accounts, single sign-on."""

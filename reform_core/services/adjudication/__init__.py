@@ -1,0 +1,1 @@
+"""The human side: sample plans, the work queue, decisions, closing and extending plans."""

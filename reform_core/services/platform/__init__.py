@@ -1,0 +1,1 @@
+"""Infrastructure every use case shares: engines and units of work, background jobs, memory."""

@@ -1,0 +1,1 @@
+"""Scores: the paper's rules and the estimators through the estimation seam, intervals, analyses."""

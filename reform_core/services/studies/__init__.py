@@ -1,0 +1,1 @@
+"""Wording (WISE, human validation), constraint lists (MOSAIC) and benchmark construction."""
