@@ -387,6 +387,63 @@ def _slots(features: pd.DataFrame, question_of: np.ndarray, n_questions: int, cf
 # ---------------------------------------------------------------------------- simulate
 
 
+@dataclass(frozen=True)
+class _Questions:
+    """The simulated questions: keys, task types and domains (one per question) and their frame."""
+
+    keys: np.ndarray
+    tasks: np.ndarray
+    domains: np.ndarray
+    frame: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class _Slots:
+    """The main instructions and their three constraint slots each.
+
+    ``slot_*`` arrays have one entry per (instruction, position), instruction-major:
+    ``slot_i`` indexes ``i_keys``, ``slot_q`` the questions, ``feat`` the features."""
+
+    i_keys: np.ndarray
+    question_of: np.ndarray  # question index per main instruction
+    i_text: np.ndarray
+    slot_i: np.ndarray
+    slot_pos: np.ndarray
+    slot_q: np.ndarray
+    feat: np.ndarray
+    forbid: np.ndarray
+    feat_key: np.ndarray
+    feat_cat: np.ndarray
+    mode: np.ndarray
+    c_text: np.ndarray
+    constraints: pd.DataFrame
+    instructions: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class _Baseline:
+    """The simulated models (strongest first) and the features of their baseline responses."""
+
+    m_keys: np.ndarray
+    models: pd.DataFrame
+    abilities: np.ndarray
+    present: np.ndarray  # models × questions × features
+    frame: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class _Conditions:
+    """Every condition's instructions and constraints, and per judged instance its model index
+    ``m``, main slot ``s``, condition and logit bonus."""
+
+    instructions: pd.DataFrame
+    constraints: pd.DataFrame
+    m: np.ndarray
+    s: np.ndarray
+    cond: np.ndarray
+    bonus: np.ndarray
+
+
 def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     """Generate a seeded synthetic project with known ground truth.
 
@@ -405,6 +462,32 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     -------
     SimProject
     """
+    cfg = _config(scale, overrides)
+    rng = np.random.default_rng(seed)  # one stream, drawn from in the order of the steps below
+    features = _load_features(rng)
+    qs = _questions(cfg.n_questions, rng)
+    slots = _main_slots(features, qs, cfg, rng)
+    base = _baseline(features, qs.keys, cfg, rng)
+    conds = _conditions(slots, qs, base.m_keys, cfg)
+    truth, opposed = _truth(slots, base, conds, len(features), cfg, rng)
+    labels = _judge_labels(truth, base.abilities, conds, cfg, rng)
+    instances = _instances(slots, qs, base.m_keys, conds, opposed, labels, truth, cfg)
+    extractions = (_extractions(base.frame, base.m_keys, qs.keys, cfg, np.random.default_rng([seed, 17]))
+                   if cfg.extractions else None)
+    return SimProject(
+        seed=seed, config=cfg, questions=qs.frame, instructions=conds.instructions, constraints=conds.constraints,
+        models=base.models, responses=_responses(instances, base.m_keys, qs.keys), baseline=base.frame,
+        judgments=_judgments(instances, list(cfg.judges), labels),
+        truth=instances[["model", "instruction", "position", "truth"]].copy(),
+        judges=list(cfg.judges), _instances=instances,
+        **({"extractions": extractions} if extractions is not None else {}),
+        construction_models=list(base.m_keys[: min(cfg.construction_models, cfg.n_models)]),
+    )
+
+
+def _config(scale: str, overrides: dict) -> SimConfig:
+    """The scale's :class:`SimConfig` with ``overrides`` applied, validated (ValueError on an
+    unknown scale or option)."""
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {sorted(SCALES)}, got {scale!r}")
     unknown = set(overrides) - {f.name for f in dataclasses.fields(SimConfig)}
@@ -414,12 +497,12 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
         overrides["judges"] = tuple(overrides["judges"])
     cfg = dataclasses.replace(SCALES[scale], **overrides)
     cfg.validate()
-    rng = np.random.default_rng(seed)
-    features = _load_features(rng)
-    n_feat = len(features)
+    return cfg
 
-    # questions
-    nq, nm = cfg.n_questions, cfg.n_models
+
+def _questions(nq: int, rng: np.random.Generator) -> _Questions:
+    """``nq`` questions: task types in Table A5's proportions, domains from a random mix, the
+    English share of App. A.7.1."""
     q_keys = np.array([f"q{i:04d}" for i in range(1, nq + 1)], dtype=object)
     tasks = np.repeat(list(TASK_TYPES), _largest_remainder(list(TASK_TYPES.values()), nq))
     tasks = rng.permutation(tasks)
@@ -431,8 +514,13 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
         "question": q_keys, "task_type": tasks.astype(object), "domain": domains, "language": language,
         "text": ("Synthetic question (" + q_text + ")").to_numpy(dtype=object),
     })
+    return _Questions(keys=q_keys, tasks=tasks, domains=domains, frame=questions)
 
-    # main instructions and their constraints
+
+def _main_slots(features: pd.DataFrame, qs: _Questions, cfg: SimConfig, rng: np.random.Generator) -> _Slots:
+    """The main instructions (variants per question after Table A11) with their three
+    constraints each, drawn by :func:`_slots`."""
+    nq = len(qs.keys)
     counts = _variant_counts(nq, cfg.n_instructions, rng)
     question_of = np.repeat(np.arange(nq), counts)
     ni = len(question_of)
@@ -440,7 +528,6 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     feat, forbid = _slots(features, question_of, nq, cfg, rng)
     slot_i = np.repeat(np.arange(ni), 3)
     slot_pos = np.tile(np.arange(1, 4), ni)
-    slot_q = question_of[slot_i]
     feat_key = features["feature"].to_numpy(dtype=object)
     feat_cat = features["category"].to_numpy(dtype=object)
     mode = np.where(forbid, "forbid", "require").astype(object)
@@ -454,14 +541,21 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
         "category": feat_cat[feat], "mode": mode, "text": c_text, "acceptance": c_accept, "params": params,
     })
     joined = pd.Series(c_text).to_numpy().reshape(ni, 3)
-    i_text = (pd.Series(questions["text"].to_numpy()[question_of]) + "\n1. " + joined[:, 0]
+    i_text = (pd.Series(qs.frame["text"].to_numpy()[question_of]) + "\n1. " + joined[:, 0]
               + "\n2. " + joined[:, 1] + "\n3. " + joined[:, 2]).to_numpy(dtype=object)
     instructions = pd.DataFrame({
-        "instruction": i_keys, "question": q_keys[question_of], "condition": CONDITION_MAIN,
+        "instruction": i_keys, "question": qs.keys[question_of], "condition": CONDITION_MAIN,
         "pair_group": i_keys, "text": i_text,
     })
+    return _Slots(i_keys=i_keys, question_of=question_of, i_text=i_text, slot_i=slot_i, slot_pos=slot_pos,
+                  slot_q=question_of[slot_i], feat=feat, forbid=forbid, feat_key=feat_key, feat_cat=feat_cat,
+                  mode=mode, c_text=c_text, constraints=constraints, instructions=instructions)
 
-    # models, baselines
+
+def _baseline(features: pd.DataFrame, q_keys: np.ndarray, cfg: SimConfig, rng: np.random.Generator) -> _Baseline:
+    """The models with their abilities, and which catalog features each model's baseline
+    response to each question shows (``cfg.baseline_features`` per response on average)."""
+    nm, nq, n_feat = cfg.n_models, len(q_keys), len(features)
     m_keys = np.array([f"model-{i:02d}" for i in range(1, nm + 1)], dtype=object)
     models = pd.DataFrame({"model": m_keys, "provider": "synthetic"})
     abilities = (np.asarray(cfg.abilities, dtype=float) if cfg.abilities is not None
@@ -474,113 +568,142 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     shift = brentq(lambda s: expit(raw + s).mean() * n_feat - cfg.baseline_features, -30, 30)
     present = rng.random(raw.shape) < expit(raw + shift)  # models × questions × features
     bm, bq, bf = np.nonzero(present)
+    feat_key = features["feature"].to_numpy(dtype=object)
     baseline = pd.DataFrame({"model": m_keys[bm], "question": q_keys[bq], "feature": feat_key[bf]})
+    return _Baseline(m_keys=m_keys, models=models, abilities=abilities, present=present, frame=baseline)
 
-    # conditions: (model index, slot index, condition, logit bonus)
-    blocks = [(np.repeat(np.arange(nm), len(feat)), np.tile(np.arange(len(feat)), nm), CONDITION_MAIN, 0.0)]
+
+def _conditions(slots: _Slots, qs: _Questions, m_keys: np.ndarray, cfg: SimConfig) -> _Conditions:
+    """The main condition for every model plus the optional single-constraint and prompted
+    versions (one model each): their instructions, constraints and judged instances."""
+    nm, n_slots = len(m_keys), len(slots.feat)
+    # blocks: (model index, slot index, condition, logit bonus)
+    blocks = [(np.repeat(np.arange(nm), n_slots), np.tile(np.arange(n_slots), nm), CONDITION_MAIN, 0.0)]
     extra_instr = []
     if cfg.single_constraint:
         m = _model_index(cfg.single_model, m_keys, nm // 2, "single_model")
-        blocks.append((np.full(len(feat), m), np.arange(len(feat)), "single", cfg.single_bonus))
-        s_keys = i_keys[slot_i] + "-s" + slot_pos.astype(str).astype(object)
+        blocks.append((np.full(n_slots, m), np.arange(n_slots), "single", cfg.single_bonus))
+        s_keys = slots.i_keys[slots.slot_i] + "-s" + slots.slot_pos.astype(str).astype(object)
         extra_instr.append(pd.DataFrame({
-            "instruction": s_keys, "question": q_keys[slot_q], "condition": "single",
-            "pair_group": i_keys[slot_i],
-            "text": (pd.Series(questions["text"].to_numpy()[slot_q]) + "\n1. " + c_text).to_numpy(dtype=object),
+            "instruction": s_keys, "question": qs.keys[slots.slot_q], "condition": "single",
+            "pair_group": slots.i_keys[slots.slot_i],
+            "text": (pd.Series(qs.frame["text"].to_numpy()[slots.slot_q]) + "\n1. "
+                     + slots.c_text).to_numpy(dtype=object),
         }))
     if cfg.prompted:
         m = _model_index(cfg.prompted_model, m_keys, nm - 1, "prompted_model")
-        blocks.append((np.full(len(feat), m), np.arange(len(feat)), "prompted", cfg.prompted_bonus))
+        blocks.append((np.full(n_slots, m), np.arange(n_slots), "prompted", cfg.prompted_bonus))
         extra_instr.append(pd.DataFrame({
-            "instruction": i_keys + "-p", "question": q_keys[question_of], "condition": "prompted",
-            "pair_group": i_keys, "text": i_text + "\n\n" + PROMPT_SUFFIX,
+            "instruction": slots.i_keys + "-p", "question": qs.keys[slots.question_of], "condition": "prompted",
+            "pair_group": slots.i_keys, "text": slots.i_text + "\n\n" + PROMPT_SUFFIX,
         }))
-    instructions = pd.concat([instructions, *extra_instr], ignore_index=True)
+    instructions = pd.concat([slots.instructions, *extra_instr], ignore_index=True)
     extra_cons = []
     for b in blocks[1:]:
-        c = constraints.copy()
-        c["instruction"] = (c["instruction"] + "-s" + c["position"].astype(str)) if b[2] == "single" else c["instruction"] + "-p"
+        c = slots.constraints.copy()
+        c["instruction"] = ((c["instruction"] + "-s" + c["position"].astype(str)) if b[2] == "single"
+                            else c["instruction"] + "-p")
         extra_cons.append(c)
-    constraints = pd.concat([constraints, *extra_cons], ignore_index=True)
+    return _Conditions(
+        instructions=instructions, constraints=pd.concat([slots.constraints, *extra_cons], ignore_index=True),
+        m=np.concatenate([b[0] for b in blocks]), s=np.concatenate([b[1] for b in blocks]),
+        cond=np.concatenate([np.full(len(b[0]), b[2], dtype=object) for b in blocks]),
+        bonus=np.concatenate([np.full(len(b[0]), b[3]) for b in blocks]),
+    )
 
-    # latent pass propensities (shared across conditions) and truth
+
+def _truth(slots: _Slots, base: _Baseline, conds: _Conditions, n_feat: int, cfg: SimConfig,
+           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per judged instance the hidden true label (0/1) and whether its target is
+    baseline-opposed: latent pass propensities shared across conditions (module docstring)."""
+    slot_q, feat, forbid = slots.slot_q, slots.feat, slots.forbid
+    inst_m, inst_s = conds.m, conds.s
     _, group = np.unique(slot_q * (2 * n_feat) + feat * 2 + forbid, return_inverse=True)
     target_effect = rng.normal(0, 0.6, 2 * n_feat)[feat * 2 + forbid]
     within = 1.0 if cfg.correlated else 0.0  # the effects that make a question's truths correlated
-    instr_effect = within * rng.normal(0, 0.4, ni)[slot_i]
-    persist = within * rng.normal(0, cfg.persistence, (nm, group.max() + 1))
-    inst_m = np.concatenate([b[0] for b in blocks])
-    inst_s = np.concatenate([b[1] for b in blocks])
-    inst_cond = np.concatenate([np.full(len(b[0]), b[2], dtype=object) for b in blocks])
-    bonus = np.concatenate([np.full(len(b[0]), b[3]) for b in blocks])
-    opposed = present[inst_m, slot_q[inst_s], feat[inst_s]] == forbid[inst_s]
+    instr_effect = within * rng.normal(0, 0.4, len(slots.i_keys))[slots.slot_i]
+    persist = within * rng.normal(0, cfg.persistence, (cfg.n_models, group.max() + 1))
+    opposed = base.present[inst_m, slot_q[inst_s], feat[inst_s]] == forbid[inst_s]
     model_instr = rng.normal(0, 0.3, len(inst_m))
-    lat = (abilities[inst_m] + target_effect[inst_s] + instr_effect[inst_s] + persist[inst_m, group[inst_s]]
-           + model_instr + bonus - cfg.opposed_penalty * opposed)
+    lat = (base.abilities[inst_m] + target_effect[inst_s] + instr_effect[inst_s] + persist[inst_m, group[inst_s]]
+           + model_instr + conds.bonus - cfg.opposed_penalty * opposed)
     truth = (rng.random(len(lat)) < expit(lat)).astype(np.int8)
+    return truth, opposed
 
-    # judges: error rate per (judge, truth, model), jointly rescaled to the agreement target
+
+def _judge_labels(truth: np.ndarray, abilities: np.ndarray, conds: _Conditions, cfg: SimConfig,
+                  rng: np.random.Generator) -> list[np.ndarray]:
+    """The two judges' labels: an error rate per (judge, truth, model), jointly rescaled so
+    that the main condition's agreement hits ``cfg.agreement``; both wrong together on a share
+    ``cfg.both_wrong`` of instances."""
     skill = (abilities - abilities.mean()) / (abilities.std() or 1.0)
-    model_mult = np.exp(-cfg.model_error_spread * skill + rng.normal(0, 0.1, nm))[inst_m]
-    base = [np.where(truth == 1, cfg.judge_false_fail[j], cfg.judge_false_pass[j]) * model_mult for j in (0, 1)]
-    main = inst_cond == CONDITION_MAIN
-    ea, eb = base[0][main], base[1][main]
-    cap = 0.49 / max(base[0].max(), base[1].max())
+    model_mult = np.exp(-cfg.model_error_spread * skill + rng.normal(0, 0.1, cfg.n_models))[conds.m]
+    rates = [np.where(truth == 1, cfg.judge_false_fail[j], cfg.judge_false_pass[j]) * model_mult for j in (0, 1)]
+    main = conds.cond == CONDITION_MAIN
+    ea, eb = rates[0][main], rates[1][main]
+    cap = 0.49 / max(rates[0].max(), rates[1].max())
     # both judges wrong together on a share ``both_wrong`` of instances (an agreement), independent errors elsewhere
     gap = lambda s: (1 - cfg.both_wrong) * np.mean(s * ea + s * eb - 2 * s * s * ea * eb) - (1 - cfg.agreement)  # noqa: E731
     if gap(cap) < 0:
         raise ValueError(f"agreement {cfg.agreement} is out of reach of the judge error rates")
     scale_err = brentq(gap, 0.0, cap)
-    labels = [np.where(rng.random(len(truth)) < e * scale_err, 1 - truth, truth).astype(np.int8) for e in base]
+    labels = [np.where(rng.random(len(truth)) < e * scale_err, 1 - truth, truth).astype(np.int8) for e in rates]
     if cfg.both_wrong > 0:
         together = rng.random(len(truth)) < cfg.both_wrong
         labels = [np.where(together, 1 - truth, lab).astype(np.int8) for lab in labels]
+    return labels
 
-    # instances and the long frames derived from them
-    n_rows = len(instructions)
-    instr_row = pd.Series(np.arange(n_rows), index=instructions["instruction"].to_numpy())
-    inst_instr = i_keys[slot_i[inst_s]].copy()
-    inst_instr[inst_cond == "single"] = (inst_instr[inst_cond == "single"] + "-s"
-                                         + slot_pos[inst_s][inst_cond == "single"].astype(str).astype(object))
-    inst_instr[inst_cond == "prompted"] = inst_instr[inst_cond == "prompted"] + "-p"
-    pos = slot_pos[inst_s]
+
+def _instances(slots: _Slots, qs: _Questions, m_keys: np.ndarray, conds: _Conditions, opposed: np.ndarray,
+               labels: list[np.ndarray], truth: np.ndarray, cfg: SimConfig) -> pd.DataFrame:
+    """The INSTANCES frame (frames.py): one row per judged (model, instruction, position) with
+    both judges' labels and the truth; ``iid`` = model · 3·rows + instruction row · 3 + position − 1."""
+    inst_m, inst_s, inst_cond = conds.m, conds.s, conds.cond
+    n_rows = len(conds.instructions)
+    instr_row = pd.Series(np.arange(n_rows), index=conds.instructions["instruction"].to_numpy())
+    inst_instr = slots.i_keys[slots.slot_i[inst_s]].copy()
+    single, prompted = inst_cond == "single", inst_cond == "prompted"
+    inst_instr[single] = inst_instr[single] + "-s" + slots.slot_pos[inst_s][single].astype(str).astype(object)
+    inst_instr[prompted] = inst_instr[prompted] + "-p"
+    pos = slots.slot_pos[inst_s]
     iid = inst_m.astype(np.int64) * (3 * n_rows) + instr_row.reindex(inst_instr).to_numpy() * 3 + pos - 1
     judge_names = list(cfg.judges)
-    qrow = slot_q[inst_s]
-    instances = pd.DataFrame({
-        INSTANCE_KEY: iid, "model": m_keys[inst_m], "question": q_keys[qrow], "instruction": inst_instr,
-        "condition": inst_cond, "pair_group": i_keys[slot_i[inst_s]], "task_type": tasks.astype(object)[qrow],
-        "domain": domains[qrow], "position": pos, "feature": feat_key[feat[inst_s]],
-        "category": feat_cat[feat[inst_s]], "mode": mode[inst_s], "baseline_opposed": opposed,
+    qrow = slots.slot_q[inst_s]
+    feat = slots.feat[inst_s]
+    return pd.DataFrame({
+        INSTANCE_KEY: iid, "model": m_keys[inst_m], "question": qs.keys[qrow], "instruction": inst_instr,
+        "condition": inst_cond, "pair_group": slots.i_keys[slots.slot_i[inst_s]],
+        "task_type": qs.tasks.astype(object)[qrow], "domain": qs.domains[qrow], "position": pos,
+        "feature": slots.feat_key[feat], "category": slots.feat_cat[feat], "mode": slots.mode[inst_s],
+        "baseline_opposed": opposed,
         f"label_{judge_names[0]}": labels[0].astype(float), f"label_{judge_names[1]}": labels[1].astype(float),
         "truth": truth,
     })
-    truth_df = instances[["model", "instruction", "position", "truth"]].copy()
-    judgments = pd.concat([
+
+
+def _judgments(instances: pd.DataFrame, judge_names: list, labels: list[np.ndarray]) -> pd.DataFrame:
+    """Both judges' judgments of every instance, with a one-line rationale."""
+    return pd.concat([
         pd.DataFrame({
-            "model": instances["model"].to_numpy(), "instruction": inst_instr, "position": pos,
-            "judge": judge, "label": lab,
+            "model": instances["model"].to_numpy(), "instruction": instances["instruction"].to_numpy(),
+            "position": instances["position"].to_numpy(), "judge": judge, "label": lab,
             "rationale": np.where(lab == 1, "Meets the acceptance criteria.", "Violates the acceptance criteria."),
         })
         for judge, lab in zip(judge_names, labels)
     ], ignore_index=True)
+
+
+def _responses(instances: pd.DataFrame, m_keys: np.ndarray, q_keys: np.ndarray) -> pd.DataFrame:
+    """A baseline response of every model to every question, then one constrained response
+    per judged (model, instruction)."""
+    nm, nq = len(m_keys), len(q_keys)
     resp = instances.drop_duplicates(["model", "instruction"])[["model", "question", "instruction"]]
     constrained = resp.assign(kind="constrained",
                               text="Synthetic response of " + resp["model"] + " to " + resp["instruction"] + ".")
     base_resp = pd.DataFrame({"model": np.repeat(m_keys, nq), "question": np.tile(q_keys, nm), "instruction": ""})
-    base_resp = base_resp.assign(kind="baseline",
-                                 text="Synthetic baseline of " + base_resp["model"] + " for " + base_resp["question"] + ".")
-    responses = pd.concat([base_resp, constrained], ignore_index=True)
-
-    extractions = (_extractions(baseline, m_keys, q_keys, cfg, np.random.default_rng([seed, 17]))
-                   if cfg.extractions else None)
-    return SimProject(
-        seed=seed, config=cfg, questions=questions, instructions=instructions, constraints=constraints,
-        models=models, responses=responses, baseline=baseline, judgments=judgments, truth=truth_df,
-        judges=judge_names, _instances=instances,
-        **({"extractions": extractions} if extractions is not None else {}),
-        construction_models=list(m_keys[: min(cfg.construction_models, nm)]),
-    )
+    base_resp = base_resp.assign(
+        kind="baseline", text="Synthetic baseline of " + base_resp["model"] + " for " + base_resp["question"] + ".")
+    return pd.concat([base_resp, constrained], ignore_index=True)
 
 
 def _extractions(baseline: pd.DataFrame, m_keys, q_keys, cfg: SimConfig, rng: np.random.Generator) -> pd.DataFrame:

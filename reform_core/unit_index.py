@@ -252,6 +252,36 @@ def _candidate_units(pair_inst: np.ndarray, pair_target: np.ndarray, k: int) -> 
     return out
 
 
+@dataclass(frozen=True)
+class _Codes:
+    """The scored rows' column roles as integer codes (sorted names for models, tasks, questions)."""
+
+    model: np.ndarray
+    question: np.ndarray
+    task: np.ndarray
+    instruction: np.ndarray
+    feature: np.ndarray
+    mode: np.ndarray
+    models: np.ndarray
+    questions: np.ndarray
+    tasks: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """Targets (model, question, feature, mode) among the baseline-opposed rows.
+
+    ``t_rows[t_start[t] : t_start[t] + t_count[t]]`` are target t's rows, sorted by variant;
+    ``pairs`` the distinct (variant, target) pairs, sorted; ``n_variants`` per target."""
+
+    t_rows: np.ndarray
+    t_start: np.ndarray
+    t_count: np.ndarray
+    t_first: np.ndarray
+    pairs: np.ndarray
+    n_variants: np.ndarray
+
+
 def build_index(
     instances: pd.DataFrame,
     *,
@@ -274,6 +304,9 @@ def build_index(
     sets S ⊆ T_q, |S| = K, with ``∩ V(q,t) ≠ ∅`` and ``|∪ V(q,t)| ≥ 2``. Given a
     non-empty intersection, the union has ≥ 2 variants iff some member recurs.
 
+    Steps: the scored rows, their codes, the instructions, the targets, the eligible units
+    and their member rows (one function each below).
+
     Parameters
     ----------
     instances : DataFrame
@@ -288,6 +321,31 @@ def build_index(
     UnitIndex
     """
     need = [model, question, instruction, feature, mode, opposed, task_type]
+    row_pos, df = _scored_rows(instances, need, condition, condition_col, opposed)
+    _, opp = opposition(df[opposed])  # unknown opposition (no baseline annotation): not a target
+    c = _row_codes(df, model, question, task_type, instruction, feature, mode)
+    inst_id, inst_rows, inst_starts = _instructions(c, question, task_type)
+    first = inst_rows[inst_starts]
+    tg = _targets(c, opp, inst_id)
+    unit_sets, unit_k = _eligible_units(tg)
+    mem_rows, uv_starts, unit_uv_starts = _memberships(unit_sets, tg, inst_id, len(unit_k))
+    unit_first_target = np.concatenate([s[:, 0] for s in unit_sets])
+    unit_row = tg.t_first[unit_first_target] if len(unit_k) else np.zeros(0, dtype=np.int64)
+    return UnitIndex(
+        row_pos=row_pos, models=c.models, tasks=c.tasks, questions=c.questions,
+        inst_rows=inst_rows, inst_starts=inst_starts,
+        inst_model=c.model[first], inst_task=c.task[first], inst_question=c.question[first],
+        unit_k=unit_k, unit_model=c.model[unit_row], unit_task=c.task[unit_row], unit_question=c.question[unit_row],
+        unit_cover=np.diff(np.r_[unit_uv_starts, len(uv_starts)]).astype(float),
+        mem_rows=mem_rows, uv_starts=uv_starts, unit_uv_starts=unit_uv_starts,
+    )
+
+
+def _scored_rows(instances: pd.DataFrame, need: list[str], condition: str | None, condition_col: str,
+                 opposed: str) -> tuple[np.ndarray, pd.DataFrame]:
+    """The positions of the scored rows (those of ``condition``; all when None) and their
+    ``need`` columns; ValueError when a column is missing, no row has the condition, or a
+    column other than ``opposed`` has a missing value there."""
     _require(instances, need + ([condition_col] if condition is not None else []), "instances")
     if condition is not None:
         row_pos = np.flatnonzero(instances[condition_col].to_numpy() == condition)
@@ -299,51 +357,71 @@ def build_index(
     nan = df.drop(columns=[opposed]).isna().any()
     if nan.any():
         raise ValueError(f"column {nan.index[nan][0]!r} has missing values in the scored rows")
-    _, opp = opposition(df[opposed])  # unknown opposition (no baseline annotation): not a target
+    return row_pos, df
 
+
+def _row_codes(df: pd.DataFrame, model: str, question: str, task_type: str, instruction: str, feature: str,
+               mode: str) -> _Codes:
+    """Integer codes of the scored rows' column roles."""
     m_c, models = _codes(df[model])
     q_c, questions = _codes(df[question])
     t_c, tasks = _codes(df[task_type])
     i_c, _ = _codes(df[instruction])
     f_c, _ = _codes(df[feature])
     o_c, _ = _codes(df[mode])
-    n_q = len(questions)
+    return _Codes(model=m_c, question=q_c, task=t_c, instruction=i_c, feature=f_c, mode=o_c, models=models,
+                  questions=questions, tasks=tasks)
 
-    # Instructions (variants) are (model, instruction) pairs.
-    inst_key = _combine((m_c, len(models)), (i_c, int(i_c.max()) + 1))
+
+def _instructions(c: _Codes, question: str, task_type: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Instructions (variants) are (model, instruction) pairs: each row's dense instruction id,
+    the rows sorted by it and the start of each instruction's run. ValueError when an
+    instruction spans several questions or task types."""
+    inst_key = _combine((c.model, len(c.models)), (c.instruction, int(c.instruction.max()) + 1))
     inst_id = _dense(inst_key)
     inst_rows = np.argsort(inst_id, kind="stable")
     inst_starts = _starts(inst_id[inst_rows])
-    first = inst_rows[inst_starts]
-    for codes, col in ((q_c, question), (t_c, task_type)):
-        if (_reduce(np.minimum, codes[inst_rows], inst_starts) != _reduce(np.maximum, codes[inst_rows], inst_starts)).any():
+    for codes, col in ((c.question, question), (c.task, task_type)):
+        lo = _reduce(np.minimum, codes[inst_rows], inst_starts)
+        if (lo != _reduce(np.maximum, codes[inst_rows], inst_starts)).any():
             raise ValueError(f"an instruction spans several values of {col!r}")
+    return inst_id, inst_rows, inst_starts
 
-    # Targets: (model, question, feature, mode) among the opposed rows.
+
+def _targets(c: _Codes, opp: np.ndarray, inst_id: np.ndarray) -> _Targets:
+    """Targets (model, question, feature, mode) among the opposed rows, with their rows and
+    the variants they occur in."""
     opp_rows = np.flatnonzero(opp)
-    tkey = _combine((m_c[opp_rows], len(models)), (q_c[opp_rows], n_q), (f_c[opp_rows], int(f_c.max()) + 1), (o_c[opp_rows], 2))
+    tkey = _combine((c.model[opp_rows], len(c.models)), (c.question[opp_rows], len(c.questions)),
+                    (c.feature[opp_rows], int(c.feature.max()) + 1), (c.mode[opp_rows], 2))
     target = _dense(tkey)
     n_targets = int(target.max()) + 1 if len(target) else 0
     order = np.lexsort((inst_id[opp_rows], target))
     t_rows = opp_rows[order]
     t_start = np.searchsorted(target[order], np.arange(n_targets))
-    t_count = np.bincount(target, minlength=n_targets)
     pair_code = np.unique(inst_id[opp_rows] * max(n_targets, 1) + target)  # (variant, target), sorted
     pairs = np.c_[np.divmod(pair_code, max(n_targets, 1))]
-    n_variants = np.bincount(pairs[:, 1], minlength=n_targets)
-    t_first = t_rows[t_start] if n_targets else np.zeros(0, dtype=np.int64)
+    return _Targets(t_rows=t_rows, t_start=t_start, t_count=np.bincount(target, minlength=n_targets),
+                    t_first=t_rows[t_start] if n_targets else np.zeros(0, dtype=np.int64), pairs=pairs,
+                    n_variants=np.bincount(pairs[:, 1], minlength=n_targets))
 
+
+def _eligible_units(tg: _Targets) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per K in :data:`KS` the eligible units as (n, K) target sets (co-occurring in a variant,
+    some member recurring), and every unit's K in that order."""
     unit_sets, unit_k = [], []
     for k in KS:
-        cand = _candidate_units(pairs[:, 0], pairs[:, 1], k)
-        cand = cand[n_variants[cand].max(axis=1) >= 2] if len(cand) else cand
+        cand = _candidate_units(tg.pairs[:, 0], tg.pairs[:, 1], k)
+        cand = cand[tg.n_variants[cand].max(axis=1) >= 2] if len(cand) else cand
         unit_sets.append(cand)
         unit_k.append(np.full(len(cand), k, dtype=np.int64))
-    unit_k = np.concatenate(unit_k)
-    n_units = len(unit_k)
-    unit_first_target = np.concatenate([c[:, 0] for c in unit_sets])
+    return unit_sets, np.concatenate(unit_k)
 
-    # Memberships: every row of every target of every unit, sorted by (unit, variant).
+
+def _memberships(unit_sets: list[np.ndarray], tg: _Targets, inst_id: np.ndarray,
+                 n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every row of every target of every unit, sorted by (unit, variant): the member rows,
+    the start of each (unit, variant) run and the first run of each unit."""
     mem_unit, mem_idx = [], []
     offset = 0
     for cand in unit_sets:
@@ -351,41 +429,20 @@ def build_index(
         offset += len(cand)
         for slot in range(cand.shape[1]):
             t = cand[:, slot]
-            cnt = t_count[t]
+            cnt = tg.t_count[t]
             total = int(cnt.sum())
             within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
             mem_unit.append(np.repeat(ids, cnt))
-            mem_idx.append(np.repeat(t_start[t], cnt) + within)
+            mem_idx.append(np.repeat(tg.t_start[t], cnt) + within)
     mem_unit = np.concatenate(mem_unit) if mem_unit else np.zeros(0, dtype=np.int64)
-    mem_rows = t_rows[np.concatenate(mem_idx)] if mem_idx else np.zeros(0, dtype=np.int64)
+    mem_rows = tg.t_rows[np.concatenate(mem_idx)] if mem_idx else np.zeros(0, dtype=np.int64)
     uv_key = mem_unit * (int(inst_id.max()) + 1) + inst_id[mem_rows]
     order = np.argsort(uv_key, kind="stable")
     mem_rows, uv_key = mem_rows[order], uv_key[order]
     uv_starts = _starts(uv_key)
     uv_unit = mem_unit[order][uv_starts]
     unit_uv_starts = np.searchsorted(uv_unit, np.arange(n_units))
-    unit_cover = np.diff(np.r_[unit_uv_starts, len(uv_starts)]).astype(float)
-    unit_row = t_first[unit_first_target] if n_units else np.zeros(0, dtype=np.int64)
-
-    return UnitIndex(
-        row_pos=row_pos,
-        models=models,
-        tasks=tasks,
-        questions=questions,
-        inst_rows=inst_rows,
-        inst_starts=inst_starts,
-        inst_model=m_c[first],
-        inst_task=t_c[first],
-        inst_question=q_c[first],
-        unit_k=unit_k,
-        unit_model=m_c[unit_row],
-        unit_task=t_c[unit_row],
-        unit_question=q_c[unit_row],
-        unit_cover=unit_cover,
-        mem_rows=mem_rows,
-        uv_starts=uv_starts,
-        unit_uv_starts=unit_uv_starts,
-    )
+    return mem_rows, uv_starts, unit_uv_starts
 
 
 # --------------------------------------------------------------------------- sums and rates

@@ -54,6 +54,41 @@ def _print_cluster_plan(made, json_out: bool) -> None:
         typer.echo(f"  target: ±{t['half_width']:g} pp on {t['metric'].upper()} (measurement interval)")
 
 
+def _plan_cluster(engine, pair: list[str], sizing: dict, json_out: bool, **design) -> None:
+    """``plan`` with the question-cluster design: draw and store the plan as the lead 'cli',
+    print it (an error exit on a ValueError)."""
+    from reform_core.services.adjudication.planning import create_cluster_plan
+    from reform_core.services.accounts.users import cli_principal
+
+    lead = cli_principal(engine)  # the CLI acts as the lead 'cli'
+    try:
+        made = create_cluster_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], **sizing, **design)
+    except ValueError as exc:
+        fail(str(exc))
+    _print_cluster_plan(made, json_out)
+
+
+def _plan_stratified(engine, pair: list[str], sizing: dict, json_out: bool, **design) -> None:
+    """``plan --design stratified``: draw and store the paper's stratified sample as the lead
+    'cli', print it (an error exit on a ValueError)."""
+    from reform_core.services.adjudication.adjudication import create_plan
+    from reform_core.services.accounts.users import cli_principal
+
+    lead = cli_principal(engine)  # the CLI acts as the lead 'cli'
+    try:
+        out = create_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], **sizing, **design)
+    except ValueError as exc:
+        fail(str(exc))
+    models = {r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
+              for r in out.models.itertuples()}
+    if json_out:
+        print_json({"plan": out.name, "design": "stratified", "tasks": out.tasks, "models": models})
+        return
+    typer.echo(f"plan {out.name!r} (id {out.plan_id}): {out.tasks} tasks")
+    for model, d in models.items():
+        typer.echo(f"  {model}: {d['planned']} of {d['disagreements']} disagreements in {d['strata']} strata")
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to app."""
 
@@ -100,36 +135,14 @@ def register(app: typer.Typer) -> None:
         The design is described in docs/estimator.md. Its precision target is
         --target-half-width, else ±100·margin pp on TCPR; the Scores page's verdict says
         "precise enough" once every model's measurement half-width meets it."""
-        from reform_core.services.adjudication.adjudication import create_plan
-        from reform_core.services.adjudication.planning import create_cluster_plan
-        from reform_core.services.accounts.users import cli_principal
-
         pair = _check_plan_options(judges, design, metric, target_half_width, audit_share, audit)
         engine = open_engine(db)
-        lead = cli_principal(engine)  # the CLI acts as the lead 'cli'
+        sizing = {"confidence": confidence, "p": p, "margin": margin, "seed": seed, "name": name}
         if design == "cluster":
-            try:
-                made = create_cluster_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], name=name, seed=seed,
-                                           confidence=confidence, p=p, margin=margin,
-                                           target_half_width=target_half_width, metric=metric, audit_pi=audit_share,
-                                           double_fraction=overlap)
-            except ValueError as exc:
-                fail(str(exc))
-            _print_cluster_plan(made, json_out)
-            return
-        try:
-            out = create_plan(engine, lead, judge_a=pair[0], judge_b=pair[1], confidence=confidence, p=p,
-                              margin=margin, seed=seed, audit=audit, overlap_fraction=overlap or 0.0, name=name)
-        except ValueError as exc:
-            fail(str(exc))
-        models = {r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
-                  for r in out.models.itertuples()}
-        if json_out:
-            print_json({"plan": out.name, "design": "stratified", "tasks": out.tasks, "models": models})
-            return
-        typer.echo(f"plan {out.name!r} (id {out.plan_id}): {out.tasks} tasks")
-        for model, d in models.items():
-            typer.echo(f"  {model}: {d['planned']} of {d['disagreements']} disagreements in {d['strata']} strata")
+            _plan_cluster(engine, pair, sizing, json_out, target_half_width=target_half_width, metric=metric,
+                          audit_pi=audit_share, double_fraction=overlap)
+        else:
+            _plan_stratified(engine, pair, sizing, json_out, audit=audit, overlap_fraction=overlap or 0.0)
 
     @app.command("plan-close")
     def plan_close_cmd(name: str = typer.Argument(..., help="The plan's name."), db: Optional[str] = DbOption,

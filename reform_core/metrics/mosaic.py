@@ -281,6 +281,36 @@ def study_metrics(
     statistic is undefined in too many replicates).
     """
     by = _by_list(by)
+    frame = _study_frame(df, by, prompt=prompt, constraint=constraint, position=position, score=score)
+    if n_boot and not isinstance(rng, np.random.Generator):
+        raise ValueError("study_metrics: intervals need rng=numpy.random.default_rng(seed)")
+    if not 0 < level < 1:
+        raise ValueError(f"level: must lie in (0, 1), got {level!r}")
+    prompts = pd.Index(sorted(frame[prompt].unique()))
+    weights = _prompt_weights(len(prompts), n_boot, rng)
+    out: dict[str, list[dict]] = {"pa": [], "scc": [], "poscc": [], "pcc": []}
+    for key, part in _groups(frame, by):
+        tag = dict(zip(by, key))
+        y = part.pivot(index=prompt, columns=constraint, values="_y")
+        p = part.pivot(index=prompt, columns=position, values="_y").reindex(index=y.index)
+        w = weights[:, prompts.get_indexer(y.index)] if weights is not None else None
+        out["pa"].append(_pa_row(tag, y, w, level))
+        for what, table, label in (("scc", y, constraint), ("poscc", p, position)):
+            out[what] += _cell_rows(tag, table, label, what, w, level)
+        out["pcc"] += _pcc_rows(tag, y, w, level)
+    columns = {
+        "pa": ["n", "pa", "all_followed", "pa_low", "pa_high", "all_followed_low", "all_followed_high"],
+        "scc": [constraint, "n", "scc", "ci_low", "ci_high"],
+        "poscc": [position, "n", "poscc", "ci_low", "ci_high"],
+        "pcc": ["constraint_i", "constraint_j", "n", "pcc", "ci_low", "ci_high"],
+    }
+    return {k: _finish(out[k], by, columns[k]) for k in columns}
+
+
+def _study_frame(df: pd.DataFrame, by: list[str], *, prompt: str, constraint: str, position: str,
+                 score: str) -> pd.DataFrame:
+    """The checked rows with the binary outcome ``_y`` (:func:`_prepare`) and integer positions;
+    ValueError on a position that is not an integer >= 1 or occurs twice in a prompt."""
     cols = {"response": prompt, "constraint": constraint, "position": position, "score": score}
     frame = _prepare(df, cols, by)
     pos = pd.to_numeric(frame[position], errors="coerce")
@@ -291,52 +321,56 @@ def study_metrics(
     if dup.any():
         row = frame.loc[dup, by + [prompt, position]].iloc[0].tolist()
         raise ValueError(f"columns {by + [prompt, position]}: position {row} occurs more than once")
-    if n_boot and not isinstance(rng, np.random.Generator):
-        raise ValueError("study_metrics: intervals need rng=numpy.random.default_rng(seed)")
-    if not 0 < level < 1:
-        raise ValueError(f"level: must lie in (0, 1), got {level!r}")
-    prompts = pd.Index(sorted(frame[prompt].unique()))
-    weights = None
-    if n_boot and len(prompts):
-        from reform_core.agreement import item_bootstrap_weights
+    return frame
 
-        # counts times 0/1 sums stay integers far below 2**24: exact in float32, at half the cost
-        weights = item_bootstrap_weights(len(prompts), int(n_boot), rng).astype(np.float32)
-    out: dict[str, list[dict]] = {"pa": [], "scc": [], "poscc": [], "pcc": []}
-    for key, part in _groups(frame, by):
-        tag = dict(zip(by, key))
-        y = part.pivot(index=prompt, columns=constraint, values="_y")
-        p = part.pivot(index=prompt, columns=position, values="_y").reindex(index=y.index)
-        w = weights[:, prompts.get_indexer(y.index)] if weights is not None else None
-        present = y.notna().to_numpy(float)
-        followed = y.fillna(0).to_numpy(float)
-        n_checked = present.sum(axis=1)
-        row = {**tag, "n": len(y)}
-        for name, values in (("pa", followed.sum(axis=1) / n_checked),
-                             ("all_followed", (followed.sum(axis=1) == n_checked).astype(float))):
-            reps = None if w is None else _ratio(w.astype(float) @ values, w.sum(axis=1, dtype=float))
-            est, lo, hi = _estimate(values[:, None], np.ones((len(y), 1)), reps=reps, level=level, what=name)
-            row[name], row[f"{name}_low"], row[f"{name}_high"] = est[0], lo[0], hi[0]
-        out["pa"].append(row)
-        for what, table, label in (("scc", y, constraint), ("poscc", p, position)):
-            pres = table.notna().to_numpy(float)
-            est, lo, hi = _estimate(table.fillna(0).to_numpy(float), pres, w=w, level=level, what=what)
-            for j, c in enumerate(table.columns):
-                out[what].append({**tag, label: c, "n": int(pres[:, j].sum()), what: est[j],
-                                  "ci_low": lo[j], "ci_high": hi[j]})
-        pairs = [(i, j) for i, j in combinations(range(y.shape[1]), 2) if (present[:, i] * present[:, j]).any()]
-        if pairs:
-            a, b = np.array(pairs).T
-            both = present[:, a] * present[:, b]
-            est, lo, hi = _estimate(followed[:, a] * followed[:, b], both, w=w, level=level, what="pcc")
-            names = list(y.columns)
-            for k, (i, j) in enumerate(pairs):
-                out["pcc"].append({**tag, "constraint_i": names[i], "constraint_j": names[j],
-                                   "n": int(both[:, k].sum()), "pcc": est[k], "ci_low": lo[k], "ci_high": hi[k]})
-    columns = {
-        "pa": ["n", "pa", "all_followed", "pa_low", "pa_high", "all_followed_low", "all_followed_high"],
-        "scc": [constraint, "n", "scc", "ci_low", "ci_high"],
-        "poscc": [position, "n", "poscc", "ci_low", "ci_high"],
-        "pcc": ["constraint_i", "constraint_j", "n", "pcc", "ci_low", "ci_high"],
-    }
-    return {k: _finish(out[k], by, columns[k]) for k in columns}
+
+def _prompt_weights(n_prompts: int, n_boot: int, rng: np.random.Generator | None) -> np.ndarray | None:
+    """The replicates' multinomial counts of the study's prompts (``n_boot`` × prompts,
+    :func:`reform_core.agreement.item_bootstrap_weights`), None without replicates."""
+    if not (n_boot and n_prompts):
+        return None
+    from reform_core.agreement import item_bootstrap_weights
+
+    # counts times 0/1 sums stay integers far below 2**24: exact in float32, at half the cost
+    return item_bootstrap_weights(n_prompts, int(n_boot), rng).astype(np.float32)
+
+
+def _pa_row(tag: dict, y: pd.DataFrame, w: np.ndarray | None, level: float) -> dict:
+    """One group's ``pa`` row: mean PA_r and the all-followed share over its prompts ``y``
+    (prompts × constraints, NaN where not checked), with their intervals."""
+    present = y.notna().to_numpy(float)
+    followed = y.fillna(0).to_numpy(float)
+    n_checked = present.sum(axis=1)
+    row = {**tag, "n": len(y)}
+    for name, values in (("pa", followed.sum(axis=1) / n_checked),
+                         ("all_followed", (followed.sum(axis=1) == n_checked).astype(float))):
+        reps = None if w is None else _ratio(w.astype(float) @ values, w.sum(axis=1, dtype=float))
+        est, lo, hi = _estimate(values[:, None], np.ones((len(y), 1)), reps=reps, level=level, what=name)
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = est[0], lo[0], hi[0]
+    return row
+
+
+def _cell_rows(tag: dict, table: pd.DataFrame, label: str, what: str, w: np.ndarray | None,
+               level: float) -> list[dict]:
+    """One group's rows of SCC (``table``: prompts × constraints) or PosCC (prompts ×
+    positions): per column the share followed among the prompts checking it, with its interval."""
+    pres = table.notna().to_numpy(float)
+    est, lo, hi = _estimate(table.fillna(0).to_numpy(float), pres, w=w, level=level, what=what)
+    return [{**tag, label: c, "n": int(pres[:, j].sum()), what: est[j], "ci_low": lo[j], "ci_high": hi[j]}
+            for j, c in enumerate(table.columns)]
+
+
+def _pcc_rows(tag: dict, y: pd.DataFrame, w: np.ndarray | None, level: float) -> list[dict]:
+    """One group's PCC rows: per pair of constraints checked together in some prompt, the
+    share of those prompts following both, with its interval."""
+    present = y.notna().to_numpy(float)
+    followed = y.fillna(0).to_numpy(float)
+    pairs = [(i, j) for i, j in combinations(range(y.shape[1]), 2) if (present[:, i] * present[:, j]).any()]
+    if not pairs:
+        return []
+    a, b = np.array(pairs).T
+    both = present[:, a] * present[:, b]
+    est, lo, hi = _estimate(followed[:, a] * followed[:, b], both, w=w, level=level, what="pcc")
+    names = list(y.columns)
+    return [{**tag, "constraint_i": names[i], "constraint_j": names[j], "n": int(both[:, k].sum()), "pcc": est[k],
+             "ci_low": lo[k], "ci_high": hi[k]} for k, (i, j) in enumerate(pairs)]

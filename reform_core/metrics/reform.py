@@ -417,46 +417,65 @@ def judge_agreement(
     key = ("a3", judge_a, judge_b, condition)
     fixed = memo.get("a3") if memo is not None else None
     if fixed is None or fixed[0] != key or not same_as_snapshot(fixed[1], g, m, ids):
-        # the labels' part: per model judged by both, agreements, disagreements
-        both = ~np.isnan(g) & ~np.isnan(m)
-        dis = both & (g != m)
-        codes, models = pd.factorize(df["model"].astype(str).to_numpy(), sort=True)
-        base = {c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
-                for c, v in (("both", both), ("agree", both & (g == m)), ("dis", dis))}
-        # the disagreements' ids sorted, and their rows in that order: decisions are looked up there
-        dis_rows = np.flatnonzero(dis)
-        order = np.argsort(ids[dis_rows], kind="stable")
-        dis_ids, dis_rows = ids[dis_rows][order], dis_rows[order]
-        unique = len(dis_ids) < 2 or not bool((dis_ids[1:] == dis_ids[:-1]).any())
-        fixed = (key, snapshot(g, m, ids) if memo is not None else None, codes.astype(np.int32),
-                 np.asarray(models, dtype=object), dis, base, (dis_ids, dis_rows) if unique else None)
+        fixed = _a3_labels_part(df, g, m, ids, key, keep=memo is not None)
         if memo is not None:
             memo["a3"] = fixed
     _, _, codes, models, dis, base, lookup = fixed
     at = np.zeros(0, dtype=np.int64)  # the adjudicated disagreements' rows, ascending
     with_a_at = np.zeros(0, dtype=bool)
     if adjudications is not None:
-        _require(adjudications, [iid] + ([choice] if choice else ["a"]), "adjudications")
-        adj = adjudications.drop_duplicates(iid, keep="last").set_index(iid)
-        if lookup is not None and lookup[0].dtype.kind in "iu" and adj.index.dtype.kind in "iu":
-            dis_ids, dis_rows = lookup
-            slot = sorted_slots(dis_ids, adj.index.to_numpy())
-            at = np.sort(dis_rows[slot[slot >= 0]])
-        else:  # ids that are not integers, or repeated: the general path
-            at = np.flatnonzero(pd.Index(ids).isin(adj.index) & dis)
-        if choice:
-            side = pd.Series(ids[at]).map(adj[choice].astype(str)).to_numpy()
-            with_a_at = side == side_a
-        else:
-            label = pd.Series(ids[at]).map(adj["a"]).to_numpy(dtype=float)
-            with_a_at = label == g[at]
+        at, with_a_at = _a3_adjudicated(adjudications, ids, g, dis, lookup, iid=iid, choice=choice, side_a=side_a)
     n_models = len(models)
     adj_n = np.bincount(codes[at], minlength=n_models).astype(np.int64)
     with_a_n = np.bincount(codes[at[with_a_at]], minlength=n_models).astype(np.int64)
     cols = {**base, "adj": adj_n, "with_a": with_a_n, "with_b": adj_n - with_a_n}
     sums = pd.DataFrame(cols, index=pd.Index(models, name="model"))[["both", "agree", "dis", "adj", "with_a", "with_b"]]
     sums.loc[total] = sums.sum()
-    out = pd.DataFrame(
+    return _a3_table(sums)
+
+
+def _a3_labels_part(df: pd.DataFrame, g: np.ndarray, m: np.ndarray, ids: np.ndarray, key: tuple, *,
+                    keep: bool) -> tuple:
+    """Table A3's part that depends on the labels alone: ``(key, snapshot of the labels when
+    ``keep``, model codes, model names, disagreement mask, per-model counts of rows judged by
+    both / agreements / disagreements, (sorted disagreement ids, their rows) or None when ids
+    repeat)``."""
+    both = ~np.isnan(g) & ~np.isnan(m)
+    dis = both & (g != m)
+    codes, models = pd.factorize(df["model"].astype(str).to_numpy(), sort=True)
+    base = {c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
+            for c, v in (("both", both), ("agree", both & (g == m)), ("dis", dis))}
+    # the disagreements' ids sorted, and their rows in that order: decisions are looked up there
+    dis_rows = np.flatnonzero(dis)
+    order = np.argsort(ids[dis_rows], kind="stable")
+    dis_ids, dis_rows = ids[dis_rows][order], dis_rows[order]
+    unique = len(dis_ids) < 2 or not bool((dis_ids[1:] == dis_ids[:-1]).any())
+    return (key, snapshot(g, m, ids) if keep else None, codes.astype(np.int32),
+            np.asarray(models, dtype=object), dis, base, (dis_ids, dis_rows) if unique else None)
+
+
+def _a3_adjudicated(adjudications: pd.DataFrame, ids: np.ndarray, g: np.ndarray, dis: np.ndarray, lookup, *,
+                    iid: str, choice: str | None, side_a: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the adjudicated disagreements (ascending; an id's last decision counts) and
+    whether each decision agrees with judge A."""
+    _require(adjudications, [iid] + ([choice] if choice else ["a"]), "adjudications")
+    adj = adjudications.drop_duplicates(iid, keep="last").set_index(iid)
+    if lookup is not None and lookup[0].dtype.kind in "iu" and adj.index.dtype.kind in "iu":
+        dis_ids, dis_rows = lookup
+        slot = sorted_slots(dis_ids, adj.index.to_numpy())
+        at = np.sort(dis_rows[slot[slot >= 0]])
+    else:  # ids that are not integers, or repeated: the general path
+        at = np.flatnonzero(pd.Index(ids).isin(adj.index) & dis)
+    if choice:
+        side = pd.Series(ids[at]).map(adj[choice].astype(str)).to_numpy()
+        return at, side == side_a
+    label = pd.Series(ids[at]).map(adj["a"]).to_numpy(dtype=float)
+    return at, label == g[at]
+
+
+def _a3_table(sums: pd.DataFrame) -> pd.DataFrame:
+    """Table A3 from its per-model counts (and the total row): shares in percent."""
+    return pd.DataFrame(
         {
             "model": sums.index,
             "judgments": sums["both"].to_numpy(int),
@@ -469,7 +488,6 @@ def judge_agreement(
             "agrees_b_pct": 100 * _ratio(sums["with_b"], sums["adj"]),
         }
     )
-    return out
 
 
 def rank_comparison(table: pd.DataFrame, *, a: str = "tcpr", b: str = "emcr") -> pd.DataFrame:

@@ -356,6 +356,35 @@ def duplicate_errors(frames: dict[str, pd.DataFrame]) -> list[str]:
     return out
 
 
+@dataclass
+class _Known:
+    """What the reference checks learnt (bundle ∪ database) and the writes reuse."""
+
+    inst_q: dict  # instruction key -> its question key
+    db_models: set  # model names stored before the import
+    db_judges: set  # judge names stored before the import
+
+
+def _judgment_rows(jd: pd.DataFrame, *, inst_q: dict, rid: dict, cid: dict, jid: dict) -> pd.DataFrame:
+    """The judgments with their response, constraint and judge ids in place of the keys.
+
+    The largest frame: ids added to a shallow copy (no copy of the data; the bundle's own frame
+    is left as it was), as int arrays (no list of Python ints), and the key strings they replace
+    dropped."""
+    n_jd, jd = len(jd), jd.copy(deep=False)
+    qk = jd["instruction"].map(inst_q)
+    jd["response_id"] = np.fromiter((rid[(m, q, i)] for m, q, i in zip(jd["model"], qk, jd["instruction"])),
+                                    dtype=np.int64, count=n_jd)
+    del qk
+    jd["constraint_id"] = np.fromiter((cid[(i, p)] for i, p in zip(jd["instruction"], jd["position"])),
+                                      dtype=np.int64, count=n_jd)
+    jd["judge_id"] = jd["judge"].map(jid)
+    jd["label"] = jd["label"].astype("Int64").astype(object).where(jd["label"].notna(), None)
+    for c in ("judge", "model", "instruction", "position"):
+        del jd[c]
+    return jd
+
+
 class _Writer:
     def __init__(self, conn: Connection, bundle: Bundle, replace: bool, progress: Progress):
         self.conn = conn
@@ -423,63 +452,106 @@ class _Writer:
 
     # -- the import -----------------------------------------------------------------
     def run(self) -> dict[str, int]:
-        f = self.f
-        self.errors += duplicate_errors(f)
+        """Check every reference against bundle ∪ database, then write in dependency order;
+        return rows written per kind. ImportFailed with every located problem: the reference
+        checks' before anything is written, conflicts after each group of writes (the caller's
+        transaction then rolls back)."""
+        self.errors += duplicate_errors(self.f)
+        known = self._check_references()
+        self._raise_if_errors()
+        qid, iid = self._write_questions()
+        rid = self._write_models_and_responses(known, qid, iid)
+        self._write_features(rid)
+        jid, cid = self._write_judgments(known, rid)
+        adj = self.f["adjudications"]
+        if len(adj):
+            self.progress("adjudications")
+            self.counts["adjudications"] = self._adjudications(adj, jid, rid, cid, known.inst_q)
+        else:
+            self.counts["adjudications"] = 0
+        self._raise_if_errors()
+        return self.counts
 
-        # ---- references, checked against bundle ∪ database
-        conn = self.conn
-        db_q = key_frame(conn, "question")
-        q_keys = set(db_q["question"]) | set(f["questions"]["key"])
+    def _raise_if_errors(self) -> None:
+        """ImportFailed with every problem found so far, if there is one."""
+        if self.errors:
+            raise ImportFailed(self.errors)
+
+    # -- references, checked against bundle ∪ database ------------------------------
+    def _check_references(self) -> _Known:
+        """Check that every row names things the bundle or the database holds; problems go to
+        ``errors``. Returns what the writes reuse."""
+        conn, f = self.conn, self.f
+        q_keys = set(key_frame(conn, "question")["question"]) | set(f["questions"]["key"])
         ins = f["instructions"]
-        self.missing("instructions", ins, ~ins["question"].isin(q_keys), "question", lambda r: f"unknown question {r['question']!r}")
-
+        self.missing("instructions", ins, ~ins["question"].isin(q_keys), "question",
+                     lambda r: f"unknown question {r['question']!r}")
         db_i = key_frame(conn, "instruction")
         inst_q = dict(zip(db_i["instruction"], db_i["question"]))
         inst_q.update(zip(ins["key"], ins["question"]))
+        feat_cat = self._check_constraints()
+        db_c, cons = key_frame(conn, "constraint"), f["constraints"]
+        con_keys = set(zip(db_c["instruction"], db_c["position"]))
+        con_keys |= set(zip(cons["instruction"], cons["position"]))
+        db_models = set(key_frame(conn, "model")["model"])
+        resp_keys = self._check_responses(q_keys, inst_q)
+        self._check_features(resp_keys, feat_cat)
+        self._check_judgments(inst_q, resp_keys, con_keys)
+        db_judges = set(key_frame(conn, "judge")["judge"])
+        self._check_adjudications(db_judges, inst_q, resp_keys, con_keys)
+        return _Known(inst_q=inst_q, db_models=db_models, db_judges=db_judges)
 
-        cat = key_frame(conn, "feature")
+    def _check_constraints(self) -> dict:
+        """Every constraint's feature is in a loaded catalog and a given category matches the
+        catalog's; the catalog's category is then stored with each constraint of a known
+        feature. Returns the catalog's feature → category."""
+        cat = key_frame(self.conn, "feature")
         feat_cat = dict(zip(cat["feature"], cat["category"]))
-        cons = f["constraints"]
+        cons = self.f["constraints"]
         if len(cons):
+            loaded = ", ".join(sorted(set(cat["catalog"]))) or "none"
             unknown = ~cons["feature"].isin(feat_cat)
             self.missing("constraints", cons, unknown, "constraints.feature",
-                         lambda r: f"unknown catalog feature {r['feature']!r} (catalogs loaded: {', '.join(sorted(set(cat['catalog']))) or 'none'})")
+                         lambda r: f"unknown catalog feature {r['feature']!r} (catalogs loaded: {loaded})")
             known_cat = cons["feature"].map(feat_cat)
             bad_cat = (~unknown) & (cons["category"] != "") & (cons["category"] != known_cat)
             self.missing("constraints", cons, bad_cat, "constraints.category",
-                         lambda r: f"{r['category']!r} does not match the catalog category {feat_cat.get(r['feature'])!r} of {r['feature']!r}")
-            cons = cons.assign(category=known_cat.fillna(cons["category"]))
-            f["constraints"] = cons
+                         lambda r: f"{r['category']!r} does not match the catalog category "
+                                   f"{feat_cat.get(r['feature'])!r} of {r['feature']!r}")
+            self.f["constraints"] = cons.assign(category=known_cat.fillna(cons["category"]))
+        return feat_cat
 
-        db_c = key_frame(conn, "constraint")
-        con_keys = set(zip(db_c["instruction"], db_c["position"]))
-        con_keys |= set(zip(cons["instruction"], cons["position"]))
-
-        db_m = key_frame(conn, "model")
-        m_names = set(db_m["model"]) | set(f["models"]["name"])
-
-        resp = f["responses"]
+    def _check_responses(self, q_keys: set, inst_q: dict) -> set:
+        """Every response names a known question and, when constrained, a known instruction of
+        that question. Returns the (model, question, instruction) keys of bundle ∪ database."""
+        resp = self.f["responses"]
         if len(resp):
-            self.missing("responses", resp, ~resp["question"].isin(q_keys), "question", lambda r: f"unknown question {r['question']!r}")
+            self.missing("responses", resp, ~resp["question"].isin(q_keys), "question",
+                         lambda r: f"unknown question {r['question']!r}")
             has_i = resp["instruction"] != ""
             iq = resp["instruction"].map(inst_q)
-            self.missing("responses", resp, has_i & iq.isna(), "instruction", lambda r: f"unknown instruction {r['instruction']!r}")
+            self.missing("responses", resp, has_i & iq.isna(), "instruction",
+                         lambda r: f"unknown instruction {r['instruction']!r}")
             wrong = has_i & iq.notna() & (iq != resp["question"])
             self.missing("responses", resp, wrong, "instruction",
-                         lambda r: f"instruction {r['instruction']!r} belongs to question {inst_q[r['instruction']]!r}, not {r['question']!r}")
-        db_r = key_frame(conn, "response")
+                         lambda r: f"instruction {r['instruction']!r} belongs to question "
+                                   f"{inst_q[r['instruction']]!r}, not {r['question']!r}")
+        db_r = key_frame(self.conn, "response")
         resp_keys = set(zip(db_r["model"], db_r["question"], db_r["instruction"]))
         resp_keys |= set(zip(resp["model"], resp["question"], resp["instruction"]))
-        m_names |= set(resp["model"])
+        return resp_keys
 
-        base = f["baseline"]
+    def _check_features(self, resp_keys: set, feat_cat: dict) -> None:
+        """Baseline features and feature extractions belong to a baseline response and name a
+        catalog feature (an extraction may name none)."""
+        base = self.f["baseline"]
         if len(base):
             ok = [(m, q, "") in resp_keys for m, q in zip(base["model"], base["question"])]
             self.missing("baseline", base, ~np.array(ok), "question",
                          lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}")
-            self.missing("baseline", base, ~base["feature"].isin(feat_cat), "feature", lambda r: f"unknown catalog feature {r['feature']!r}")
-
-        ext = f["extractions"]
+            self.missing("baseline", base, ~base["feature"].isin(feat_cat), "feature",
+                         lambda r: f"unknown catalog feature {r['feature']!r}")
+        ext = self.f["extractions"]
         if len(ext):
             ok = [(m, q, "") in resp_keys for m, q in zip(ext["model"], ext["question"])]
             self.missing("extractions", ext, ~np.array(ok), "question",
@@ -487,51 +559,71 @@ class _Writer:
             self.missing("extractions", ext, (ext["feature"] != "") & ~ext["feature"].isin(feat_cat), "feature",
                          lambda r: f"unknown catalog feature {r['feature']!r}")
 
-        jd = f["judgments"]
-        if len(jd):
-            qk = jd["instruction"].map(inst_q)
-            self.missing("judgments", jd, qk.isna(), "instruction", lambda r: f"unknown instruction {r['instruction']!r}")
-            has = [(m, q, i) in resp_keys for m, q, i in zip(jd["model"], qk, jd["instruction"])]
-            self.missing("judgments", jd, qk.notna() & ~np.array(has), "model",
-                         lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
-            hasc = [(i, p) in con_keys for i, p in zip(jd["instruction"], jd["position"])]
-            self.missing("judgments", jd, qk.notna() & ~np.array(hasc), "position",
-                         lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
+    def _check_judgments(self, inst_q: dict, resp_keys: set, con_keys: set) -> None:
+        """Every judgment names a known instruction, a response of its model to it and one of
+        its constraints."""
+        jd = self.f["judgments"]
+        if not len(jd):
+            return
+        qk = jd["instruction"].map(inst_q)
+        self.missing("judgments", jd, qk.isna(), "instruction", lambda r: f"unknown instruction {r['instruction']!r}")
+        has = [(m, q, i) in resp_keys for m, q, i in zip(jd["model"], qk, jd["instruction"])]
+        self.missing("judgments", jd, qk.notna() & ~np.array(has), "model",
+                     lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
+        hasc = [(i, p) in con_keys for i, p in zip(jd["instruction"], jd["position"])]
+        self.missing("judgments", jd, qk.notna() & ~np.array(hasc), "position",
+                     lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
 
-        db_j = key_frame(conn, "judge")
-        j_names = set(db_j["judge"]) | set(f["judges"]["name"]) | set(jd["judge"])
+    def _check_adjudications(self, db_judges: set, inst_q: dict, resp_keys: set, con_keys: set) -> None:
+        """Every adjudication names known judges (stored, in judges.jsonl or judging in
+        judgments.jsonl), a constraint and a response of its model."""
+        f = self.f
         adj = f["adjudications"]
-        if len(adj):
-            for col in ("judge_a", "judge_b"):
-                self.missing("adjudications", adj, ~adj[col].isin(j_names), col, lambda r, c=col: f"unknown judge {r[c]!r}")
-            hasc = [(i, p) in con_keys for i, p in zip(adj["instruction"], adj["position"])]
-            self.missing("adjudications", adj, ~np.array(hasc), "position",
-                         lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
-            qk = adj["instruction"].map(inst_q)
-            has = [(m, q, i) in resp_keys for m, q, i in zip(adj["model"], qk, adj["instruction"])]
-            self.missing("adjudications", adj, np.array(hasc) & ~np.array(has), "model",
-                         lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
-        if self.errors:
-            raise ImportFailed(self.errors)
+        if not len(adj):
+            return
+        j_names = db_judges | set(f["judges"]["name"]) | set(f["judgments"]["judge"])
+        for col in ("judge_a", "judge_b"):
+            self.missing("adjudications", adj, ~adj[col].isin(j_names), col, lambda r, c=col: f"unknown judge {r[c]!r}")
+        hasc = [(i, p) in con_keys for i, p in zip(adj["instruction"], adj["position"])]
+        self.missing("adjudications", adj, ~np.array(hasc), "position",
+                     lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
+        qk = adj["instruction"].map(inst_q)
+        has = [(m, q, i) in resp_keys for m, q, i in zip(adj["model"], qk, adj["instruction"])]
+        self.missing("adjudications", adj, np.array(hasc) & ~np.array(has), "model",
+                     lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
 
-        # ---- writes, in dependency order
+    # -- writes, in dependency order -------------------------------------------------
+    def _write_questions(self) -> tuple[dict, dict]:
+        """Write questions, instructions and constraints; return the question and instruction
+        ids by key."""
+        conn, f = self.conn, self.f
         self.progress("questions")
-        self.sync("questions", "question", f["questions"], ["key"], ["text", "task_type", "domain", "language", "source"], "question")
+        self.sync("questions", "question", f["questions"], ["key"],
+                  ["text", "task_type", "domain", "language", "source"], "question")
         qid = dict(zip(*key_frame(conn, "question")[["question", "id"]].T.values))
 
         self.progress("instructions")
-        ins = ins.assign(question_id=ins["question"].map(qid))
-        self.sync("instructions", "instruction", ins, ["key"], ["question_id", "condition", "pair_group", "text"], "instruction")
+        ins = f["instructions"].assign(question_id=f["instructions"]["question"].map(qid))
+        self.sync("instructions", "instruction", ins, ["key"], ["question_id", "condition", "pair_group", "text"],
+                  "instruction")
         iid = dict(zip(*key_frame(conn, "instruction")[["instruction", "id"]].T.values))
 
         cons = f["constraints"].assign(instruction_id=lambda d: d["instruction"].map(iid))
-        self.sync("constraints", "constraint_item", cons, ["instruction_id", "position"], ["feature", "category", "mode", "text", "acceptance", "params"], "constraint")
+        self.sync("constraints", "constraint_item", cons, ["instruction_id", "position"],
+                  ["feature", "category", "mode", "text", "acceptance", "params"], "constraint")
+        return qid, iid
 
+    def _write_models_and_responses(self, known: _Known, qid: dict, iid: dict) -> dict:
+        """Write the models (with those only named by a response) and the responses; return the
+        response ids by (model, question, instruction)."""
+        conn, f = self.conn, self.f
         self.progress("models")
-        models = f["models"]
-        implicit = sorted(set(resp["model"]) - set(models["name"]) - set(db_m["model"]))
+        models, resp = f["models"], f["responses"]
+        implicit = sorted(set(resp["model"]) - set(models["name"]) - known.db_models)
         if implicit:
-            models = pd.concat([models, pd.DataFrame({"name": implicit, "provider": "", "settings": [{} for _ in implicit], "_line": 0})], ignore_index=True)
+            models = pd.concat([models, pd.DataFrame({"name": implicit, "provider": "",
+                                                      "settings": [{} for _ in implicit], "_line": 0})],
+                               ignore_index=True)
         self.sync("models", "eval_model", models, ["name"], ["provider", "settings"], "model")
         mid = dict(zip(*key_frame(conn, "model")[["model", "id"]].T.values))
 
@@ -542,16 +634,20 @@ class _Writer:
             instruction_id=resp["instruction"].map(iid),
             variant=resp["instruction"],
         )
-        self.sync("responses", "response", resp, ["model_id", "question_id", "variant"], ["instruction_id", "kind", "text", "meta"], "response")
-        if self.errors:
-            raise ImportFailed(self.errors)
+        self.sync("responses", "response", resp, ["model_id", "question_id", "variant"],
+                  ["instruction_id", "kind", "text", "meta"], "response")
+        self._raise_if_errors()
         rk = key_frame(conn, "response")
-        rid = dict(zip(zip(rk["model"], rk["question"], rk["instruction"]), rk["id"]))
+        return dict(zip(zip(rk["model"], rk["question"], rk["instruction"]), rk["id"]))
 
+    def _write_features(self, rid: dict) -> None:
+        """Write the baseline features and the feature extractions of the baseline responses."""
         self.progress("baseline features")
+        base = self.f["baseline"]
         base = base.assign(response_id=[rid[(m, q, "")] for m, q in zip(base["model"], base["question"])])
-        self.sync("baseline", "baseline_feature", base, ["response_id", "feature"], ["present", "source", "evidence"], "baseline feature")
-
+        self.sync("baseline", "baseline_feature", base, ["response_id", "feature"], ["present", "source", "evidence"],
+                  "baseline feature")
+        ext = self.f["extractions"]
         if len(ext):
             self.progress("feature extractions")
             ext = ext.assign(response_id=[rid[(m, q, "")] for m, q in zip(ext["model"], ext["question"])],
@@ -561,11 +657,17 @@ class _Writer:
         else:
             self.counts["extractions"] = 0
 
+    def _write_judgments(self, known: _Known, rid: dict) -> tuple[dict, dict]:
+        """Write the judges (with those only named by a judgment) and the judgments; return the
+        judge ids by name and the constraint ids by (instruction, position)."""
+        conn, f = self.conn, self.f
         self.progress("judges")
-        judges = f["judges"]
-        implicit = sorted(set(jd["judge"]) - set(judges["name"]) - set(db_j["judge"]))
+        judges, jd = f["judges"], f["judgments"]
+        implicit = sorted(set(jd["judge"]) - set(judges["name"]) - known.db_judges)
         if implicit:
-            judges = pd.concat([judges, pd.DataFrame({"name": implicit, "provider": "replay", "model": "", "prompt_version": "", "config": [{} for _ in implicit], "_line": 0})], ignore_index=True)
+            judges = pd.concat([judges, pd.DataFrame({"name": implicit, "provider": "replay", "model": "",
+                                                      "prompt_version": "", "config": [{} for _ in implicit],
+                                                      "_line": 0})], ignore_index=True)
         self.sync("judges", "judge", judges, ["name"], ["provider", "model", "prompt_version", "config"], "judge")
         jid = dict(zip(*key_frame(conn, "judge")[["judge", "id"]].T.values))
 
@@ -573,31 +675,11 @@ class _Writer:
         ck = key_frame(conn, "constraint")
         cid = dict(zip(zip(ck["instruction"], ck["position"]), ck["id"]))
         if len(jd):
-            # the largest frame: ids added to a shallow copy (no copy of the data), as int arrays
-            # (no list of Python ints), and the key strings they replace dropped
-            n_jd, jd = len(jd), jd.copy(deep=False)  # the bundle's own frame is left as it was
-            qk = jd["instruction"].map(inst_q)
-            jd["response_id"] = np.fromiter((rid[(m, q, i)] for m, q, i in zip(jd["model"], qk, jd["instruction"])),
-                                            dtype=np.int64, count=n_jd)
-            del qk
-            jd["constraint_id"] = np.fromiter((cid[(i, p)] for i, p in zip(jd["instruction"], jd["position"])),
-                                              dtype=np.int64, count=n_jd)
-            jd["judge_id"] = jd["judge"].map(jid)
-            jd["label"] = jd["label"].astype("Int64").astype(object).where(jd["label"].notna(), None)
-            for c in ("judge", "model", "instruction", "position"):
-                del jd[c]
-        self.sync("judgments", "judgment", jd, ["judge_id", "response_id", "constraint_id", "prompt_version"], ["label", "rationale", "status", "error"], "judgment")
-        if self.errors:
-            raise ImportFailed(self.errors)
-
-        if len(adj):
-            self.progress("adjudications")
-            self.counts["adjudications"] = self._adjudications(adj, jid, rid, cid, inst_q)
-        else:
-            self.counts["adjudications"] = 0
-        if self.errors:
-            raise ImportFailed(self.errors)
-        return self.counts
+            jd = _judgment_rows(jd, inst_q=known.inst_q, rid=rid, cid=cid, jid=jid)
+        self.sync("judgments", "judgment", jd, ["judge_id", "response_id", "constraint_id", "prompt_version"],
+                  ["label", "rationale", "status", "error"], "judgment")
+        self._raise_if_errors()
+        return jid, cid
 
     def _adjudications(self, adj, jid, rid, cid, inst_q) -> int:
         """Decisions made elsewhere: see :mod:`reform_core.services.data.adjudication_import`."""

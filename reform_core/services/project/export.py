@@ -11,6 +11,7 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 from sqlalchemy import text
@@ -19,13 +20,13 @@ from sqlalchemy.engine import Engine
 import reform_core
 from reform_core.safe_csv import read_csv, write_csv
 from reform_core.score_text import summary_text
-from reform_core.services.scoring.analyses import N_BOOT as ANALYSIS_BOOT, analyses, analyses_json
 from reform_core.services.accounts.auth import Principal, require
-from reform_core.services.scoring import estimates
-from reform_core.services.scoring.numbers import json_number
-from reform_core.services.scoring.scoring import DEFAULT_CALIBRATION, ScoreResult, score, score_json
 from reform_core.services.project.export_files import dataset_hash_started, sha256_file, write_table
 from reform_core.services.project.study_export import export_studies_only, has_scores, has_studies, write_study_tables
+from reform_core.services.scoring import estimates
+from reform_core.services.scoring.analyses import N_BOOT as ANALYSIS_BOOT, AnalysesResult, analyses, analyses_json
+from reform_core.services.scoring.numbers import json_number
+from reform_core.services.scoring.scoring import DEFAULT_CALIBRATION, ScoreResult, score, score_json
 
 INSTANCE_COLUMNS = ["model", "question", "instruction", "condition", "pair_group", "task_type", "position", "feature",
                     "category", "mode", "baseline_opposed", "p"]
@@ -90,7 +91,7 @@ def catalog_entries(conn) -> list[dict]:
     """The manifest's ``catalogs``: every catalog of the project (name, version, features,
     used, source, sha256); a team's own catalog's text is written beside the manifest
     (``file``), so the export names exactly the catalog it was scored with."""
-    from reform_core.services.data.catalogs import manifest_entries
+    from reform_core.services.catalogs import manifest_entries
 
     out = []
     for e in manifest_entries(conn):
@@ -119,6 +120,25 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
     scored = score_json(result)
     files: list[str] = []
     aux = analyses(engine, principal, judges=judges, n_boot=min(n_boot, ANALYSIS_BOOT), seed=seed, frames=result.frames)
+    _write_score_files(out, result, aux, principal, files)
+    rec = _records(engine)
+    _write_record_tables(rec, out, files)
+    studies = write_study_tables(engine, principal, out, files, write=write_table, n_boot=n_boot, seed=seed)
+    for c in rec["catalogs"]:
+        if "_text" in c:
+            (out / c["file"]).write_text(c["_text"], encoding="utf-8")
+            files.append(c["file"])
+    files.append(_write_summary(out, scored, aux.tables))
+    manifest = _manifest(result, scored, aux, rec, principal, hashed=hashed, n_boot=n_boot, seed=seed, studies=studies)
+    manifest["files"] = {f: sha256_file(out / f) for f in files}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
+    return manifest
+
+
+def _write_score_files(out: Path, result: ScoreResult, aux: AnalysesResult, principal: Principal,
+                       files: list[str]) -> None:
+    """Write ``instances.csv``/``.parquet``, the score tables, the intervals, the auxiliary
+    analyses' tables and the estimator's reports (annotators' accuracy for leads only)."""
     inst = instances_frame(result, aux.p_auxiliary)
     write_csv(inst, out / "instances.csv")
     files.append("instances.csv")
@@ -140,24 +160,29 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         write_table(est.both_wrong, out, "both_wrong", files)
         if principal.can("plan_sampling"):  # annotators' estimated accuracy: leads only (as on the Scores page)
             write_table(est.annotators, out, "annotators", files)
-    rec = _records(engine)
+
+
+def _write_record_tables(rec: dict, out: Path, files: list[str]) -> None:
+    """Write the adjudication and rating records (text cells as strings, missing ones empty)."""
     for name in ("adjudications", "ratings"):
         df = rec[name].copy()
         for c in df.columns:
             if df[c].dtype == object:
                 df[c] = df[c].astype(str).where(df[c].notna(), None)
         write_table(df, out, name, files)
-    studies = write_study_tables(engine, principal, out, files, write=write_table, n_boot=n_boot, seed=seed)
-    for c in rec["catalogs"]:
-        if "_text" in c:
-            (out / c["file"]).write_text(c["_text"], encoding="utf-8")
-            files.append(c["file"])
-    files.append(_write_summary(out, scored, aux.tables))
+
+
+def _manifest(result: ScoreResult, scored: dict, aux: AnalysesResult, rec: dict, principal: Principal, *,
+              hashed: Callable[[], str], n_boot: int, seed: int, studies: dict) -> dict:
+    """The manifest's entries but ``files``: provenance (``hashed`` gives the dataset's hash),
+    judges, metrics, per-model notes, the estimator and its plan, calibration and interval
+    methods, analyses and studies."""
+    est = result.estimate
     plans = [{**r, "params": json.loads(r["params"]) if isinstance(r["params"], str) else r["params"],
               "created_at": str(r["created_at"])} for r in rec["plans"].to_dict("records")]
     judge_rows = [{**r, "config": json.loads(r["config"]) if isinstance(r["config"], str) else r["config"]}
                   for r in rec["judges"].to_dict("records")]
-    manifest = {
+    return {
         "app": "ReForm",
         "app_version": reform_core.__version__,
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -179,13 +204,7 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "other_pair_decisions": result.other_pair_decisions,
         "sample_plans": plans,
         "calibration": {"rule": result.method, "provisional": result.provisional,
-                        "description": {
-                            "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass "
-                                          "rate (docs/metrics.md#stratified-calibration)",
-                            "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from the decisions "
-                                      "on disagreements (docs/metrics.md#pooled-calibration)",
-                            "cluster": CLUSTER_DESCRIPTION,
-                        }.get(result.method, result.method)},
+                        "description": CALIBRATION_DESCRIPTIONS.get(result.method, result.method)},
         "intervals": {"measurement": estimates.MEASUREMENT_TEXT, "population": estimates.POPULATION_TEXT,
                       "method": INTERVAL_METHODS.get(result.method, INTERVAL_METHODS["raw"]),
                       "replicates": n_boot, "seed": seed, "level": 0.95, "file": "intervals.csv"},
@@ -196,16 +215,20 @@ def export(engine: Engine, out_dir: str | Path, *, principal: Principal, calibra
         "analyses": {k: v for k, v in analyses_json(aux).items() if k not in ("tables", "exclusions")}
         | {"files": {k: ANALYSIS_FILES[k] for k in aux.tables}, "p_auxiliary": "instances.csv column p_auxiliary"},
         "studies": studies,
-        "files": {f: sha256_file(out / f) for f in files},
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
-    return manifest
 
 
 CLUSTER_DESCRIPTION = ("question-cluster difference estimator (reform_core.estimators.cluster): per model × question "
                        "the judges' prediction plus the adjudicated questions' inverse-probability-weighted correction, "
                        "audited agreements correcting errors of both judges, decisions debiased for adjudicator error; "
                        "Table 2 = sum of the cluster totals / denominators (estimator_clusters.csv)")
+CALIBRATION_DESCRIPTIONS = {  # the manifest's calibration.description per rule
+    "stratified": "p = agreed label; else adjudicated label; else the stratum's reviewed pass "
+                  "rate (docs/metrics.md#stratified-calibration)",
+    "pooled": "p = agreed label; else W_A*label_A + (1-W_A)*label_B with W from the decisions "
+              "on disagreements (docs/metrics.md#pooled-calibration)",
+    "cluster": CLUSTER_DESCRIPTION,
+}
 INTERVAL_METHODS = {
     "cluster": "measurement: linearised two-stage variance (cluster sample, agreement audit, adjudicator-error refits), "
                "t quantile; population: cluster bootstrap over questions of the estimator's totals",
