@@ -118,7 +118,14 @@ def allocation_scores(design: Design, index, rows: pd.DataFrame, g: np.ndarray, 
     for k in KS:
         u_k = np.bincount(index.unit_model[index.unit_k == k], minlength=nm).astype(float)
         ge += np.where(u_k[row_model] > 0, grads[f"joint{k}"] / (3 * np.maximum(u_k[row_model], 1.0)), 0.0)
-    out = np.zeros(len(rows))
+    return _scaled_scores(gt, ge, sigma, agree, row_model, nm, groups)
+
+
+def _scaled_scores(gt: np.ndarray, ge: np.ndarray, sigma: np.ndarray, agree: np.ndarray, row_model: np.ndarray,
+                   nm: int, groups: np.ndarray | None) -> np.ndarray:
+    """Per model: ``|G_u| σ_u`` from the two derivatives scaled by their root mean square, plus the
+    floor share of the mean; one root-mean-square score per audit group where plans audit by target."""
+    out = np.zeros(len(gt))
     for mi in range(nm):
         sel = agree & (row_model == mi)
         if not sel.any():

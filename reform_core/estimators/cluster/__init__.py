@@ -131,6 +131,12 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     gz = gradients(tot)
     variances = {metric: metric_variance(metric, lay, prog, tot, gz, err_draws, iid) for metric in METRICS}
     df_m = np.maximum(prog.n_observed - 1, 1)
+    return _result(index, lay, prog, dec, pred, it, tot, variances, g, df_m, level)
+
+
+def _result(index: UnitIndex, lay: Layout, prog: Progress, dec, pred, it, tot, variances: dict, g: np.ndarray,
+            df_m: np.ndarray, level: float) -> ClusterEstimate:
+    """The steps' results gathered into a :class:`ClusterEstimate` (tables, reports, notes)."""
     table, comps = _tables(index, variances, df_m, level)
     ad = pred.audited_rows
     rates = wrong_rates(lay.strata.a_names[lay.strata.a_stratum[ad]], np.where(g[ad] == 1, 1 - it.y[ad], it.y[ad]),
@@ -144,7 +150,7 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
                            denominators={num: lay.counts[DENOMINATORS[num]].reshape(cl.nm, cl.nq) for num in NUMERATORS},
                            error_variance={k: v.adjudicator_error for k, v in variances.items()},
                            both_wrong=both_wrong(index.models, lay.strata.agreement_sizes, rates, level),
-                           error_model=model, progress=_progress_frame(index, lay, prog), df=df_m,
+                           error_model=dec.error_model, progress=_progress_frame(index, lay, prog), df=df_m,
                            notes=[*lay.notes, *prog.notes, *dec.notes], smooth=tot.smooth, index=index,
                            floor_variance={k: v.floor for k, v in variances.items()},
                            smooth_evaluation=tot.smooth_evaluation)

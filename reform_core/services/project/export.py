@@ -91,7 +91,7 @@ def catalog_entries(conn) -> list[dict]:
     """The manifest's ``catalogs``: every catalog of the project (name, version, features,
     used, source, sha256); a team's own catalog's text is written beside the manifest
     (``file``), so the export names exactly the catalog it was scored with."""
-    from reform_core.services.catalogs import manifest_entries
+    from reform_core.services.data.catalogs import manifest_entries
 
     out = []
     for e in manifest_entries(conn):
