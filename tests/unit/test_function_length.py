@@ -21,7 +21,7 @@ COMMANDS = "reform_core/commands/"
 ALLOWED = frozenset({
     "reform_core/demo/build.py::render",
     "reform_core/demo/build.py::apply",
-    "reform_core/services/adjudication_import.py::write_adjudications",
+    "reform_core/services/data/adjudication_import.py::write_adjudications",
 })
 
 

@@ -18,14 +18,14 @@ import pandas as pd
 
 from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators.cluster.audit_variance import audit_composite, audit_floor
-from reform_core.estimators.cluster.layout import JOINT, LINEAR, LINEAR_METRICS, NUMERATORS, Layout
+from reform_core.estimators.cluster.layout import JOINT, LINEAR, LINEAR_METRICS, METRICS, NUMERATORS, Layout
 from reform_core.estimators.cluster.progress import Progress
 from reform_core.estimators.cluster.totals import Totals
 from reform_core.frames import INSTANCE_KEY
 
 BOOT_TOL = 1e-6  # EM stopping rule of a refit (it starts at the full-data fit; 1e-6 of a rate is far below its se)
 
-FLOORED_METRICS = LINEAR_METRICS  # the metrics whose audit variance never falls below the floor
+FLOORED_METRICS = METRICS  # the metrics whose audit variance never falls below the floor
 
 
 def metric_gradient(grads: dict[str, np.ndarray], coef: dict[str, np.ndarray], row_model: np.ndarray) -> np.ndarray:
@@ -158,9 +158,8 @@ def metric_variance(metric: str, lay: Layout, prog: Progress, tot: Totals, gz: d
     # the composite's pooled prediction describes the agreement audit alone: in "tasks" mode the direct
     # estimate also holds the disagreements' second phase, so it stands as it is (never below the floor)
     pooled = audit_composite(direct, exposure) if prog.mode == "clusters" else np.maximum(direct, 0.0)
-    # the floor guards the products (TCPR, R^K, EMCR), where a few rare errors move whole units; the
-    # constraint level's audit is a plain sum, which the composite describes (docs/estimator.md,
-    # "The audit's share")
+    # the floor: a small audit that found none of the rare both-wrong rows never reports almost no
+    # variance (docs/estimator.md, "The audit's share"; bench/bench_small_plan.py)
     v_audit = np.maximum(pooled, floor) if metric in FLOORED_METRICS else pooled
     return MetricVariance(point=np.where(undefined, np.nan, point), undefined=undefined, sampling=v_d, audit=v_audit,
                           adjudicator_error=_error_variance(gm, tot, prog, err_draws, model_s, iid, nm),
