@@ -224,8 +224,7 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
 
 
 def _new_tasks(b: _Batch, tasks: dict[tuple, _Task], plans: dict[str, tuple[int, bool]]) -> dict[tuple, dict]:
-    """Rows of the tasks the lines need in plans made by imports (key → row); a line without a
-    task in a live plan is a located error."""
+    """Rows (key → row) of the tasks lines need in import-made plans; none in a live plan is an error."""
     new_rows: dict[tuple, dict] = {}
     for r, key in b.lines():
         if key in tasks or key in new_rows:
@@ -251,8 +250,7 @@ def _new_tasks(b: _Batch, tasks: dict[tuple, _Task], plans: dict[str, tuple[int,
 
 
 def _record_decisions(b: _Batch, tasks: dict[tuple, _Task], current: "_Current", who_of: dict) -> _Progress:
-    """Write each line's decision on its task (locked at its first line) unless it is the
-    annotator's current one already; ``current`` follows the writes."""
+    """Write each line's decision (task locked at its first line) unless already the current one."""
     progress = _Progress()
     for r, key in b.lines():
         if r["annotator"] not in who_of:
@@ -282,8 +280,7 @@ def _record_decisions(b: _Batch, tasks: dict[tuple, _Task], current: "_Current",
 
 
 def _lock(conn: Connection, task: _Task, current: "_Current") -> None:
-    """Lock the task's row (PostgreSQL) against a decision made in the app at the same time,
-    and note its state before the import."""
+    """Lock the task's row (PostgreSQL) against a decision made in the app meanwhile; note its state."""
     locked = repo.lock_task(conn, task_id=task.id)
     task.status, task.claimed_by, task.lease_until = locked["status"], locked["claimed_by"], locked["lease_until"]
     task.decided0 = current.decided(task.id)
@@ -292,8 +289,7 @@ def _lock(conn: Connection, task: _Task, current: "_Current") -> None:
 
 def _settle_tasks(conn: Connection, touched: dict[int, _Task], current: "_Current",
                   plan_ids: list[int]) -> dict[int, dict[str, list[int]]]:
-    """Update each touched task (annotators required, decided, status, lease); returns the
-    plans' stratum counter deltas."""
+    """Update each touched task (required, decided, status, lease); return the stratum counter deltas."""
     stratum_deltas: dict[int, dict[str, list[int]]] = {}
     now = _now()
     params_of = {pid: repo.plan_params(conn, plan_id=pid) for pid in plan_ids}
@@ -315,8 +311,7 @@ def _settle_tasks(conn: Connection, touched: dict[int, _Task], current: "_Curren
 
 
 def _next_state(task: _Task, done: bool, now: datetime) -> tuple[str, Optional[int], Optional[datetime]]:
-    """``(status, claimed_by, lease_until)`` of a task after the import: the holder of a live
-    lease keeps it, also on a task now done (their decision is still accepted)."""
+    """A task's ``(status, claimed_by, lease_until)`` after the import; a live lease is kept, even if done."""
     lease = task.lease_until
     if isinstance(lease, str):
         lease = datetime.fromisoformat(lease)
