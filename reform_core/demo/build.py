@@ -558,87 +558,116 @@ def _prose(plan: Plan) -> None:
         plan.code = "inline"
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One constraint as a model tries it: the target, and whether (and how) the model meets it."""
+
+    feature: str
+    req: bool  # mode == "require"
+    params: dict
+    comply: bool
+    h: float  # picks the way of missing
+
+
+# Features a plan switches on or off (the attribute of Plan that each one sets).
+SWITCHES = {"document_title": "title", "section_divider": "divider", "call_to_action": "cta",
+            "summary_and_closure": "summary", "opening_lead": "lead", "mathematical_notation": "formula"}
+COUNTED = ("section_headings", "table_or_grid", "key_value_fields", "examples_and_cases", "typographic_emphasis",
+           "emoji_and_symbols")
+MARKUP = ("callout_or_note_block", "code_block", "code_annotations", "single_text_block", "paragraph_or_sentence_count")
+
+
 def apply(plan: Plan, style: Style, feature: str, mode: str, params: dict, comply: bool, h: float) -> None:
     """Change ``plan`` to follow (``comply``) or miss one constraint; ``h`` picks the way of missing."""
-    req = mode == "require"
+    a = Attempt(feature, mode == "require", params, comply, h)
     if feature in ("bullet_list", "numbered_enumeration"):
-        kind = "bullet" if feature == "bullet_list" else "numbered"
+        _apply_list(plan, a)
+    elif feature in SWITCHES:
+        setattr(plan, SWITCHES[feature], a.req == comply)
+    elif feature in COUNTED:
+        _apply_count(plan, a)
+    elif feature in MARKUP:
+        _apply_markup(plan, a)
+    else:
+        raise ValueError(f"the demo renderer has no rule for feature {feature!r}")
+
+
+def _apply_list(plan: Plan, a: Attempt) -> None:
+    """A bulleted or numbered list of ``n`` items required (near miss: off by one, or prose) or forbidden."""
+    kind = "bullet" if a.feature == "bullet_list" else "numbered"
+    if a.req:
+        plan.list, plan.n_items = kind, a.params["n"]
+        if not a.comply:
+            if a.h < 0.5:
+                plan.n_items = _off(a.params["n"])
+            else:
+                plan.list = None
+    elif a.comply and plan.list == kind:
+        plan.list = None
+    elif not a.comply:
+        plan.list, plan.n_items = kind, 4
+
+
+def _apply_count(plan: Plan, a: Attempt) -> None:
+    """A feature with a count (headings, table rows, fields, examples, bold terms, emoji)."""
+    req, comply, h, p = a.req, a.comply, a.h, a.params
+    if a.feature == "section_headings":
         if req:
-            plan.list, plan.n_items = kind, params["n"]
-            if not comply:
-                if h < 0.5:
-                    plan.n_items = _off(params["n"])
-                else:
-                    plan.list = None
-        elif comply and plan.list == kind:
-            plan.list = None
-        elif not comply:
-            plan.list, plan.n_items = kind, 4
-    elif feature == "section_headings":
-        if req:
-            plan.headings = params["n"] if comply else (params["n"] - 1 if h < 0.5 else 0)
+            plan.headings = p["n"] if comply else (p["n"] - 1 if h < 0.5 else 0)
         else:
             plan.headings = 0 if comply else max(plan.headings, 2)
-    elif feature == "document_title":
-        plan.title = req == comply
-    elif feature == "section_divider":
-        plan.divider = req == comply
-    elif feature == "table_or_grid":
+    elif a.feature == "table_or_grid":
         if req:
-            plan.table_rows = params["rows"] if comply else (_off(params["rows"]) if h < 0.5 else 0)
+            plan.table_rows = p["rows"] if comply else (_off(p["rows"]) if h < 0.5 else 0)
         else:
             plan.table_rows = 0 if comply else 4
-    elif feature == "key_value_fields":
+    elif a.feature == "key_value_fields":
         if req:
-            plan.kv = params["n"] if comply else (_off(params["n"]) if h < 0.5 else 0)
+            plan.kv = p["n"] if comply else (_off(p["n"]) if h < 0.5 else 0)
         else:
             plan.kv = 0 if comply else 2
-    elif feature == "call_to_action":
-        plan.cta = req == comply
-    elif feature == "summary_and_closure":
-        plan.summary = req == comply
-    elif feature == "opening_lead":
-        plan.lead = req == comply
-    elif feature == "examples_and_cases":
+    elif a.feature == "examples_and_cases":
         if req:
-            plan.examples = params["n"] if comply else params["n"] - 1
+            plan.examples = p["n"] if comply else p["n"] - 1
         else:
             plan.examples = 0 if comply else 1
-    elif feature == "typographic_emphasis":
+    elif a.feature == "typographic_emphasis":
         if req:
-            plan.bold = params["n"] if comply else (0 if h < 0.5 else params["n"] + 1)
+            plan.bold = p["n"] if comply else (0 if h < 0.5 else p["n"] + 1)
         else:
             plan.bold = 0 if comply else max(plan.bold, 1)
-    elif feature == "emoji_and_symbols":
+    elif a.feature == "emoji_and_symbols":
         if req:
-            plan.emoji = max(plan.emoji, params["n"]) if comply else (0 if h < 0.5 else params["n"] - 1)
+            plan.emoji = max(plan.emoji, p["n"]) if comply else (0 if h < 0.5 else p["n"] - 1)
         else:
             plan.emoji = 0 if comply else 1
-    elif feature == "callout_or_note_block":
+
+
+def _apply_markup(plan: Plan, a: Attempt) -> None:
+    """Call-outs, code, and the prose-only layouts (one text block, ``n`` paragraphs)."""
+    req, comply = a.req, a.comply
+    if a.feature == "callout_or_note_block":
         if req:
-            plan.note = params["label"] if comply else (None if h < 0.5 else "Tip" if params["label"] != "Tip" else "Note")
+            label = a.params["label"]
+            plan.note = label if comply else (None if a.h < 0.5 else "Tip" if label != "Tip" else "Note")
         else:
             plan.note = None if comply else (plan.note or "Note")
-    elif feature == "code_block":
+    elif a.feature == "code_block":
         plan.code = "fenced" if req == comply else "inline"
-    elif feature == "code_annotations":
+    elif a.feature == "code_annotations":
         plan.comments = req == comply
         if plan.comments:
             plan.code = "fenced"
-    elif feature == "mathematical_notation":
-        plan.formula = req == comply
-    elif feature == "single_text_block":
+    elif a.feature == "single_text_block":
         _prose(plan)
         plan.title = False
         if comply:
             plan.single = True
         else:
             plan.paragraphs = 2
-    elif feature == "paragraph_or_sentence_count":
+    elif a.feature == "paragraph_or_sentence_count":
         _prose(plan)
-        plan.paragraphs = params["n"] if comply else params["n"] + 1
-    else:
-        raise ValueError(f"the demo renderer has no rule for feature {feature!r}")
+        plan.paragraphs = a.params["n"] if comply else a.params["n"] + 1
 
 
 # --------------------------------------------------------------------------- rendering
@@ -648,23 +677,55 @@ def _sentences(text: str) -> list[str]:
     return re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip())
 
 
-def render(q: Content, style: Style, plan: Plan) -> str:
-    """The response text for ``plan`` in ``style`` (markdown, one blank line between blocks)."""
-    marks = [e["emoji"] for e in emoji_lib.emoji_list(q.emoji)]  # title, then one per point
-    budget = plan.emoji
+@dataclass
+class _Emoji:
+    """The emoji a response may still use: ``plan.emoji`` of them, spent in reading order."""
 
-    def take(e: str) -> str:
-        nonlocal budget
-        if budget > 0:
-            budget -= 1
+    left: int
+
+    def take(self, e: str) -> str:
+        """``e`` and a space while any are left (spending one), else nothing."""
+        if self.left > 0:
+            self.left -= 1
             return e + " "
         return ""
 
-    title = ("# " if style.markdown else "") + (take(marks[0]) if plan.title else "") + q.title
+
+@dataclass(frozen=True)
+class Parts:
+    """The pieces of one response before layout (emoji already placed)."""
+
+    title: str
+    intro: str  # the opening lead (if planned) and the direct answer
+    items: list  # one per point shown: emoji, label, sentence
+    examples: list
+    cta: str  # the closing question
+
+
+def render(q: Content, style: Style, plan: Plan) -> str:
+    """The response text for ``plan`` in ``style`` (markdown, one blank line between blocks)."""
+    parts = _parts(q, style, plan)
+    if plan.single:
+        return _single_block(q, plan, parts)
+    blocks = _blocks(q, plan, parts)
+    if plan.paragraphs:
+        blocks = _merge_paragraphs(blocks, plan.paragraphs)
+    if plan.headings:
+        blocks = _with_headings(blocks, q, plan, len(parts.examples))
+    if plan.divider:
+        blocks = _with_divider(blocks)
+    return "\n\n".join(text for _, text in blocks)
+
+
+def _parts(q: Content, style: Style, plan: Plan) -> Parts:
+    """Title, point items and closing question with their emoji (taken in that order), examples, opening."""
+    marks = [e["emoji"] for e in emoji_lib.emoji_list(q.emoji)]  # title, then one per point
+    emoji = _Emoji(plan.emoji)
+    title = ("# " if style.markdown else "") + (emoji.take(marks[0]) if plan.title else "") + q.title
     show_points = bool(plan.list or plan.single or not (plan.table_rows or plan.kv) or style.prose_with_table)
     items = []
     for i, (label, sentence) in enumerate(q.points[: plan.n_items] if plan.list else q.points if show_points else ()):
-        mark = take(marks[1 + i])
+        mark = emoji.take(marks[1 + i])
         if i < plan.bold:
             head = f"**{label}**" + (" — " if plan.list else ". ")
         elif plan.list and style.labels:
@@ -672,18 +733,24 @@ def render(q: Content, style: Style, plan: Plan) -> str:
         else:
             head = ""
         items.append(f"{mark}{head}{sentence}")
-    cta = (q.cta + " " + take("😊")).strip()
-    examples = list(q.examples[: plan.examples])
+    cta = (q.cta + " " + emoji.take("😊")).strip()
     intro = " ".join(([q.lead] if plan.lead else []) + [q.answer])
-    if plan.single:
-        parts = [intro, *items, *examples, q.formula if plan.formula else "", q.code[2] if q.code else "",
-                 q.summary if plan.summary else "", cta if plan.cta else ""]
-        return " ".join(p for p in parts if p)
+    return Parts(title=title, intro=intro, items=items, examples=list(q.examples[: plan.examples]), cta=cta)
 
-    blocks: list[tuple[str, str]] = []  # (tag, text); body parts are tagged "body:<kind>"
+
+def _single_block(q: Content, plan: Plan, parts: Parts) -> str:
+    """The whole response as one paragraph (no markup, code inline)."""
+    pieces = [parts.intro, *parts.items, *parts.examples, q.formula if plan.formula else "", q.code[2] if q.code else "",
+              q.summary if plan.summary else "", parts.cta if plan.cta else ""]
+    return " ".join(p for p in pieces if p)
+
+
+def _blocks(q: Content, plan: Plan, parts: Parts) -> list[tuple[str, str]]:
+    """The planned blocks in reading order as ``(tag, text)``; body parts are tagged ``body:<kind>``."""
+    blocks: list[tuple[str, str]] = []
     if plan.title:
-        blocks.append(("title", title))
-    blocks.append(("intro", intro))
+        blocks.append(("title", parts.title))
+    blocks.append(("intro", parts.intro))
     if plan.table_rows:
         header, rows = q.table
         lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
@@ -692,55 +759,62 @@ def render(q: Content, style: Style, plan: Plan) -> str:
         facts = q.facts or tuple((r[0], f"{r[1]}, {r[2]}") for r in q.table[1])
         blocks.append(("body:kv", "\n".join(f"{k}: {v}" for k, v in facts[: plan.kv])))
     if plan.list:
-        bullets = ["- " if plan.list == "bullet" else f"{i}. " for i in range(1, len(items) + 1)]
-        blocks.append(("body:list", "\n".join(m + it for m, it in zip(bullets, items))))
-    elif items:
-        blocks.append(("body:prose", " ".join(items)))
+        bullets = ["- " if plan.list == "bullet" else f"{i}. " for i in range(1, len(parts.items) + 1)]
+        blocks.append(("body:list", "\n".join(m + it for m, it in zip(bullets, parts.items))))
+    elif parts.items:
+        blocks.append(("body:prose", " ".join(parts.items)))
     if plan.code == "fenced":
         blocks.append(("body:code", "```python\n" + (q.code[0] if plan.comments else q.code[1]) + "\n```"))
     elif plan.code == "inline":
         blocks.append(("body:prose", q.code[2]))
     if plan.formula:
         blocks.append(("formula", q.formula))
-    if examples:
-        blocks.append(("examples", " ".join(examples)))
+    if parts.examples:
+        blocks.append(("examples", " ".join(parts.examples)))
     if plan.note:
         blocks.append(("note", f"> {plan.note}: {q.note}"))
     if plan.summary:
         blocks.append(("summary", q.summary))
     if plan.cta:
-        blocks.append(("cta", cta))
+        blocks.append(("cta", parts.cta))
+    return blocks
 
-    if plan.paragraphs:  # merge the prose blocks into exactly n paragraphs; other blocks stay after the first
-        prose = [b for b in blocks if b[0] in ("intro", "body:prose", "formula", "examples", "summary", "cta")]
-        sentences = [s for _, text in prose for s in _sentences(text)]
-        n = min(plan.paragraphs, len(sentences))
-        cuts = [round(i * len(sentences) / n) for i in range(n + 1)]
-        merged = [("intro" if i == 0 else "body:prose", " ".join(sentences[cuts[i]:cuts[i + 1]])) for i in range(n)]
-        rest = [b for b in blocks if b not in prose]
-        head = [b for b in rest if b[0] == "title"]
-        blocks = head + merged[:1] + [b for b in rest if b[0] != "title"] + merged[1:]
 
-    if plan.headings:
-        names = {"intro": "Overview", "body": BODY_HEADINGS[q.task_type], "summary": "Bottom line",
-                 "examples": "Example" if len(examples) == 1 else "Examples", "cta": "Next step",
-                 "note": plan.note or "Note", "formula": "The formula"}
-        first: dict[str, int] = {}
-        for i, (tag, _) in enumerate(blocks):
-            first.setdefault(tag.split(":")[0], i)
-        chosen = [t for t in ("body", "intro", "summary", "examples", "cta", "note", "formula") if t in first]
-        starts = {first[t]: t for t in chosen[: plan.headings]}
-        out = []
-        for i, b in enumerate(blocks):
-            if i in starts:
-                out.append(("heading", f"## {names[starts[i]]}"))
-            out.append(b)
-        blocks = out
-    if plan.divider:  # before the closing summary (and its heading), else before the last block
-        at = next((i for i, b in enumerate(blocks) if b[0] == "summary"), len(blocks) - 1)
-        at -= at > 0 and blocks[at - 1][0] == "heading"
-        blocks.insert(max(at, 1), ("divider", "---"))
-    return "\n\n".join(text for _, text in blocks)
+def _merge_paragraphs(blocks: list[tuple[str, str]], paragraphs: int) -> list[tuple[str, str]]:
+    """The prose blocks merged into exactly ``paragraphs`` paragraphs; other blocks stay after the first."""
+    prose = [b for b in blocks if b[0] in ("intro", "body:prose", "formula", "examples", "summary", "cta")]
+    sentences = [s for _, text in prose for s in _sentences(text)]
+    n = min(paragraphs, len(sentences))
+    cuts = [round(i * len(sentences) / n) for i in range(n + 1)]
+    merged = [("intro" if i == 0 else "body:prose", " ".join(sentences[cuts[i]:cuts[i + 1]])) for i in range(n)]
+    rest = [b for b in blocks if b not in prose]
+    head = [b for b in rest if b[0] == "title"]
+    return head + merged[:1] + [b for b in rest if b[0] != "title"] + merged[1:]
+
+
+def _with_headings(blocks: list[tuple[str, str]], q: Content, plan: Plan, n_examples: int) -> list[tuple[str, str]]:
+    """``plan.headings`` ``##`` headings, each before the first block of a section (body first)."""
+    names = {"intro": "Overview", "body": BODY_HEADINGS[q.task_type], "summary": "Bottom line",
+             "examples": "Example" if n_examples == 1 else "Examples", "cta": "Next step",
+             "note": plan.note or "Note", "formula": "The formula"}
+    first: dict[str, int] = {}
+    for i, (tag, _) in enumerate(blocks):
+        first.setdefault(tag.split(":")[0], i)
+    chosen = [t for t in ("body", "intro", "summary", "examples", "cta", "note", "formula") if t in first]
+    starts = {first[t]: t for t in chosen[: plan.headings]}
+    out = []
+    for i, b in enumerate(blocks):
+        if i in starts:
+            out.append(("heading", f"## {names[starts[i]]}"))
+        out.append(b)
+    return out
+
+
+def _with_divider(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A ``---`` divider before the closing summary (and its heading), else before the last block."""
+    at = next((i for i, b in enumerate(blocks) if b[0] == "summary"), len(blocks) - 1)
+    at -= at > 0 and blocks[at - 1][0] == "heading"
+    return blocks[:max(at, 1)] + [("divider", "---")] + blocks[max(at, 1):]
 
 
 # --------------------------------------------------------------------------- reading a response

@@ -34,7 +34,7 @@ Rules (issue 15 items 3 and 9, issue 13):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable, Optional
 
@@ -150,6 +150,47 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """The lines of one import with their task keys, and what they are checked and written with."""
+
+    conn: Connection
+    adj: pd.DataFrame
+    keys: list  # per line: (plan id, response id, constraint id), the key of its task
+    jid: dict  # judge name → id
+    err: Err
+
+    def lines(self):
+        """Each line (a row of ``adj``) with its task key, in file order."""
+        return zip((r for _, r in self.adj.iterrows()), self.keys)
+
+    def labels(self, r: pd.Series, key: tuple) -> tuple[tuple, tuple]:
+        """``((judgment id, label), (judgment id, label))`` of the line's judges A and B (:func:`_labels`)."""
+        ja, jb = int(self.jid[r["judge_a"]]), int(self.jid[r["judge_b"]])
+        lab = _labels(self.conn, [ja, jb], key[1], key[2])
+        return lab[ja], lab[jb]
+
+
+@dataclass
+class _Progress:
+    """What writing the decisions changed: the tasks touched (locked), the plans' annotator counters, the rows."""
+
+    touched: dict[int, _Task] = field(default_factory=dict)
+    annotator_deltas: dict[int, dict[tuple, list[float]]] = field(default_factory=dict)
+    written: int = 0
+
+    def count(self, task: _Task, who: tuple, seconds: float, prev: Optional[dict]) -> None:
+        """One more decision on ``task`` by ``who``; one that supersedes a current (not retracted) one adds none."""
+        user_id, outside = who
+        per_plan = self.annotator_deltas.setdefault(task.plan_id, {})
+        delta = per_plan.setdefault((user_id or 0, outside, task.stratum), [0, 0.0])
+        delta[0] += 1
+        delta[1] += seconds
+        if prev is not None and prev["choice"] != repo.RETRACTED:
+            delta[0] -= 1
+            delta[1] -= prev["seconds"]
+
+
 def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: dict, cid: dict, inst_q: dict,
                         err: Err) -> int:
     """Write the decisions of ``adj`` (the ``adjudications`` frame of a bundle, validated
@@ -165,77 +206,90 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
     plan_ids = sorted({pid for pid, _ in plans.values()})
     keys = [(plans[r.plan][0], int(rid[(r.model, inst_q[r.instruction], r.instruction)]),
              int(cid[(r.instruction, r.position)])) for r in adj.itertuples()]
+    batch = _Batch(conn, adj, keys, jid, err)
     tasks = _load_tasks(conn, plan_ids)
+    new_rows = _new_tasks(batch, tasks, plans)
+    if new_rows:
+        repo.insert_tasks(conn, rows=list(new_rows.values()))
+        tasks = _load_tasks(conn, plan_ids)
+    if any(k not in tasks for k in keys):
+        return 0
+    current = _current_decisions(conn, plan_ids)
+    progress = _record_decisions(batch, tasks, current, who_of)
+    stratum_deltas = _settle_tasks(conn, progress.touched, current, plan_ids)
+    for plan_id in sorted(set(stratum_deltas) | set(progress.annotator_deltas)):  # counters last (lock order: tasks first)
+        repo.add_stratum_counts(conn, plan_id=plan_id, deltas=stratum_deltas.get(plan_id, {}))
+        repo.add_annotator_counts(conn, plan_id=plan_id, deltas=progress.annotator_deltas.get(plan_id, {}))
+    return progress.written
 
-    # new tasks of plans made by imports; refusals for live plans
+
+def _new_tasks(b: _Batch, tasks: dict[tuple, _Task], plans: dict[str, tuple[int, bool]]) -> dict[tuple, dict]:
+    """Rows (key → row) of the tasks lines need in import-made plans; none in a live plan is an error."""
     new_rows: dict[tuple, dict] = {}
-    for (_, r), key in zip(adj.iterrows(), keys):
+    for r, key in b.lines():
         if key in tasks or key in new_rows:
             continue
         if plans[r["plan"]][1]:
-            err(r, "plan", f"plan {r['plan']!r} has no item for model {r['model']!r}, instruction "
-                           f"{r['instruction']!r}, position {r['position']}: a plan drawn by `plan` takes decisions "
-                           "only on its own items (`tasks` writes them)")
+            b.err(r, "plan", f"plan {r['plan']!r} has no item for model {r['model']!r}, instruction "
+                             f"{r['instruction']!r}, position {r['position']}: a plan drawn by `plan` takes decisions "
+                             "only on its own items (`tasks` writes them)")
             continue
-        ja, jb = int(jid[r["judge_a"]]), int(jid[r["judge_b"]])
-        lab = _labels(conn, [ja, jb], key[1], key[2])
-        la, lb = lab[ja][1], lab[jb][1]
+        (_, la), (_, lb) = b.labels(r, key)
         agree = la is not None and la == lb
         if agree:
             stratum = f"{r['model']}|audit"
         else:
-            cat, mode, cond = conn.execute(text(
+            cat, mode, cond = b.conn.execute(text(
                 "SELECT c.category, c.mode, i.condition FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
                 "WHERE c.id = :c"), {"c": key[2]}).one()
             stratum = stratum_key(r["model"], "A1B0" if la == 1 else "A0B1", cat, mode, cond or "main")
         new_rows[key] = {"plan_id": key[0], "response_id": key[1], "constraint_id": key[2], "stratum": stratum,
                          "kind": "audit" if agree else "disagreement", "required": 1, "decided": 0, "status": "open",
                          "claimed_by": None, "lease_until": None, "order_key": 0.0, "a_left": "A"}
-    if new_rows:
-        repo.insert_tasks(conn, rows=list(new_rows.values()))
-        tasks = _load_tasks(conn, plan_ids)
-    if any(k not in tasks for k in keys):
-        return 0
+    return new_rows
 
-    current = _current_decisions(conn, plan_ids)
-    touched: dict[int, _Task] = {}
-    annotator_deltas: dict[int, dict[tuple, list[float]]] = {}
-    written = 0
-    for (_, r), key in zip(adj.iterrows(), keys):
+
+def _record_decisions(b: _Batch, tasks: dict[tuple, _Task], current: "_Current", who_of: dict) -> _Progress:
+    """Write each line's decision (task locked at its first line) unless already the current one."""
+    progress = _Progress()
+    for r, key in b.lines():
         if r["annotator"] not in who_of:
             continue
-        user_id, outside = who_of[r["annotator"]]
-        who = (user_id, outside)
+        who = who_of[r["annotator"]]
         task = tasks[key]
-        if task.id not in touched:
-            # lock the row (PostgreSQL) against a decision made in the app at the same time
-            locked = repo.lock_task(conn, task_id=task.id)
-            task.status, task.claimed_by, task.lease_until = locked["status"], locked["claimed_by"], locked["lease_until"]
-            task.decided0 = current.decided(task.id)
-            task.status0 = task.status
-            touched[task.id] = task
-        ja, jb = int(jid[r["judge_a"]]), int(jid[r["judge_b"]])
-        lab = _labels(conn, [ja, jb], key[1], key[2])
-        choice, label = _answer(r, lab[ja][1], lab[jb][1], err)
+        if task.id not in progress.touched:
+            _lock(b.conn, task, current)
+            progress.touched[task.id] = task
+        (ida, la), (idb, lb) = b.labels(r, key)
+        choice, label = _answer(r, la, lb, b.err)
         if choice is None:
             continue
         prev = current.get((task.id, who))
         note = r["note"] or ""
         if prev is not None and prev["choice"] == choice and prev["note"] == note:
             continue  # already recorded: a re-import changes nothing
-        new_id = repo.insert_adjudication(conn, task_id=task.id, user_id=user_id, annotator=outside,
-                                          choice=choice, label=label, note=note, seconds=float(r["seconds"]),
+        seconds = float(r["seconds"])
+        new_id = repo.insert_adjudication(b.conn, task_id=task.id, user_id=who[0], annotator=who[1],
+                                          choice=choice, label=label, note=note, seconds=seconds,
                                           supersedes_id=None if prev is None else prev["id"],
-                                          judgment_a_id=lab[ja][0], judgment_b_id=lab[jb][0])
-        delta = annotator_deltas.setdefault(task.plan_id, {}).setdefault((user_id or 0, outside, task.stratum), [0, 0.0])
-        delta[0] += 1
-        delta[1] += float(r["seconds"])
-        if prev is not None and prev["choice"] != repo.RETRACTED:
-            delta[0] -= 1
-            delta[1] -= prev["seconds"]
-        current[(task.id, who)] = {"id": new_id, "choice": choice, "note": note, "seconds": float(r["seconds"])}
-        written += 1
+                                          judgment_a_id=ida, judgment_b_id=idb)
+        progress.count(task, who, seconds, prev)
+        current[(task.id, who)] = {"id": new_id, "choice": choice, "note": note, "seconds": seconds}
+        progress.written += 1
+    return progress
 
+
+def _lock(conn: Connection, task: _Task, current: "_Current") -> None:
+    """Lock the task's row (PostgreSQL) against a decision made in the app meanwhile; note its state."""
+    locked = repo.lock_task(conn, task_id=task.id)
+    task.status, task.claimed_by, task.lease_until = locked["status"], locked["claimed_by"], locked["lease_until"]
+    task.decided0 = current.decided(task.id)
+    task.status0 = task.status
+
+
+def _settle_tasks(conn: Connection, touched: dict[int, _Task], current: "_Current",
+                  plan_ids: list[int]) -> dict[int, dict[str, list[int]]]:
+    """Update each touched task (required, decided, status, lease); return the stratum counter deltas."""
     stratum_deltas: dict[int, dict[str, list[int]]] = {}
     now = _now()
     params_of = {pid: repo.plan_params(conn, plan_id=pid) for pid in plan_ids}
@@ -247,26 +301,26 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
             repo.update_task(conn, task_id=task.id, required=need)
             stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])[1] += need - task.required
             task.required = need
-        done = decided >= task.required
-        lease = task.lease_until
-        if isinstance(lease, str):
-            lease = datetime.fromisoformat(lease)
-        live = task.claimed_by is not None and lease is not None and lease.replace(tzinfo=None) >= now
-        if done:  # the holder of a live lease keeps it (their decision is still accepted)
-            status, claimed_by, lease_until = "done", task.claimed_by if live else None, lease if live else None
-        elif task.status == "claimed":
-            status, claimed_by, lease_until = "claimed", task.claimed_by, lease
-        else:
-            status, claimed_by, lease_until = "open", None, None
+        status, claimed_by, lease_until = _next_state(task, decided >= task.required, now)
         repo.update_task(conn, task_id=task.id, decided=decided, status=status, claimed_by=claimed_by,
                          lease_until=lease_until)
         d = stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])
         d[2] += int(status == "done") - int(task.status0 == "done")
         d[3] += min(decided, task.required) - min(task.decided0, required0)
-    for plan_id in sorted(set(stratum_deltas) | set(annotator_deltas)):  # counters last (lock order: tasks first)
-        repo.add_stratum_counts(conn, plan_id=plan_id, deltas=stratum_deltas.get(plan_id, {}))
-        repo.add_annotator_counts(conn, plan_id=plan_id, deltas=annotator_deltas.get(plan_id, {}))
-    return written
+    return stratum_deltas
+
+
+def _next_state(task: _Task, done: bool, now: datetime) -> tuple[str, Optional[int], Optional[datetime]]:
+    """A task's ``(status, claimed_by, lease_until)`` after the import; a live lease is kept, even if done."""
+    lease = task.lease_until
+    if isinstance(lease, str):
+        lease = datetime.fromisoformat(lease)
+    live = task.claimed_by is not None and lease is not None and lease.replace(tzinfo=None) >= now
+    if done:
+        return "done", task.claimed_by if live else None, lease if live else None
+    if task.status == "claimed":
+        return "claimed", task.claimed_by, lease
+    return "open", None, None
 
 
 def _answer(r: pd.Series, la: Optional[int], lb: Optional[int], err: Err) -> tuple[Optional[str], Optional[int]]:
