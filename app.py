@@ -37,8 +37,13 @@ hidden = []
 landing, just_signed_in = session.landing_page(principal, PAGES[0].path)  # annotators: their queue
 for spec in PAGES:
     allowed = principal is not None and principal.can(spec.action)
-    page = st.Page(spec.path, title=spec.title, icon=spec.icon, default=spec.path == landing,
-                   visibility="visible" if allowed else "hidden")
+    page = st.Page(
+        spec.path,
+        title=spec.title,
+        icon=spec.icon,
+        default=spec.path == landing,
+        visibility="visible" if allowed else "hidden",
+    )
     by_page[page.url_path], page_of[page.url_path] = spec, page
     if allowed:
         sections.setdefault(spec.section, []).append(page)
@@ -52,9 +57,11 @@ pg = st.navigation(sections, position="sidebar" if principal else "hidden", expa
 
 if principal is None:
     if session.local_mode():
-        st.error("ReForm runs in local single-user mode, which serves only a browser on the machine it runs on. "
-                 "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see "
-                 "docs/operations.md.")
+        st.error(
+            "ReForm runs in local single-user mode, which serves only a browser on the machine it runs on. "
+            "A team sets REFORM_AUTH_MODE=password (or oidc) and creates accounts; see "
+            "docs/operations.md."
+        )
     else:
         session.persist()  # deletes the cookie of an ended session
         signin.render(pg.url_path)
@@ -64,8 +71,10 @@ if session.oidc_mode():
 
 with st.sidebar:
     if session.local_mode():
-        st.caption("Local single-user mode: you act as the lead **local**. "
-                   "Set `REFORM_AUTH_MODE=password` for accounts and roles.")
+        st.caption(
+            "Local single-user mode: you act as the lead **local**. "
+            "Set `REFORM_AUTH_MODE=password` for accounts and roles."
+        )
     else:
         st.caption(f"Signed in as {md(principal.username)} ({principal.role})")
         st.button("Sign out", on_click=session.sign_out)  # a callback: st.logout's redirect is not cut by a rerun

@@ -61,8 +61,9 @@ def closure(roots: list[Requirement]) -> dict[str, str]:
         try:
             dist = metadata.distribution(req.name)
         except metadata.PackageNotFoundError:
-            raise SystemExit(f"error: {req.name} is required but not installed "
-                             "(python -m pip install -r requirements-dev.txt first)") from None
+            raise SystemExit(
+                f"error: {req.name} is required but not installed (python -m pip install -r requirements-dev.txt first)"
+            ) from None
         if not req.specifier.contains(dist.version, prereleases=True):
             raise SystemExit(f"error: installed {req.name} {dist.version} does not satisfy {req}")
         pins[name] = dist.version

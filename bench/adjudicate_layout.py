@@ -18,9 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-PARTS = {"heading": "h3:has-text('Item ')", "constraint": "[class*='st-key-adj_constraint_']",
-         "judge_A": "[class*='st-key-adj_judge_A_']", "judge_B": "[class*='st-key-adj_judge_B_']",
-         "response": "[class*='st-key-adj_response_']"}
+PARTS = {
+    "heading": "h3:has-text('Item ')",
+    "constraint": "[class*='st-key-adj_constraint_']",
+    "judge_A": "[class*='st-key-adj_judge_A_']",
+    "judge_B": "[class*='st-key-adj_judge_B_']",
+    "response": "[class*='st-key-adj_response_']",
+}
 
 
 def _box(page, selector: str):
@@ -30,8 +34,8 @@ def _box(page, selector: str):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from reform_core.services.project.setup import ensure_demo
     from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.project.setup import ensure_demo
     from tests.e2e.harness import browser_context, streamlit_app
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

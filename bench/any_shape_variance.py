@@ -71,11 +71,11 @@ def one(args) -> pd.DataFrame:
     seed, error, judge = args
     warnings.filterwarnings("ignore")
     pd.set_option("future.infer_string", False)
-    from bench.scenarios_any_shape import generate
-    from bench.validation_any_shape import point_frame
     import importlib
 
+    from bench.scenarios_any_shape import generate
     from bench.validation import planned_decisions
+    from bench.validation_any_shape import point_frame
     from reform_core.estimators import cluster
     from reform_core.estimators.cluster.layout import METRICS as ESTIMATOR_METRICS
     from reform_core.unit_index import build_index
@@ -90,8 +90,9 @@ def one(args) -> pd.DataFrame:
     record: list = []
     originals = _recording(variance, record)
     try:
-        est = cluster.estimate(inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng,
-                               error_boot=ERROR_BOOT)
+        est = cluster.estimate(
+            inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng, error_boot=ERROR_BOOT
+        )
     finally:
         variance.audit_floor, variance.audit_composite = originals
     truth = point_frame(index, inst, "truth").set_index(["model", "metric"])["estimate"]
@@ -102,11 +103,24 @@ def one(args) -> pd.DataFrame:
             continue
         for mi, m in enumerate(index.models):
             c = comp.loc[(m, metric)]
-            rows.append({"judge": judge, "error": error, "seed": seed, "model": m, "metric": metric,
-                         "err": t.loc[m, metric] - truth[(m, metric)], "se": t.loc[m, f"se_{metric}"], "df": est.df[mi],
-                         "sampling": c["sampling"], "audit": c["audit"], "direct": c["audit_direct"],
-                         "adjudicator_error": c["adjudicator_error"], "composite": rec["composite"][mi],
-                         "floor": rec["floor"][mi]})
+            rows.append(
+                {
+                    "judge": judge,
+                    "error": error,
+                    "seed": seed,
+                    "model": m,
+                    "metric": metric,
+                    "err": t.loc[m, metric] - truth[(m, metric)],
+                    "se": t.loc[m, f"se_{metric}"],
+                    "df": est.df[mi],
+                    "sampling": c["sampling"],
+                    "audit": c["audit"],
+                    "direct": c["audit_direct"],
+                    "adjudicator_error": c["adjudicator_error"],
+                    "composite": rec["composite"][mi],
+                    "floor": rec["floor"][mi],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -120,8 +134,12 @@ def _implied(g: pd.DataFrame) -> dict:
     mean sampling and adjudicator-error components (the bias is ≈ 0) — and the mean floor,
     composite and reported audit variance over it."""
     implied = (g["err"] ** 2).mean() - g["sampling"].mean() - g["adjudicator_error"].mean()
-    return {"implied_audit": implied, "floor_over_implied": g["floor"].mean() / implied,
-            "composite_over_implied": g["composite"].mean() / implied, "audit_over_implied": g["audit"].mean() / implied}
+    return {
+        "implied_audit": implied,
+        "floor_over_implied": g["floor"].mean() / implied,
+        "composite_over_implied": g["composite"].mean() / implied,
+        "audit_over_implied": g["audit"].mean() / implied,
+    }
 
 
 def summarize(reps: pd.DataFrame) -> pd.DataFrame:
@@ -130,37 +148,61 @@ def summarize(reps: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (judge, error, metric), g in reps.groupby(["judge", "error", "metric"], sort=False):
         total = g["se"] ** 2
-        out.append({"judge": judge, "error": error, "metric": metric, "pairs": len(g),
-                    "coverage": _coverage(g, g["audit"]), "sd_over_se": g["err"].std(ddof=1) / np.sqrt(total.mean()),
-                    "mse": (g["err"] ** 2).mean(), "mean_var": total.mean(),
-                    "share_audit": g["audit"].mean() / total.mean(),
-                    "floor_binds": (g["floor"] > g["composite"]).mean(),
-                    "cov_composite": _coverage(g, g["composite"]), "cov_direct": _coverage(g, g["direct"]),
-                    "cov_floor": _coverage(g, g["floor"]), **_implied(g)})
+        out.append(
+            {
+                "judge": judge,
+                "error": error,
+                "metric": metric,
+                "pairs": len(g),
+                "coverage": _coverage(g, g["audit"]),
+                "sd_over_se": g["err"].std(ddof=1) / np.sqrt(total.mean()),
+                "mse": (g["err"] ** 2).mean(),
+                "mean_var": total.mean(),
+                "share_audit": g["audit"].mean() / total.mean(),
+                "floor_binds": (g["floor"] > g["composite"]).mean(),
+                "cov_composite": _coverage(g, g["composite"]),
+                "cov_direct": _coverage(g, g["direct"]),
+                "cov_floor": _coverage(g, g["floor"]),
+                **_implied(g),
+            }
+        )
     return pd.DataFrame(out)
 
 
 def by_model(reps: pd.DataFrame) -> pd.DataFrame:
     """Per judge × error × metric × model: how often the floor binds, and the errors' sd over
     the rms standard error (models are ordered strongest first)."""
-    return (reps.groupby(["judge", "error", "metric", "model"], sort=False)
-            .apply(lambda g: pd.Series({"floor_binds": (g["floor"] > g["composite"]).mean(),
-                                        "sd_over_se": g["err"].std(ddof=1) / np.sqrt((g["se"] ** 2).mean())}))
-            .reset_index())
+    return (
+        reps.groupby(["judge", "error", "metric", "model"], sort=False)
+        .apply(
+            lambda g: pd.Series(
+                {
+                    "floor_binds": (g["floor"] > g["composite"]).mean(),
+                    "sd_over_se": g["err"].std(ddof=1) / np.sqrt((g["se"] ** 2).mean()),
+                }
+            )
+        )
+        .reset_index()
+    )
 
 
 def table_lines(s: pd.DataFrame, models: pd.DataFrame) -> list[str]:
-    lines = ["| judge | adjudicator error | metric | coverage as run | sd / se | MSE | mean se² | audit share | "
-             "implied audit variance | reported / implied | composite / implied | floor / implied | floor binds | "
-             "coverage: composite only | direct only | floor only | floor binds, strongest → weakest model |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| judge | adjudicator error | metric | coverage as run | sd / se | MSE | mean se² | audit share | "
+        "implied audit variance | reported / implied | composite / implied | floor / implied | floor binds | "
+        "coverage: composite only | direct only | floor only | floor binds, strongest → weakest model |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in s.itertuples():
         m = models[(models["judge"] == r.judge) & (models["error"] == r.error) & (models["metric"] == r.metric)]
-        lines.append(f"| {r.judge} | {r.error:.0%} | {metric_label(r.metric)} | {r.coverage:.1%} | {r.sd_over_se:.2f} | "
-                     f"{r.mse:.3f} | {r.mean_var:.3f} | {r.share_audit:.0%} | {r.implied_audit:.3f} | "
-                     f"{r.audit_over_implied:.2f} | {r.composite_over_implied:.2f} | {r.floor_over_implied:.2f} | "
-                     f"{r.floor_binds:.0%} | {r.cov_composite:.1%} | {r.cov_direct:.1%} | {r.cov_floor:.1%} | "
-                     + " ".join(f"{v:.0%}" for v in m["floor_binds"]) + " |")
+        lines.append(
+            f"| {r.judge} | {r.error:.0%} | {metric_label(r.metric)} | {r.coverage:.1%} | {r.sd_over_se:.2f} | "
+            f"{r.mse:.3f} | {r.mean_var:.3f} | {r.share_audit:.0%} | {r.implied_audit:.3f} | "
+            f"{r.audit_over_implied:.2f} | {r.composite_over_implied:.2f} | {r.floor_over_implied:.2f} | "
+            f"{r.floor_binds:.0%} | {r.cov_composite:.1%} | {r.cov_direct:.1%} | {r.cov_floor:.1%} | "
+            + " ".join(f"{v:.0%}" for v in m["floor_binds"])
+            + " |"
+        )
     return lines
 
 
@@ -179,21 +221,25 @@ def main() -> None:
     else:
         got = [one(j) for j in jobs]
     reps = pd.concat(got, ignore_index=True)
-    lines = ["## Where the any-shape family's variance comes from (bench/any_shape_variance.py)", "",
-             f"- {machine_line()} Wall time {(time.time() - t0) / 60:.0f} min.",
-             f"- Command: `python bench/any_shape_variance.py --replicates {args.replicates} --first-seed "
-             f"{args.first_seed} --jobs {args.jobs}` (generator seeds {seeds[0]}–{seeds[-1]}, the validation's "
-             "replicates: the *by-feature* rows reproduce its coverage to the pair); *uniform*: the control judge "
-             "(module docstring).",
-             "- *sd / se*: the errors' standard deviation over the root mean square standard error (1 = right on "
-             "average); *MSE* and *mean se²* in pp²; *audit share*: the audit's reported variance over the total; "
-             "*implied audit variance*: MSE less the mean sampling and adjudicator-error components (pp²; the bias "
-             "is ≈ 0), the audit's variance the realised errors show; *reported / composite / floor over implied*: "
-             "the mean reported audit variance (max of the two), composite and Jeffreys floor over it (1 = right on "
-             "average); *floor binds*: share of model × replicate pairs whose floor exceeds the composite (so it is "
-             "the reported audit variance); *coverage: … only*: the intervals rebuilt with that audit variance in "
-             "place of max(composite, floor) (*direct*: the audit's design-based estimate).",
-             f"- Raw rows: `bench/results/raw/{RAW_NAME.format(first=args.first_seed, n=args.replicates)}`.", ""]
+    lines = [
+        "## Where the any-shape family's variance comes from (bench/any_shape_variance.py)",
+        "",
+        f"- {machine_line()} Wall time {(time.time() - t0) / 60:.0f} min.",
+        f"- Command: `python bench/any_shape_variance.py --replicates {args.replicates} --first-seed "
+        f"{args.first_seed} --jobs {args.jobs}` (generator seeds {seeds[0]}–{seeds[-1]}, the validation's "
+        "replicates: the *by-feature* rows reproduce its coverage to the pair); *uniform*: the control judge "
+        "(module docstring).",
+        "- *sd / se*: the errors' standard deviation over the root mean square standard error (1 = right on "
+        "average); *MSE* and *mean se²* in pp²; *audit share*: the audit's reported variance over the total; "
+        "*implied audit variance*: MSE less the mean sampling and adjudicator-error components (pp²; the bias "
+        "is ≈ 0), the audit's variance the realised errors show; *reported / composite / floor over implied*: "
+        "the mean reported audit variance (max of the two), composite and Jeffreys floor over it (1 = right on "
+        "average); *floor binds*: share of model × replicate pairs whose floor exceeds the composite (so it is "
+        "the reported audit variance); *coverage: … only*: the intervals rebuilt with that audit variance in "
+        "place of max(composite, floor) (*direct*: the audit's design-based estimate).",
+        f"- Raw rows: `bench/results/raw/{RAW_NAME.format(first=args.first_seed, n=args.replicates)}`.",
+        "",
+    ]
     raw = RAW_DIR / RAW_NAME.format(first=args.first_seed, n=args.replicates)
     raw.parent.mkdir(parents=True, exist_ok=True)
     reps.to_csv(raw, index=False)

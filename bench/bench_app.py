@@ -103,10 +103,10 @@ def build_reform(db: Path) -> dict:
     """Paper-scale project, an annotator, a 51,000-task plan and the default plan."""
     import pandas as pd
 
+    from reform_core.services.accounts.users import create_user
     from reform_core.services.adjudication import adjudication as S
     from reform_core.services.data.simulated import simulate_into
     from reform_core.services.platform.uow import dispose_engines, get_engine
-    from reform_core.services.accounts.users import create_user
 
     db.unlink(missing_ok=True)
     url = f"sqlite:///{db}"
@@ -115,8 +115,16 @@ def build_reform(db: Path) -> dict:
     lead = create_user(eng, None, username="lead", password="lead-password", role="lead")
     create_user(eng, None, username=ANN[0], password=ANN[1], role="annotator")
     disagreements = int(S.preview_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", margin=0.001)["planned"].sum())
-    big = S.create_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", margin=0.001, seed=1,
-                        audit=BIG_TASKS - disagreements, name="all disagreements + audit")
+    big = S.create_plan(
+        eng,
+        lead,
+        judge_a="judge_a",
+        judge_b="judge_b",
+        margin=0.001,
+        seed=1,
+        audit=BIG_TASKS - disagreements,
+        name="all disagreements + audit",
+    )
     small = S.create_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", seed=2, name="default plan")
     items = _item_texts(eng, big.plan_id, POTATO_ITEMS)
     dispose_engines()
@@ -136,13 +144,17 @@ def _item_texts(eng, plan_id: int, n: int) -> list[str]:
         "JOIN response r ON r.id = t.response_id "
         "LEFT JOIN judgment ga ON ga.judge_id = p.judge_a_id AND ga.response_id = t.response_id AND ga.constraint_id = t.constraint_id "
         "LEFT JOIN judgment gb ON gb.judge_id = p.judge_b_id AND gb.response_id = t.response_id AND gb.constraint_id = t.constraint_id "
-        "WHERE t.plan_id = :p ORDER BY t.order_key LIMIT :n")
+        "WHERE t.plan_id = :p ORDER BY t.order_key LIMIT :n"
+    )
     verdict = {1: "pass", 0: "fail"}
     with eng.connect() as conn:
         rows = conn.execute(sql, {"p": plan_id, "n": n}).all()
-    return [f"Instruction: {r[0]}\n\nConstraint under review: {r[1]} {r[2]} — {r[3]}\nAcceptance criteria: {r[4]}"
-            f"\n\nResponse:\n{r[5]}\n\nJudge A: {verdict.get(r[6], '–')} — {r[7]}\n\nJudge B: "
-            f"{verdict.get(r[8], '–')} — {r[9]}" for r in rows]
+    return [
+        f"Instruction: {r[0]}\n\nConstraint under review: {r[1]} {r[2]} — {r[3]}\nAcceptance criteria: {r[4]}"
+        f"\n\nResponse:\n{r[5]}\n\nJudge A: {verdict.get(r[6], '–')} — {r[7]}\n\nJudge B: "
+        f"{verdict.get(r[8], '–')} — {r[9]}"
+        for r in rows
+    ]
 
 
 def potato_venv() -> Path:
@@ -171,7 +183,9 @@ def build_potato(task_dir: Path, items: list[str]) -> Path:
         "require_password: false\nalert_time_each_instance: 10000000\nannotation_schemes:\n- annotation_type: radio\n"
         "  name: better\n  description: Which judgment is better supported?\n  labels:\n"
         "  - name: A\n    key_value: a\n  - name: B\n    key_value: b\n  - name: neither\n    key_value: n\n"
-        "site_dir: default\n", encoding="utf-8")
+        "site_dir: default\n",
+        encoding="utf-8",
+    )
     return task_dir
 
 
@@ -207,9 +221,25 @@ def reform_run(browser, db_url: str, plan: str, decisions: int) -> dict:
     port = _free_port()
     env = {**os.environ, "REFORM_DATABASE_URL": db_url, "REFORM_AUTH_MODE": "password", "REFORM_LOAD_DEMO": "false"}
     t_spawn = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
@@ -258,8 +288,12 @@ def potato_run(browser, exe: Path, task_dir: Path, decisions: int, user: str) ->
 
     port = _free_port()
     t_spawn = time.perf_counter()
-    proc = subprocess.Popen([str(exe), "start", "config.yaml", "-p", str(port)], cwd=task_dir,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [str(exe), "start", "config.yaml", "-p", str(port)],
+        cwd=task_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
@@ -317,14 +351,20 @@ def main() -> None:
             for key in ("big", "default"):
                 r = reform_run(browser, reform["url"], reform["plans"][key][0], args.decisions)
                 rows[key].append(r)
-                print(f"  run {run + 1} ReForm {key}: start {r['start_s']:.2f} s, next {r['next_s'] * 1000:.0f} ms, "
-                      f"CPU {r['cpu_s'] * 1000:.0f} ms/decision", flush=True)
+                print(
+                    f"  run {run + 1} ReForm {key}: start {r['start_s']:.2f} s, next {r['next_s'] * 1000:.0f} ms, "
+                    f"CPU {r['cpu_s'] * 1000:.0f} ms/decision",
+                    flush=True,
+                )
             with tempfile.TemporaryDirectory(dir=work) as tmp:  # a fresh Potato project per run
                 task = build_potato(Path(tmp) / "potato", reform["items"])
                 r = potato_run(browser, exe, task, args.decisions, user=f"u{run}")
             rows["potato"].append(r)
-            print(f"  run {run + 1} Potato: start {r['start_s']:.2f} s, next {r['next_s'] * 1000:.0f} ms, "
-                  f"CPU {r['cpu_s'] * 1000:.0f} ms/decision", flush=True)
+            print(
+                f"  run {run + 1} Potato: start {r['start_s']:.2f} s, next {r['next_s'] * 1000:.0f} ms, "
+                f"CPU {r['cpu_s'] * 1000:.0f} ms/decision",
+                flush=True,
+            )
         browser.close()
     load1 = os.getloadavg()[0]
     write_report(rows, reform, args, load0, load1)
@@ -334,14 +374,20 @@ def write_report(rows: dict, reform: dict, args, load0: float, load1: float) -> 
     from bench.machine import machine_line
 
     med = {k: {m: statistics.median(r[m] for r in v) for m in ("start_s", "next_s", "cpu_s")} for k, v in rows.items()}
-    ratio_next = {k: statistics.median(a["next_s"] / p["next_s"] for a, p in zip(rows[k], rows["potato"]))
-                  for k in ("big", "default")}
-    ratio_cpu = {k: statistics.median(a["cpu_s"] / p["cpu_s"] for a, p in zip(rows[k], rows["potato"]))
-                 for k in ("big", "default")}
+    ratio_next = {
+        k: statistics.median(a["next_s"] / p["next_s"] for a, p in zip(rows[k], rows["potato"]))
+        for k in ("big", "default")
+    }
+    ratio_cpu = {
+        k: statistics.median(a["cpu_s"] / p["cpu_s"] for a, p in zip(rows[k], rows["potato"]))
+        for k in ("big", "default")
+    }
     flat = med["big"]["next_s"] / med["default"]["next_s"]
-    names = {"big": f"ReForm, {reform['plans']['big'][1]:,}-task plan",
-             "default": f"ReForm, {reform['plans']['default'][1]:,}-task plan (default)",
-             "potato": f"Potato 2.12.1, {POTATO_ITEMS:,} items"}
+    names = {
+        "big": f"ReForm, {reform['plans']['big'][1]:,}-task plan",
+        "default": f"ReForm, {reform['plans']['default'][1]:,}-task plan (default)",
+        "potato": f"Potato 2.12.1, {POTATO_ITEMS:,} items",
+    }
     lines = [
         "## Annotator loop in the browser vs Potato (bench/bench_app.py)",
         "",
@@ -363,8 +409,10 @@ def write_report(rows: dict, reform: dict, args, load0: float, load1: float) -> 
     ]
     for k in ("big", "default", "potato"):
         m = med[k]
-        lines.append(f"| {names[k]} | {m['start_s']:.2f} | {m['next_s'] * 1000:.0f} | {m['cpu_s'] * 1000:.1f} "
-                     f"| {2 / m['cpu_s']:.0f} |")
+        lines.append(
+            f"| {names[k]} | {m['start_s']:.2f} | {m['next_s'] * 1000:.0f} | {m['cpu_s'] * 1000:.1f} "
+            f"| {2 / m['cpu_s']:.0f} |"
+        )
     lines += [
         "",
         "| target (issue 16) | measured | holds |",

@@ -35,8 +35,9 @@ def demo_db() -> str:
     url = f"sqlite:///{DEMO}"
     if not DEMO.with_suffix(".done").exists():
         DEMO.unlink(missing_ok=True)
-        subprocess.run([sys.executable, "-m", "reform_core", "demo", "--db", url], cwd=ROOT, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "reform_core", "demo", "--db", url], cwd=ROOT, check=True, stdout=subprocess.DEVNULL
+        )
         DEMO.with_suffix(".done").write_text("ok\n")
     return url
 
@@ -47,8 +48,25 @@ def paper_db() -> str:
     if not done.exists():
         PAPER.parent.mkdir(parents=True, exist_ok=True)
         PAPER.unlink(missing_ok=True)
-        subprocess.run([sys.executable, "-m", "reform_core", "simulate", "--db", url, "--seed", "0", "--scale", "paper",
-                        "--adjudicate", "300"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "reform_core",
+                "simulate",
+                "--db",
+                url,
+                "--seed",
+                "0",
+                "--scale",
+                "paper",
+                "--adjudicate",
+                "300",
+            ],
+            cwd=ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         done.write_text("ok\n")
     return url
 

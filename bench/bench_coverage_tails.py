@@ -56,24 +56,48 @@ def one(args) -> pd.DataFrame:
     error, standard error, interval and variance components."""
     seed, (human_error, both_wrong, correlated) = args
     warnings.filterwarnings("ignore")
-    pd.set_option("future.infer_string", False)  # object strings, as bench_validation runs (the same numbers to the pair)
-    from reform_core.estimators import cluster
+    pd.set_option(
+        "future.infer_string", False
+    )  # object strings, as bench_validation runs (the same numbers to the pair)
     from bench.validation import adjudicated_replicate
+    from reform_core.estimators import cluster
 
     r = adjudicated_replicate(seed, human_error=human_error, both_wrong=both_wrong, correlated=correlated)
     truth = r.truth
-    est = cluster.estimate(r.instances, r.tasks, r.decisions, r.params, judge_a=r.judge_a, judge_b=r.judge_b,
-                           index=r.index, rng=r.rng, error_boot=ERROR_BOOT, level=LEVEL)
+    est = cluster.estimate(
+        r.instances,
+        r.tasks,
+        r.decisions,
+        r.params,
+        judge_a=r.judge_a,
+        judge_b=r.judge_b,
+        index=r.index,
+        rng=r.rng,
+        error_boot=ERROR_BOOT,
+        level=LEVEL,
+    )
     t = est.table.set_index("model")
     comp = est.components.set_index(["model", "metric"])
     rows = []
     for mi, m in enumerate(t.index):
         for mt in METRICS:
-            rows.append({"seed": seed, "model": m, "metric": mt, "truth": truth.loc[m, mt],
-                         "err": t.loc[m, mt] - truth.loc[m, mt], "se": t.loc[m, f"se_{mt}"],
-                         "lo": t.loc[m, f"{mt}_lo"], "hi": t.loc[m, f"{mt}_hi"], "df": est.df[mi],
-                         "v_sampling": comp.loc[(m, mt), "sampling"], "v_audit": comp.loc[(m, mt), "audit"],
-                         "v_direct": comp.loc[(m, mt), "audit_direct"], "v_error": comp.loc[(m, mt), "adjudicator_error"]})
+            rows.append(
+                {
+                    "seed": seed,
+                    "model": m,
+                    "metric": mt,
+                    "truth": truth.loc[m, mt],
+                    "err": t.loc[m, mt] - truth.loc[m, mt],
+                    "se": t.loc[m, f"se_{mt}"],
+                    "lo": t.loc[m, f"{mt}_lo"],
+                    "hi": t.loc[m, f"{mt}_hi"],
+                    "df": est.df[mi],
+                    "v_sampling": comp.loc[(m, mt), "sampling"],
+                    "v_audit": comp.loc[(m, mt), "audit"],
+                    "v_direct": comp.loc[(m, mt), "audit_direct"],
+                    "v_error": comp.loc[(m, mt), "adjudicator_error"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -85,15 +109,23 @@ def summarize(reps: pd.DataFrame) -> pd.DataFrame:
         total = g["v_sampling"] + g["v_audit"] + g["v_error"]
         se_direct = np.sqrt(g["v_sampling"] + g["v_direct"].clip(lower=0.0) + g["v_error"])
         half = stats.t.ppf(0.5 + LEVEL / 2, g["df"]) * se_direct
-        out.append({"metric": mt, "pairs": len(g), "coverage": ((g["lo"] <= g["truth"]) & (g["truth"] <= g["hi"])).mean(),
-                    "too_high": (g["truth"] < g["lo"]).mean(), "too_low": (g["truth"] > g["hi"]).mean(),
-                    "corr_se": np.corrcoef(g["err"], g["se"])[0, 1],
-                    "corr_audit": np.corrcoef(g["err"], g["v_audit"])[0, 1],
-                    "sd_over_se": g["err"].std(ddof=1) / np.sqrt((g["se"] ** 2).mean()),
-                    "share_sampling": g["v_sampling"].mean() / total.mean(), "share_audit": g["v_audit"].mean() / total.mean(),
-                    "share_error": g["v_error"].mean() / total.mean(),
-                    "coverage_direct": (g["err"].abs() <= half).mean(),
-                    "sd_over_se_direct": g["err"].std(ddof=1) / np.sqrt((se_direct ** 2).mean())})
+        out.append(
+            {
+                "metric": mt,
+                "pairs": len(g),
+                "coverage": ((g["lo"] <= g["truth"]) & (g["truth"] <= g["hi"])).mean(),
+                "too_high": (g["truth"] < g["lo"]).mean(),
+                "too_low": (g["truth"] > g["hi"]).mean(),
+                "corr_se": np.corrcoef(g["err"], g["se"])[0, 1],
+                "corr_audit": np.corrcoef(g["err"], g["v_audit"])[0, 1],
+                "sd_over_se": g["err"].std(ddof=1) / np.sqrt((g["se"] ** 2).mean()),
+                "share_sampling": g["v_sampling"].mean() / total.mean(),
+                "share_audit": g["v_audit"].mean() / total.mean(),
+                "share_error": g["v_error"].mean() / total.mean(),
+                "coverage_direct": (g["err"].abs() <= half).mean(),
+                "sd_over_se_direct": g["err"].std(ddof=1) / np.sqrt((se_direct**2).mean()),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -104,32 +136,42 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
     t0 = time.time()
-    lines = ["## Where the measurement intervals miss (bench/bench_coverage_tails.py)", "",
-             f"- {machine_line()}",
-             f"- Command: `python bench/bench_coverage_tails.py --replicates {args.replicates} --first-seed {args.first_seed} "
-             f"--jobs {args.jobs}` (simulator seeds {args.first_seed + 1}–{args.first_seed + args.replicates}); "
-             f"the default estimator on the validation's replicates (same seeds, plans, decisions and random streams; "
-             f"{ERROR_BOOT} refits of the adjudicator-error model), 10 models per replicate.",
-             "- *too high*: share of model × replicate pairs whose interval lies above the truth (the estimate too "
-             "high); *too low*: below it. `corr(err, se)`: correlation of the estimate's error with its standard "
-             "error; `corr(err, audit)`: with the audit's variance component alone; `sd / se`: the errors' standard "
-             "deviation over the root mean square of the standard errors (1 = right on average). *Variance shares*: "
-             "each component's mean over the mean total (sampling / audit as reported / adjudicator error). *Direct "
-             "audit only*: the same intervals with the audit's design-based estimate (clipped at 0) in place of the "
-             "composite and floor.", ""]
+    lines = [
+        "## Where the measurement intervals miss (bench/bench_coverage_tails.py)",
+        "",
+        f"- {machine_line()}",
+        f"- Command: `python bench/bench_coverage_tails.py --replicates {args.replicates} --first-seed {args.first_seed} "
+        f"--jobs {args.jobs}` (simulator seeds {args.first_seed + 1}–{args.first_seed + args.replicates}); "
+        f"the default estimator on the validation's replicates (same seeds, plans, decisions and random streams; "
+        f"{ERROR_BOOT} refits of the adjudicator-error model), 10 models per replicate.",
+        "- *too high*: share of model × replicate pairs whose interval lies above the truth (the estimate too "
+        "high); *too low*: below it. `corr(err, se)`: correlation of the estimate's error with its standard "
+        "error; `corr(err, audit)`: with the audit's variance component alone; `sd / se`: the errors' standard "
+        "deviation over the root mean square of the standard errors (1 = right on average). *Variance shares*: "
+        "each component's mean over the mean total (sampling / audit as reported / adjudicator error). *Direct "
+        "audit only*: the same intervals with the audit's design-based estimate (clipped at 0) in place of the "
+        "composite and floor.",
+        "",
+    ]
     body = []
     for sc in scenarios("one-factor"):
         with ProcessPoolExecutor(args.jobs) as ex:
             seeds = range(args.first_seed + 1, args.first_seed + args.replicates + 1)
             reps = pd.concat(ex.map(one, [(s, sc) for s in seeds]), ignore_index=True)
         s = summarize(reps)
-        body += [f"#### {scenario_name(*sc)}", "",
-                 "| metric | coverage | too high | too low | corr(err, se) | corr(err, audit) | sd / se "
-                 "| variance shares | direct audit only: coverage | sd / se |",
-                 "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
-        body += [f"| {r.metric.upper()} | {r.coverage:.1%} | {r.too_high:.1%} | {r.too_low:.1%} | {r.corr_se:+.2f} | "
-                 f"{r.corr_audit:+.2f} | {r.sd_over_se:.2f} | {r.share_sampling:.0%} / {r.share_audit:.0%} / "
-                 f"{r.share_error:.1%} | {r.coverage_direct:.1%} | {r.sd_over_se_direct:.2f} |" for r in s.itertuples()]
+        body += [
+            f"#### {scenario_name(*sc)}",
+            "",
+            "| metric | coverage | too high | too low | corr(err, se) | corr(err, audit) | sd / se "
+            "| variance shares | direct audit only: coverage | sd / se |",
+            "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+        ]
+        body += [
+            f"| {r.metric.upper()} | {r.coverage:.1%} | {r.too_high:.1%} | {r.too_low:.1%} | {r.corr_se:+.2f} | "
+            f"{r.corr_audit:+.2f} | {r.sd_over_se:.2f} | {r.share_sampling:.0%} / {r.share_audit:.0%} / "
+            f"{r.share_error:.1%} | {r.coverage_direct:.1%} | {r.sd_over_se_direct:.2f} |"
+            for r in s.itertuples()
+        ]
         body.append("")
         print(f"{scenario_name(*sc)} done ({time.time() - t0:.0f} s)", flush=True)
     lines[2] += f" Wall time {(time.time() - t0) / 60:.0f} min."

@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.machine import cpu_model  # noqa: E402
-OUT = ROOT / "bench" / "results" / "explore.md"
 
+OUT = ROOT / "bench" / "results" / "explore.md"
 
 
 def timed(at, runs: int, change=None) -> list[float]:
@@ -50,8 +50,25 @@ def main() -> None:
         path = Path(tempfile.mkdtemp(prefix="bench-explore-")) / "paper.db"
         url = f"sqlite:///{path}"
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "reform_core", "simulate", "--db", url, "--seed", "0", "--scale", "paper",
-                        "--adjudicate", "300"], cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "reform_core",
+                "simulate",
+                "--db",
+                url,
+                "--seed",
+                "0",
+                "--scale",
+                "paper",
+                "--adjudicate",
+                "300",
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         print(f"simulated paper-scale project in {time.perf_counter() - t0:.1f} s")
     os.environ.update({"REFORM_DATABASE_URL": url, "REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "false"})
 
@@ -68,11 +85,17 @@ def main() -> None:
     results = {}
     results["list: plain rerun"] = timed(at, args.runs)
     models = at.selectbox(key="explore_model").options[1:]
-    results["list: change model filter"] = timed(at, args.runs, lambda a, i: a.selectbox(key="explore_model")
-                                                 .set_value(models[i % len(models)]))
+    results["list: change model filter"] = timed(
+        at, args.runs, lambda a, i: a.selectbox(key="explore_model").set_value(models[i % len(models)])
+    )
     results["list: judges disagree + p range"] = timed(
-        at, args.runs, lambda a, i: (a.selectbox(key="explore_agree").set_value("disagree"),
-                                     a.slider(key="explore_p").set_value((0.05 + 0.01 * i, 0.95))))
+        at,
+        args.runs,
+        lambda a, i: (
+            a.selectbox(key="explore_agree").set_value("disagree"),
+            a.slider(key="explore_p").set_value((0.05 + 0.01 * i, 0.95)),
+        ),
+    )
     results["list: next page"] = timed(at, args.runs, lambda a, i: a.number_input(key="explore_page").set_value(i + 2))
     first = at.dataframe[0].value.iloc[0]
     at.query_params.update({"model": str(first["model"]), "question": str(first["question"])})
@@ -83,6 +106,7 @@ def main() -> None:
 
     def open_question(a, i):
         a.query_params["question"] = questions[i % len(questions)]
+
     results["example view: open another question"] = timed(at, args.runs, open_question)
 
     lines = [

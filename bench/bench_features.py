@@ -29,7 +29,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.machine import cpu_model as _cpu_model  # noqa: E402
-
 from reform_core.verifiers.features import detect_features, detect_features_many  # noqa: E402
 
 WORDS = (
@@ -49,7 +48,22 @@ def _sentence(rng, lo=6, hi=16):
 
 
 def _block(rng):
-    kind = rng.choice(["para", "para", "para", "heading", "bullets", "numbered", "nested", "table", "code", "quote", "fields", "tasks"])
+    kind = rng.choice(
+        [
+            "para",
+            "para",
+            "para",
+            "heading",
+            "bullets",
+            "numbered",
+            "nested",
+            "table",
+            "code",
+            "quote",
+            "fields",
+            "tasks",
+        ]
+    )
     n = int(rng.integers(2, 6))
     if kind == "heading":
         return "#" * int(rng.integers(1, 4)) + " " + _sentence(rng, 2, 5)[:-1]
@@ -65,7 +79,9 @@ def _block(rng):
         rows = [f"| {WORDS[i]} | {_sentence(rng, 2, 5)} | {int(rng.integers(1, 99))} |" for i in range(n)]
         return "| Item | Note | Value |\n|---|---|---|\n" + "\n".join(rows)
     if kind == "code":
-        body = "\n".join(f"x{i} = compute({i})  # step {i}" if rng.random() < 0.5 else f"x{i} = x{i - 1} + {i}" for i in range(n))
+        body = "\n".join(
+            f"x{i} = compute({i})  # step {i}" if rng.random() < 0.5 else f"x{i} = x{i - 1} + {i}" for i in range(n)
+        )
         return f"```python\n{body}\n```"
     if kind == "quote":
         return "> " + _sentence(rng) + "\n> " + _sentence(rng)
@@ -97,7 +113,6 @@ def run(texts: list[str], processes: int) -> tuple[float, float, int]:
     return wall, cpu, sum(r.passed for res in results for r in res.values())
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=9100)
@@ -120,8 +135,10 @@ def main() -> None:
         med, cpu = statistics.median(walls), statistics.median(c for _, c, _ in runs)
         present |= {p for _, _, p in runs}
         rows.append((processes, med, cpu, walls))
-        print(f"{processes} process(es): median {med:.2f} s wall, {cpu:.2f} s CPU over {args.runs} runs "
-              f"({med / args.n * 1e3:.2f} ms wall, {cpu / args.n * 1e3:.2f} ms CPU per response); runs: {', '.join(f'{t:.2f}' for t in walls)}")
+        print(
+            f"{processes} process(es): median {med:.2f} s wall, {cpu:.2f} s CPU over {args.runs} runs "
+            f"({med / args.n * 1e3:.2f} ms wall, {cpu / args.n * 1e3:.2f} ms CPU per response); runs: {', '.join(f'{t:.2f}' for t in walls)}"
+        )
     if len(present) != 1:
         raise SystemExit(f"runs disagree on the number of features present: {sorted(present)}")
     load_end = os.getloadavg()[0]
@@ -141,8 +158,10 @@ def main() -> None:
         "|---|---|---|---|---|---|",
     ]
     for processes, med, cpu, walls in rows:
-        lines.append(f"| {processes} | {med:.2f} | {cpu:.2f} | {med / args.n * 1e3:.2f} | {cpu / args.n * 1e3:.2f} | "
-                     f"{', '.join(f'{t:.2f}' for t in walls)} |")
+        lines.append(
+            f"| {processes} | {med:.2f} | {cpu:.2f} | {med / args.n * 1e3:.2f} | {cpu / args.n * 1e3:.2f} | "
+            f"{', '.join(f'{t:.2f}' for t in walls)} |"
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -42,14 +42,33 @@ def one_run(browser, tree: Path) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         port = _free_port()
-        env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "REFORM_AUTH_MODE": "local",
-               "REFORM_LOAD_DEMO": "true", "REFORM_DATABASE_URL": f"sqlite:///{tmp}/reform.db"}
+        env = {
+            **os.environ,
+            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+            "REFORM_AUTH_MODE": "local",
+            "REFORM_LOAD_DEMO": "true",
+            "REFORM_DATABASE_URL": f"sqlite:///{tmp}/reform.db",
+        }
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                                 "--server.port", str(port)], cwd=tree, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+            ],
+            cwd=tree,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             base = f"http://127.0.0.1:{port}"
             _wait_http(f"{base}/_stcore/health", proc)
@@ -80,25 +99,34 @@ def main() -> None:
             for name, tree in trees.items():
                 r = one_run(browser, tree)
                 rows[name].append(r)
-                print(f"run {run + 1} {name}: healthy {r['healthy_s']:.2f} s, first page {r['first_page_s']:.2f} s",
-                      flush=True)
+                print(
+                    f"run {run + 1} {name}: healthy {r['healthy_s']:.2f} s, first page {r['first_page_s']:.2f} s",
+                    flush=True,
+                )
         browser.close()
     write_report(rows, args, load0, os.getloadavg()[0])
 
 
 def write_report(rows: dict, args, load0: float, load1: float) -> None:
-    lines = ["## First page on a fresh data directory (bench/bench_first_page.py)", "",
-             f"- {machine_line()} 1-min load average {load0:.1f} at the start, {load1:.1f} at the end (shared "
-             "machine: compare within one run)",
-             f"- {args.runs} runs per tree, interleaved; each a new server on an empty SQLite file (the demo imported "
-             "on start) and a new browser context; from spawning `streamlit run app.py` to the Overview's counts "
-             "on screen", "",
-             "| tree | server healthy (s, median) | first page (s, median) | runs (s) | within 8 s |", "|---|---|---|---|---|"]
+    lines = [
+        "## First page on a fresh data directory (bench/bench_first_page.py)",
+        "",
+        f"- {machine_line()} 1-min load average {load0:.1f} at the start, {load1:.1f} at the end (shared "
+        "machine: compare within one run)",
+        f"- {args.runs} runs per tree, interleaved; each a new server on an empty SQLite file (the demo imported "
+        "on start) and a new browser context; from spawning `streamlit run app.py` to the Overview's counts "
+        "on screen",
+        "",
+        "| tree | server healthy (s, median) | first page (s, median) | runs (s) | within 8 s |",
+        "|---|---|---|---|---|",
+    ]
     for name, rs in rows.items():
         first = [r["first_page_s"] for r in rs]
         med = statistics.median(first)
-        lines.append(f"| {name} | {statistics.median(r['healthy_s'] for r in rs):.2f} | {med:.2f} | "
-                     f"{', '.join(f'{x:.2f}' for x in first)} | {'yes' if med <= TARGET_S else 'no'} |")
+        lines.append(
+            f"| {name} | {statistics.median(r['healthy_s'] for r in rs):.2f} | {med:.2f} | "
+            f"{', '.join(f'{x:.2f}' for x in first)} | {'yes' if med <= TARGET_S else 'no'} |"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

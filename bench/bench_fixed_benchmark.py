@@ -56,8 +56,8 @@ LEVEL = 0.95
 def _benchmark(seed: int):
     from reform_core.frames import CONDITION_MAIN
     from reform_core.metrics import reform
-    from reform_core.unit_index import build_index
     from reform_core.simulate import simulate
+    from reform_core.unit_index import build_index
 
     sim = simulate(seed, "paper", both_wrong=BOTH_WRONG, correlated=CORRELATED)
     ja, jb = (f"label_{j}" for j in sim.judges)
@@ -85,23 +85,33 @@ def one(args) -> pd.DataFrame:
     seed, plan_seed, human_error = args
     warnings.filterwarnings("ignore")
     pd.set_option("future.infer_string", False)
-    from reform_core.estimators import cluster
     from bench.validation import planned_decisions
+    from reform_core.estimators import cluster
 
     inst, ja, jb, index, truth = _benchmark(seed)
     rng = np.random.default_rng([plan_seed, 1, int(round(1000 * human_error))])
     params, tasks, decisions = planned_decisions(inst, ja, jb, plan_seed, human_error, rng)
-    est = cluster.estimate(inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng,
-                           error_boot=ERROR_BOOT, level=LEVEL)
+    est = cluster.estimate(
+        inst, tasks, decisions, params, judge_a=ja, judge_b=jb, index=index, rng=rng, error_boot=ERROR_BOOT, level=LEVEL
+    )
     t = est.table.set_index("model")
     comp = est.components.set_index(["model", "metric"])
     rows = []
     for mi, m in enumerate(t.index):
         for mt in METRICS:
             c = comp.loc[(m, mt)]
-            rows.append({"seed": seed, "plan": plan_seed, "model": m, "metric": mt,
-                         "err": t.loc[m, mt] - truth.loc[m, mt], "se": t.loc[m, f"se_{mt}"], "df": est.df[mi],
-                         "v_direct": c["sampling"] + max(c["audit_direct"], 0.0) + c["adjudicator_error"]})
+            rows.append(
+                {
+                    "seed": seed,
+                    "plan": plan_seed,
+                    "model": m,
+                    "metric": mt,
+                    "err": t.loc[m, mt] - truth.loc[m, mt],
+                    "se": t.loc[m, f"se_{mt}"],
+                    "df": est.df[mi],
+                    "v_direct": c["sampling"] + max(c["audit_direct"], 0.0) + c["adjudicator_error"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -113,9 +123,17 @@ def summarize(reps: pd.DataFrame) -> pd.DataFrame:
         plans = cell.size().min()
         cond_var = cell["err"].var(ddof=1).mean()
         bias = cell["err"].mean()
-        out.append({"metric": mt, "coverage": (g["err"].abs() <= stats.t.ppf(0.5 + LEVEL / 2, g["df"]) * g["se"]).mean(),
-                    "cond_var": cond_var, "se2": (g["se"] ** 2).mean(), "se2_direct": g["v_direct"].mean(),
-                    "bias_spread": max(bias.var(ddof=1) - cond_var / plans, 0.0), "mean_bias": bias.mean()})
+        out.append(
+            {
+                "metric": mt,
+                "coverage": (g["err"].abs() <= stats.t.ppf(0.5 + LEVEL / 2, g["df"]) * g["se"]).mean(),
+                "cond_var": cond_var,
+                "se2": (g["se"] ** 2).mean(),
+                "se2_direct": g["v_direct"].mean(),
+                "bias_spread": max(bias.var(ddof=1) - cond_var / plans, 0.0),
+                "mean_bias": bias.mean(),
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -137,26 +155,37 @@ def main() -> None:
     r3 = reps[reps["metric"] == "r3"].groupby(["seed", "model"])["err"].mean().rename("bias")
     hidden = pd.concat({seed: hidden_passes(seed) for seed in seeds}, names=["seed", "model"]).rename("hidden")
     per = pd.concat([r3, hidden], axis=1).dropna()
-    lines = ["## The measurement interval on fixed benchmarks (bench/bench_fixed_benchmark.py)", "",
-             f"- {machine_line()} Wall time {(time.time() - t0) / 60:.0f} min.",
-             f"- Command: `python bench/bench_fixed_benchmark.py --benchmarks {args.benchmarks} --plans {args.plans} "
-             f"--human-error {args.human_error:g} --first-seed {args.first_seed} --jobs {args.jobs}`: simulator seeds "
-             f"{seeds.start}–{seeds.stop - 1} (judges wrong together on {BOTH_WRONG:.0%} of instances, correlated "
-             f"truths, adjudicators who err {args.human_error:.0%}), each benchmark held fixed under {args.plans} "
-             "independently drawn default plans and their decisions; the default estimator, 10 models.",
-             "- *cond. var*: the estimate's variance over plans on one benchmark, averaged over benchmark × model "
-             "(%²); *mean se²*: the reported variance; *direct*: with the audit's design-based estimate alone; "
-             "*bias spread*: the variance over benchmark × model of the mean error, less what the finite number "
-             "of plans explains (%²).", "",
-             "| metric | coverage | cond. var | mean se² | mean se² (direct) | bias spread | mean bias (pp) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r.metric.upper()} | {r.coverage:.1%} | {r.cond_var:.3f} | {r.se2:.3f} | {r.se2_direct:.3f} | "
-              f"{r.bias_spread:.3f} | {r.mean_bias:+.3f} |" for r in s.itertuples()]
+    lines = [
+        "## The measurement interval on fixed benchmarks (bench/bench_fixed_benchmark.py)",
+        "",
+        f"- {machine_line()} Wall time {(time.time() - t0) / 60:.0f} min.",
+        f"- Command: `python bench/bench_fixed_benchmark.py --benchmarks {args.benchmarks} --plans {args.plans} "
+        f"--human-error {args.human_error:g} --first-seed {args.first_seed} --jobs {args.jobs}`: simulator seeds "
+        f"{seeds.start}–{seeds.stop - 1} (judges wrong together on {BOTH_WRONG:.0%} of instances, correlated "
+        f"truths, adjudicators who err {args.human_error:.0%}), each benchmark held fixed under {args.plans} "
+        "independently drawn default plans and their decisions; the default estimator, 10 models.",
+        "- *cond. var*: the estimate's variance over plans on one benchmark, averaged over benchmark × model "
+        "(%²); *mean se²*: the reported variance; *direct*: with the audit's design-based estimate alone; "
+        "*bias spread*: the variance over benchmark × model of the mean error, less what the finite number "
+        "of plans explains (%²).",
+        "",
+        "| metric | coverage | cond. var | mean se² | mean se² (direct) | bias spread | mean bias (pp) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r.metric.upper()} | {r.coverage:.1%} | {r.cond_var:.3f} | {r.se2:.3f} | {r.se2_direct:.3f} | "
+        f"{r.bias_spread:.3f} | {r.mean_bias:+.3f} |"
+        for r in s.itertuples()
+    ]
     rho = stats.spearmanr(per["hidden"], per["bias"]).statistic if len(per) > 2 else float("nan")
-    lines += ["", f"R3 units that truly pass while a row both judges call a fail truly passes (*hidden passes*), per "
-              f"model, and R3's mean error on that benchmark: median {per['hidden'].median():.0f} units "
-              f"(range {per['hidden'].min():.0f}–{per['hidden'].max():.0f}); Spearman correlation with the mean "
-              f"error {rho:+.2f}.", ""]
+    lines += [
+        "",
+        f"R3 units that truly pass while a row both judges call a fail truly passes (*hidden passes*), per "
+        f"model, and R3's mean error on that benchmark: median {per['hidden'].median():.0f} units "
+        f"(range {per['hidden'].min():.0f}–{per['hidden'].max():.0f}); Spearman correlation with the mean "
+        f"error {rho:+.2f}.",
+        "",
+    ]
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
 

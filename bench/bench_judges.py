@@ -26,19 +26,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.machine import cpu_model  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 
 from fake_servers import seed_project  # noqa: E402
+
 from reform_core.services.judging import judging as svc  # noqa: E402
 from reform_core.services.platform.uow import get_engine  # noqa: E402
 
 DELAY, CONCURRENCY = 0.5, 64
 
 
-
 def start_server() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests/integration/fake_servers.py"), "--delay", str(DELAY)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/integration/fake_servers.py"), "--delay", str(DELAY)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     return proc, proc.stdout.readline().strip()
 
 
@@ -70,8 +74,9 @@ def main() -> None:
             sub = svc.submit_batch(engine, provider="openai", name=f"batch{run}", **kw)
             written = 0
             while True:
-                res = svc.poll_batches(engine, name=f"batch{run}", base_url=url + "/v1", api_key="sk-bench",
-                                       ingest=True)
+                res = svc.poll_batches(
+                    engine, name=f"batch{run}", base_url=url + "/v1", api_key="sk-bench", ingest=True
+                )
                 written += res["written"]
                 if all(b["done"] for b in res["batches"]):
                     break
@@ -88,7 +93,7 @@ def main() -> None:
     med_wall, med_cpu = statistics.median(walls), statistics.median(cpus)
     section = f"""## Judging backend (`bench/bench_judges.py`)
 
-- Date: {dt.datetime.now().strftime('%Y-%m-%d %H:%M')}
+- Date: {dt.datetime.now().strftime("%Y-%m-%d %H:%M")}
 - Machine: {os.cpu_count()} CPUs (`nproc` {os.cpu_count()}), {cpu_model()}; Python {platform.python_version()};
   shared with other work, so expect noise: load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}
   (1 / 5 / 15 min) on {os.cpu_count()} CPUs. Fake OpenAI server in a separate process
@@ -98,8 +103,8 @@ def main() -> None:
 
 | mode | median wall (s) | runs (s) | ideal (s) | ratio to ideal | median client CPU per call (ms) |
 |---|---|---|---|---|---|
-| online | {med_wall:.2f} | {', '.join(f'{w:.2f}' for w in walls)} | {ideal:.2f} | {med_wall / ideal:.2f} (target ≤ 1.20) | {med_cpu:.2f} (target ≤ 5) |
-| batch (write, upload, create, poll ×2, download, ingest) | {statistics.median(bwalls):.2f} | {', '.join(f'{w:.2f}' for w in bwalls)} | — | — | {statistics.median(bcpus):.2f} |
+| online | {med_wall:.2f} | {", ".join(f"{w:.2f}" for w in walls)} | {ideal:.2f} | {med_wall / ideal:.2f} (target ≤ 1.20) | {med_cpu:.2f} (target ≤ 5) |
+| batch (write, upload, create, poll ×2, download, ingest) | {statistics.median(bwalls):.2f} | {", ".join(f"{w:.2f}" for w in bwalls)} | — | — | {statistics.median(bcpus):.2f} |
 """
     out_path = ROOT / "bench" / "results" / "judges.md"
     out_path.write_text(section)

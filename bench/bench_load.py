@@ -38,8 +38,8 @@ GHOST_LEASE_S = 3
 
 
 def _worker(url, plan_id, user_id, username, seconds, think, seed, start, out) -> None:
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
@@ -68,13 +68,14 @@ def _worker(url, plan_id, user_id, username, seconds, think, seed, start, out) -
     except Exception as exc:  # noqa: BLE001 - reported to the parent, never hidden
         errors.append(f"{type(exc).__name__}: {exc}")
     eng.dispose()
-    out.put({"user": username, "claims": claims, "saves": saves, "decided": decided, "refused": refused,
-             "errors": errors})
+    out.put(
+        {"user": username, "claims": claims, "saves": saves, "decided": decided, "refused": refused, "errors": errors}
+    )
 
 
 def _ghost(url, plan_id, users, start, out) -> None:
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
@@ -91,8 +92,8 @@ def _ghost(url, plan_id, users, start, out) -> None:
 def prepare(url: str, *, scale: str, workers: int, seed: int = 7) -> dict:
     """Simulated project + one plan (10 % double adjudication) + annotator accounts."""
     from db.repo.adjudication import ensure_user, write_tx
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.data.simulated import simulate_into
     from reform_core.services.platform.uow import dispose_engines, get_engine
 
@@ -113,8 +114,10 @@ def run_load(url: str, *, seconds: float, workers: int = 16, think=(0.05, 0.25),
     ctx = mp.get_context("fork")  # engines are disposed before forking; each child opens its own
     out = ctx.Queue()
     start = ctx.Event()
-    procs = [ctx.Process(target=_worker, args=(url, setup["plan_id"], uid, name, seconds, think, k, start, out))
-             for k, (uid, name) in enumerate(setup["users"])]
+    procs = [
+        ctx.Process(target=_worker, args=(url, setup["plan_id"], uid, name, seconds, think, k, start, out))
+        for k, (uid, name) in enumerate(setup["users"])
+    ]
     procs.append(ctx.Process(target=_ghost, args=(url, setup["plan_id"], setup["ghosts"], start, out)))
     for p in procs:
         p.start()
@@ -127,8 +130,13 @@ def run_load(url: str, *, seconds: float, workers: int = 16, think=(0.05, 0.25),
         p.join(timeout=30)
     ghost = next(r for r in results if "ghost_tasks" in r)
     res = [r for r in results if "user" in r]
-    return {**check(url, setup, res, ghost["ghost_tasks"]), "wall_s": wall, "seconds": seconds, "workers": workers,
-            "tasks": setup["tasks"]}
+    return {
+        **check(url, setup, res, ghost["ghost_tasks"]),
+        "wall_s": wall,
+        "seconds": seconds,
+        "workers": workers,
+        "tasks": setup["tasks"],
+    }
 
 
 def _pct(xs, q) -> float:
@@ -143,15 +151,26 @@ def check(url: str, setup: dict, res: list[dict], ghost_tasks: list[int]) -> dic
     eng = get_engine(url, migrate=False)
     plan_id = setup["plan_id"]
     with eng.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT t.id, t.required, t.decided, t.status, COUNT(d.id), COUNT(DISTINCT d.user_id) "
-            "FROM adjudication_task t LEFT JOIN adjudication d ON d.task_id = t.id "
-            "WHERE t.plan_id = :p GROUP BY t.id, t.required, t.decided, t.status"), {"p": plan_id}).all()
-        stored = sorted(r[0] for r in conn.execute(text(
-            "SELECT d.id FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id WHERE t.plan_id = :p"),
-            {"p": plan_id}).all())
-        ghost_status = dict(conn.execute(text("SELECT id, status FROM adjudication_task WHERE plan_id = :p"),
-                                         {"p": plan_id}).all())
+        rows = conn.execute(
+            text(
+                "SELECT t.id, t.required, t.decided, t.status, COUNT(d.id), COUNT(DISTINCT d.user_id) "
+                "FROM adjudication_task t LEFT JOIN adjudication d ON d.task_id = t.id "
+                "WHERE t.plan_id = :p GROUP BY t.id, t.required, t.decided, t.status"
+            ),
+            {"p": plan_id},
+        ).all()
+        stored = sorted(
+            r[0]
+            for r in conn.execute(
+                text(
+                    "SELECT d.id FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id WHERE t.plan_id = :p"
+                ),
+                {"p": plan_id},
+            ).all()
+        )
+        ghost_status = dict(
+            conn.execute(text("SELECT id, status FROM adjudication_task WHERE plan_id = :p"), {"p": plan_id}).all()
+        )
     acked = sorted(a for r in res for _, a in r["decided"])
     claims = [x for r in res for x in r["claims"]]
     saves = [x for r in res for x in r["saves"]]
@@ -161,8 +180,10 @@ def check(url: str, setup: dict, res: list[dict], ghost_tasks: list[int]) -> dic
         "over_decided": sum(n_rows > required for _, required, _, _, n_rows, _ in rows),
         "lost": len(set(acked) - set(stored)),
         "unacknowledged": len(set(stored) - set(acked)),
-        "bad_counters": sum((decided != n_rows) or ((status == "done") != (n_rows >= required))
-                            for _, required, decided, status, n_rows, _ in rows),
+        "bad_counters": sum(
+            (decided != n_rows) or ((status == "done") != (n_rows >= required))
+            for _, required, decided, status, n_rows, _ in rows
+        ),
         "errors": [e for r in res for e in r["errors"]],
         "refused": [e for r in res for e in r["refused"]],
         "ghost_tasks": ghost_tasks,
@@ -223,12 +244,14 @@ def main() -> None:
         rows.append((backend, m))
 
     lines = [
-        "## Adjudication queue under load (bench/bench_load.py)", "",
+        "## Adjudication queue under load (bench/bench_load.py)",
+        "",
         f"- {machine_line()}",
         f"- {a.workers} annotator processes + {GHOSTS} ghost sessions (claim with a {GHOST_LEASE_S} s lease, then vanish), "
         f"{a.seconds:.0f} s per backend, think time U({a.think[0]}, {a.think[1]}) s per item; simulate(scale={a.scale!r}), "
         "one plan with 10 % double adjudication; loopback PostgreSQL.",
-        "- Latencies are per call inside the worker processes (claim_next includes loading the item).", "",
+        "- Latencies are per call inside the worker processes (claim_next includes loading the item).",
+        "",
         "| backend | tasks | decisions | decisions/s | claim p50/p95/p99 (ms) | save p50/p95/p99 (ms) | duplicates | lost | "
         "unacknowledged | bad counters | errors | refused | ghost items done |",
         "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
@@ -239,9 +262,12 @@ def main() -> None:
             f"| {backend} | {m['tasks']} | {m['decisions']} | {m['decisions'] / m['seconds']:.1f} | "
             f"{c[0]:.1f} / {c[1]:.1f} / {c[2]:.1f} | {s[0]:.1f} / {s[1]:.1f} / {s[2]:.1f} | {m['duplicates']} | "
             f"{m['lost']} | {m['unacknowledged']} | {m['bad_counters']} | {len(m['errors'])} | {len(m['refused'])} | "
-            f"{m['ghost_tasks_done']}/{len(m['ghost_tasks'])} |")
+            f"{m['ghost_tasks_done']}/{len(m['ghost_tasks'])} |"
+        )
     lines.append("")
-    lines.append(f"Command: `python bench/bench_load.py --seconds {a.seconds:.0f} --workers {a.workers} --scale {a.scale}`")
+    lines.append(
+        f"Command: `python bench/bench_load.py --seconds {a.seconds:.0f} --workers {a.workers} --scale {a.scale}`"
+    )
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -50,8 +50,8 @@ WORKLOADS = [("no think time", 0.0, 100), ("think U(0.5, 1.5) s", 1.0, 30)]
 
 
 def _worker(url, plan_id, user_id, username, think, n_claims, ready, start, out) -> None:
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url, migrate=False)
@@ -79,8 +79,8 @@ def _worker(url, plan_id, user_id, username, think, n_claims, ready, start, out)
 def _setup(url: str) -> tuple[int, list[tuple[int, str]]]:
     """Paper-scale project + a plan of exactly N_TASKS open tasks + 8 annotators."""
     from db.repo.adjudication import ensure_user, write_tx
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.data.simulated import simulate_into
     from reform_core.services.platform.uow import get_engine
 
@@ -105,8 +105,10 @@ def _setup(url: str) -> tuple[int, list[tuple[int, str]]]:
 def _queue_run(url: str, plan_id: int, users, think: float, n_claims: int) -> dict:
     ctx = mp.get_context("spawn")
     ready, start, out = ctx.Queue(), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(url, plan_id, uid, name, think, n_claims, ready, start, out))
-             for uid, name in users]
+    procs = [
+        ctx.Process(target=_worker, args=(url, plan_id, uid, name, think, n_claims, ready, start, out))
+        for uid, name in users
+    ]
     for p in procs:
         p.start()
     for _ in procs:
@@ -120,9 +122,15 @@ def _queue_run(url: str, plan_id: int, users, think: float, n_claims: int) -> di
     claims = np.array([c for r in results for c in r[0]]) * 1000
     decides = np.array([d for r in results for d in r[1]]) * 1000
     c50, c95, c99 = np.percentile(claims, [50, 95, 99])
-    return {"claims": len(claims), "p50": float(c50), "p95": float(c95), "p99": float(c99),
-            "decide_p50": float(np.percentile(decides, 50)), "decide_p95": float(np.percentile(decides, 95)),
-            "load": load}
+    return {
+        "claims": len(claims),
+        "p50": float(c50),
+        "p95": float(c95),
+        "p99": float(c99),
+        "decide_p50": float(np.percentile(decides, 50)),
+        "decide_p95": float(np.percentile(decides, 95)),
+        "load": load,
+    }
 
 
 def _round_trips(eng, claim) -> int:
@@ -145,8 +153,8 @@ def _round_trips(eng, claim) -> int:
 def bench_alone(url: str, plan_id: int, user: tuple[int, str], n: int = 50) -> dict:
     """One annotator alone: claim wall time vs this process's CPU time, and round trips."""
     from db.engine import make_engine
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
 
     eng = make_engine(url)  # a pool of its own: one connection, the one traced below
     me = Principal(user[0], user[1], "annotator")
@@ -175,8 +183,11 @@ def bench_queue(url: str, label: str) -> dict:
         runs = []
         for _ in range(RUNS):
             r = _queue_run(url, plan_id, users, think, n_claims)
-            print(f"  {label}, {name}: {r['claims']} claims, p50 {r['p50']:.1f} ms, p95 {r['p95']:.1f} ms, "
-                  f"p99 {r['p99']:.1f} ms, decide p95 {r['decide_p95']:.1f} ms, load {r['load']:.1f}", flush=True)
+            print(
+                f"  {label}, {name}: {r['claims']} claims, p50 {r['p50']:.1f} ms, p95 {r['p95']:.1f} ms, "
+                f"p99 {r['p99']:.1f} ms, decide p95 {r['decide_p95']:.1f} ms, load {r['load']:.1f}",
+                flush=True,
+            )
             runs.append(r)
         out[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     return out
@@ -203,8 +214,14 @@ def bench_live(url: str) -> dict:
         t0 = time.perf_counter()
         live.apply({int(iid): float(rng.integers(0, 2))})
         apply.append(time.perf_counter() - t0)
-    return {"instances": len(inst), "load_s": statistics.median(load), "build_s": build,
-            "apply_ms": 1000 * statistics.median(apply), "apply_max_ms": 1000 * max(apply), "n_apply": len(apply)}
+    return {
+        "instances": len(inst),
+        "load_s": statistics.median(load),
+        "build_s": build,
+        "apply_ms": 1000 * statistics.median(apply),
+        "apply_max_ms": 1000 * max(apply),
+        "n_apply": len(apply),
+    }
 
 
 def _pg_database(admin_url: str):
@@ -229,8 +246,14 @@ def _pg_database(admin_url: str):
 
 
 def _machine() -> str:
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor())
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()[0]
     return f"{nproc} cores ({model}), load average {load:.1f} at the start, Python {platform.python_version()}"
@@ -239,8 +262,11 @@ def _machine() -> str:
 def main() -> None:
     """``--only-postgres`` skips SQLite and live calibration (quick PostgreSQL check, no results file)."""
     if "--only-postgres" in sys.argv:
-        pg_url, drop = _pg_database(os.environ.get("REFORM_BENCH_POSTGRES_URL") or os.environ.get(
-            "REFORM_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/postgres")
+        pg_url, drop = _pg_database(
+            os.environ.get("REFORM_BENCH_POSTGRES_URL")
+            or os.environ.get("REFORM_TEST_POSTGRES_URL")
+            or "postgresql://postgres@127.0.0.1:5432/postgres"
+        )
         try:
             print(bench_queue(pg_url, "PostgreSQL"))
         finally:
@@ -256,8 +282,11 @@ def main() -> None:
         print("SQLite: live calibration…", flush=True)
         live = bench_live(url)
         print(f"  {live}", flush=True)
-    pg_admin = (os.environ.get("REFORM_BENCH_POSTGRES_URL") or os.environ.get("REFORM_TEST_POSTGRES_URL")
-                or "postgresql://postgres@127.0.0.1:5432/postgres")
+    pg_admin = (
+        os.environ.get("REFORM_BENCH_POSTGRES_URL")
+        or os.environ.get("REFORM_TEST_POSTGRES_URL")
+        or "postgresql://postgres@127.0.0.1:5432/postgres"
+    )
     try:
         pg_url, drop = _pg_database(pg_admin)
     except Exception as exc:  # noqa: BLE001 - PostgreSQL is optional for the bench
@@ -288,11 +317,18 @@ def main() -> None:
     for name, r in rows:
         for w, _, _ in WORKLOADS:
             x = r[w]
-            lines.append(f"| {name} | {w} | {x['claims']:.0f} | {x['p50']:.1f} | {x['p95']:.1f} | {x['p99']:.1f} "
-                         f"| ≤ 20 | {x['decide_p50']:.1f} | {x['decide_p95']:.1f} | {x['load']:.1f} |")
-    lines += ["", "One annotator alone (median of 50 claims): wall time, this process's CPU time, and round trips "
-              "to the server per claim (PostgreSQL, libpq trace):", "",
-              "| database | claim wall (ms) | client CPU (ms) | round trips |", "|---|---|---|---|"]
+            lines.append(
+                f"| {name} | {w} | {x['claims']:.0f} | {x['p50']:.1f} | {x['p95']:.1f} | {x['p99']:.1f} "
+                f"| ≤ 20 | {x['decide_p50']:.1f} | {x['decide_p95']:.1f} | {x['load']:.1f} |"
+            )
+    lines += [
+        "",
+        "One annotator alone (median of 50 claims): wall time, this process's CPU time, and round trips "
+        "to the server per claim (PostgreSQL, libpq trace):",
+        "",
+        "| database | claim wall (ms) | client CPU (ms) | round trips |",
+        "|---|---|---|---|",
+    ]
     for name, r in rows:
         a = r["alone"]
         lines.append(f"| {name} | {a['wall_ms']:.2f} | {a['cpu_ms']:.2f} | {a['trips'] if a['trips'] else '—'} |")

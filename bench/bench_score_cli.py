@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_import import old_tree  # noqa: E402  (the commit's tree, extracted)
 from bench.machine import machine_line  # noqa: E402
 
-
 # byte-code caches written and used (a machine may set PYTHONDONTWRITEBYTECODE, which would make every
 # run compile every module of the tree again: a cost that grows with the code, not with the work)
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -57,8 +56,27 @@ def timed(cmd: list[str], runs: int, cwd: Path = ROOT) -> tuple[list[float], lis
 
 def build_db(code: Path, db: str) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "reform_core", "simulate", "--db", db, "--seed", "0", "--scale", "paper",
-                    "--adjudicate", "300", "--json"], check=True, cwd=code, capture_output=True, env=ENV)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reform_core",
+            "simulate",
+            "--db",
+            db,
+            "--seed",
+            "0",
+            "--scale",
+            "paper",
+            "--adjudicate",
+            "300",
+            "--json",
+        ],
+        check=True,
+        cwd=code,
+        capture_output=True,
+        env=ENV,
+    )
     return time.perf_counter() - t
 
 
@@ -137,14 +155,15 @@ def main() -> None:
         rc = [a / b for a, b in zip(cpus, oc)]
         ers = [a / b for a, b in zip(ewalls, eow)]
         erc = [a / b for a, b in zip(ecpus, eoc)]
+
         def slower(ratios: list[float]) -> str:
             # one-sided sign test: how likely this many slower pairs are if neither code is faster
             k, n = sum(r > 1.0 for r in ratios), len(ratios)
-            p = sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
+            p = sum(math.comb(n, j) for j in range(k, n + 1)) / 2**n
             return f"{k} of {n} (p = {p:.2f})"
 
         lines += [
-            f"Same run, interleaved with the code of `{args.baseline}` (issue 16: \"nothing in the already-holds line regresses\"; "
+            f'Same run, interleaved with the code of `{args.baseline}` (issue 16: "nothing in the already-holds line regresses"; '
             "ratio = this code / that code per pair of runs, then the median; ≤ 1.00 holds; *slower pairs*: pairs whose "
             "ratio exceeds 1, with the one-sided sign-test probability of at least that many if neither code were faster):",
             "",

@@ -83,10 +83,10 @@ def paper_db() -> str:
     done = db.with_suffix(".done")
     url = f"sqlite:///{db}"
     if not done.exists():
+        from reform_core.services.accounts.users import create_user
         from reform_core.services.adjudication import adjudication as S
         from reform_core.services.data.simulated import simulate_into
         from reform_core.services.platform.uow import dispose_engines, get_engine
-        from reform_core.services.accounts.users import create_user
 
         OUT.mkdir(parents=True, exist_ok=True)
         db.unlink(missing_ok=True)
@@ -109,8 +109,8 @@ def ensure_cluster_plan(url: str, decisions: int) -> None:
     estimator then scores the project with it)."""
     from sqlalchemy import text
 
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.adjudication.planning import create_cluster_plan
     from reform_core.services.platform.uow import dispose_engines, get_engine
 
@@ -133,8 +133,9 @@ def ensure_cluster_plan(url: str, decisions: int) -> None:
 
 def run_project(url: str, cycles: int) -> dict:
     """One project in a fresh process (so RSS is this project's): prints a JSON line."""
-    out = subprocess.run([sys.executable, __file__, "--child", url, "--cycles", str(cycles)], cwd=ROOT,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", url, "--cycles", str(cycles)], cwd=ROOT, capture_output=True, text=True
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-4000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -146,8 +147,8 @@ def child(url: str, cycles: int) -> None:
     from streamlit.testing.v1 import AppTest
 
     from pages.components import state
-    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.accounts.auth import Principal
+    from reform_core.services.adjudication import adjudication as S
     from reform_core.services.platform.uow import get_engine
 
     eng = get_engine(url)
@@ -198,9 +199,25 @@ def child(url: str, cycles: int) -> None:
         decide()
         ov_after.append(timed(lambda: at.run()))
         assert not at.exception, at.exception
-    print(json.dumps({"instances": n_inst, "cold_overview": cold, "cold_scores": cold_scores, "unchanged": unchanged,
-                      "after": after, "interval_bg": ivl_bg, "updating": updating, "unchanged_after": unchanged_after,
-                      "rss": rss, "peak_reset": peak_reset, "stats": stats, "ov_unchanged": ov_unchanged, "ov_after": ov_after}))
+    print(
+        json.dumps(
+            {
+                "instances": n_inst,
+                "cold_overview": cold,
+                "cold_scores": cold_scores,
+                "unchanged": unchanged,
+                "after": after,
+                "interval_bg": ivl_bg,
+                "updating": updating,
+                "unchanged_after": unchanged_after,
+                "rss": rss,
+                "peak_reset": peak_reset,
+                "stats": stats,
+                "ov_unchanged": ov_unchanged,
+                "ov_after": ov_after,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -235,7 +252,7 @@ def main() -> None:
         "SQLite, local mode; a decision = claim + decide through the services as the Adjudicate page does; "
         f"{a.cycles} cycles of decide → Scores rerun per project; each project in a fresh process",
         "- the Scores page's default labels: the default estimator (question-cluster) over the pair's cluster plan "
-        f"(\"cluster plan\", {CLUSTER_DECISIONS['paper']:,} / {CLUSTER_DECISIONS['tenx']:,} of its tasks decided at paper "
+        f'("cluster plan", {CLUSTER_DECISIONS["paper"]:,} / {CLUSTER_DECISIONS["tenx"]:,} of its tasks decided at paper '
         "scale / 10× before the run; the benchmark's decisions are added to it)",
         "- after a decision the Scores rerun applies it to the kept scored state (every point current) and shows "
         "the previous intervals marked *updating* while a background thread recomputes them (time reported apart)",
@@ -247,31 +264,50 @@ def main() -> None:
     for k, r in res.items():
         u = med(r["unchanged"])
         ratio = med(r["after"]) / u
-        lines.append(f"| {label[k]} | {r['instances']:,} | {r['cold_scores']:.1f} | {u:.2f} | {med(r['after']):.2f} / "
-                     f"{max(r['after']):.2f} | {ratio:.2f} ({'yes' if ratio <= 2 else 'no'}) | "
-                     f"{med(r['interval_bg']):.1f} | {sum(r['updating'])}/{len(r['updating'])} | "
-                     f"{r['stats']['rescored']} / {r['stats']['rebuilt']} |")
-    lines += ["", "App memory (RSS of the process, MB) after the first Scores open and after each decide → Scores cycle, "
-              "each read once the background recomputations (intervals, auxiliary analyses) are done; peaks (VmHWM) of "
-              "the cold open and of the cycles apart (reset in between):",
-              "", "| project | after open | after each cycle | growth first → last cycle | peak of the open | "
-              "peak of the cycles | target |", "|---|---:|---|---:|---:|---:|---|"]
+        lines.append(
+            f"| {label[k]} | {r['instances']:,} | {r['cold_scores']:.1f} | {u:.2f} | {med(r['after']):.2f} / "
+            f"{max(r['after']):.2f} | {ratio:.2f} ({'yes' if ratio <= 2 else 'no'}) | "
+            f"{med(r['interval_bg']):.1f} | {sum(r['updating'])}/{len(r['updating'])} | "
+            f"{r['stats']['rescored']} / {r['stats']['rebuilt']} |"
+        )
+    lines += [
+        "",
+        "App memory (RSS of the process, MB) after the first Scores open and after each decide → Scores cycle, "
+        "each read once the background recomputations (intervals, auxiliary analyses) are done; peaks (VmHWM) of "
+        "the cold open and of the cycles apart (reset in between):",
+        "",
+        "| project | after open | after each cycle | growth first → last cycle | peak of the open | "
+        "peak of the cycles | target |",
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
     for k, r in res.items():
         cyc = [x[0] for x in r["rss"][1:]]
         open_peak, peak = r["rss"][0][1], r["rss"][-1][1]
         target = "flat, ≤ 2048 in the cycles" if k == "tenx" else "flat"
         ok = (cyc[-1] - cyc[0] <= 0.1 * cyc[0]) and (k != "tenx" or (max(cyc) <= 2048 and peak <= 2048))
-        lines.append(f"| {label[k]} | {r['rss'][0][0]:.0f} | {', '.join(f'{x:.0f}' for x in cyc)} | "
-                     f"{cyc[-1] - cyc[0]:+.0f} | {open_peak:.0f} | {peak:.0f}{'' if r['peak_reset'] else ' (not reset)'} | "
-                     f"{target}: {'yes' if ok else 'no'} |")
-    lines += ["", "| project | Overview unchanged rerun (s, median) | Overview after a new decision (s, median / max) | "
-              "target (10×) ≤ 1 s |", "|---|---:|---|---|"]
+        lines.append(
+            f"| {label[k]} | {r['rss'][0][0]:.0f} | {', '.join(f'{x:.0f}' for x in cyc)} | "
+            f"{cyc[-1] - cyc[0]:+.0f} | {open_peak:.0f} | {peak:.0f}{'' if r['peak_reset'] else ' (not reset)'} | "
+            f"{target}: {'yes' if ok else 'no'} |"
+        )
+    lines += [
+        "",
+        "| project | Overview unchanged rerun (s, median) | Overview after a new decision (s, median / max) | "
+        "target (10×) ≤ 1 s |",
+        "|---|---:|---|---|",
+    ]
     for k, r in res.items():
         m = med(r["ov_after"])
-        lines.append(f"| {label[k]} | {med(r['ov_unchanged']):.2f} | {m:.2f} / {max(r['ov_after']):.2f} | "
-                     f"{('yes' if m <= 1 else 'no') if k == 'tenx' else '—'} |")
-    lines += ["", f"Command: `flock /work/bench.lock nice -n 5 python bench/bench_scores.py --scale {' '.join(a.scale)} "
-              f"--cycles {a.cycles}`", ""]
+        lines.append(
+            f"| {label[k]} | {med(r['ov_unchanged']):.2f} | {m:.2f} / {max(r['ov_after']):.2f} | "
+            f"{('yes' if m <= 1 else 'no') if k == 'tenx' else '—'} |"
+        )
+    lines += [
+        "",
+        f"Command: `flock /work/bench.lock nice -n 5 python bench/bench_scores.py --scale {' '.join(a.scale)} "
+        f"--cycles {a.cycles}`",
+        "",
+    ]
     out = ROOT / "bench" / "results" / "scores.md"
     out.write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))

@@ -22,12 +22,11 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.loop_reference import loop_table2  # noqa: E402
 from bench.machine import cpu_model  # noqa: E402
-
 from reform_core.calibration import calibrate_stratified, stratum_rates  # noqa: E402
 from reform_core.metrics import reform  # noqa: E402
 from reform_core.metrics.intervals import bootstrap_intervals  # noqa: E402
-from bench.loop_reference import loop_table2  # noqa: E402
 from reform_core.simulate import simulate  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "scoring.md"
@@ -48,7 +47,6 @@ def peak_mib(fn) -> float:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return peak / 2**20
-
 
 
 def main() -> None:
@@ -74,19 +72,28 @@ def main() -> None:
     loop = loop.set_index("model")
     cols = ["tcpr", "emcr", "r1", "r2", "r3", "c1", "c2", "c3"]
     max_diff = float(np.nanmax(np.abs(merged[cols].to_numpy() - loop.loc[merged.index, cols].to_numpy())))
-    counts_equal = bool((merged[["n1", "n2", "n3"]].to_numpy() == loop.loc[merged.index, ["n1", "n2", "n3"]].to_numpy()).all())
+    counts_equal = bool(
+        (merged[["n1", "n2", "n3"]].to_numpy() == loop.loc[merged.index, ["n1", "n2", "n3"]].to_numpy()).all()
+    )
 
-    t_boot_q, _ = median_time(lambda: bootstrap_intervals(cal, n_boot=2000, rng=np.random.default_rng(0), index=index), 3)
+    t_boot_q, _ = median_time(
+        lambda: bootstrap_intervals(cal, n_boot=2000, rng=np.random.default_rng(0), index=index), 3
+    )
     t_boot_adj, ci_adj = median_time(
-        lambda: bootstrap_intervals(cal, n_boot=2000, rng=np.random.default_rng(0), rates=rates, index=index), 3)
+        lambda: bootstrap_intervals(cal, n_boot=2000, rng=np.random.default_rng(0), rates=rates, index=index), 3
+    )
 
     mem_tables = peak_mib(all_tables)
-    mem_boot = peak_mib(lambda: bootstrap_intervals(cal, n_boot=2000, rng=np.random.default_rng(0), rates=rates, index=index))
+    mem_boot = peak_mib(
+        lambda: bootstrap_intervals(cal, n_boot=2000, rng=np.random.default_rng(0), rates=rates, index=index)
+    )
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     t2 = tabs["table2"]
     a8 = tabs["a8"]
-    ci = ci_adj[ci_adj["metric"].isin(["tcpr", "emcr"])].pivot(index="model", columns="metric", values=["ci_low", "ci_high"])
+    ci = ci_adj[ci_adj["metric"].isin(["tcpr", "emcr"])].pivot(
+        index="model", columns="metric", values=["ci_low", "ci_high"]
+    )
     n_units = int(a8[["n1", "n2", "n3"]].to_numpy().sum())
     lines = [
         "## Scoring engine (bench/bench_scoring.py)",

@@ -37,8 +37,12 @@ RAW = Path(__file__).resolve().parent / "results" / "raw" / "small_plan"
 REVISION = "p2"  # estimator revision in the cache key
 HALF_WIDTH = 6.0
 HUMAN_ERROR = 0.05
-RULES = {"every metric": ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level"),
-         "products": ("tcpr", "emcr", "r1", "r2", "r3"), "joint products only": ("emcr", "r1", "r2", "r3"), "none": ()}
+RULES = {
+    "every metric": ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level"),
+    "products": ("tcpr", "emcr", "r1", "r2", "r3"),
+    "joint products only": ("emcr", "r1", "r2", "r3"),
+    "none": (),
+}
 METRICS = ("tcpr", "constraint_level")
 
 
@@ -56,13 +60,17 @@ def replicate(seed: int) -> pd.DataFrame:
     inst = sim.instances()
     inst = inst[inst["condition"] == CONDITION_MAIN].reset_index(drop=True)
     ja, jb = "label_judge_a", "label_judge_b"
-    design, table = planner.plan_for_half_width(inst, half_width=HALF_WIDTH, metric="tcpr", seed=seed,
-                                                judge_a=ja, judge_b=jb)
+    design, table = planner.plan_for_half_width(
+        inst, half_width=HALF_WIDTH, metric="tcpr", seed=seed, judge_a=ja, judge_b=jb
+    )
     tasks = draws.draw(inst, design, judge_a=ja, judge_b=jb)
     by_iid = inst.set_index(INSTANCE_KEY)
-    reference = pd.Series(design.second_opinion_reference(tasks["iid"], tasks["kind"],
-                                                          by_iid[ja].reindex(tasks["iid"]).to_numpy(dtype=float)),
-                          index=tasks["iid"].to_numpy())
+    reference = pd.Series(
+        design.second_opinion_reference(
+            tasks["iid"], tasks["kind"], by_iid[ja].reindex(tasks["iid"]).to_numpy(dtype=float)
+        ),
+        index=tasks["iid"].to_numpy(),
+    )
     rng = np.random.default_rng([seed, 36])
     decisions = simulated_decisions(by_iid["truth"].astype(float), tasks, HUMAN_ERROR, rng, reference=reference)
     index = build_index(inst, condition=None)
@@ -72,12 +80,32 @@ def replicate(seed: int) -> pd.DataFrame:
     try:
         for rule, floored in RULES.items():
             variance.FLOORED_METRICS = floored
-            est = cluster.estimate(inst, tasks, decisions, design, judge_a=ja, judge_b=jb, error_boot=0,
-                                   rng=np.random.default_rng(seed), index=index)
+            est = cluster.estimate(
+                inst,
+                tasks,
+                decisions,
+                design,
+                judge_a=ja,
+                judge_b=jb,
+                error_boot=0,
+                rng=np.random.default_rng(seed),
+                index=index,
+            )
             t = est.table.set_index("model")
-            rows += [{"rule": rule, "model": m, "metric": k, "truth": truth[(m, k)], "estimate": t.loc[m, k],
-                      "lo": t.loc[m, f"{k}_lo"], "hi": t.loc[m, f"{k}_hi"], "predicted": predicted[m]}
-                     for m in t.index for k in METRICS]
+            rows += [
+                {
+                    "rule": rule,
+                    "model": m,
+                    "metric": k,
+                    "truth": truth[(m, k)],
+                    "estimate": t.loc[m, k],
+                    "lo": t.loc[m, f"{k}_lo"],
+                    "hi": t.loc[m, f"{k}_hi"],
+                    "predicted": predicted[m],
+                }
+                for m in t.index
+                for k in METRICS
+            ]
     finally:
         variance.FLOORED_METRICS = kept
     return pd.DataFrame(rows).assign(seed=seed)
@@ -106,21 +134,26 @@ def report(wall: float, command: str) -> str:
     files = sorted((RAW / REVISION).glob("*.csv"))
     df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     seeds = df["seed"].nunique()
-    lines = ["## The default estimator on a planner-sized plan (bench/bench_small_plan.py)", "",
-             f"- {machine_line()}; wall time of this invocation {wall / 60:.0f} min (replicates cached).",
-             f"- Command: `{command}`; {seeds} replicates (simulator seeds {df['seed'].min()}–{df['seed'].max()}) × 3 "
-             f"models; 240 questions, judges wrong together on 1 %, adjudicators erring {HUMAN_ERROR:.0%}; plan "
-             f"`--target-half-width {HALF_WIDTH:g} --metric tcpr`.",
-             "- The audit floor's rules compared on the same decisions (module docstring); the product floors every "
-             "metric.", "",
-             "| floor on | metric | bias (pp) ± se | coverage (95 % CI) | mean half-width | planner's half-width |",
-             "|---|---|---:|---|---:|---:|"]
+    lines = [
+        "## The default estimator on a planner-sized plan (bench/bench_small_plan.py)",
+        "",
+        f"- {machine_line()}; wall time of this invocation {wall / 60:.0f} min (replicates cached).",
+        f"- Command: `{command}`; {seeds} replicates (simulator seeds {df['seed'].min()}–{df['seed'].max()}) × 3 "
+        f"models; 240 questions, judges wrong together on 1 %, adjudicators erring {HUMAN_ERROR:.0%}; plan "
+        f"`--target-half-width {HALF_WIDTH:g} --metric tcpr`.",
+        "- The audit floor's rules compared on the same decisions (module docstring); the product floors every metric.",
+        "",
+        "| floor on | metric | bias (pp) ± se | coverage (95 % CI) | mean half-width | planner's half-width |",
+        "|---|---|---:|---|---:|---:|",
+    ]
     for (rule, metric), d in df.groupby(["rule", "metric"], sort=False):
         err = d["estimate"] - d["truth"]
         hit = ((d["lo"] <= d["truth"]) & (d["truth"] <= d["hi"])).to_numpy()
         pred = f"{d['predicted'].mean():.2f}" if metric == "tcpr" else "—"
-        lines.append(f"| {rule} | {metric.replace('_', ' ')} | {err.mean():+.2f} ± {err.std(ddof=1) / np.sqrt(len(err)):.2f} "
-                     f"| {_coverage(hit)} | {((d['hi'] - d['lo']) / 2).mean():.2f} | {pred} |")
+        lines.append(
+            f"| {rule} | {metric.replace('_', ' ')} | {err.mean():+.2f} ± {err.std(ddof=1) / np.sqrt(len(err)):.2f} "
+            f"| {_coverage(hit)} | {((d['hi'] - d['lo']) / 2).mean():.2f} | {pred} |"
+        )
     return "\n".join(lines) + "\n"
 
 

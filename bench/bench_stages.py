@@ -71,8 +71,17 @@ def clustered(seed: int, error: float, questions: int):
     drng = np.random.default_rng([seed, 1, int(round(1000 * error))])
     params, tasks, decisions = planned_decisions(inst, ja, jb, seed, error, drng)
     index = build_index(inst)
-    return Replicate(inst, ja, jb, params, tasks, decisions, index, reform.table2(inst, p="truth", index=index)
-                     .set_index("model"), drng)
+    return Replicate(
+        inst,
+        ja,
+        jb,
+        params,
+        tasks,
+        decisions,
+        index,
+        reform.table2(inst, p="truth", index=index).set_index("model"),
+        drng,
+    )
 
 
 def one(args) -> pd.DataFrame:
@@ -86,19 +95,37 @@ def one(args) -> pd.DataFrame:
     if scenario == "clustered":
         r = clustered(seed, error, questions)
     else:
-        r = adjudicated_replicate(seed, scale="paper", human_error=error, both_wrong=0.01, n_questions=questions,
-                                  n_instructions=4 * questions)
+        r = adjudicated_replicate(
+            seed, scale="paper", human_error=error, both_wrong=0.01, n_questions=questions, n_instructions=4 * questions
+        )
     rows = []
     for stage in SCENARIO_STAGES[scenario]:
         dec = at_stage(r.decisions, r.tasks, stage, np.random.default_rng([seed, 7]))
-        data = base.EstimationData(instances=r.instances, decisions=dec, judge_a=r.judge_a, judge_b=r.judge_b,
-                                   design=r.params, tasks=r.tasks, index=r.index)
+        data = base.EstimationData(
+            instances=r.instances,
+            decisions=dec,
+            judge_a=r.judge_a,
+            judge_b=r.judge_b,
+            design=r.params,
+            tasks=r.tasks,
+            index=r.index,
+        )
         est = base.get("cluster").estimate(data, base.Options(intervals=True, reps=100, refits=3, seed=seed))
         for x in est.intervals[est.intervals["metric"].isin(METRICS)].itertuples(index=False):
-            rows.append({"seed": seed, "error": error, "scenario": scenario, "stage": stage, "model": x.model,
-                         "metric": x.metric,
-                         "estimate": x.estimate, "truth": r.truth.loc[x.model, x.metric],
-                         "lo": x.measurement_lo, "hi": x.measurement_hi})
+            rows.append(
+                {
+                    "seed": seed,
+                    "error": error,
+                    "scenario": scenario,
+                    "stage": stage,
+                    "model": x.model,
+                    "metric": x.metric,
+                    "estimate": x.estimate,
+                    "truth": r.truth.loc[x.model, x.metric],
+                    "lo": x.measurement_lo,
+                    "hi": x.measurement_hi,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -108,8 +135,13 @@ def raw_path(seed: int, error: float, questions: int, scenario: str = "base") ->
 
 
 def run(seeds, questions: int, jobs: int, deadline: float | None, scenarios=("base",)) -> None:
-    todo = [(s, e, questions, sc) for sc in scenarios for e in (ERRORS if sc == "base" else (0.05,)) for s in seeds
-            if not raw_path(s, e, questions, sc).exists()]
+    todo = [
+        (s, e, questions, sc)
+        for sc in scenarios
+        for e in (ERRORS if sc == "base" else (0.05,))
+        for s in seeds
+        if not raw_path(s, e, questions, sc).exists()
+    ]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for args, frame in zip(todo, pool.map(one, todo)):
             path = raw_path(*args)
@@ -132,27 +164,44 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         has = g["lo"].notna()
         hit = ((g["lo"] <= g["truth"]) & (g["truth"] <= g["hi"]))[has]
         ci = binomtest(int(hit.sum()), int(has.sum())).proportion_ci() if has.any() else None
-        rows.append({"scenario": scenario, "adjudicator error": f"{100 * error:.0f} %", "stage": stage,
-                     "metric": metric.upper(),
-                     "bias (pp)": f"{err.mean():+.2f} ± {err.std(ddof=1) / np.sqrt(len(err)):.2f}",
-                     "coverage": f"{100 * hit.mean():.1f} % ({100 * ci.low:.1f}–{100 * ci.high:.1f})" if ci else "—",
-                     "intervals": f"{int(has.sum())}/{len(g)}",
-                     "mean width (pp)": f"{(g['hi'] - g['lo'])[has].mean():.2f}",
-                     "worst |error| / half-width": f"{(err.abs() / ((g['hi'] - g['lo']) / 2))[has].max():.2f}"})
+        rows.append(
+            {
+                "scenario": scenario,
+                "adjudicator error": f"{100 * error:.0f} %",
+                "stage": stage,
+                "metric": metric.upper(),
+                "bias (pp)": f"{err.mean():+.2f} ± {err.std(ddof=1) / np.sqrt(len(err)):.2f}",
+                "coverage": f"{100 * hit.mean():.1f} % ({100 * ci.low:.1f}–{100 * ci.high:.1f})" if ci else "—",
+                "intervals": f"{int(has.sum())}/{len(g)}",
+                "mean width (pp)": f"{(g['hi'] - g['lo'])[has].mean():.2f}",
+                "worst |error| / half-width": f"{(err.abs() / ((g['hi'] - g['lo']) / 2))[has].max():.2f}",
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def report(questions: int) -> str:
     files = sorted((RAW / f"{REVISION}_q{questions}").glob("*.csv"))
     df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else pd.DataFrame()
-    n = (df.assign(scenario=df.get("scenario", "base")).fillna({"scenario": "base"})
-         .groupby(["scenario", "error"])["seed"].nunique().to_dict() if len(df) else {})
-    lines = ["## The default estimator at every stage of the work (bench/bench_stages.py)", "",
-             f"- {machine_line()}",
-             f"- Command: `python bench/bench_stages.py --replicates N --jobs 2 --questions {questions}`; "
-             f"replicates per adjudicator error: {n}; ReFormBench-shaped simulator, {questions} questions, "
-             "10 models, judges wrong together on 1 %, correlated truths; stages of bench/stages.py",
-             "- Targets (issue 13): |bias| ≤ 0.2 pp, measurement coverage 93–97 %.", ""]
+    n = (
+        df.assign(scenario=df.get("scenario", "base"))
+        .fillna({"scenario": "base"})
+        .groupby(["scenario", "error"])["seed"]
+        .nunique()
+        .to_dict()
+        if len(df)
+        else {}
+    )
+    lines = [
+        "## The default estimator at every stage of the work (bench/bench_stages.py)",
+        "",
+        f"- {machine_line()}",
+        f"- Command: `python bench/bench_stages.py --replicates N --jobs 2 --questions {questions}`; "
+        f"replicates per adjudicator error: {n}; ReFormBench-shaped simulator, {questions} questions, "
+        "10 models, judges wrong together on 1 %, correlated truths; stages of bench/stages.py",
+        "- Targets (issue 13): |bias| ≤ 0.2 pp, measurement coverage 93–97 %.",
+        "",
+    ]
     if len(df):
         t = summary(df)
         lines += ["| " + " | ".join(t.columns) + " |", "|" + "---|" * len(t.columns)]
@@ -172,8 +221,13 @@ def main() -> None:
     a = ap.parse_args()
     if not a.collect:
         deadline = time.time() + 60 * a.minutes if a.minutes else None
-        run(range(a.first_seed + 1, a.first_seed + a.replicates + 1), a.questions, a.jobs, deadline,
-            tuple(a.scenarios.split(",")))
+        run(
+            range(a.first_seed + 1, a.first_seed + a.replicates + 1),
+            a.questions,
+            a.jobs,
+            deadline,
+            tuple(a.scenarios.split(",")),
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(report(a.questions), encoding="utf-8")
     print(OUT.read_text(encoding="utf-8"))

@@ -57,10 +57,18 @@ ERRORS = (0.0, 0.05, 0.10)
 BOTH_WRONG = (0.0, 0.01)
 CORRELATED = (True, False)
 BASE = (0.05, 0.01, True)
-LABELS = {"cluster": "default (question-cluster)", "stratified": "stratified (paper's rule)", "pooled": "pooled",
-          "judge_a": "judge A raw", "judge_b": "judge B raw", "ppi++": "PPI++ (uniform sample, same size)"}
+LABELS = {
+    "cluster": "default (question-cluster)",
+    "stratified": "stratified (paper's rule)",
+    "pooled": "pooled",
+    "judge_a": "judge A raw",
+    "judge_b": "judge B raw",
+    "ppi++": "PPI++ (uniform sample, same size)",
+}
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
-REVISION = "v10-floor-products"  # estimator revision in the cache key (raw results of another revision are not mixed in)
+REVISION = (
+    "v10-floor-products"  # estimator revision in the cache key (raw results of another revision are not mixed in)
+)
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 METRIC_LABELS = {"constraint_level": "constraint level"}
 
@@ -78,8 +86,12 @@ def scenarios(design_name: str) -> list[tuple[float, float, bool]]:
     if design_name == "full":
         return list(itertools.product(ERRORS, BOTH_WRONG, CORRELATED))
     e0, b0, c0 = BASE
-    out = [BASE] + [(e, b0, c0) for e in ERRORS if e != e0] + [(e0, b, c0) for b in BOTH_WRONG if b != b0] \
+    out = (
+        [BASE]
+        + [(e, b0, c0) for e in ERRORS if e != e0]
+        + [(e0, b, c0) for b in BOTH_WRONG if b != b0]
         + [(e0, b0, c) for c in CORRELATED if c != c0]
+    )
     return out
 
 
@@ -128,8 +140,8 @@ def one(args) -> list[Path]:
     warnings.filterwarnings("ignore")
     pd.set_option("future.infer_string", False)  # object strings: see the module docstring
     from bench.ppi_baseline import comparator
-    from reform_core.simulate import simulate
     from bench.validation import run_replicate
+    from reform_core.simulate import simulate
 
     paths = [raw_path(tag, sc, seed) for sc in group]
     todo = [(sc, p) for sc, p in zip(group, paths) if not p.exists()]
@@ -140,8 +152,16 @@ def one(args) -> list[Path]:
         t_sim = time.perf_counter() - t0
         for (e, b, c), path in todo:
             t1 = time.perf_counter()
-            rep = run_replicate(seed, human_error=e, both_wrong=b, correlated=c, n_boot=n_boot, error_boot=error_boot,
-                                extra=comparator(e), project=project)
+            rep = run_replicate(
+                seed,
+                human_error=e,
+                both_wrong=b,
+                correlated=c,
+                n_boot=n_boot,
+                error_boot=error_boot,
+                extra=comparator(e),
+                project=project,
+            )
             rep["seconds"] = time.perf_counter() - t1 + t_sim / len(todo)
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
@@ -164,19 +184,25 @@ def section(name: str, reps: pd.DataFrame, metrics: tuple = METRICS) -> list[str
     n_rep = reps["seed"].nunique()
     dec = reps[(reps["estimator"] == "cluster") & (reps["metric"] == "tcpr")]["decisions"].mean()
     secs = reps.drop_duplicates("seed")["seconds"]
-    lines = [f"#### {name}", "",
-             f"{n_rep} replicates × {reps['model'].nunique()} models; {dec:,.0f} human decisions per model on average "
-             f"(default plan; PPI++ gets the same number); {secs.median():.1f} s per replicate (median, wall, "
-             "shared machine).", "",
-             "| estimator | metric | bias (pp) ± se | MAE | measurement coverage (95 % CI) | width | population coverage | width |",
-             "|---|---|---:|---:|---|---:|---:|---:|"]
+    lines = [
+        f"#### {name}",
+        "",
+        f"{n_rep} replicates × {reps['model'].nunique()} models; {dec:,.0f} human decisions per model on average "
+        f"(default plan; PPI++ gets the same number); {secs.median():.1f} s per replicate (median, wall, "
+        "shared machine).",
+        "",
+        "| estimator | metric | bias (pp) ± se | MAE | measurement coverage (95 % CI) | width | population coverage | width |",
+        "|---|---|---:|---:|---|---:|---:|---:|",
+    ]
     order = {k: i for i, k in enumerate(LABELS)}
     s = s.assign(_o=s["estimator"].map(order), _m=s["metric"].map({m: i for i, m in enumerate(metrics)}))
     for _, r in s[s["metric"].isin(metrics)].sort_values(["_o", "_m"]).iterrows():
         w = "—" if pd.isna(r["width"]) else f"{r['width']:.2f}"
         pw = "—" if pd.isna(r["pop_width"]) else f"{r['pop_width']:.2f}"
-        lines.append(f"| {LABELS.get(r['estimator'], r['estimator'])} | {metric_label(r['metric'])} | {r['bias']:+.3f} ± "
-                     f"{r['bias_se']:.3f} | {r['mae']:.3f} | {_fmt_cov(r)} | {w} | {_fmt_cov(r, 'pop_')} | {pw} |")
+        lines.append(
+            f"| {LABELS.get(r['estimator'], r['estimator'])} | {metric_label(r['metric'])} | {r['bias']:+.3f} ± "
+            f"{r['bias_se']:.3f} | {r['mae']:.3f} | {_fmt_cov(r)} | {w} | {_fmt_cov(r, 'pop_')} | {pw} |"
+        )
     return lines + [""]
 
 
@@ -185,21 +211,28 @@ def verdict(all_reps: dict[str, pd.DataFrame], metrics: tuple = METRICS) -> tupl
     Clopper–Pearson 95 % interval); also counts (passed, checked)."""
     from bench.validation import summarize
 
-    lines = ["| scenario | metric | bias ≤ 0.2 pp (± se) | coverage 93–97 % (95 % CI) | width ≤ PPI++ |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| scenario | metric | bias ≤ 0.2 pp (± se) | coverage 93–97 % (95 % CI) | width ≤ PPI++ |",
+        "|---|---|---|---|---|",
+    ]
     ok_n = total = 0
     for name, reps in all_reps.items():
         s = summarize(reps.drop(columns=["seconds"])).set_index(["estimator", "metric"])
         for metric in metrics:
             r = s.loc[("cluster", metric)]
             ppi_w = s.loc[("ppi++", metric), "width"] if ("ppi++", metric) in s.index else float("nan")
-            checks = (abs(r["bias"]) <= TARGET["bias"], TARGET["coverage"][0] <= r["coverage"] <= TARGET["coverage"][1],
-                      r["width"] <= ppi_w)
+            checks = (
+                abs(r["bias"]) <= TARGET["bias"],
+                TARGET["coverage"][0] <= r["coverage"] <= TARGET["coverage"][1],
+                r["width"] <= ppi_w,
+            )
             ok_n += sum(checks)
             total += 3
             yn = ["yes" if c else "NO" for c in checks]
-            lines.append(f"| {name} | {metric_label(metric)} | {yn[0]} ({r['bias']:+.3f} ± {r['bias_se']:.3f}) | "
-                         f"{yn[1]} ({_fmt_cov(r)}) | {yn[2]} ({r['width']:.2f} vs {ppi_w:.2f}) |")
+            lines.append(
+                f"| {name} | {metric_label(metric)} | {yn[0]} ({r['bias']:+.3f} ± {r['bias_se']:.3f}) | "
+                f"{yn[1]} ({_fmt_cov(r)}) | {yn[2]} ({r['width']:.2f} vs {ppi_w:.2f}) |"
+            )
     return lines, ok_n, total
 
 
@@ -208,34 +241,52 @@ def elsewhere_section(reps_by: dict[str, pd.DataFrame]) -> list[str]:
     measurement coverage ≥ 88 % for TCPR and EMCR."""
     from bench.validation import summarize
 
-    lines = ["### A project generated elsewhere (bench/independent_project.py)", "",
-             "An independent generator (no code shared with `reform_core/simulate.py`; latent-class truths, targets "
-             "recurring within small per-question pools, judge errors by category and by position, both-wrong errors "
-             "clustered on ambiguous targets, 6 heterogeneous asymmetric adjudicators), 360 questions × 6 models, run "
-             "through the command line (`bench/elsewhere_cli.py`): its project imported into a fresh SQLite database, "
-             "`plan --judges judge-a,judge-b --seed S` (the default plan), then rounds of `tasks --out` → the "
-             "generator's adjudicators decide every line → `import` (second opinions come back as tasks), and "
-             "`score --json --intervals`. Target (issue 13): |bias| ≤ 0.5 pp and measurement coverage ≥ 88 % for "
-             "TCPR and EMCR.", "",
-             "| adjudicators | metric | replicates | bias (pp) ± se | MAE | coverage (95 % CI) | width | target |",
-             "|---|---|---:|---:|---:|---|---:|---|"]
+    lines = [
+        "### A project generated elsewhere (bench/independent_project.py)",
+        "",
+        "An independent generator (no code shared with `reform_core/simulate.py`; latent-class truths, targets "
+        "recurring within small per-question pools, judge errors by category and by position, both-wrong errors "
+        "clustered on ambiguous targets, 6 heterogeneous asymmetric adjudicators), 360 questions × 6 models, run "
+        "through the command line (`bench/elsewhere_cli.py`): its project imported into a fresh SQLite database, "
+        "`plan --judges judge-a,judge-b --seed S` (the default plan), then rounds of `tasks --out` → the "
+        "generator's adjudicators decide every line → `import` (second opinions come back as tasks), and "
+        "`score --json --intervals`. Target (issue 13): |bias| ≤ 0.5 pp and measurement coverage ≥ 88 % for "
+        "TCPR and EMCR.",
+        "",
+        "| adjudicators | metric | replicates | bias (pp) ± se | MAE | coverage (95 % CI) | width | target |",
+        "|---|---|---:|---:|---:|---|---:|---|",
+    ]
     for name, reps in reps_by.items():
         s = summarize(reps.drop(columns=["seconds"])).set_index("metric")
         for metric in METRICS:
             r = s.loc[metric]
-            ok = ("yes" if abs(r["bias"]) <= 0.5 and r["coverage"] >= 0.88 else "NO") if metric in ("tcpr", "emcr") else ""
-            lines.append(f"| {name.removeprefix('elsewhere_')} | {metric.upper()} | {reps['seed'].nunique()} | "
-                         f"{r['bias']:+.3f} ± {r['bias_se']:.3f} | {r['mae']:.3f} | {_fmt_cov(r)} | {r['width']:.2f} | {ok} |")
+            ok = (
+                ("yes" if abs(r["bias"]) <= 0.5 and r["coverage"] >= 0.88 else "NO")
+                if metric in ("tcpr", "emcr")
+                else ""
+            )
+            lines.append(
+                f"| {name.removeprefix('elsewhere_')} | {metric.upper()} | {reps['seed'].nunique()} | "
+                f"{r['bias']:+.3f} ± {r['bias_se']:.3f} | {r['mae']:.3f} | {_fmt_cov(r)} | {r['width']:.2f} | {ok} |"
+            )
     return lines + [""]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--family", choices=("reformbench", "any-shape"), default="reformbench",
-                    help="reformbench: the simulator's scenarios (default); any-shape: bench/validation_any_shape.py")
+    ap.add_argument(
+        "--family",
+        choices=("reformbench", "any-shape"),
+        default="reformbench",
+        help="reformbench: the simulator's scenarios (default); any-shape: bench/validation_any_shape.py",
+    )
     ap.add_argument("--replicates", type=int, default=100)
-    ap.add_argument("--first-seed", type=int, default=0,
-                    help="replicates use simulator seeds FIRST+1 … FIRST+REPLICATES (a fresh set: seeds no tuning saw)")
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="replicates use simulator seeds FIRST+1 … FIRST+REPLICATES (a fresh set: seeds no tuning saw)",
+    )
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--error-boot", type=int, default=3)
@@ -251,6 +302,7 @@ def deadline_of(text: str | None) -> float | None:
     if not text:
         return None
     import datetime as _dt
+
     now = _dt.datetime.now(_dt.timezone.utc)
     hh, mm = map(int, text.split(":"))
     return now.replace(hour=hh, minute=mm, second=0, microsecond=0).timestamp()
@@ -292,6 +344,7 @@ def main() -> None:
     deadline = deadline_of(args.deadline)
     if args.family == "any-shape":
         from bench.validation_any_shape import run
+
         run(args, deadline)
         return
     tag = f"paper_b{args.n_boot}_e{args.error_boot}_{REVISION}"
@@ -302,7 +355,10 @@ def main() -> None:
     jobs = []
     for r in range(max(args.replicates, args.elsewhere)):  # interleaved: every scenario advances together
         if r < args.replicates:
-            jobs += [(args.first_seed + r + 1, tuple(g), args.n_boot, args.error_boot, tag, deadline) for g in groups.values()]
+            jobs += [
+                (args.first_seed + r + 1, tuple(g), args.n_boot, args.error_boot, tag, deadline)
+                for g in groups.values()
+            ]
         if r < args.elsewhere:
             jobs.append(("elsewhere", r + 1, args.error_boot, tag, deadline))
     t0 = time.perf_counter()
@@ -311,27 +367,44 @@ def main() -> None:
     minutes = (time.perf_counter() - t0) / 60
     all_reps, elsewhere = cached(args, tag, grid)
     n_have = {k: v["seed"].nunique() for k, v in all_reps.items()}
-    lines = ["## Estimator validation on the simulator (bench/bench_validation.py)", "",
-             f"- {machine_line()} Wall time of this invocation {minutes:.0f} min (replicates cached across invocations).",
-             f"- Command: `python bench/bench_validation.py --jobs 2 --design {args.design} --replicates "
-             f"{args.replicates} --first-seed {args.first_seed} --n-boot {args.n_boot} --error-boot {args.error_boot}`; "
-             f"simulator seeds {args.first_seed + 1}–{args.first_seed + args.replicates}.",
-             f"- Design: **{args.design}**" + (" (base scenario err05_both1_corr plus one-factor variations: adjudicator "
-                                               "error 0 % / 10 %, judges never wrong together, independent truths)"
-                                               if args.design == "one-factor" else " (full 3 × 2 × 2 factorial)")
-             + "; paper scale (910 questions, 5,000 instructions, 10 models); replicates per scenario: "
-             + ", ".join(f"{k} {v}" for k, v in n_have.items()) + ".",
-             f"- Intervals 95 %; default estimator: linearised measurement variance, {args.error_boot} refits of the "
-             f"adjudicator-error model; paper rules: {args.n_boot} Jeffreys-posterior draws (measurement) and "
-             f"question bootstrap replicates (population); PPI++: `ppi_py.ppi_mean_ci` (CLT).",
-             "- Truth: the scores of the same fixed benchmark from the hidden true labels; bias = mean(estimate − truth) "
-             "over models × replicates (± its standard error); coverage = share of model × replicate pairs whose "
-             "measurement interval holds the truth (exact Clopper–Pearson 95 % CI; the 10 models of a replicate "
-             "share its questions, so the CI is if anything too narrow); width = mean measurement-interval width (pp). "
-             "Definitions: `reform_core/validation.py`.", ""]
+    lines = [
+        "## Estimator validation on the simulator (bench/bench_validation.py)",
+        "",
+        f"- {machine_line()} Wall time of this invocation {minutes:.0f} min (replicates cached across invocations).",
+        f"- Command: `python bench/bench_validation.py --jobs 2 --design {args.design} --replicates "
+        f"{args.replicates} --first-seed {args.first_seed} --n-boot {args.n_boot} --error-boot {args.error_boot}`; "
+        f"simulator seeds {args.first_seed + 1}–{args.first_seed + args.replicates}.",
+        f"- Design: **{args.design}**"
+        + (
+            " (base scenario err05_both1_corr plus one-factor variations: adjudicator "
+            "error 0 % / 10 %, judges never wrong together, independent truths)"
+            if args.design == "one-factor"
+            else " (full 3 × 2 × 2 factorial)"
+        )
+        + "; paper scale (910 questions, 5,000 instructions, 10 models); replicates per scenario: "
+        + ", ".join(f"{k} {v}" for k, v in n_have.items())
+        + ".",
+        f"- Intervals 95 %; default estimator: linearised measurement variance, {args.error_boot} refits of the "
+        f"adjudicator-error model; paper rules: {args.n_boot} Jeffreys-posterior draws (measurement) and "
+        f"question bootstrap replicates (population); PPI++: `ppi_py.ppi_mean_ci` (CLT).",
+        "- Truth: the scores of the same fixed benchmark from the hidden true labels; bias = mean(estimate − truth) "
+        "over models × replicates (± its standard error); coverage = share of model × replicate pairs whose "
+        "measurement interval holds the truth (exact Clopper–Pearson 95 % CI; the 10 models of a replicate "
+        "share its questions, so the CI is if anything too narrow); width = mean measurement-interval width (pp). "
+        "Definitions: `reform_core/validation.py`.",
+        "",
+    ]
     v, ok_n, total = verdict(all_reps)
-    lines += ["### Targets for the default estimator (issue 13): |bias| ≤ 0.2 pp, coverage 93–97 %, width ≤ PPI++", "",
-              f"{ok_n} of {total} checks hold.", ""] + v + ["", "### Every estimator, scenario by scenario", ""]
+    lines += (
+        [
+            "### Targets for the default estimator (issue 13): |bias| ≤ 0.2 pp, coverage 93–97 %, width ≤ PPI++",
+            "",
+            f"{ok_n} of {total} checks hold.",
+            "",
+        ]
+        + v
+        + ["", "### Every estimator, scenario by scenario", ""]
+    )
     for name, reps in all_reps.items():
         lines += section(name, reps)
     if elsewhere:

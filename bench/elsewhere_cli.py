@@ -57,21 +57,53 @@ def bundle_frames(inst: pd.DataFrame) -> dict[str, pd.DataFrame]:
     questions = pd.DataFrame({"key": d["question"].unique()})
     questions["task_type"] = questions["key"].map(d.drop_duplicates("question").set_index("question")["task_type"])
     first = d.drop_duplicates("instruction")
-    instructions = pd.DataFrame({"key": first["instruction"], "question": first["question"], "condition": "main",
-                                 "pair_group": first["instruction"], "text": "Instruction " + first["instruction"]})
+    instructions = pd.DataFrame(
+        {
+            "key": first["instruction"],
+            "question": first["question"],
+            "condition": "main",
+            "pair_group": first["instruction"],
+            "text": "Instruction " + first["instruction"],
+        }
+    )
     c1 = d.drop_duplicates(["instruction", "position"])
-    constraints = pd.DataFrame({"instruction": c1["instruction"], "position": c1["position"], "feature": c1["feature"],
-                                "category": c1["category"], "mode": c1["mode"],
-                                "text": c1["mode"] + " " + c1["feature"], "params": [{}] * len(c1)})
+    constraints = pd.DataFrame(
+        {
+            "instruction": c1["instruction"],
+            "position": c1["position"],
+            "feature": c1["feature"],
+            "category": c1["category"],
+            "mode": c1["mode"],
+            "text": c1["mode"] + " " + c1["feature"],
+            "params": [{}] * len(c1),
+        }
+    )
     models = pd.DataFrame({"name": sorted(d["model"].unique())})
     mq = d.drop_duplicates(["model", "question"])
     mi = d.drop_duplicates(["model", "instruction"])
-    responses = pd.concat([
-        pd.DataFrame({"model": mq["model"], "question": mq["question"], "instruction": "", "kind": "baseline",
-                      "text": "baseline of " + mq["model"] + " for " + mq["question"]}),
-        pd.DataFrame({"model": mi["model"], "question": mi["question"], "instruction": mi["instruction"],
-                      "kind": "constrained", "text": "response of " + mi["model"] + " to " + mi["instruction"]}),
-    ], ignore_index=True)
+    responses = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": mq["model"],
+                    "question": mq["question"],
+                    "instruction": "",
+                    "kind": "baseline",
+                    "text": "baseline of " + mq["model"] + " for " + mq["question"],
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "model": mi["model"],
+                    "question": mi["question"],
+                    "instruction": mi["instruction"],
+                    "kind": "constrained",
+                    "text": "response of " + mi["model"] + " to " + mi["instruction"],
+                }
+            ),
+        ],
+        ignore_index=True,
+    )
     # A required feature is opposed iff absent from the baseline, a forbidden one iff present
     # (docs/metrics.md#targets-and-baseline-opposition). Absent features are written as such (present = false):
     # a (model, question) with no baseline row at all would be "unknown", never "absent"
@@ -79,13 +111,31 @@ def bundle_frames(inst: pd.DataFrame) -> dict[str, pd.DataFrame]:
     opposed = d["baseline_opposed"].astype(bool).to_numpy()
     present = np.where(d["mode"].to_numpy() == "forbid", opposed, ~opposed)
     base = d[["model", "question", "feature"]].assign(present=present).drop_duplicates(["model", "question", "feature"])
-    judgments = pd.concat([
-        pd.DataFrame({"judge": j, "model": d["model"], "instruction": d["instruction"], "position": d["position"],
-                      "label": d[col].astype(int)})
-        for j, col in zip(JUDGES, ("label_a", "label_b"))], ignore_index=True)
-    return {"questions": questions, "instructions": instructions, "constraints": constraints, "models": models,
-            "responses": responses, "baseline": base.assign(source="generator"),
-            "judges": pd.DataFrame({"name": list(JUDGES), "provider": "replay"}), "judgments": judgments}
+    judgments = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "judge": j,
+                    "model": d["model"],
+                    "instruction": d["instruction"],
+                    "position": d["position"],
+                    "label": d[col].astype(int),
+                }
+            )
+            for j, col in zip(JUDGES, ("label_a", "label_b"))
+        ],
+        ignore_index=True,
+    )
+    return {
+        "questions": questions,
+        "instructions": instructions,
+        "constraints": constraints,
+        "models": models,
+        "responses": responses,
+        "baseline": base.assign(source="generator"),
+        "judges": pd.DataFrame({"name": list(JUDGES), "provider": "replay"}),
+        "judgments": judgments,
+    }
 
 
 def _cli(*args: str) -> dict | str:
@@ -95,8 +145,9 @@ def _cli(*args: str) -> dict | str:
     return json.loads(r.stdout) if "--json" in args else r.stdout
 
 
-def _decide_round(lines: list[dict], inst: pd.DataFrame, rates: pd.DataFrame, used: dict, rng: np.random.Generator,
-                  round_no: int) -> list[dict]:
+def _decide_round(
+    lines: list[dict], inst: pd.DataFrame, rates: pd.DataFrame, used: dict, rng: np.random.Generator, round_no: int
+) -> list[dict]:
     """The generator's adjudicators decide each task line (``required`` distinct annotators
     who have not decided the item yet); choices relative to the plan's judges."""
     key = inst.set_index(["model", "instruction", "position"])
@@ -114,10 +165,20 @@ def _decide_round(lines: list[dict], inst: pd.DataFrame, rates: pd.DataFrame, us
                 choice, note = ("A", "") if h == la else ("neither", "both judges are wrong")
             else:
                 choice, note = ("A" if h == la else "B"), ""
-            out.append({"judge_a": x["judge_a"], "judge_b": x["judge_b"], "model": x["model"],
-                        "instruction": x["instruction"], "position": int(x["position"]), "choice": choice,
-                        "note": note, "annotator": str(rates["annotator"].iloc[a]), "plan": x["plan"],
-                        "seconds": float(30 + round_no)})
+            out.append(
+                {
+                    "judge_a": x["judge_a"],
+                    "judge_b": x["judge_b"],
+                    "model": x["model"],
+                    "instruction": x["instruction"],
+                    "position": int(x["position"]),
+                    "choice": choice,
+                    "note": note,
+                    "annotator": str(rates["annotator"].iloc[a]),
+                    "plan": x["plan"],
+                    "seconds": float(30 + round_no),
+                }
+            )
     return out
 
 
@@ -165,9 +226,20 @@ def replicate(seed: int, errors=(0.0, 0.05), *, reps: int = 200, workdir: str | 
             for m, r in got["models"].items():
                 for metric in METRICS:
                     lo, hi = r["intervals"]["measurement"][metric]
-                    rows.append({"seed": seed, "error": e, "model": m, "metric": metric, "estimate": r[metric],
-                                 "lo": lo, "hi": hi, "truth": float(truth.loc[m, metric]), "rounds": rounds,
-                                 "decisions": n_dec / max(len(got["models"]), 1)})
+                    rows.append(
+                        {
+                            "seed": seed,
+                            "error": e,
+                            "model": m,
+                            "metric": metric,
+                            "estimate": r[metric],
+                            "lo": lo,
+                            "hi": hi,
+                            "truth": float(truth.loc[m, metric]),
+                            "rounds": rounds,
+                            "decisions": n_dec / max(len(got["models"]), 1),
+                        }
+                    )
         return pd.DataFrame(rows)
     finally:
         if workdir is None:

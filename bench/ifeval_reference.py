@@ -89,13 +89,25 @@ def reference_rows(lib, inputs: list[dict], prompt_to_response: dict[str, str]) 
     for line in inputs:
         if line["prompt"] not in prompt_to_response:
             continue
-        inp = lib.InputExample(key=line["key"], instruction_id_list=line["instruction_id_list"],
-                               prompt=line["prompt"], kwargs=line["kwargs"])
+        inp = lib.InputExample(
+            key=line["key"],
+            instruction_id_list=line["instruction_id_list"],
+            prompt=line["prompt"],
+            kwargs=line["kwargs"],
+        )
         verdicts = _verdicts(lib, inp, prompt_to_response)
         randoms = _random_draws(lib, inp, prompt_to_response)
         for iid, kw, (s, lo), rnd in zip(line["instruction_id_list"], line["kwargs"], verdicts, randoms):
-            rows.append({"key": line["key"], "instruction_id": iid, "kwargs_json": json.dumps(kw, sort_keys=True),
-                         "strict": int(s), "loose": int(lo), "random": int(rnd)})
+            rows.append(
+                {
+                    "key": line["key"],
+                    "instruction_id": iid,
+                    "kwargs_json": json.dumps(kw, sort_keys=True),
+                    "strict": int(s),
+                    "loose": int(lo),
+                    "random": int(rnd),
+                }
+            )
     return rows
 
 
@@ -106,8 +118,9 @@ def boundary_line(key: int, prompt: str, text: str) -> dict:
     counts = {
         ("length_constraints:number_sentences", "num_sentences", "relation"): util.count_sentences(text),
         ("length_constraints:number_words", "num_words", "relation"): util.count_words(text),
-        ("change_case:capital_word_frequency", "capital_frequency", "capital_relation"):
-            sum(1 for w in util.nltk.word_tokenize(text) if w.isupper()),
+        ("change_case:capital_word_frequency", "capital_frequency", "capital_relation"): sum(
+            1 for w in util.nltk.word_tokenize(text) if w.isupper()
+        ),
     }
     ids, kwargs = [], []
     for (iid, n_name, rel_name), n in counts.items():

@@ -65,10 +65,11 @@ def compare_stress(data: Path = DATA) -> dict[str, tuple[pd.DataFrame, list[int]
     texts = [TRANSFORMS[t](by_key[s]) for s, t in zip(ref["source"], ref["transform"])]
     out = {}
     for mode in MODES:
-        results = [ifeval.check(iid, text, json.loads(kw), mode=mode)
-                   for iid, kw, text in zip(ref["instruction_id"], ref["kwargs_json"], texts)]
-        merged = ref.assign(passed=[r.passed for r in results], evidence=[r.evidence for r in results],
-                            _merge="both")
+        results = [
+            ifeval.check(iid, text, json.loads(kw), mode=mode)
+            for iid, kw, text in zip(ref["instruction_id"], ref["kwargs_json"], texts)
+        ]
+        merged = ref.assign(passed=[r.passed for r in results], evidence=[r.evidence for r in results], _merge="both")
         out[mode] = (merged, [])
     return out
 
@@ -93,8 +94,10 @@ def _summary_rows(label: str, comparison: dict) -> list[str]:
     rows = []
     for mode in MODES:
         s = summary(comparison, mode)
-        rows.append(f"| {label} | {mode} | {s['compared']} | {s['random']} | {s['differ']} | "
-                    f"{s['differ'] - s['differ_random']} | {s['prompt_reference']:.2f} % | {s['prompt_ours']:.2f} % |")
+        rows.append(
+            f"| {label} | {mode} | {s['compared']} | {s['random']} | {s['differ']} | "
+            f"{s['differ'] - s['differ_random']} | {s['prompt_reference']:.2f} % | {s['prompt_ours']:.2f} % |"
+        )
     return rows
 
 
@@ -105,8 +108,10 @@ def _detail_rows(label: str, comparison: dict) -> list[str]:
         both = merged[merged["_merge"] == "both"]
         for row in both[both[mode].astype(bool) != both["passed"].astype(bool)].itertuples():
             reason = RANDOM_REASON if row.random else "unexplained"
-            rows.append(f"| {label} | {mode} | {row.key} | `{row.instruction_id}` | `{row.kwargs_json}` | "
-                        f"{getattr(row, mode)} | {int(row.passed)} | {row.evidence} | {reason} |")
+            rows.append(
+                f"| {label} | {mode} | {row.key} | `{row.instruction_id}` | `{row.kwargs_json}` | "
+                f"{getattr(row, mode)} | {int(row.passed)} | {row.evidence} | {reason} |"
+            )
     return rows
 
 
@@ -129,11 +134,19 @@ def report_text(comparisons: dict[str, dict], *, data_label: str = "tests/data/i
         lines += _summary_rows(label, comparison)
         details += _detail_rows(label, comparison)
     missing = comparisons["GPT-4"]["strict"][1] if "GPT-4" in comparisons else []
-    lines += ["", f"GPT-4 prompts without a response (not evaluated): {', '.join(map(str, missing)) or 'none'}.",
-              "", "## Differing verdicts", ""]
+    lines += [
+        "",
+        f"GPT-4 prompts without a response (not evaluated): {', '.join(map(str, missing)) or 'none'}.",
+        "",
+        "## Differing verdicts",
+        "",
+    ]
     if details:
-        lines += ["| responses | mode | key | instruction | kwargs | reference | ours | our evidence | reason |",
-                  "|---|---|---|---|---|---|---|---|---|", *details]
+        lines += [
+            "| responses | mode | key | instruction | kwargs | reference | ours | our evidence | reason |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *details,
+        ]
     else:
         lines.append("None.")
     return "\n".join(lines) + "\n"

@@ -83,7 +83,13 @@ def stress_inputs(prompts: list[dict], responses: dict[int, str]) -> tuple[list[
     lines, texts = [], {}
     for c in cases:
         src = by_key[c.key]
-        lines.append({"key": c.case, "prompt": c.prompt, "instruction_id_list": src["instruction_id_list"],
-                      "kwargs": src["kwargs"]})
+        lines.append(
+            {
+                "key": c.case,
+                "prompt": c.prompt,
+                "instruction_id_list": src["instruction_id_list"],
+                "kwargs": src["kwargs"],
+            }
+        )
         texts[c.prompt] = TRANSFORMS[c.transform](responses[c.source])
     return lines, texts

@@ -89,14 +89,25 @@ def generate(seed: int, *, n_questions: int = N_QUESTIONS, n_models: int = N_MOD
         together = ambiguous[t_code] & (rng.random(len(base)) < 0.15)
         la = np.where(together, 1 - truth, la)
         lb = np.where(together, 1 - truth, lb)
-        frames.append(pd.DataFrame({
-            "model": f"sys-{mi + 1}", "question": base["question"].to_numpy(), "instruction": base["instruction"].to_numpy(),
-            "condition": "main", "task_type": base["question"].map(task_of_q).to_numpy(),
-            "position": base["position"].to_numpy(), "feature": [feats[f][0] for f in base["f"]],
-            "category": [feats[f][1] for f in base["f"]],
-            "mode": np.where(base["forbid"].to_numpy(), "forbid", "require"),
-            "baseline_opposed": opposed_t[t_code], "label_a": la.astype(float), "label_b": lb.astype(float),
-            "truth": truth}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": f"sys-{mi + 1}",
+                    "question": base["question"].to_numpy(),
+                    "instruction": base["instruction"].to_numpy(),
+                    "condition": "main",
+                    "task_type": base["question"].map(task_of_q).to_numpy(),
+                    "position": base["position"].to_numpy(),
+                    "feature": [feats[f][0] for f in base["f"]],
+                    "category": [feats[f][1] for f in base["f"]],
+                    "mode": np.where(base["forbid"].to_numpy(), "forbid", "require"),
+                    "baseline_opposed": opposed_t[t_code],
+                    "label_a": la.astype(float),
+                    "label_b": lb.astype(float),
+                    "truth": truth,
+                }
+            )
+        )
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "iid", np.arange(1, len(out) + 1, dtype=np.int64) * 13 + 5)
     return out
@@ -109,8 +120,9 @@ def annotator_rates(mean_error: float, seed: int) -> pd.DataFrame:
         e = np.zeros(ANNOTATORS)
     else:
         e = np.clip(mean_error * rng.uniform(0.4, 1.6, ANNOTATORS), 0.0, 0.45)
-    return pd.DataFrame({"annotator": [f"ext-{i + 1}" for i in range(ANNOTATORS)],
-                         "false_pass": 1.2 * e, "false_fail": 0.8 * e})
+    return pd.DataFrame(
+        {"annotator": [f"ext-{i + 1}" for i in range(ANNOTATORS)], "false_pass": 1.2 * e, "false_fail": 0.8 * e}
+    )
 
 
 def decide(instances: pd.DataFrame, tasks: pd.DataFrame, mean_error: float, seed: int) -> pd.DataFrame:

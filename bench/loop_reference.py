@@ -56,10 +56,7 @@ def loop_table2(instances: pd.DataFrame, *, p: str = "p", condition: str | None 
                     spread[k] += sum(1.0 - x for x in per_variant.values())
                     spread[f"fail{k}"] = spread.get(f"fail{k}", 0.0) + (1.0 - j)
         r = {k: 100 * joint[k] / units[k] if units[k] else float("nan") for k in (1, 2, 3)}
-        c = {
-            k: spread[k] / spread[f"fail{k}"] if spread.get(f"fail{k}", 0.0) > 0 else float("nan")
-            for k in (1, 2, 3)
-        }
+        c = {k: spread[k] / spread[f"fail{k}"] if spread.get(f"fail{k}", 0.0) > 0 else float("nan") for k in (1, 2, 3)}
         rows.append(
             {
                 "model": model,

@@ -22,9 +22,11 @@ def machine_line() -> str:
     cpu = cpu_model()
     mem = ""
     try:
-        kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
+        kb = int(next(line for line in open("/proc/meminfo") if line.startswith("MemTotal")).split()[1])
         mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, StopIteration):
         pass
-    return (f"Machine: {os.cpu_count()} cores ({cpu}){mem}, Python {platform.python_version()}, "
-            f"{platform.system()} {platform.release()}; run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC.")
+    return (
+        f"Machine: {os.cpu_count()} cores ({cpu}){mem}, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}; run {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC."
+    )

@@ -55,7 +55,7 @@ def _joint(index: UnitIndex, mi: int, budget: int, j_h, j_p, row_c, rng: np.rand
     nm, nq = len(index.models), len(index.questions)
     unit_c = index.unit_model * nq + index.unit_question
     size_c = np.bincount(row_c, minlength=nm * nq)
-    qs = np.flatnonzero(size_c[mi * nq:(mi + 1) * nq] > 0) + mi * nq
+    qs = np.flatnonzero(size_c[mi * nq : (mi + 1) * nq] > 0) + mi * nq
     perm = rng.permutation(qs)
     lab_q = perm[np.cumsum(size_c[perm]) <= budget]
     ys, yh, out = {}, {}, []
@@ -77,8 +77,9 @@ def comparator(human_error: float, *, constraint_level: bool = False):
     """A ``bench.validation.run_replicate`` ``extra`` callable for PPI++ (TCPR, R^(K),
     EMCR; the constraint level too with ``constraint_level=True``)."""
 
-    def extra(inst: pd.DataFrame, index: UnitIndex, ja: str, jb: str, decisions: pd.DataFrame,
-              rng: np.random.Generator) -> pd.DataFrame:
+    def extra(
+        inst: pd.DataFrame, index: UnitIndex, ja: str, jb: str, decisions: pd.DataFrame, rng: np.random.Generator
+    ) -> pd.DataFrame:
         rows = inst.iloc[index.row_pos]
         truth = rows["truth"].to_numpy(dtype=float)
         human = np.where(rng.random(len(truth)) < human_error, 1 - truth, truth)
@@ -99,6 +100,7 @@ def comparator(human_error: float, *, constraint_level: bool = False):
                 lab = rng.permutation(mine)[:b]
                 out.append((mm, "constraint_level", *[100 * v for v in _ppi(human[lab], pred[lab], pred[mine])]))
         return pd.DataFrame(out, columns=["model", "metric", "estimate", "measurement_lo", "measurement_hi"]).assign(
-            estimator="ppi++")
+            estimator="ppi++"
+        )
 
     return extra

@@ -20,10 +20,14 @@ ROOT = BENCH.parent
 
 
 def collect() -> Path:
-    parts = ["# Benchmark results", "",
-             "Each section is written by `bench/bench_<area>.py` (medians of several runs, with the machine and date "
-             "of that run); `python bench/run_all.py` reruns them all and rebuilds this file. The machine is shared "
-             "and noisy: compare ratios measured within one run.", ""]
+    parts = [
+        "# Benchmark results",
+        "",
+        "Each section is written by `bench/bench_<area>.py` (medians of several runs, with the machine and date "
+        "of that run); `python bench/run_all.py` reruns them all and rebuilds this file. The machine is shared "
+        "and noisy: compare ratios measured within one run.",
+        "",
+    ]
     for f in sorted((BENCH / "results").glob("*.md")):
         parts += [f.read_text(encoding="utf-8").strip(), ""]
     out = BENCH / "RESULTS.md"

@@ -50,9 +50,11 @@ COUNT_WEIGHTS = (0.2, 0.2, 0.2, 0.15, 0.15, 0.1)  # prompts with 1, 2, …, 6 co
 FORBID_SHARE = 0.3
 LENIENCY = ("lenient", "harsh", "neutral")
 # judge A's (false-pass, false-fail) rate ranges per feature type; each feature draws its own
-RATES = {"lenient": ((0.12, 0.30), (0.003, 0.015)),
-         "harsh": ((0.003, 0.015), (0.06, 0.14)),
-         "neutral": ((0.01, 0.04), (0.01, 0.04))}
+RATES = {
+    "lenient": ((0.12, 0.30), (0.003, 0.015)),
+    "harsh": ((0.003, 0.015), (0.06, 0.14)),
+    "neutral": ((0.01, 0.04), (0.01, 0.04)),
+}
 # rate at which both judges give the same wrong label: lenient features on failing constraints,
 # harsh features on passing ones (range per feature)
 SHARED = {"lenient": (0.02, 0.06), "harsh": (0.004, 0.012), "neutral": (0.0, 0.0)}
@@ -69,11 +71,18 @@ def features(rng: np.random.Generator) -> pd.DataFrame:
     fp = np.array([rng.uniform(*RATES[k][0]) for k in kind])
     ff = np.array([rng.uniform(*RATES[k][1]) for k in kind])
     shared = np.array([rng.uniform(*SHARED[k]) for k in kind])
-    return pd.DataFrame({
-        "feature": [f"{c}-{i + 1}" for c in CATEGORIES for i in range(FEATURES_PER_CATEGORY)],
-        "category": np.repeat(np.array(CATEGORIES, dtype=object), FEATURES_PER_CATEGORY),
-        "leniency": kind, "false_pass": fp, "false_fail": ff, "shared": shared,
-        "popularity": rng.dirichlet(np.full(n, 2.0)), "ease": rng.normal(0.0, 0.7, n)})
+    return pd.DataFrame(
+        {
+            "feature": [f"{c}-{i + 1}" for c in CATEGORIES for i in range(FEATURES_PER_CATEGORY)],
+            "category": np.repeat(np.array(CATEGORIES, dtype=object), FEATURES_PER_CATEGORY),
+            "leniency": kind,
+            "false_pass": fp,
+            "false_fail": ff,
+            "shared": shared,
+            "popularity": rng.dirichlet(np.full(n, 2.0)),
+            "ease": rng.normal(0.0, 0.7, n),
+        }
+    )
 
 
 def prompts(rng: np.random.Generator, feats: pd.DataFrame, n_questions: int) -> pd.DataFrame:
@@ -84,13 +93,21 @@ def prompts(rng: np.random.Generator, feats: pd.DataFrame, n_questions: int) -> 
     f = np.concatenate([rng.choice(len(feats), size=int(kq), replace=False, p=pop) for kq in k])
     q = np.repeat(np.arange(n_questions), k)
     pos = np.arange(len(q)) - np.repeat(np.cumsum(k) - k, k) + 1
-    return pd.DataFrame({"question": [f"p{i:04d}" for i in q], "instruction": [f"p{i:04d}-i" for i in q],
-                         "position": pos, "f": f, "forbid": rng.random(len(q)) < FORBID_SHARE,
-                         "k": np.repeat(k, k)})
+    return pd.DataFrame(
+        {
+            "question": [f"p{i:04d}" for i in q],
+            "instruction": [f"p{i:04d}-i" for i in q],
+            "position": pos,
+            "f": f,
+            "forbid": rng.random(len(q)) < FORBID_SHARE,
+            "k": np.repeat(k, k),
+        }
+    )
 
 
-def judge_labels(rng: np.random.Generator, feats: pd.DataFrame, f: np.ndarray,
-                 truth: np.ndarray, judge: str = "by-feature") -> tuple[np.ndarray, np.ndarray]:
+def judge_labels(
+    rng: np.random.Generator, feats: pd.DataFrame, f: np.ndarray, truth: np.ndarray, judge: str = "by-feature"
+) -> tuple[np.ndarray, np.ndarray]:
     """Judge A and B labels (module docstring): feature-dependent independent errors, then the
     feature's shared error where both are wrong together (``judge="uniform"``: the control)."""
     fp, ff, shared = (feats[c].to_numpy()[f] for c in ("false_pass", "false_fail", "shared"))
@@ -108,8 +125,9 @@ def judge_labels(rng: np.random.Generator, feats: pd.DataFrame, f: np.ndarray,
     return np.where(together, 1 - truth, la).astype(float), np.where(together, 1 - truth, lb).astype(float)
 
 
-def generate(seed: int, *, n_questions: int = N_QUESTIONS, n_models: int = N_MODELS,
-             judge: str = "by-feature") -> pd.DataFrame:
+def generate(
+    seed: int, *, n_questions: int = N_QUESTIONS, n_models: int = N_MODELS, judge: str = "by-feature"
+) -> pd.DataFrame:
     """One project (module docstring) as an INSTANCES frame with ``truth``; ``judge``:
     "by-feature" (the family) or "uniform" (the diagnostics' control)."""
     if judge not in ("by-feature", "uniform"):
@@ -126,14 +144,27 @@ def generate(seed: int, *, n_questions: int = N_QUESTIONS, n_models: int = N_MOD
         u = rng.normal(0.0, PROMPT_SD, n_questions)[q_code]
         truth = (rng.random(len(base)) < expit(ability[mi] + ease + u)).astype(float)
         la, lb = judge_labels(rng, feats, f, truth, judge)
-        frames.append(pd.DataFrame({
-            "model": f"m{mi + 1}", "question": base["question"].to_numpy(), "instruction": base["instruction"].to_numpy(),
-            "condition": "main", "pair_group": base["instruction"].to_numpy(), "task_type": "own", "domain": "own",
-            "position": base["position"].to_numpy(), "feature": feats["feature"].to_numpy()[f],
-            "category": feats["category"].to_numpy()[f],
-            "mode": np.where(base["forbid"].to_numpy(), "forbid", "require").astype(object),
-            f"label_{JUDGES[0]}": la, f"label_{JUDGES[1]}": lb, "truth": truth,
-            "leniency": feats["leniency"].to_numpy()[f]}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": f"m{mi + 1}",
+                    "question": base["question"].to_numpy(),
+                    "instruction": base["instruction"].to_numpy(),
+                    "condition": "main",
+                    "pair_group": base["instruction"].to_numpy(),
+                    "task_type": "own",
+                    "domain": "own",
+                    "position": base["position"].to_numpy(),
+                    "feature": feats["feature"].to_numpy()[f],
+                    "category": feats["category"].to_numpy()[f],
+                    "mode": np.where(base["forbid"].to_numpy(), "forbid", "require").astype(object),
+                    f"label_{JUDGES[0]}": la,
+                    f"label_{JUDGES[1]}": lb,
+                    "truth": truth,
+                    "leniency": feats["leniency"].to_numpy()[f],
+                }
+            )
+        )
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "iid", np.arange(1, len(out) + 1, dtype=np.int64))
     out.insert(out.columns.get_loc("label_judge_a"), "baseline_opposed", pd.array([pd.NA] * len(out), dtype="boolean"))

@@ -17,8 +17,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-STAGES = ("first:0.25:queue", "first:0.5:queue", "first:0.75:queue", "first:0.25:random", "first:0.5:random",
-          "first:0.75:random", "first", "final")
+STAGES = (
+    "first:0.25:queue",
+    "first:0.5:queue",
+    "first:0.75:queue",
+    "first:0.25:random",
+    "first:0.5:random",
+    "first:0.75:random",
+    "first",
+    "final",
+)
 
 
 def first_round(decisions: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:

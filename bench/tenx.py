@@ -32,11 +32,11 @@ def build(db: Path = DB, *, rebuild: bool = False) -> str:
     done = db.with_suffix(".done")
     if db.exists() and done.exists() and not rebuild:
         return url
-    from reform_core.services.adjudication import adjudication as S
-    from reform_core.services.data.simulated import simulation_frames
-    from reform_core.services.data.importer import frames_bundle, import_bundle_obj
-    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.services.accounts.users import create_user
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+    from reform_core.services.data.simulated import simulation_frames
+    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.simulate import simulate
 
     db.parent.mkdir(parents=True, exist_ok=True)

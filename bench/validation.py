@@ -37,14 +37,25 @@ from scipy.stats import binomtest
 from reform_core.estimators import base, draws
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY
 from reform_core.metrics import reform
-from reform_core.unit_index import build_index
 from reform_core.simulate import SimProject, simulate
+from reform_core.unit_index import build_index
 
 ANNOTATORS = 8
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 ESTIMATORS = ("cluster", "stratified", "pooled", "judge_a", "judge_b")
-REPLICATE_COLUMNS = ["seed", "model", "metric", "truth", "estimator", "estimate", "lo", "hi", "pop_lo", "pop_hi",
-                     "decisions"]
+REPLICATE_COLUMNS = [
+    "seed",
+    "model",
+    "metric",
+    "truth",
+    "estimator",
+    "estimate",
+    "lo",
+    "hi",
+    "pop_lo",
+    "pop_hi",
+    "decisions",
+]
 
 
 def _check_level(level: float) -> None:
@@ -52,9 +63,16 @@ def _check_level(level: float) -> None:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
 
 
-def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: float, rng: np.random.Generator,
-                        *, annotators: int = ANNOTATORS, reference: Optional[pd.Series] = None,
-                        depth: Optional[pd.Series] = None) -> pd.DataFrame:
+def simulated_decisions(
+    truth: pd.Series,
+    tasks: pd.DataFrame,
+    human_error: float,
+    rng: np.random.Generator,
+    *,
+    annotators: int = ANNOTATORS,
+    reference: Optional[pd.Series] = None,
+    depth: Optional[pd.Series] = None,
+) -> pd.DataFrame:
     """Decisions of simulated annotators on a plan's tasks.
 
     Each task gets ``required`` decisions from distinct annotators (drawn uniformly from a
@@ -74,11 +92,17 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
     if not 0 <= human_error < 0.5:
         raise ValueError(f"human_error must lie in [0, 0.5), got {human_error!r}")
     req = tasks["required"].to_numpy(dtype=np.int64)
-    ref = (np.full(len(tasks), np.nan) if reference is None
-           else reference.reindex(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)).to_numpy(dtype=float))
+    ref = (
+        np.full(len(tasks), np.nan)
+        if reference is None
+        else reference.reindex(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)).to_numpy(dtype=float)
+    )
     seq = np.isfinite(ref) & (req == 1)
-    dep = (np.full(len(tasks), 2) if depth is None
-           else depth.reindex(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)).fillna(2).to_numpy(dtype=np.int64))
+    dep = (
+        np.full(len(tasks), 2)
+        if depth is None
+        else depth.reindex(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64)).fillna(2).to_numpy(dtype=np.int64)
+    )
     req = np.where(seq, dep, req)  # drawn in full; a decision is dropped once an earlier one matched the reference
     if (req > annotators).any():
         raise ValueError(f"a task needs more annotators than the pool of {annotators}")
@@ -100,8 +124,13 @@ def simulated_decisions(truth: pd.Series, tasks: pd.DataFrame, human_error: floa
         before = before - before[start]
         keep = ~(seq_d & (before > 0))
         iids, ann, h = iids[keep], ann[keep], h[keep]
-    return pd.DataFrame({INSTANCE_KEY: iids, "annotator": np.array([f"annotator-{i + 1}" for i in range(annotators)],
-                                                                   dtype=object)[ann], "h": h})
+    return pd.DataFrame(
+        {
+            INSTANCE_KEY: iids,
+            "annotator": np.array([f"annotator-{i + 1}" for i in range(annotators)], dtype=object)[ann],
+            "h": h,
+        }
+    )
 
 
 @dataclass
@@ -123,8 +152,15 @@ class Replicate:
     rng: np.random.Generator
 
 
-def planned_decisions(inst: pd.DataFrame, judge_a: str, judge_b: str, plan_seed: int, human_error: float,
-                      rng: np.random.Generator, plan_options: Optional[dict] = None):
+def planned_decisions(
+    inst: pd.DataFrame,
+    judge_a: str,
+    judge_b: str,
+    plan_seed: int,
+    human_error: float,
+    rng: np.random.Generator,
+    plan_options: Optional[dict] = None,
+):
     """Step 2–3 of the module docstring on a simulated project: the default plan drawn with
     ``plan_seed`` and simulated decisions on its tasks (the plan's second-opinion rule
     followed). Returns ``(params, tasks, decisions)``."""
@@ -135,20 +171,29 @@ def planned_decisions(inst: pd.DataFrame, judge_a: str, judge_b: str, plan_seed:
     agreed = by_iid[judge_a].reindex(at).to_numpy(dtype=float)
     reference = pd.Series(params.second_opinion_reference(tasks[INSTANCE_KEY], tasks["kind"], agreed), index=at)
     depth = pd.Series(params.opinion_depth(tasks["kind"]), index=at)
-    decisions = simulated_decisions(by_iid["truth"].astype(float), tasks, human_error, rng, reference=reference,
-                                    depth=depth)
+    decisions = simulated_decisions(
+        by_iid["truth"].astype(float), tasks, human_error, rng, reference=reference, depth=depth
+    )
     return params, tasks, decisions
 
 
-def adjudicated_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, both_wrong: float = 0.0,
-                          correlated: bool = True, plan_options: Optional[dict] = None,
-                          project: Optional[SimProject] = None, **sim_options) -> Replicate:
+def adjudicated_replicate(
+    seed: int,
+    *,
+    scale: str = "paper",
+    human_error: float = 0.0,
+    both_wrong: float = 0.0,
+    correlated: bool = True,
+    plan_options: Optional[dict] = None,
+    project: Optional[SimProject] = None,
+    **sim_options,
+) -> Replicate:
     """Steps 1–3 of the module docstring for one replicate (parameters: :func:`run_replicate`)."""
     if project is None:
         sim = simulate(seed, scale, both_wrong=both_wrong, correlated=correlated, **sim_options)
     else:
         sim = project
-        if (sim.seed != seed or sim.config.both_wrong != both_wrong or sim.config.correlated != correlated):
+        if sim.seed != seed or sim.config.both_wrong != both_wrong or sim.config.correlated != correlated:
             raise ValueError("project was simulated for another seed or scenario")
     ja, jb = (f"label_{j}" for j in sim.judges)
     inst = sim.instances()
@@ -160,10 +205,22 @@ def adjudicated_replicate(seed: int, *, scale: str = "paper", human_error: float
     return Replicate(inst, ja, jb, params, tasks, decisions, index, truth, rng)
 
 
-def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, both_wrong: float = 0.0,
-                  correlated: bool = True, n_boot: int = 1000, level: float = 0.95, error_boot: int = 50,
-                  estimators=ESTIMATORS, extra: Optional[Callable] = None, plan_options: Optional[dict] = None,
-                  project: Optional[SimProject] = None, **sim_options) -> pd.DataFrame:
+def run_replicate(
+    seed: int,
+    *,
+    scale: str = "paper",
+    human_error: float = 0.0,
+    both_wrong: float = 0.0,
+    correlated: bool = True,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    error_boot: int = 50,
+    estimators=ESTIMATORS,
+    extra: Optional[Callable] = None,
+    plan_options: Optional[dict] = None,
+    project: Optional[SimProject] = None,
+    **sim_options,
+) -> pd.DataFrame:
     """One validation replicate (module docstring).
 
     Parameters
@@ -196,10 +253,27 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
         :data:`REPLICATE_COLUMNS`, one row per (model, metric, estimator).
     """
     _check_level(level)
-    r = adjudicated_replicate(seed, scale=scale, human_error=human_error, both_wrong=both_wrong, correlated=correlated,
-                              plan_options=plan_options, project=project, **sim_options)
+    r = adjudicated_replicate(
+        seed,
+        scale=scale,
+        human_error=human_error,
+        both_wrong=both_wrong,
+        correlated=correlated,
+        plan_options=plan_options,
+        project=project,
+        **sim_options,
+    )
     inst, ja, jb, params, tasks, decisions, index, truth, rng = (
-        r.instances, r.judge_a, r.judge_b, r.params, r.tasks, r.decisions, r.index, r.truth, r.rng)
+        r.instances,
+        r.judge_a,
+        r.judge_b,
+        r.params,
+        r.tasks,
+        r.decisions,
+        r.index,
+        r.truth,
+        r.rng,
+    )
     n_dec = decisions.merge(inst[[INSTANCE_KEY, "model"]], on=INSTANCE_KEY).groupby("model").size()
     parts = []
 
@@ -210,10 +284,12 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
 
     for name in ("cluster", "stratified", "pooled"):  # through the estimation seam, by name
         if name in estimators:
-            data = base.EstimationData(instances=inst, decisions=decisions, judge_a=ja, judge_b=jb, design=params,
-                                       tasks=tasks, index=index)
-            options = base.Options(intervals=True, reps=n_boot, level=level, refits=error_boot,
-                                   seed=int(rng.integers(2 ** 31)))
+            data = base.EstimationData(
+                instances=inst, decisions=decisions, judge_a=ja, judge_b=jb, design=params, tasks=tasks, index=index
+            )
+            options = base.Options(
+                intervals=True, reps=n_boot, level=level, refits=error_boot, seed=int(rng.integers(2**31))
+            )
             add(base.get(name).estimate(data, options).intervals, name)
     for name, col in (("judge_a", ja), ("judge_b", jb)):
         if name in estimators:
@@ -223,8 +299,9 @@ def run_replicate(seed: int, *, scale: str = "paper", human_error: float = 0.0, 
         parts.append(extra(inst, index, ja, jb, decisions, rng))
     out = pd.concat(parts, ignore_index=True)
     out = out[out["metric"].isin(METRICS)]
-    out = out.rename(columns={"measurement_lo": "lo", "measurement_hi": "hi", "population_lo": "pop_lo",
-                              "population_hi": "pop_hi"})
+    out = out.rename(
+        columns={"measurement_lo": "lo", "measurement_hi": "hi", "population_lo": "pop_lo", "population_hi": "pop_hi"}
+    )
     for col in ("lo", "hi", "pop_lo", "pop_hi"):
         if col not in out:
             out[col] = np.nan
@@ -264,13 +341,26 @@ def summarize(replicates: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
     for (estimator, metric), df in replicates.groupby(["estimator", "metric"], sort=False):
         d = df[df["truth"].notna() & df["estimate"].notna()]
         err = d["estimate"] - d["truth"]
-        row = {"estimator": estimator, "metric": metric, "n_pairs": len(d), "n_undefined": len(df) - len(d),
-               "bias": err.mean(), "bias_se": err.std(ddof=1) / np.sqrt(max(len(d), 1)), "mae": err.abs().mean()}
+        row = {
+            "estimator": estimator,
+            "metric": metric,
+            "n_pairs": len(d),
+            "n_undefined": len(df) - len(d),
+            "bias": err.mean(),
+            "bias_se": err.std(ddof=1) / np.sqrt(max(len(d), 1)),
+            "mae": err.abs().mean(),
+        }
         for prefix, lo, hi in (("", "lo", "hi"), ("pop_", "pop_lo", "pop_hi")):
             ok = d[lo].notna() & d[hi].notna()
             hit = ((d.loc[ok, lo] <= d.loc[ok, "truth"]) & (d.loc[ok, "truth"] <= d.loc[ok, hi])).to_numpy()
             cov, cov_lo, cov_hi = _coverage(hit, level)
-            row.update({f"{prefix}coverage": cov, f"{prefix}coverage_low": cov_lo, f"{prefix}coverage_high": cov_hi,
-                        f"{prefix}width": (d.loc[ok, hi] - d.loc[ok, lo]).mean() if ok.any() else np.nan})
+            row.update(
+                {
+                    f"{prefix}coverage": cov,
+                    f"{prefix}coverage_low": cov_lo,
+                    f"{prefix}coverage_high": cov_hi,
+                    f"{prefix}width": (d.loc[ok, hi] - d.loc[ok, lo]).mean() if ok.any() else np.nan,
+                }
+            )
         rows.append(row)
     return pd.DataFrame(rows)

@@ -52,8 +52,7 @@ def scenario_name(error: float) -> str:
 
 
 def cache_tag(n_boot: int, error_boot: int, revision: str) -> str:
-    return (f"anyshape_q{gen.N_QUESTIONS}_m{gen.N_MODELS}_b{n_boot}_e{error_boot}_{revision}-"
-            f"{GENERATOR_REVISION}")
+    return f"anyshape_q{gen.N_QUESTIONS}_m{gen.N_MODELS}_b{n_boot}_e{error_boot}_{revision}-{GENERATOR_REVISION}"
 
 
 def raw_path(tag: str, error: float, seed: int) -> Path:
@@ -65,12 +64,15 @@ def point_frame(index, instances: pd.DataFrame, column: str) -> pd.DataFrame:
     from reform_core.metrics.intervals import point_scores
 
     scores = point_scores(index, index.pass_vector(instances, column))
-    return pd.DataFrame([(m, k, v[i]) for k, v in scores.items() for i, m in enumerate(index.models)],
-                        columns=["model", "metric", "estimate"])
+    return pd.DataFrame(
+        [(m, k, v[i]) for k, v in scores.items() for i, m in enumerate(index.models)],
+        columns=["model", "metric", "estimate"],
+    )
 
 
-def replicate(seed: int, instances: pd.DataFrame, human_error: float, *, n_boot: int, error_boot: int,
-              level: float = 0.95) -> pd.DataFrame:
+def replicate(
+    seed: int, instances: pd.DataFrame, human_error: float, *, n_boot: int, error_boot: int, level: float = 0.95
+) -> pd.DataFrame:
     """One replicate of one scenario (module docstring): rows ``REPLICATE_COLUMNS`` of
     ``bench.validation`` for every estimator × model × metric of :data:`METRICS` and
     :data:`ABSENT` (the latter to show they are absent)."""
@@ -85,15 +87,20 @@ def replicate(seed: int, instances: pd.DataFrame, human_error: float, *, n_boot:
     index = build_index(instances)
     parts = []
     for name in ("cluster", "stratified", "pooled"):  # through the estimation seam, by name
-        data = base.EstimationData(instances=instances, decisions=decisions, judge_a=ja, judge_b=jb, design=params,
-                                   tasks=tasks, index=index)
-        options = base.Options(intervals=True, reps=n_boot, level=level, refits=error_boot,
-                               seed=int(rng.integers(2 ** 31)))
+        data = base.EstimationData(
+            instances=instances, decisions=decisions, judge_a=ja, judge_b=jb, design=params, tasks=tasks, index=index
+        )
+        options = base.Options(
+            intervals=True, reps=n_boot, level=level, refits=error_boot, seed=int(rng.integers(2**31))
+        )
         parts.append(base.get(name).estimate(data, options).intervals.assign(estimator=name))
-    parts += [point_frame(index, instances, col).assign(estimator=name) for name, col in (("judge_a", ja), ("judge_b", jb))]
+    parts += [
+        point_frame(index, instances, col).assign(estimator=name) for name, col in (("judge_a", ja), ("judge_b", jb))
+    ]
     parts.append(comparator(human_error, constraint_level=True)(instances, index, ja, jb, decisions, rng))
-    out = pd.concat(parts, ignore_index=True).rename(columns={
-        "measurement_lo": "lo", "measurement_hi": "hi", "population_lo": "pop_lo", "population_hi": "pop_hi"})
+    out = pd.concat(parts, ignore_index=True).rename(
+        columns={"measurement_lo": "lo", "measurement_hi": "hi", "population_lo": "pop_lo", "population_hi": "pop_hi"}
+    )
     out = out[out["metric"].isin(METRICS + ABSENT)].reindex(columns=REPLICATE_COLUMNS)
     truth = point_frame(index, instances, "truth").set_index(["model", "metric"])["estimate"]
     out["truth"] = truth.reindex(pd.MultiIndex.from_frame(out[["model", "metric"]])).to_numpy()
@@ -139,15 +146,21 @@ def shape_lines(seeds: list[int]) -> list[str]:
     inst["dis"] = inst[ja] != inst[jb]
     inst["both_wrong"] = (inst[ja] == inst[jb]) & (inst[ja] != inst["truth"])
     by = inst.groupby("leniency")
-    lines = [f"Generated shape (seeds {seeds[0]}–{seeds[-1]}): {gen.N_QUESTIONS} prompts × {gen.N_MODELS} models, "
-             f"one instruction per question, {len(inst) / len(seeds):,.0f} constraints per project; constraints per "
-             "prompt " + ", ".join(f"{c}: {v:.0%}" for c, v in k.value_counts(normalize=True).sort_index().items())
-             + f"; constraint pass rate {inst['truth'].mean():.1%}; baseline data: none.", "",
-             "| feature type | share of constraints | judges disagree | both judges wrong | share of all both-wrong |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"Generated shape (seeds {seeds[0]}–{seeds[-1]}): {gen.N_QUESTIONS} prompts × {gen.N_MODELS} models, "
+        f"one instruction per question, {len(inst) / len(seeds):,.0f} constraints per project; constraints per "
+        "prompt "
+        + ", ".join(f"{c}: {v:.0%}" for c, v in k.value_counts(normalize=True).sort_index().items())
+        + f"; constraint pass rate {inst['truth'].mean():.1%}; baseline data: none.",
+        "",
+        "| feature type | share of constraints | judges disagree | both judges wrong | share of all both-wrong |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for kind, d in by:
-        lines.append(f"| {kind} | {len(d) / len(inst):.1%} | {d['dis'].mean():.2%} | {d['both_wrong'].mean():.2%} | "
-                     f"{d['both_wrong'].sum() / max(inst['both_wrong'].sum(), 1):.1%} |")
+        lines.append(
+            f"| {kind} | {len(d) / len(inst):.1%} | {d['dis'].mean():.2%} | {d['both_wrong'].mean():.2%} | "
+            f"{d['both_wrong'].sum() / max(inst['both_wrong'].sum(), 1):.1%} |"
+        )
     return lines + [f"| all | 100 % | {inst['dis'].mean():.2%} | {inst['both_wrong'].mean():.2%} | 100 % |", ""]
 
 
@@ -158,9 +171,12 @@ def absence_lines(all_reps: dict[str, pd.DataFrame]) -> list[str]:
     finite = rows.groupby("estimator")["estimate"].apply(lambda s: int(np.isfinite(s).sum()))
     n = rows.groupby("estimator").size()
     told = ", ".join(f"{e} {finite[e]} of {n[e]}" for e in n.index)
-    return [f"EMCR and R¹–R³ (no variant recurs and no baseline exists, so no eligible unit): finite estimates "
-            f"among the model × replicate × metric rows — {told}; PPI++ returns none. Target: 0 everywhere "
-            f"({'met' if int(finite.sum()) == 0 else 'NOT MET'}).", ""]
+    return [
+        f"EMCR and R¹–R³ (no variant recurs and no baseline exists, so no eligible unit): finite estimates "
+        f"among the model × replicate × metric rows — {told}; PPI++ returns none. Target: 0 everywhere "
+        f"({'met' if int(finite.sum()) == 0 else 'NOT MET'}).",
+        "",
+    ]
 
 
 def load(tag: str, seeds: list[int]) -> tuple[dict[str, pd.DataFrame], list[Path]]:
@@ -168,7 +184,9 @@ def load(tag: str, seeds: list[int]) -> tuple[dict[str, pd.DataFrame], list[Path
     all_reps, failed = {}, []
     for e in ERRORS:
         have = [p for p in (raw_path(tag, e, s) for s in seeds) if p.exists()]
-        failed += [p.with_suffix(".err") for p in (raw_path(tag, e, s) for s in seeds) if p.with_suffix(".err").exists()]
+        failed += [
+            p.with_suffix(".err") for p in (raw_path(tag, e, s) for s in seeds) if p.with_suffix(".err").exists()
+        ]
         if have:
             all_reps[scenario_name(e)] = pd.concat([pd.read_csv(p) for p in have], ignore_index=True)
     return all_reps, failed
@@ -178,23 +196,35 @@ def header(args, tag: str, minutes: float, n_have: dict, failed: list[Path]) -> 
     from bench.machine import machine_line
 
     seeds = f"{args.first_seed + 1}–{args.first_seed + args.replicates}"
-    return ["## Estimator validation beyond ReFormBench: any-shape family (bench/validation_any_shape.py)", "",
-            f"- {machine_line()} Wall time of this invocation {minutes:.0f} min (replicates cached across invocations).",
-            f"- Command: `python bench/bench_validation.py --family any-shape --jobs 2 --replicates {args.replicates} "
-            f"--first-seed {args.first_seed} --n-boot {args.n_boot} --error-boot {args.error_boot}`; generator seeds "
-            f"{seeds}; cache `bench/results/raw/validation/{tag}/`.",
-            "- Scenarios: adjudicators who err 0 %, 5 %, 10 % on one generated project per seed (common random "
-            "numbers); replicates per scenario: " + ", ".join(f"{k} {v}" for k, v in n_have.items())
-            + (f"; **{len(failed)} replicate(s) raised** (tracebacks: " + ", ".join(p.name for p in failed[:5])
-               + ("…" if len(failed) > 5 else "") + ")" if failed else "; none raised") + ".",
-            f"- Intervals 95 %; default estimator: linearised measurement variance, {args.error_boot} refits of the "
-            f"adjudicator-error model; paper rules: {args.n_boot} Jeffreys-posterior draws; PPI++: `ppi_py.ppi_mean_ci` "
-            "on a uniform sample of the same number of decisions per model (TCPR: whole prompts; constraint level: "
-            "single constraints).",
-            "- Truth, bias, coverage (exact Clopper–Pearson 95 % CI over model × replicate pairs; the models of a "
-            "replicate share its plan and features, so the CI is if anything too narrow) and width as in the "
-            "ReFormBench family (`bench/validation.py`). Where the default estimator's variance comes from "
-            "on these replicates: `python bench/any_shape_variance.py` (next section).", ""]
+    return [
+        "## Estimator validation beyond ReFormBench: any-shape family (bench/validation_any_shape.py)",
+        "",
+        f"- {machine_line()} Wall time of this invocation {minutes:.0f} min (replicates cached across invocations).",
+        f"- Command: `python bench/bench_validation.py --family any-shape --jobs 2 --replicates {args.replicates} "
+        f"--first-seed {args.first_seed} --n-boot {args.n_boot} --error-boot {args.error_boot}`; generator seeds "
+        f"{seeds}; cache `bench/results/raw/validation/{tag}/`.",
+        "- Scenarios: adjudicators who err 0 %, 5 %, 10 % on one generated project per seed (common random "
+        "numbers); replicates per scenario: "
+        + ", ".join(f"{k} {v}" for k, v in n_have.items())
+        + (
+            f"; **{len(failed)} replicate(s) raised** (tracebacks: "
+            + ", ".join(p.name for p in failed[:5])
+            + ("…" if len(failed) > 5 else "")
+            + ")"
+            if failed
+            else "; none raised"
+        )
+        + ".",
+        f"- Intervals 95 %; default estimator: linearised measurement variance, {args.error_boot} refits of the "
+        f"adjudicator-error model; paper rules: {args.n_boot} Jeffreys-posterior draws; PPI++: `ppi_py.ppi_mean_ci` "
+        "on a uniform sample of the same number of decisions per model (TCPR: whole prompts; constraint level: "
+        "single constraints).",
+        "- Truth, bias, coverage (exact Clopper–Pearson 95 % CI over model × replicate pairs; the models of a "
+        "replicate share its plan and features, so the CI is if anything too narrow) and width as in the "
+        "ReFormBench family (`bench/validation.py`). Where the default estimator's variance comes from "
+        "on these replicates: `python bench/any_shape_variance.py` (next section).",
+        "",
+    ]
 
 
 def report(args, tag: str, minutes: float) -> list[str]:
@@ -207,8 +237,18 @@ def report(args, tag: str, minutes: float) -> list[str]:
     lines += shape_lines(seeds[:5])
     if all_reps:
         v, ok_n, total = verdict(all_reps, METRICS)
-        lines += ["### Targets for the default estimator (issues 13, 32): |bias| ≤ 0.2 pp, coverage 93–97 %, "
-                  "width ≤ PPI++", "", f"{ok_n} of {total} checks hold.", ""] + v + [""] + absence_lines(all_reps)
+        lines += (
+            [
+                "### Targets for the default estimator (issues 13, 32): |bias| ≤ 0.2 pp, coverage 93–97 %, "
+                "width ≤ PPI++",
+                "",
+                f"{ok_n} of {total} checks hold.",
+                "",
+            ]
+            + v
+            + [""]
+            + absence_lines(all_reps)
+        )
         lines += ["### Every estimator, scenario by scenario", ""]
         for name, reps in all_reps.items():
             lines += section(name, reps, METRICS)

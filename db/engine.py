@@ -9,22 +9,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import create_engine, event  # sqlmodel.create_engine is this one; sqlmodel itself costs ~0.3 s to import
+from sqlalchemy import (  # sqlmodel.create_engine is this one; sqlmodel itself costs ~0.3 s to import
+    create_engine,
+    event,
+)
 from sqlalchemy.engine import Engine, make_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # The newest Alembic revision (db/schema_head.py; a test keeps it equal to the migration scripts'
 # head). With it, opening an up-to-date database costs one SELECT instead of loading Alembic.
 from db.schema_head import SCHEMA_HEAD  # noqa: E402,F401 - re-exported
+
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def normalize_url(url: str) -> str:
     """Map ``postgresql://`` and ``postgres://`` to the psycopg (v3) driver."""
     if url.startswith("postgres://"):
-        url = "postgresql://" + url[len("postgres://"):]
+        url = "postgresql://" + url[len("postgres://") :]
     if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
     return url
 
 

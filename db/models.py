@@ -116,9 +116,7 @@ class Response(SQLModel, table=True):
     """A model's answer: to a question (kind=baseline, variant='') or an instruction."""
 
     __tablename__ = "response"
-    __table_args__ = (
-        UniqueConstraint("model_id", "question_id", "variant", name="uq_response_key"),
-    )
+    __table_args__ = (UniqueConstraint("model_id", "question_id", "variant", name="uq_response_key"),)
     id: Optional[int] = Field(default=None, primary_key=True)
     model_id: int = Field(foreign_key="eval_model.id", index=True)
     question_id: int = Field(foreign_key="question.id", index=True)
@@ -170,9 +168,7 @@ class Judge(SQLModel, table=True):
 class Judgment(SQLModel, table=True):
     __tablename__ = "judgment"
     __table_args__ = (
-        UniqueConstraint(
-            "judge_id", "response_id", "constraint_id", "prompt_version", name="uq_judgment_key"
-        ),
+        UniqueConstraint("judge_id", "response_id", "constraint_id", "prompt_version", name="uq_judgment_key"),
         # covering: the disagreement count (status, Overview) reads this index alone (migration 0008)
         Index("ix_judgment_response_constraint_label", "response_id", "constraint_id", "label"),
     )
@@ -383,9 +379,7 @@ class WiseGeneration(SQLModel, table=True):
     (``wise_study.name``; empty for generations imported without one)."""
 
     __tablename__ = "wise_generation"
-    __table_args__ = (
-        UniqueConstraint("study", "item", "model", "form", "target", "repetition", name="uq_wise_gen"),
-    )
+    __table_args__ = (UniqueConstraint("study", "item", "model", "form", "target", "repetition", name="uq_wise_gen"),)
     id: Optional[int] = Field(default=None, primary_key=True)
     study: str = Field(default="", max_length=200, sa_column_kwargs={"server_default": ""})
     item: str = Field(max_length=200)
@@ -474,12 +468,36 @@ class MosaicCheck(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-ALL_TABLES = [m.__table__ for m in (  # type: ignore[attr-defined]
-    ProjectMeta, CatalogFeature, Question, Instruction, Constraint, EvalModel, Response,
-    BaselineFeature, Judge, Judgment, User, SamplePlan, AdjudicationTask, Adjudication,
-    WordingStudy, WordingForm, WordingItem, WordingRating, WiseGeneration, WiseStudy,
-    MosaicStudy, MosaicPrompt, MosaicConstraint, MosaicOutput, MosaicCheck,
-)]
+ALL_TABLES = [
+    m.__table__
+    for m in (  # type: ignore[attr-defined]
+        ProjectMeta,
+        CatalogFeature,
+        Question,
+        Instruction,
+        Constraint,
+        EvalModel,
+        Response,
+        BaselineFeature,
+        Judge,
+        Judgment,
+        User,
+        SamplePlan,
+        AdjudicationTask,
+        Adjudication,
+        WordingStudy,
+        WordingForm,
+        WordingItem,
+        WordingRating,
+        WiseGeneration,
+        WiseStudy,
+        MosaicStudy,
+        MosaicPrompt,
+        MosaicConstraint,
+        MosaicOutput,
+        MosaicCheck,
+    )
+]
 
 
 class Job(SQLModel, table=True):
@@ -491,8 +509,13 @@ class Job(SQLModel, table=True):
 
     __tablename__ = "job"
     __table_args__ = (
-        Index("uq_job_running_lock", "lock_key", unique=True,
-              sqlite_where=text("status = 'running'"), postgresql_where=text("status = 'running'")),
+        Index(
+            "uq_job_running_lock",
+            "lock_key",
+            unique=True,
+            sqlite_where=text("status = 'running'"),
+            postgresql_where=text("status = 'running'"),
+        ),
     )
     id: Optional[int] = Field(default=None, primary_key=True)
     kind: str = Field(max_length=50, index=True)  # e.g. judge

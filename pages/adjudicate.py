@@ -19,17 +19,25 @@ from pages.components import errors, keys, state
 from pages.components.render import md
 from pages.components.session import leave_if_signed_out, require_page, still_signed_in
 from reform_core.config import get_settings
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import AccessDenied
+from reform_core.services.adjudication import adjudication as S
 
 principal = require_page("adjudicate")
 engine = state.engine()
 ss = st.session_state
 ss.setdefault("adj_started", {})  # task id -> monotonic time the item was first shown
-LABELS = {"A": "Judge A is better supported", "B": "Judge B is better supported", "neither": "Neither / unsure",
-          "pass": "Passes", "fail": "Fails"}
-NOTE_ACTIONS = {"neither": "Neither / unsure: why? (required)", "pass": "Passes — a note (optional)",
-                "fail": "Fails — what is missing or wrong? (optional)"}
+LABELS = {
+    "A": "Judge A is better supported",
+    "B": "Judge B is better supported",
+    "neither": "Neither / unsure",
+    "pass": "Passes",
+    "fail": "Fails",
+}
+NOTE_ACTIONS = {
+    "neither": "Neither / unsure: why? (required)",
+    "pass": "Passes — a note (optional)",
+    "fail": "Fails — what is missing or wrong? (optional)",
+}
 
 try:
     plans = S.queue_plans(engine, principal)
@@ -38,15 +46,22 @@ except AccessDenied as exc:
     st.stop()
 if plans.empty:
     st.title("Adjudicate")
-    st.info("No sample plan to work on yet. A lead draws one on the **Sampling** page; its items then appear "
-            "here. Meanwhile, **Rate wordings** may have a wording study for you.")
+    st.info(
+        "No sample plan to work on yet. A lead draws one on the **Sampling** page; its items then appear "
+        "here. Meanwhile, **Rate wordings** may have a wording study for you."
+    )
     st.stop()
-labels = dict(zip(plans["id"], plans["label"] + " · " + plans["done"].astype(str) + " / "
-                  + plans["tasks"].astype(str) + " items done"))
+labels = dict(
+    zip(
+        plans["id"],
+        plans["label"] + " · " + plans["done"].astype(str) + " / " + plans["tasks"].astype(str) + " items done",
+    )
+)
 head, pick = st.columns([1, 3], vertical_alignment="center")
 head.subheader("Adjudicate", anchor=False)
-plan_id = pick.selectbox("Sample plan", list(labels), format_func=labels.get, key="adj_plan",
-                         label_visibility="collapsed")
+plan_id = pick.selectbox(
+    "Sample plan", list(labels), format_func=labels.get, key="adj_plan", label_visibility="collapsed"
+)
 
 
 # ----------------------------------------------------------------------------- actions (callbacks)
@@ -117,8 +132,11 @@ def _undo(task_id) -> None:
     if undone is None:
         ss["adj_news"] = ("warning", "Nothing to undo: you have no decision in this plan.")
         return
-    what = (f"your verdict “{LABELS[undone.verdict].lower()}”" if undone.verdict
-            else f"your decision “{LABELS[undone.choice]}”")
+    what = (
+        f"your verdict “{LABELS[undone.verdict].lower()}”"
+        if undone.verdict
+        else f"your decision “{LABELS[undone.choice]}”"
+    )
     ss["adj_news"] = ("info", f"Undone: {what} on the item below was withdrawn. Decide it again.")
 
 
@@ -142,26 +160,44 @@ def _decision_bar(item: S.Item, item_no: str) -> None:
     """One row of buttons, each with its key; the note field opens under it."""
     args = (item.task_id, item.shown)
     if item.is_audit:
-        buttons = [("✓ " + LABELS["pass"], "p", _open_note, (item.task_id, "pass"), "primary"),
-                   ("✗ " + LABELS["fail"], "f", _open_note, (item.task_id, "fail"), "primary")]
+        buttons = [
+            ("✓ " + LABELS["pass"], "p", _open_note, (item.task_id, "pass"), "primary"),
+            ("✗ " + LABELS["fail"], "f", _open_note, (item.task_id, "fail"), "primary"),
+        ]
     else:
-        buttons = [(LABELS["A"], "a", _decide, (*args, "A", item_no), "primary"),
-                   (LABELS["B"], "b", _decide, (*args, "B", item_no), "primary"),
-                   (LABELS["neither"], "n", _open_note, (item.task_id, "neither"), "secondary")]
-    buttons += [("Skip", "s", _skip, (item.task_id, item_no), "secondary"),
-                ("Undo my last decision", "u", _undo, (item.task_id,), "secondary")]
+        buttons = [
+            (LABELS["A"], "a", _decide, (*args, "A", item_no), "primary"),
+            (LABELS["B"], "b", _decide, (*args, "B", item_no), "primary"),
+            (LABELS["neither"], "n", _open_note, (item.task_id, "neither"), "secondary"),
+        ]
+    buttons += [
+        ("Skip", "s", _skip, (item.task_id, item_no), "secondary"),
+        ("Undo my last decision", "u", _undo, (item.task_id,), "secondary"),
+    ]
     for col, (label, key, fn, fn_args, kind) in zip(st.columns(len(buttons)), buttons):
-        col.button(label, shortcut=key, type=kind, width="stretch", wrap=True, key=f"adj_btn_{key}_{item.task_id}",
-                   on_click=fn, args=fn_args)
+        col.button(
+            label,
+            shortcut=key,
+            type=kind,
+            width="stretch",
+            wrap=True,
+            key=f"adj_btn_{key}_{item.task_id}",
+            on_click=fn,
+            args=fn_args,
+        )
     noting = ss.get("adj_noting")
     if noting and noting[0] == item.task_id:
         _note_form(item, noting[1], item_no)
     elif (err := ss.get("adj_error")) and err[0] == item.task_id:
         st.warning(err[1])
-    first = [("P / F", "passes / fails, then a note")] if item.is_audit else [
-        ("A / B", "choose a judge"), ("N", "neither, then a note")]
-    keys.legend([*first, ("Enter", "saves with the note"), ("Esc", "leaves the note unsaved"), ("S", "skip"),
-                 ("U", "undo")])
+    first = (
+        [("P / F", "passes / fails, then a note")]
+        if item.is_audit
+        else [("A / B", "choose a judge"), ("N", "neither, then a note")]
+    )
+    keys.legend(
+        [*first, ("Enter", "saves with the note"), ("Esc", "leaves the note unsaved"), ("S", "skip"), ("U", "undo")]
+    )
 
 
 def _note_form(item: S.Item, action: str, item_no: str) -> None:
@@ -171,10 +207,16 @@ def _note_form(item: S.Item, action: str, item_no: str) -> None:
     with st.form(f"adj_note_form_{item.task_id}", border=True, enter_to_submit=True):
         st.text_input(NOTE_ACTIONS[action], key=field)
         save, cancel = st.columns(2)
-        save.form_submit_button(f"Save “{LABELS[action]}” (Enter)", type="primary", width="stretch",
-                                on_click=_decide, args=(item.task_id, item.shown, action, item_no))
-        cancel.form_submit_button("Leave without saving", shortcut="Escape", width="stretch",
-                                  on_click=_close_note, args=(item.task_id,))
+        save.form_submit_button(
+            f"Save “{LABELS[action]}” (Enter)",
+            type="primary",
+            width="stretch",
+            on_click=_decide,
+            args=(item.task_id, item.shown, action, item_no),
+        )
+        cancel.form_submit_button(
+            "Leave without saving", shortcut="Escape", width="stretch", on_click=_close_note, args=(item.task_id,)
+        )
     if (err := ss.get("adj_error")) and err[0] == item.task_id:
         st.warning(err[1])
 
@@ -189,9 +231,11 @@ def workspace() -> None:
         ss.pop("adj_error", None)
         st.subheader(f"Nothing left for you in this plan ({progress.filled:,} of {progress.needed:,} decisions made)")
         _news()
-        st.success("Thank you! Every item is decided or held by another annotator. Next: choose another plan above "
-                   "if one has items left, or see **Rate wordings**; items held by others come back here if their "
-                   "lease runs out.")
+        st.success(
+            "Thank you! Every item is decided or held by another annotator. Next: choose another plan above "
+            "if one has items left, or see **Rate wordings**; items held by others come back here if their "
+            "lease runs out."
+        )
         st.button("Undo my last decision", shortcut="u", on_click=_undo, args=(None,))
         keys.legend([("U", "undo my last decision")])
         return
@@ -202,8 +246,10 @@ def workspace() -> None:
     ss["adj_started"].setdefault(item.task_id, time.monotonic())
     item_no = _item_no(progress)
     st.subheader(f"Item {progress.item_no:,} of {progress.needed:,}")
-    st.caption(f"{'Agreement check' if item.is_audit else 'Disagreement'} · you have decided {progress.mine:,} "
-               f"item(s) in this plan · reserved for you until {item.lease_until:%H:%M} UTC")
+    st.caption(
+        f"{'Agreement check' if item.is_audit else 'Disagreement'} · you have decided {progress.mine:,} "
+        f"item(s) in this plan · reserved for you until {item.lease_until:%H:%M} UTC"
+    )
     _news()
     view.asks(item)
     view.constraint(item)
@@ -232,8 +278,13 @@ def progress_table() -> None:
     c[2].metric("Seconds / item (mean)", "–" if pr.mean_seconds != pr.mean_seconds else f"{pr.mean_seconds:.0f}")
     if len(pr.strata):
         table = pr.strata.assign(progress=pr.strata["done"] / pr.strata["tasks"])
-        st.dataframe(table, hide_index=True, column_config={
-            "progress": st.column_config.ProgressColumn("progress", format="percent", min_value=0, max_value=1)})
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config={
+                "progress": st.column_config.ProgressColumn("progress", format="percent", min_value=0, max_value=1)
+            },
+        )
 
 
 with st.expander("Progress"):

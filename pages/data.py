@@ -16,14 +16,23 @@ search = c1.text_input("Search questions", key="data_search")
 types = [""] + browse.task_types(eng, principal)
 task = c2.selectbox("Task type", types, format_func=lambda t: t or "all", key="data_task")
 page_size = 50
-qs, total = browse.questions(eng, principal, search=search, task_type=task, page=st.session_state.get("data_page", 0), page_size=page_size)
+qs, total = browse.questions(
+    eng, principal, search=search, task_type=task, page=st.session_state.get("data_page", 0), page_size=page_size
+)
 pages = max(1, -(-total // page_size))
-page = st.number_input(f"Page (of {pages}, {total} questions)", min_value=1, max_value=pages, value=1, key="data_page_input") - 1
+page = (
+    st.number_input(
+        f"Page (of {pages}, {total} questions)", min_value=1, max_value=pages, value=1, key="data_page_input"
+    )
+    - 1
+)
 if page != st.session_state.get("data_page", 0):
     st.session_state["data_page"] = page
     qs, total = browse.questions(eng, principal, search=search, task_type=task, page=page, page_size=page_size)
 
-event = st.dataframe(qs.drop(columns=["text"]), hide_index=True, on_select="rerun", selection_mode="single-row", key="data_q_table")
+event = st.dataframe(
+    qs.drop(columns=["text"]), hide_index=True, on_select="rerun", selection_mode="single-row", key="data_q_table"
+)
 rows = event.selection.rows if event and event.selection else []
 key = qs.iloc[rows[0]]["key"] if rows else st.query_params.get("q", qs.iloc[0]["key"] if len(qs) else None)
 if key is None:

@@ -64,8 +64,19 @@ with st.container(border=True):
     adjudicated = pick(c[2], "Adjudicated", "adjudicated", ["", "yes", "no"])
     p_min, p_max = c[3].slider("Calibrated p", 0.0, 1.0, step=0.01, key="explore_p")
 
-filters = explore.Filters(model=model, task=task, domain=domain, feature=feature, category=category, mode=mode,
-                          opposed=opposed, agree=agree, adjudicated=adjudicated, p_min=p_min, p_max=p_max)
+filters = explore.Filters(
+    model=model,
+    task=task,
+    domain=domain,
+    feature=feature,
+    category=category,
+    mode=mode,
+    opposed=opposed,
+    agree=agree,
+    adjudicated=adjudicated,
+    p_min=p_min,
+    p_max=p_max,
+)
 if filters != from_url:
     st.session_state["explore_page"] = 1  # new filters: back to the first page
 
@@ -78,18 +89,29 @@ if page > pages:
 st.number_input(f"Page (of {pages:,}; {total:,} matching instances)", min_value=1, max_value=pages, key="explore_page")
 
 shown, columns = render.explore_table(rows, explore.pair(render.state.engine(), principal).pair)
-event = st.dataframe(shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explore_rows",
-                     column_config=columns)
+event = st.dataframe(
+    shown, hide_index=True, on_select="rerun", selection_mode="single-row", key="explore_rows", column_config=columns
+)
 selected = event.selection.rows if event and event.selection else []
 if selected:
     row = rows.iloc[selected[0]]
     ex_model, ex_question, ex_instruction = str(row["model"]), str(row["question"]), str(row["instruction"])
 else:
-    ex_model, ex_question, ex_instruction = params.get("model", ""), params.get("question", ""), params.get("instruction", "")
+    ex_model, ex_question, ex_instruction = (
+        params.get("model", ""),
+        params.get("question", ""),
+        params.get("instruction", ""),
+    )
 
 link = {**filters.to_params(), **({"page": str(page)} if page > 1 else {})}
 if ex_question:
-    link.update({"model": ex_model or model, "question": ex_question, **({"instruction": ex_instruction} if ex_instruction else {})})
+    link.update(
+        {
+            "model": ex_model or model,
+            "question": ex_question,
+            **({"instruction": ex_instruction} if ex_instruction else {}),
+        }
+    )
 if link != params:
     st.query_params.from_dict(link)
 
@@ -130,7 +152,9 @@ def show_constraints(c: pd.DataFrame) -> None:
     for _, r in c.iterrows():  # judge names are column suffixes: item access, not attributes
         labels = " · ".join(f"{render.md(j)}: {render.label_text(r.get(f'label_{j}'))}" for j in judges)
         human = f" · human: **{render.label_text(r['decision'])}**" if pd.notna(r["decision"]) else ""
-        lines.append(f"{render.p_badge(r['p'])} **{r['position']}. {render.md(r['feature'])}** ({render.md(r['mode'])}) — {labels}{human}")
+        lines.append(
+            f"{render.p_badge(r['p'])} **{r['position']}. {render.md(r['feature'])}** ({render.md(r['mode'])}) — {labels}{human}"
+        )
         details.append(f"{r['position']}. {r['constraint_text']}\n   acceptance: {r['acceptance'] or '—'}")
         details += [f"   {j}: {r.get(f'rationale_{j}') or '—'}" for j in judges]
         if pd.notna(r["decision"]):
@@ -141,10 +165,16 @@ def show_constraints(c: pd.DataFrame) -> None:
 
 
 panels = [("baseline (no formatting constraints)", base.iloc[0] if len(base) else None, None)]
-panels += [(f"{'⭐ ' if v.instruction == ex_instruction else ''}{render.md(v.instruction)} · {render.md(v.condition)}", v,
-            cons[cons["instruction"] == v.instruction]) for v in variants.itertuples()]
+panels += [
+    (
+        f"{'⭐ ' if v.instruction == ex_instruction else ''}{render.md(v.instruction)} · {render.md(v.condition)}",
+        v,
+        cons[cons["instruction"] == v.instruction],
+    )
+    for v in variants.itertuples()
+]
 for start in range(0, len(panels), 3):
-    for col, (title, r, c) in zip(st.columns(3), panels[start:start + 3]):
+    for col, (title, r, c) in zip(st.columns(3), panels[start : start + 3]):
         with col, st.container(border=True):
             st.markdown(f"**{title}**")
             if r is None:

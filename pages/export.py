@@ -9,15 +9,17 @@ import streamlit as st
 from pages.components import state
 from pages.components.render import md, md_lines
 from pages.components.session import require_page
-from reform_core.services.project import explore
 from reform_core.estimators.base import names as estimator_names
+from reform_core.services.project import explore
 from reform_core.services.scoring.scoring import ScoringError
 
 principal = require_page("export")
 st.title("Export")
-st.caption("Tables as CSV, Parquet and JSON; `instances.csv` with p_u and every judge's label; adjudication and "
-           "rating records; `manifest.json` with versions, judges, sample plans, the calibration rule and a SHA-256 "
-           "per file. Check an export with `python -m reform_core score-export DIR --json`.")
+st.caption(
+    "Tables as CSV, Parquet and JSON; `instances.csv` with p_u and every judge's label; adjudication and "
+    "rating records; `manifest.json` with versions, judges, sample plans, the calibration rule and a SHA-256 "
+    "per file. Check an export with `python -m reform_core score-export DIR --json`."
+)
 
 pair = explore.pair(state.engine(), principal)
 if pair.pair:
@@ -26,10 +28,14 @@ else:
     st.warning(f"Cannot export calibrated scores yet: {md(pair.message)}")
 
 c1, c2 = st.columns(2)
-calibration = c1.selectbox("Estimator", estimator_names(), key="export_calibration",
-                           help="cluster: the default estimator (question-cluster plan; exports both intervals, "
-                                "the audit's both-wrong rates and the cluster totals); stratified / pooled: the "
-                                "paper's rules.")
+calibration = c1.selectbox(
+    "Estimator",
+    estimator_names(),
+    key="export_calibration",
+    help="cluster: the default estimator (question-cluster plan; exports both intervals, "
+    "the audit's both-wrong rates and the cluster totals); stratified / pooled: the "
+    "paper's rules.",
+)
 seed = c2.number_input("Bootstrap seed (intervals)", min_value=0, value=0, step=1, key="export_seed")
 if st.button("Run export", type="primary", key="export_run"):
     try:
@@ -43,11 +49,21 @@ if st.button("Run export", type="primary", key="export_run"):
 
 if "export_result" in st.session_state:
     name, data, manifest = st.session_state["export_result"]
-    st.success(f"Export ready: {len(manifest['files']) + 1} files, {len(data) / 1024:,.0f} KiB zipped"
-               + (" — provisional scores (some strata have no review yet)." if manifest["calibration"]["provisional"] else "."))
-    st.download_button("Download export (zip)", data, file_name=name, mime="application/zip", type="primary",
-                       key="export_download", on_click="ignore")
-    st.dataframe(pd.DataFrame({"file": list(manifest["files"]), "sha256": list(manifest["files"].values())}),
-                 hide_index=True)
+    st.success(
+        f"Export ready: {len(manifest['files']) + 1} files, {len(data) / 1024:,.0f} KiB zipped"
+        + (" — provisional scores (some strata have no review yet)." if manifest["calibration"]["provisional"] else ".")
+    )
+    st.download_button(
+        "Download export (zip)",
+        data,
+        file_name=name,
+        mime="application/zip",
+        type="primary",
+        key="export_download",
+        on_click="ignore",
+    )
+    st.dataframe(
+        pd.DataFrame({"file": list(manifest["files"]), "sha256": list(manifest["files"].values())}), hide_index=True
+    )
     with st.expander("manifest.json", expanded=False):
         st.json(manifest)

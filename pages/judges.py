@@ -12,8 +12,8 @@ import streamlit as st
 
 from pages.components import errors, render, state
 from pages.components.session import leave_if_signed_out, require_page
-from reform_core.services.platform import jobs
 from reform_core.services.judging import judging
+from reform_core.services.platform import jobs
 from reform_core.services.scoring import scoring
 from reform_core.services.scoring.scoring import ScoringError
 
@@ -47,13 +47,18 @@ def live() -> None:
     leave_if_signed_out()  # revoked meanwhile: polling must not keep showing the page
     views = judging.recent_jobs(eng, principal)
     st.dataframe(
-        render.judges_summary(principal), hide_index=True,
-        column_config={"tokens": st.column_config.NumberColumn(format="localized"),
-                       "cost (USD)": st.column_config.NumberColumn(format="$%.4f")},
+        render.judges_summary(principal),
+        hide_index=True,
+        column_config={
+            "tokens": st.column_config.NumberColumn(format="localized"),
+            "cost (USD)": st.column_config.NumberColumn(format="$%.4f"),
+        },
     )
-    st.caption("Counts are each judge's current verdict per (response, constraint): labels are pass/fail "
-               "verdicts, abstentions are pairs a judge could not decide (e.g. no rule for the feature), errors "
-               "are failed calls (the next run retries them). A judge with errors only cannot be scored.")
+    st.caption(
+        "Counts are each judge's current verdict per (response, constraint): labels are pass/fail "
+        "verdicts, abstentions are pairs a judge could not decide (e.g. no rule for the feature), errors "
+        "are failed calls (the next run retries them). A judge with errors only cannot be scored."
+    )
     for v in views:
         if v.active:
             st.progress(v.done / v.total if v.total else 0.0, text=render.md(_job_line(v)))
@@ -63,15 +68,18 @@ def live() -> None:
                 judging.cancel_job(eng, principal, v.id)
                 st.rerun(scope="fragment")
         elif v.state == "stale" and v.kind == "judge":
-            st.warning(render.md(f"Job {v.id} ({v.lock_key}) stopped without finishing: {v.stale_reason}. "
-                                    "Resuming judges only what is still pending."))
+            st.warning(
+                render.md(
+                    f"Job {v.id} ({v.lock_key}) stopped without finishing: {v.stale_reason}. "
+                    "Resuming judges only what is still pending."
+                )
+            )
             if st.button("Resume", key=f"resume-{v.id}"):
                 _resume(v.id)
     latest = next((v for v in views if v.kind == "judge" and v.state in ("done", "failed", "cancelled")), None)
     if latest is not None and "calls" in latest.result:
         show = st.error if latest.state == "failed" else st.success
-        show(render.md(f"Job {latest.id} ({latest.lock_key}), {latest.state}: "
-                          f"{judging.run_report(latest.result)}"))
+        show(render.md(f"Job {latest.id} ({latest.lock_key}), {latest.state}: {judging.run_report(latest.result)}"))
     if latest is not None and latest.error:
         st.text(f"Error: {latest.error}")
     if views:
@@ -106,27 +114,46 @@ st.subheader("Run a judge")
 c1, c2, c3 = st.columns(3)
 provider = c1.selectbox("Provider", ["rules", "openai", "gemini", "replay"])
 endpoints = judging.endpoint_choices(provider)
-endpoint = c2.selectbox("Endpoint", endpoints or ["—"], disabled=not endpoints,
-                        help="The provider's official API or an endpoint configured by a lead "
-                             "(REFORM_JUDGE_ENDPOINTS); the key from the server's environment is sent there.")
-model = c3.text_input("Model", disabled=provider in ("rules", "replay"),
-                      help="e.g. gpt-5.4-mini or gemini-3.1-flash-lite")
+endpoint = c2.selectbox(
+    "Endpoint",
+    endpoints or ["—"],
+    disabled=not endpoints,
+    help="The provider's official API or an endpoint configured by a lead "
+    "(REFORM_JUDGE_ENDPOINTS); the key from the server's environment is sent there.",
+)
+model = c3.text_input(
+    "Model", disabled=provider in ("rules", "replay"), help="e.g. gpt-5.4-mini or gemini-3.1-flash-lite"
+)
 c1, c2, c3 = st.columns(3)
-name = c1.text_input("Judge name", help="Defaults to the model ('verifiers' or 'verifiers-loose' for rules, "
-                     "'replay:SOURCE' for replay).")
+name = c1.text_input(
+    "Judge name", help="Defaults to the model ('verifiers' or 'verifiers-loose' for rules, 'replay:SOURCE' for replay)."
+)
 concurrency = c2.number_input("Concurrency", 1, 256, 16)
 limit = c3.number_input("At most N responses (0 = all)", 0, 10_000_000, 0)
 source, mode = None, "strict"
 if provider == "rules":
-    mode = st.selectbox("Rules mode", ["strict", "loose"], help="The rules judge runs every verifier of the "
-                        "project's catalog; IFEval's verifiers follow its strict or loose rules.")
+    mode = st.selectbox(
+        "Rules mode",
+        ["strict", "loose"],
+        help="The rules judge runs every verifier of the "
+        "project's catalog; IFEval's verifiers follow its strict or loose rules.",
+    )
 if provider == "replay":
     source = st.selectbox("Judge whose labels to copy", render.judges_summary(principal)["judge"].tolist())
 if st.button("Start", type="primary"):
     try:
-        judging.start_judge_job(eng, principal, provider=provider, model=model if endpoints else "",
-                                name=name or None, endpoint=endpoint if endpoints else None,
-                                concurrency=int(concurrency), limit=int(limit) or None, source=source, mode=mode)
+        judging.start_judge_job(
+            eng,
+            principal,
+            provider=provider,
+            model=model if endpoints else "",
+            name=name or None,
+            endpoint=endpoint if endpoints else None,
+            concurrency=int(concurrency),
+            limit=int(limit) or None,
+            source=source,
+            mode=mode,
+        )
     except ValueError as exc:
         st.error(render.md(str(exc)))
     else:
@@ -134,6 +161,8 @@ if st.button("Start", type="primary"):
 
 prompt = judging.prompt_for_display(eng)
 with st.expander(f"Grading prompt (version {prompt['version']})"):
-    st.caption("Every judge gets this prompt with the full instruction, each constraint with its acceptance "
-               "criteria and the response; never the evaluated model's identity. Temperature 0.")
+    st.caption(
+        "Every judge gets this prompt with the full instruction, each constraint with its acceptance "
+        "criteria and the response; never the evaluated model's identity. Temperature 0."
+    )
     st.code(prompt["text"], language="text", wrap_lines=True)

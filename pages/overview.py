@@ -28,8 +28,13 @@ if ov.agreement is not None:  # None for annotators (blinding): no judge or mode
     if ov.agreement.empty:
         st.info("No (response, constraint) pair has labels from two judges yet.")
     else:
-        st.dataframe(ov.agreement, hide_index=True, column_config={
-            "agreement": st.column_config.ProgressColumn("agreement", format="percent", min_value=0, max_value=1)})
+        st.dataframe(
+            ov.agreement,
+            hide_index=True,
+            column_config={
+                "agreement": st.column_config.ProgressColumn("agreement", format="percent", min_value=0, max_value=1)
+            },
+        )
 
 st.subheader("Adjudication progress")
 if ov.progress.empty:

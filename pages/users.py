@@ -32,9 +32,15 @@ if submitted:
         st.error("password: the two entries differ")
     else:
         try:
-            created = create_user(state.engine(), principal, username=username.strip(), role=role,
-                                  password=password if password or not oidc_mode() else None,
-                                  display_name=display.strip(), email=email.strip() or None)
+            created = create_user(
+                state.engine(),
+                principal,
+                username=username.strip(),
+                role=role,
+                password=password if password or not oidc_mode() else None,
+                display_name=display.strip(),
+                email=email.strip() or None,
+            )
         except ValueError as exc:
             st.error(str(exc))
         else:
@@ -44,8 +50,10 @@ accounts = list_users(state.engine(), principal)
 others = [u["username"] for u in accounts if u["username"] != principal.username]
 with st.form("users_manage", clear_on_submit=True):
     st.markdown("**Change an account**")
-    st.caption("A role change, a deactivation or a password reset ends that person's open sessions at once. "
-               "You cannot change your own account here (use the CLI: `user-set`).")
+    st.caption(
+        "A role change, a deactivation or a password reset ends that person's open sessions at once. "
+        "You cannot change your own account here (use the CLI: `user-set`)."
+    )
     c1, c2, c3 = st.columns(3)
     who = c1.selectbox("Account", others, index=None, placeholder="Choose an account")
     new_role = c2.selectbox("New role", ["(unchanged)", *ROLES])
@@ -64,9 +72,14 @@ if changed:
         try:
             if new_password:
                 set_password(state.engine(), principal, username=who, password=new_password)
-            after = update_user(state.engine(), principal, username=who,
-                                role=None if new_role == "(unchanged)" else new_role,
-                                active={"Deactivate": False, "Activate": True}.get(activity), unlock=do_unlock)
+            after = update_user(
+                state.engine(),
+                principal,
+                username=who,
+                role=None if new_role == "(unchanged)" else new_role,
+                active={"Deactivate": False, "Activate": True}.get(activity),
+                unlock=do_unlock,
+            )
         except ValueError as exc:
             st.error(str(exc))
         else:
@@ -78,8 +91,11 @@ if changed:
             st.success(f"{md(who)}: " + ", ".join(done) + ".")
             accounts = list_users(state.engine(), principal)
 
-table = pd.DataFrame(accounts, columns=["username", "display_name", "email", "role", "active", "locked", "sso_bound",
-                                      "created_at"])
+table = pd.DataFrame(
+    accounts, columns=["username", "display_name", "email", "role", "active", "locked", "sso_bound", "created_at"]
+)
 st.dataframe(tidy(table, flags=("active", "locked", "sso_bound")), hide_index=True)
-st.caption("sso_bound: the account is bound to a single sign-on identity (issuer, subject); "
-           "`python -m reform_core user-bind NAME --clear` unbinds it, and its next sign-in binds it anew.")
+st.caption(
+    "sso_bound: the account is bound to a single sign-on identity (issuer, subject); "
+    "`python -m reform_core user-bind NAME --clear` unbinds it, and its next sign-in binds it anew."
+)

@@ -20,16 +20,20 @@ st.title("Rate wordings")
 
 studies = wording.list_studies(eng, principal)
 if studies.empty:
-    st.info("No wording study to rate yet. A lead creates one on the **Wording studies** page; its items then "
-            "appear here. Meanwhile, **Adjudicate** may have items for you.")
+    st.info(
+        "No wording study to rate yet. A lead creates one on the **Wording studies** page; its items then "
+        "appear here. Meanwhile, **Adjudicate** may have items for you."
+    )
     st.stop()
 names = dict(zip(studies["id"], studies["name"]))
 sid = int(st.selectbox("Study", list(names), format_func=names.get, key="wording_rate_study"))
 queue = wording.annotator_queue(eng, principal, study_id=sid)
 total = len(queue)
 if total == 0:
-    st.info("This study has no items yet. A lead adds them on the **Wording studies** page; choose another study "
-            "above meanwhile.")
+    st.info(
+        "This study has no items yet. A lead adds them on the **Wording studies** page; choose another study "
+        "above meanwhile."
+    )
     st.stop()
 
 pos_key = f"wording_rate_pos_{sid}"
@@ -122,10 +126,24 @@ def _key_buttons(item_id: int) -> None:
     cols[1].button("No", shortcut="n", on_click=_answer, args=(item_id, False), key="wording_key_no", width="stretch")
     for col, k in zip(cols[3:8], SCALE_KEYS):
         col.button(k, shortcut=k, on_click=_rate, args=(item_id, int(k)), key=f"wording_key_{k}", width="stretch")
-    cols[9].button("↑", shortcut="up", on_click=_move, args=(item_id, -1), key="wording_key_up", width="stretch",
-                   help="previous scale")
-    cols[10].button("↓", shortcut="down", on_click=_move, args=(item_id, 1), key="wording_key_down", width="stretch",
-                    help="next scale")
+    cols[9].button(
+        "↑",
+        shortcut="up",
+        on_click=_move,
+        args=(item_id, -1),
+        key="wording_key_up",
+        width="stretch",
+        help="previous scale",
+    )
+    cols[10].button(
+        "↓",
+        shortcut="down",
+        on_click=_move,
+        args=(item_id, 1),
+        key="wording_key_down",
+        width="stretch",
+        help="next scale",
+    )
 
 
 answered = int(queue["answered"].sum())
@@ -138,8 +156,16 @@ if err := st.session_state.pop("wording_rate_error", None):
 row = queue.iloc[st.session_state[pos_key]]
 item_id = int(row["item_id"])
 st.subheader(f"Item {row['position']} of {total}")
-keys.legend([("Y / N", "yes / no"), ("1–5", "rate the ▶ scale"), ("↑ / ↓", "move ▶"), ("S", "save"),
-             ("← / →", "previous / next item"), ("U", "next unanswered")])
+keys.legend(
+    [
+        ("Y / N", "yes / no"),
+        ("1–5", "rate the ▶ scale"),
+        ("↑ / ↓", "move ▶"),
+        ("S", "save"),
+        ("← / →", "previous / next item"),
+        ("U", "next unanswered"),
+    ]
+)
 st.markdown(f"**Target:** {md(row['target'])}")
 st.markdown(f"> {md(row['text'])}")
 
@@ -149,11 +175,19 @@ st.radio(md(row["question"]), YES_NO, index=None, horizontal=True, key=f"wording
 for pair in (wording.RATINGS[:2], wording.RATINGS[2:]):  # two per row: a 1–5 scale never wraps its "5"
     for col, field in zip(st.columns(2), pair):
         mark = "▶ " if field == wording.RATINGS[st.session_state[_scale_key(item_id)]] else ""
-        col.radio(f"{mark}{field.capitalize()}", [1, 2, 3, 4, 5], index=None, horizontal=True,
-                  help=wording.RATING_HELP[field], key=f"wording_{field}_{item_id}")
+        col.radio(
+            f"{mark}{field.capitalize()}",
+            [1, 2, 3, 4, 5],
+            index=None,
+            horizontal=True,
+            help=wording.RATING_HELP[field],
+            key=f"wording_{field}_{item_id}",
+        )
 _key_buttons(item_id)
-st.caption("Your answers to an item are saved once, when you save or move to another item; the item counts as "
-           "answered when all five are given.")
+st.caption(
+    "Your answers to an item are saved once, when you save or move to another item; the item counts as "
+    "answered when all five are given."
+)
 if st.session_state.pop("wording_rate_saved", False):
     st.success(f"Saved item {row['position']}.")
 
@@ -162,8 +196,15 @@ c1, c2, c3, c4 = st.columns(4)
 c1.button("← Previous", on_click=_go, args=(-1, *args), key="wording_prev", width="stretch", shortcut="left")
 c2.button("Save", on_click=_save_here, args=args, key="wording_save", width="stretch", shortcut="s")
 c3.button("Next →", on_click=_go, args=(1, *args), key="wording_next", width="stretch", shortcut="right")
-c4.button("Next unanswered", on_click=_next_unanswered, args=args, key="wording_next_todo", width="stretch",
-          type="primary", shortcut="u")
+c4.button(
+    "Next unanswered",
+    on_click=_next_unanswered,
+    args=args,
+    key="wording_next_todo",
+    width="stretch",
+    type="primary",
+    shortcut="u",
+)
 
 history = wording.rating_history(eng, principal, item_id=item_id)
 if len(history) > 1:

@@ -173,8 +173,9 @@ def _fleiss_weighted(counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return out
 
 
-def fleiss_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
-                 missing: str = "raise") -> float:
+def fleiss_kappa(
+    df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label", missing: str = "raise"
+) -> float:
     """Fleiss' κ for nominal labels given by the same number of raters to every item.
 
     Parameters
@@ -212,9 +213,17 @@ def _fleiss_from_counts(counts: np.ndarray, label: str, fn: str) -> float:
     return float(fleiss_kappa(counts, method="fleiss"))
 
 
-def fleiss_kappa_ci(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
-                    n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None,
-                    missing: str = "raise") -> Estimate:
+def fleiss_kappa_ci(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+    missing: str = "raise",
+) -> Estimate:
     """Fleiss' κ with an item-bootstrap percentile interval (WISE paper App. Q, Table 25;
     docs/metrics.md#agreement-intervals).
 
@@ -254,7 +263,11 @@ def _ordered_categories(values: np.ndarray, categories, *, fn: str, column: str,
         if unknown:
             raise ValueError(f"{fn}: column {column!r} holds value(s) {unknown[:5]} not in categories={order}")
         return order
-    numeric = [v for v in present if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))]
+    numeric = [
+        v
+        for v in present
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    ]
     if len(numeric) != len(present):
         raise ValueError(
             f"{fn}: {why} needs the order of the labels in column {column!r}, which are not numbers "
@@ -263,9 +276,17 @@ def _ordered_categories(values: np.ndarray, categories, *, fn: str, column: str,
     return sorted(numeric)
 
 
-def cohen_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
-                raters: tuple[str, str] | None = None, weights: str | None = None,
-                categories: list | None = None, missing: str = "raise") -> float:
+def cohen_kappa(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    raters: tuple[str, str] | None = None,
+    weights: str | None = None,
+    categories: list | None = None,
+    missing: str = "raise",
+) -> float:
     """Cohen's κ between two raters (Cohen 1960), via ``sklearn.metrics.cohen_kappa_score``.
 
     Parameters
@@ -300,7 +321,9 @@ def cohen_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", l
     else:
         absent = [r for r in raters if r not in present]
         if len(raters) != 2 or raters[0] == raters[1] or absent:
-            raise ValueError(f"{fn}: raters must be two distinct values of column {rater!r}; got {raters}, absent {absent}")
+            raise ValueError(
+                f"{fn}: raters must be two distinct values of column {rater!r}; got {raters}, absent {absent}"
+            )
     sub = df[df[rater].isin(raters)]
     wide = _wide(sub, item, rater, label, fn=fn, missing=missing)
     a, b = wide[raters[0]].to_numpy(), wide[raters[1]].to_numpy()
@@ -321,8 +344,9 @@ def cohen_kappa(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", l
 ALPHA_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 
 
-def _alpha_counts(df: pd.DataFrame, item: str, rater: str, label: str, level: str, categories,
-                  fn: str) -> tuple[np.ndarray, np.ndarray]:
+def _alpha_counts(
+    df: pd.DataFrame, item: str, rater: str, label: str, level: str, categories, fn: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Pairable units × values count table ``n_uc`` and the (ordered) values.
 
     Missing labels are left out (α is defined for incomplete data); units with fewer than two
@@ -399,7 +423,9 @@ def _alpha_weighted(counts: np.ndarray, order: np.ndarray, level: str, weights: 
     the coincidence matrix).
     """
     m = counts.sum(axis=1)
-    per_unit = (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(counts.shape[1])) / (m - 1)[:, None, None]
+    per_unit = (counts[:, :, None] * counts[:, None, :] - counts[:, :, None] * np.eye(counts.shape[1])) / (m - 1)[
+        :, None, None
+    ]
     o = np.tensordot(weights, per_unit, axes=(1, 0))  # (B, V, V)
     n_c = o.sum(axis=2)
     n = n_c.sum(axis=1)
@@ -414,8 +440,15 @@ def _alpha_weighted(counts: np.ndarray, order: np.ndarray, level: str, weights: 
     return out
 
 
-def krippendorff_alpha(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
-                       level: str = "nominal", categories: list | None = None) -> float:
+def krippendorff_alpha(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    level: str = "nominal",
+    categories: list | None = None,
+) -> float:
     """Krippendorff's α for any number of raters, with missing ratings (Krippendorff 2011).
 
     Parameters
@@ -449,9 +482,18 @@ def krippendorff_alpha(df: pd.DataFrame, *, item: str = "item", rater: str = "ra
     return float(value)
 
 
-def krippendorff_alpha_ci(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", label: str = "label",
-                          level: str = "nominal", categories: list | None = None, n_boot: int = 2000,
-                          ci_level: float = 0.95, rng: np.random.Generator | None = None) -> Estimate:
+def krippendorff_alpha_ci(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    level: str = "nominal",
+    categories: list | None = None,
+    n_boot: int = 2000,
+    ci_level: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> Estimate:
     """Krippendorff's α with an item-bootstrap percentile interval.
 
     Like :func:`fleiss_kappa_ci` (WISE paper App. Q): each replicate resamples the pairable
@@ -587,9 +629,18 @@ def _icc_interval_without_error(kind: str, bms: float, jms: float, n: float, k: 
     return float(lo), float(hi)
 
 
-def icc(df: pd.DataFrame, *, target: str = "target", rater: str = "rater", rating: str = "rating",
-        kind: str = "2,k", bootstrap: int | None = None, level: float = 0.95,
-        rng: np.random.Generator | None = None, missing: str = "raise") -> ICCResult:
+def icc(
+    df: pd.DataFrame,
+    *,
+    target: str = "target",
+    rater: str = "rater",
+    rating: str = "rating",
+    kind: str = "2,k",
+    bootstrap: int | None = None,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+    missing: str = "raise",
+) -> ICCResult:
     """Intraclass correlation ICC(kind) with a confidence interval.
 
     Parameters
@@ -706,10 +757,17 @@ def yes_rates(df: pd.DataFrame, *, by: str = "form", rater: str = "rater", label
     return table
 
 
-def validation_agreement(df: pd.DataFrame, *, item: str = "item", rater: str = "rater", answer: str = "answer",
-                         ratings: tuple[str, ...] = ("clarity", "naturalness", "ambiguity", "complexity"),
-                         n_boot: int = 2000, level: float = 0.95,
-                         rng: np.random.Generator | None = None) -> pd.DataFrame:
+def validation_agreement(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    answer: str = "answer",
+    ratings: tuple[str, ...] = ("clarity", "naturalness", "ambiguity", "complexity"),
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> pd.DataFrame:
     """Agreement table of the human wording validation (docs/metrics.md#agreement-intervals;
     WISE paper Table 25).
 
@@ -730,9 +788,15 @@ def validation_agreement(df: pd.DataFrame, *, item: str = "item", rater: str = "
     """
     fn = "validation_agreement"
     _require_columns(df, [item, rater, answer, *ratings], fn)
-    rows = {answer: ("Fleiss' kappa", *fleiss_kappa_ci(df, item=item, rater=rater, label=answer,
-                                                       n_boot=n_boot, level=level, rng=rng))}
+    rows = {
+        answer: (
+            "Fleiss' kappa",
+            *fleiss_kappa_ci(df, item=item, rater=rater, label=answer, n_boot=n_boot, level=level, rng=rng),
+        )
+    }
     for col in ratings:
-        rows[col] = ("ICC(2,k)", *icc(df, target=item, rater=rater, rating=col, kind="2,k",
-                                      bootstrap=n_boot, level=level, rng=rng))
+        rows[col] = (
+            "ICC(2,k)",
+            *icc(df, target=item, rater=rater, rating=col, kind="2,k", bootstrap=n_boot, level=level, rng=rng),
+        )
     return pd.DataFrame.from_dict(rows, orient="index", columns=["statistic", "value", "ci_low", "ci_high"])

@@ -12,8 +12,12 @@ import pandas as pd
 
 from reform_core import display
 
-MEASURES = {"all_pass": "all pass (TCPR)", "opposed": "baseline-opposed targets", "aligned": "baseline-aligned targets",
-            "gap": "gap (opposed − aligned, pp)"}
+MEASURES = {
+    "all_pass": "all pass (TCPR)",
+    "opposed": "baseline-opposed targets",
+    "aligned": "baseline-aligned targets",
+    "gap": "gap (opposed − aligned, pp)",
+}
 METRICS = {"tcpr": "TCPR", "emcr": "EMCR", "r1": "R¹", "r2": "R²", "r3": "R³"}
 CONDITIONS = {"composition": ("separate", "joint"), "prompting": ("main", "prompted")}
 
@@ -22,14 +26,22 @@ def _estimate(b: display.TableBuilder, df: pd.DataFrame, col: str, label: str) -
     """``col`` with its population interval (which rounds it) and its measurement interval beside
     it (``<first word of label> pop.`` / ``meas.``: 95 % intervals)."""
     name = label.split(" ")[0]
-    b.estimate(label, df[col], df[f"{col}_pop_low"], df[f"{col}_pop_high"], n=df["n"],
-               interval=f"{name} pop.", extra=((f"{name} meas.", df[f"{col}_meas_low"], df[f"{col}_meas_high"]),))
+    b.estimate(
+        label,
+        df[col],
+        df[f"{col}_pop_low"],
+        df[f"{col}_pop_high"],
+        n=df["n"],
+        interval=f"{name} pop.",
+        extra=((f"{name} meas.", df[f"{col}_meas_low"], df[f"{col}_meas_high"]),),
+    )
 
 
 def composition(df: pd.DataFrame) -> display.Table:
     """Table 3: separate vs joint answering per model and measure, with both intervals."""
-    b = display.TableBuilder(pd.DataFrame({"model": df["model"], "measure": df["measure"].map(MEASURES).fillna(
-        df["measure"])}))
+    b = display.TableBuilder(
+        pd.DataFrame({"model": df["model"], "measure": df["measure"].map(MEASURES).fillna(df["measure"])})
+    )
     for col, label in (("separate", "separate %"), ("joint", "joint %"), ("delta_pp", "Δ pp")):
         _estimate(b, df, col, label)
     b.column("n", df["n"], 0)  # pair groups (all pass) or targets
@@ -38,7 +50,9 @@ def composition(df: pd.DataFrame) -> display.Table:
 
 def prompting(df: pd.DataFrame) -> display.Table:
     """The prompting comparison: main vs prompted per model and metric, the difference in pp."""
-    b = display.TableBuilder(pd.DataFrame({"model": df["model"], "metric": df["metric"].map(METRICS).fillna(df["metric"])}))
+    b = display.TableBuilder(
+        pd.DataFrame({"model": df["model"], "metric": df["metric"].map(METRICS).fillna(df["metric"])})
+    )
     for col, label in (("base", "main %"), ("other", "prompted %"), ("diff_pp", "Δ pp")):
         _estimate(b, df, col, label)
     b.column("n", df["n"], 0)
@@ -48,19 +62,37 @@ def prompting(df: pd.DataFrame) -> display.Table:
 def coverage(df: pd.DataFrame) -> display.Table:
     """Table A4: catalog coverage of the open-ended extractions per model (and pooled)."""
     keys = df[["model", "extracted", "excluded", "valid", "covered", "uncovered"]].rename(
-        columns={"excluded": "excluded (not format)"})
+        columns={"excluded": "excluded (not format)"}
+    )
     b = display.TableBuilder(keys)
-    b.estimate("coverage %", df["coverage"], df["coverage_pop_low"], df["coverage_pop_high"], n=df["valid"],
-               unit="instances", interval="pop. 95%",
-               extra=(("meas. 95%", df["coverage_meas_low"], df["coverage_meas_high"]),))
+    b.estimate(
+        "coverage %",
+        df["coverage"],
+        df["coverage_pop_low"],
+        df["coverage_pop_high"],
+        n=df["valid"],
+        unit="instances",
+        interval="pop. 95%",
+        extra=(("meas. 95%", df["coverage_meas_low"], df["coverage_meas_high"]),),
+    )
     return b.build()
 
 
 def correlation(df: pd.DataFrame) -> display.Table:
     """Table 4: Spearman ρ of each model's feature frequencies with the reference models'."""
     b = display.TableBuilder(df[["model"]])
-    b.estimate("ρ", df["rho"], df["rho_pop_low"], df["rho_pop_high"], interval="ρ 95% CI (Fisher z)",
-               coarsest=1, finest=3, default=3, min_units=0, max_width=float("inf"))
+    b.estimate(
+        "ρ",
+        df["rho"],
+        df["rho_pop_low"],
+        df["rho_pop_high"],
+        interval="ρ 95% CI (Fisher z)",
+        coarsest=1,
+        finest=3,
+        default=3,
+        min_units=0,
+        max_width=float("inf"),
+    )
     b.column("p", [display.p_value_text(p) for p in df["p_value"]])
     b.column("features", df["features"], 0)
     b.column("reference", df["reference"])
@@ -81,8 +113,12 @@ def targets(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-TABLES = {"table3_composition": composition, "prompting": prompting, "table_a4_coverage": coverage,
-          "table4_correlation": correlation}
+TABLES = {
+    "table3_composition": composition,
+    "prompting": prompting,
+    "table_a4_coverage": coverage,
+    "table4_correlation": correlation,
+}
 
 
 def readable(key: str, df: pd.DataFrame) -> display.Table:

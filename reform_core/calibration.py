@@ -31,11 +31,22 @@ import pandas as pd
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY, STRATUM_COLUMNS, condition_suffix
 from reform_core.frames import require_columns as _require
 
-
 DIRECTION_A1B0 = "A1B0"  # judge A pass, judge B fail
 DIRECTION_A0B1 = "A0B1"
 SOURCES = ("agreed", "adjudicated", "stratum", "fallback", "single_judge", "missing")
-RATE_COLUMNS = ["stratum", "model", "direction", "category", "mode", "condition", "n_disagreements", "n_reviewed", "pi_hat", "p_used", "provisional"]
+RATE_COLUMNS = [
+    "stratum",
+    "model",
+    "direction",
+    "category",
+    "mode",
+    "condition",
+    "n_disagreements",
+    "n_reviewed",
+    "pi_hat",
+    "p_used",
+    "provisional",
+]
 
 
 def _binary(values: pd.Series, name: str, allow_nan: bool) -> np.ndarray:
@@ -95,18 +106,25 @@ def _conditions(instances: pd.DataFrame) -> np.ndarray:
     if "condition" not in instances.columns:
         return np.full(len(instances), CONDITION_MAIN, dtype=object)
     codes, uniq = pd.factorize(instances["condition"], use_na_sentinel=False)
-    names = np.array([CONDITION_MAIN if (u is None or u is pd.NA or (isinstance(u, float) and np.isnan(u)) or u == "")
-                      else str(u) for u in uniq], dtype=object)
+    names = np.array(
+        [
+            CONDITION_MAIN if (u is None or u is pd.NA or (isinstance(u, float) and np.isnan(u)) or u == "") else str(u)
+            for u in uniq
+        ],
+        dtype=object,
+    )
     return names[codes] if len(codes) else np.array([], dtype=object)
 
 
-def _model_weight_a(model: np.ndarray, condition: np.ndarray, disagree: np.ndarray, g: np.ndarray,
-                    adj: np.ndarray) -> pd.Series:
+def _model_weight_a(
+    model: np.ndarray, condition: np.ndarray, disagree: np.ndarray, g: np.ndarray, adj: np.ndarray
+) -> pd.Series:
     """Per (model, condition), share of reviewed disagreements whose adjudicated label
     equals judge A's."""
     reviewed = disagree & ~np.isnan(adj)
-    frame = pd.DataFrame({"model": model[reviewed], "condition": condition[reviewed],
-                          "with_a": adj[reviewed] == g[reviewed]})
+    frame = pd.DataFrame(
+        {"model": model[reviewed], "condition": condition[reviewed], "with_a": adj[reviewed] == g[reviewed]}
+    )
     return frame.groupby(["model", "condition"])["with_a"].mean()
 
 
@@ -272,7 +290,9 @@ def pooled_weights(adjudications: pd.DataFrame, *, choice: str = "choice") -> pd
     return sides.astype(str).value_counts(normalize=True).sort_index().rename("weight")
 
 
-def calibrate_pooled(instances: pd.DataFrame, w_a: float, *, judge_a: str = "label_a", judge_b: str = "label_b") -> pd.DataFrame:
+def calibrate_pooled(
+    instances: pd.DataFrame, w_a: float, *, judge_a: str = "label_a", judge_b: str = "label_b"
+) -> pd.DataFrame:
     """Pooled calibration (ReFormBench, arXiv:2610.19693, App. A.3.2 eq. 13;
     docs/metrics.md#pooled-calibration).
 

@@ -27,7 +27,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reform_core.database_url import DEFAULT_DB_PATH, default_url  # noqa: E402,F401 - DEFAULT_DB_PATH re-exported
 
-
 ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,49}$")
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 

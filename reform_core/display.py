@@ -109,18 +109,29 @@ class Shown:
     greyed: bool
 
 
-def show(point, lo, hi, n=None, *, unit: str = "units", coarsest: int = 0, finest: int = 2,
-         default: int = 1, min_units: int = MIN_UNITS, max_width: float = MAX_WIDTH_PP) -> Shown:
+def show(
+    point,
+    lo,
+    hi,
+    n=None,
+    *,
+    unit: str = "units",
+    coarsest: int = 0,
+    finest: int = 2,
+    default: int = 1,
+    min_units: int = MIN_UNITS,
+    max_width: float = MAX_WIDTH_PP,
+) -> Shown:
     """A point with its interval and denominator ``n`` as shown (module docstring): rounded to
     what the interval supports; when :func:`too_few` holds, greyed, to ``coarsest`` places, with
     :func:`too_few_text` in place of the interval."""
     greyed = too_few(n, lo, hi, min_units=min_units, max_width=max_width)
     d = coarsest if greyed else decimals_for(lo, hi, coarsest=coarsest, finest=finest, default=default)
     x = _number(point)
-    interval = (too_few_text(n, unit, min_units=min_units, max_width=max_width) if greyed
-                else interval_text(lo, hi, d))
-    return Shown(point=number_text(x, d), interval=interval, value=None if x is None else round(x, d),
-                 decimals=d, greyed=greyed)
+    interval = too_few_text(n, unit, min_units=min_units, max_width=max_width) if greyed else interval_text(lo, hi, d)
+    return Shown(
+        point=number_text(x, d), interval=interval, value=None if x is None else round(x, d), decimals=d, greyed=greyed
+    )
 
 
 def p_value_text(p, *, floor: float = P_FLOOR, replicates: Optional[int] = None) -> str:
@@ -167,8 +178,12 @@ class Table:
         out = self.frame.copy().astype(object)
         for c in out.columns:
             d = self.decimals[c]
-            out[c] = [number_text(v, int(k)) if pd.notna(k) else (MISSING if v is None or (isinstance(v, float)
-                      and math.isnan(v)) else str(v)) for v, k in zip(self.frame[c], d)]
+            out[c] = [
+                number_text(v, int(k))
+                if pd.notna(k)
+                else (MISSING if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+                for v, k in zip(self.frame[c], d)
+            ]
         return out
 
 
@@ -191,8 +206,19 @@ class TableBuilder:
         self._grey[label] = list(greyed) if greyed is not None else [False] * self._n
         return self
 
-    def estimate(self, label: str, point, lo, hi, *, n=None, unit: str = "units", interval: Optional[str] = None,
-                 extra: tuple = (), **rule) -> "TableBuilder":
+    def estimate(
+        self,
+        label: str,
+        point,
+        lo,
+        hi,
+        *,
+        n=None,
+        unit: str = "units",
+        interval: Optional[str] = None,
+        extra: tuple = (),
+        **rule,
+    ) -> "TableBuilder":
         """A point column rounded by its interval ``[lo, hi]``, and that interval as text beside it
         (column ``interval``, default ``"<label> 95% CI"``), greyed with :func:`too_few_text` in
         place of the interval where too few; ``extra``: more ``(label, lo, hi)`` intervals beside
@@ -205,8 +231,14 @@ class TableBuilder:
         self._grey[label] = grey
         self.column(interval or f"{label} 95% CI", [c.interval for c in cells], greyed=grey)
         for name, xs, ys in extra:
-            self.column(name, [c.interval if c.greyed else interval_text(a, b, decimals_for(a, b, **_places(rule)))
-                               for c, a, b in zip(cells, xs, ys)], greyed=grey)
+            self.column(
+                name,
+                [
+                    c.interval if c.greyed else interval_text(a, b, decimals_for(a, b, **_places(rule)))
+                    for c, a, b in zip(cells, xs, ys)
+                ],
+                greyed=grey,
+            )
         return self
 
     def drop(self, label: str) -> "TableBuilder":

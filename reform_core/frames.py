@@ -46,6 +46,13 @@ BASELINE — one row per (model, question, feature) present in the baseline resp
     model, question, feature
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
 INSTANCE_KEY = "iid"
 # iid of a stored (response, constraint) pair = response_id * IID_SHIFT + constraint_id.
 IID_SHIFT = 1 << 32
@@ -62,7 +69,7 @@ def stratum_key(model: str, direction: str, category: str, mode: str, condition:
     return key if condition in (None, "", CONDITION_MAIN) else f"{key}|{condition}"
 
 
-def condition_suffix(conditions) -> "np.ndarray":
+def condition_suffix(conditions) -> np.ndarray:
     """``""`` for main-condition rows, ``"|<condition>"`` otherwise (vectorised :func:`stratum_key`)."""
     import numpy as np
 

@@ -96,9 +96,7 @@ def read_inputs(path: str | Path) -> list[IFEvalPrompt]:
             if iid not in ifeval.INSTRUCTION_IDS:
                 raise ValueError(f"{where}: instruction_id_list: unknown instruction {iid!r}")
         if len(kwargs) != len(ids) or not all(isinstance(k, dict) for k in kwargs):
-            raise ValueError(
-                f"{where}: kwargs: expected {len(ids)} objects (one per instruction), got {kwargs!r}"
-            )
+            raise ValueError(f"{where}: kwargs: expected {len(ids)} objects (one per instruction), got {kwargs!r}")
         for iid, kw in zip(ids, kwargs):
             try:
                 ifeval.clean_kwargs(iid, kw)

@@ -143,8 +143,10 @@ def parse_record(record_type: type[BaseModel], line: str) -> tuple[Optional[Base
             loc = ".".join(map(field_label, err.get("loc", ()))) or "(line)"
             problems.append((loc, err.get("msg", "invalid")))
     if record is None or line.count(":") != len(record.model_fields_set):
-        problems += [(field_label(k), "given twice in this line (JSON would keep only the last value)")
-                     for k in duplicate_keys(line)]
+        problems += [
+            (field_label(k), "given twice in this line (JSON would keep only the last value)")
+            for k in duplicate_keys(line)
+        ]
     return (None, problems) if problems else (record, [])
 
 
@@ -318,9 +320,11 @@ class AdjudicationRecord(_Record):
         if "choice" not in info.data:  # an invalid choice: reported on its own
             return v
         if (info.data["choice"] is None) == (v is None):
-            raise PydanticCustomError("answer", "give either choice (A | B | neither) or, on an audit of an agreement, "
-                                                "verdict (pass | fail){more}",
-                                      {"more": "" if v is None else "; not both"})
+            raise PydanticCustomError(
+                "answer",
+                "give either choice (A | B | neither) or, on an audit of an agreement, verdict (pass | fail){more}",
+                {"more": "" if v is None else "; not both"},
+            )
         return v
 
 

@@ -34,7 +34,7 @@ def neutralise_cell(value):
 def restore_cell(value):
     """The inverse of :func:`neutralise_cell` for a cell read back from a ReForm CSV."""
     if isinstance(value, str) and value.startswith(PREFIX):
-        return value[len(PREFIX):]
+        return value[len(PREFIX) :]
     return value
 
 

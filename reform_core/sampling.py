@@ -74,10 +74,20 @@ def disagreements(instances: pd.DataFrame, *, judge_a: str = "label_a", judge_b:
     out = instances.loc[mask, [INSTANCE_KEY, "model", "category", "mode"]].copy()
     _require_complete(out, "instances")
     out["direction"] = np.where(a[mask] == 1, DIRECTION_A1B0, DIRECTION_A0B1)
-    cond = instances.loc[mask, "condition"] if "condition" in instances.columns else pd.Series(CONDITION_MAIN, index=out.index)
+    cond = (
+        instances.loc[mask, "condition"]
+        if "condition" in instances.columns
+        else pd.Series(CONDITION_MAIN, index=out.index)
+    )
     out["condition"] = cond.where(cond.notna() & (cond.astype(str) != ""), CONDITION_MAIN).astype(str).to_numpy()
     out["stratum"] = (
-        out["model"].astype(str) + "|" + out["direction"] + "|" + out["category"].astype(str) + "|" + out["mode"].astype(str)
+        out["model"].astype(str)
+        + "|"
+        + out["direction"]
+        + "|"
+        + out["category"].astype(str)
+        + "|"
+        + out["mode"].astype(str)
         + condition_suffix(out["condition"].to_numpy())
     )
     return out.sort_values(INSTANCE_KEY).reset_index(drop=True)[DISAGREEMENT_COLUMNS]
@@ -172,7 +182,9 @@ def plan(
     if disagreements.empty:
         return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("size", "planned") else object) for c in PLAN_COLUMNS})
     strata = (
-        disagreements.groupby(["model", "condition", "stratum", "direction", "category", "mode"], sort=True, observed=True)
+        disagreements.groupby(
+            ["model", "condition", "stratum", "direction", "category", "mode"], sort=True, observed=True
+        )
         .size()
         .rename("size")
         .reset_index()

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from reform_core import display
 
-METRICS = (("TCPR", "tcpr"), ("EMCR", "emcr"), ("R1", "r1"), ("R2", "r2"), ("R3", "r3"),
-           ("constr.", "constraint_level"))
+METRICS = (
+    ("TCPR", "tcpr"),
+    ("EMCR", "emcr"),
+    ("R1", "r1"),
+    ("R2", "r2"),
+    ("R3", "r3"),
+    ("constr.", "constraint_level"),
+)
 TOO_FEW_MARK = "*"
 
 
@@ -55,8 +61,11 @@ def score_text(out: dict) -> str:
     emcr = "emcr" in out.get("metrics", [])  # EMCR, R1–R3 and their units only where they apply
     cols = [c for c in METRICS if emcr or c[1] in ("tcpr", "constraint_level")]
     head = f"{'model':<24}" + "".join(f"{c:>9}" for c, _ in cols)
-    head += "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval) + ("  units         " if emcr else "") \
+    head += (
+        "".join(f"{m + ' P':>10}{m + ' I':>10}" for m in ifeval)
+        + ("  units         " if emcr else "")
         + " scored/answered"
+    )
     lines, marked = [head], False
     for m, r in out["models"].items():
         cells = [_cell(r, k) for _, k in cols]
@@ -65,14 +74,19 @@ def score_text(out: dict) -> str:
         for mode in ifeval:
             acc = r.get(mode) or {}
             row += "".join(f"{display.number_text(acc.get(k), 1):>10}" for k in ("prompt_level", "instruction_level"))
-        row += (f"  {str(r['units']):<14}" if emcr else "") + f" {r['instructions']['scored']}/{r['instructions']['answered']}"
+        row += (
+            f"  {str(r['units']):<14}" if emcr else ""
+        ) + f" {r['instructions']['scored']}/{r['instructions']['answered']}"
         lines.append(row)
     if marked:
-        lines.append(f"{TOO_FEW_MARK} too few units for an informative interval (n < {display.MIN_UNITS}, or an interval "
-                     f"wider than {display.MAX_WIDTH_PP:.0f} pp)")
+        lines.append(
+            f"{TOO_FEW_MARK} too few units for an informative interval (n < {display.MIN_UNITS}, or an interval "
+            f"wider than {display.MAX_WIDTH_PP:.0f} pp)"
+        )
     if not any(r.get("intervals") for r in out["models"].values()):
-        lines.append("(points to one decimal; with --intervals each is rounded to what its interval supports, "
-                     "docs/display.md)")
+        lines.append(
+            "(points to one decimal; with --intervals each is rounded to what its interval supports, docs/display.md)"
+        )
     for m, r in out["models"].items():
         lines += [f"{m}: {n}" for n in r["notes"]]
     if out.get("other_pair_decisions"):
@@ -92,8 +106,11 @@ def interval_lines(m: str, r: dict) -> list[str]:
             name = "constraint level" if k == "constraint_level" else k.upper()
             unit = "instructions" if k in ("tcpr", "constraint_level") else "units"
             s = display.show(r.get(k), v[0], v[1], units(r, k), unit=unit)
-            parts.append(f"{name} {s.point} — {s.interval}" if s.greyed
-                         else f"{name} [{display.interval_text(v[0], v[1], s.decimals, sep=', ')}]")
+            parts.append(
+                f"{name} {s.point} — {s.interval}"
+                if s.greyed
+                else f"{name} [{display.interval_text(v[0], v[1], s.decimals, sep=', ')}]"
+            )
         if parts:
             lines.append(f"{m}: {kind} 95 %: " + ", ".join(parts))
     return lines
@@ -108,11 +125,15 @@ def estimate_lines(out: dict) -> list[str]:
         if bw and bw["rate"] is not None:
             lo, hi = bw["interval"]
             d = display.decimals_for(lo, hi)
-            lines.append(f"{m}: both judges wrong on {display.number_text(bw['rate'], d)} % of agreements "
-                         f"[{display.interval_text(lo, hi, d, sep=', ')}] ({bw['audited']} audited)")
+            lines.append(
+                f"{m}: both judges wrong on {display.number_text(bw['rate'], d)} % of agreements "
+                f"[{display.interval_text(lo, hi, d, sep=', ')}] ({bw['audited']} audited)"
+            )
     for a in out.get("annotators", []):
-        lines.append(f"annotator {a['annotator']}: estimated accuracy {a['accuracy']:.1f} % "
-                     f"({a['decisions']} decisions, {a['double_items']} double-adjudicated)")
+        lines.append(
+            f"annotator {a['annotator']}: estimated accuracy {a['accuracy']:.1f} % "
+            f"({a['decisions']} decisions, {a['double_items']} double-adjudicated)"
+        )
     if out.get("verdict"):
         lines.append(out["verdict"]["message"])
     return lines
@@ -124,10 +145,18 @@ def summary_text(out: dict, analyses: dict | None = None, *, title: str = "ReFor
     supports. ``out``: the ``score --json`` document; ``analyses``: name → result frame."""
     from reform_core import analyses_display
 
-    lines = [title, "=" * len(title), "",
-             "Numbers are rounded to what their intervals support (one significant digit of the half-width, "
-             "docs/display.md); the CSV, Parquet and JSON files keep full precision.", "",
-             f"estimator: {out.get('estimator')}", "", score_text(out), *estimate_lines(out)]
+    lines = [
+        title,
+        "=" * len(title),
+        "",
+        "Numbers are rounded to what their intervals support (one significant digit of the half-width, "
+        "docs/display.md); the CSV, Parquet and JSON files keep full precision.",
+        "",
+        f"estimator: {out.get('estimator')}",
+        "",
+        score_text(out),
+        *estimate_lines(out),
+    ]
     for key, frame in (analyses or {}).items():
         if key in analyses_display.TABLES and len(frame):
             lines += ["", key, "-" * len(key), analyses_display.readable(key, frame).text().to_string(index=False)]

@@ -50,8 +50,16 @@ TASK_TYPES = {  # ReFormBench Table A5: questions per task type
     "Code Generation": 116,
 }
 DOMAINS = (
-    "Technology", "Education", "Business", "Health", "Science",
-    "Daily Life", "Culture", "Law", "Finance", "Environment",
+    "Technology",
+    "Education",
+    "Business",
+    "Health",
+    "Science",
+    "Daily Life",
+    "Culture",
+    "Law",
+    "Finance",
+    "Environment",
 )
 ENGLISH_SHARE = 543 / 910  # ReFormBench App. A.7.1
 # Table A11: questions with 1, 2, 3, 4–5, 6–10, 11–30 variants.
@@ -171,8 +179,9 @@ class SimProject:
     truth: pd.DataFrame
     judges: list
     _instances: pd.DataFrame = field(repr=False)
-    extractions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
-        columns=["model", "question", "label", "feature", "match"]))
+    extractions: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["model", "question", "label", "feature", "match"])
+    )
     construction_models: list = field(default_factory=list)
 
     def instances(self) -> pd.DataFrame:
@@ -252,8 +261,12 @@ def catalog_features(records) -> pd.DataFrame:
         counts = _field(r, "paper_counts") or {}
         modes = tuple(_field(r, "modes") or ("require", "forbid"))
         defaults = {_field(p, "name"): _field(p, "default") for p in params}
-        row = {"feature": str(key), "name": name, "category": str(_field(category, "key", category)),
-               "params": json.dumps(defaults, sort_keys=True, default=str)}
+        row = {
+            "feature": str(key),
+            "name": name,
+            "category": str(_field(category, "key", category)),
+            "params": json.dumps(defaults, sort_keys=True, default=str),
+        }
         for mode, verb in (("require", "Use"), ("forbid", "Do not use")):
             template = _field(r, f"{mode}_template") or f"{verb} {name.lower()}."
             accept = _field(acceptance, mode) or f"The response {mode}s {name.lower()} as asked."
@@ -274,18 +287,20 @@ def _fallback_features(rng: np.random.Generator) -> pd.DataFrame:
     names = [f"{c.replace('_', ' ').capitalize()} feature {i}" for c, i in zip(cats, index)]
     require = np.exp(rng.normal(4.5, 1.5, len(keys)))
     forbid = require * rng.beta(2, 6, len(keys))
-    return pd.DataFrame({
-        "feature": keys,
-        "name": names,
-        "category": cats,
-        "params": "{}",
-        "require_text": [f"Use {n.lower()}." for n in names],
-        "forbid_text": [f"Do not use {n.lower()}." for n in names],
-        "require_acceptance": [f"Pass if the response uses {n.lower()} as asked." for n in names],
-        "forbid_acceptance": [f"Pass if the response contains no {n.lower()}." for n in names],
-        "require_weight": require,
-        "forbid_weight": forbid,
-    })
+    return pd.DataFrame(
+        {
+            "feature": keys,
+            "name": names,
+            "category": cats,
+            "params": "{}",
+            "require_text": [f"Use {n.lower()}." for n in names],
+            "forbid_text": [f"Do not use {n.lower()}." for n in names],
+            "require_acceptance": [f"Pass if the response uses {n.lower()} as asked." for n in names],
+            "forbid_acceptance": [f"Pass if the response contains no {n.lower()}." for n in names],
+            "require_weight": require,
+            "forbid_weight": forbid,
+        }
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -472,14 +487,24 @@ def simulate(seed: int = 0, scale: str = "paper", **overrides) -> SimProject:
     truth, opposed = _truth(slots, base, conds, len(features), cfg, rng)
     labels = _judge_labels(truth, base.abilities, conds, cfg, rng)
     instances = _instances(slots, qs, base.m_keys, conds, opposed, labels, truth, cfg)
-    extractions = (_extractions(base.frame, base.m_keys, qs.keys, cfg, np.random.default_rng([seed, 17]))
-                   if cfg.extractions else None)
+    extractions = (
+        _extractions(base.frame, base.m_keys, qs.keys, cfg, np.random.default_rng([seed, 17]))
+        if cfg.extractions
+        else None
+    )
     return SimProject(
-        seed=seed, config=cfg, questions=qs.frame, instructions=conds.instructions, constraints=conds.constraints,
-        models=base.models, responses=_responses(instances, base.m_keys, qs.keys), baseline=base.frame,
+        seed=seed,
+        config=cfg,
+        questions=qs.frame,
+        instructions=conds.instructions,
+        constraints=conds.constraints,
+        models=base.models,
+        responses=_responses(instances, base.m_keys, qs.keys),
+        baseline=base.frame,
         judgments=_judgments(instances, list(cfg.judges), labels),
         truth=instances[["model", "instruction", "position", "truth"]].copy(),
-        judges=list(cfg.judges), _instances=instances,
+        judges=list(cfg.judges),
+        _instances=instances,
         **({"extractions": extractions} if extractions is not None else {}),
         construction_models=list(base.m_keys[: min(cfg.construction_models, cfg.n_models)]),
     )
@@ -510,10 +535,15 @@ def _questions(nq: int, rng: np.random.Generator) -> _Questions:
     domains = np.array(DOMAINS, dtype=object)[rng.choice(len(DOMAINS), size=nq, p=dom_w)]
     language = np.where(rng.random(nq) < ENGLISH_SHARE, "en", "zh").astype(object)
     q_text = pd.Series(tasks).str.cat([pd.Series(domains), pd.Series(q_keys)], sep=" / ")
-    questions = pd.DataFrame({
-        "question": q_keys, "task_type": tasks.astype(object), "domain": domains, "language": language,
-        "text": ("Synthetic question (" + q_text + ")").to_numpy(dtype=object),
-    })
+    questions = pd.DataFrame(
+        {
+            "question": q_keys,
+            "task_type": tasks.astype(object),
+            "domain": domains,
+            "language": language,
+            "text": ("Synthetic question (" + q_text + ")").to_numpy(dtype=object),
+        }
+    )
     return _Questions(keys=q_keys, tasks=tasks, domains=domains, frame=questions)
 
 
@@ -531,25 +561,64 @@ def _main_slots(features: pd.DataFrame, qs: _Questions, cfg: SimConfig, rng: np.
     feat_key = features["feature"].to_numpy(dtype=object)
     feat_cat = features["category"].to_numpy(dtype=object)
     mode = np.where(forbid, "forbid", "require").astype(object)
-    c_text = np.where(forbid, features["forbid_text"].to_numpy(dtype=object)[feat],
-                      features["require_text"].to_numpy(dtype=object)[feat])
-    c_accept = np.where(forbid, features["forbid_acceptance"].to_numpy(dtype=object)[feat],
-                        features["require_acceptance"].to_numpy(dtype=object)[feat])
+    c_text = np.where(
+        forbid,
+        features["forbid_text"].to_numpy(dtype=object)[feat],
+        features["require_text"].to_numpy(dtype=object)[feat],
+    )
+    c_accept = np.where(
+        forbid,
+        features["forbid_acceptance"].to_numpy(dtype=object)[feat],
+        features["require_acceptance"].to_numpy(dtype=object)[feat],
+    )
     params = features["params"].to_numpy(dtype=object)[feat]
-    constraints = pd.DataFrame({
-        "instruction": i_keys[slot_i], "position": slot_pos, "feature": feat_key[feat],
-        "category": feat_cat[feat], "mode": mode, "text": c_text, "acceptance": c_accept, "params": params,
-    })
+    constraints = pd.DataFrame(
+        {
+            "instruction": i_keys[slot_i],
+            "position": slot_pos,
+            "feature": feat_key[feat],
+            "category": feat_cat[feat],
+            "mode": mode,
+            "text": c_text,
+            "acceptance": c_accept,
+            "params": params,
+        }
+    )
     joined = pd.Series(c_text).to_numpy().reshape(ni, 3)
-    i_text = (pd.Series(qs.frame["text"].to_numpy()[question_of]) + "\n1. " + joined[:, 0]
-              + "\n2. " + joined[:, 1] + "\n3. " + joined[:, 2]).to_numpy(dtype=object)
-    instructions = pd.DataFrame({
-        "instruction": i_keys, "question": qs.keys[question_of], "condition": CONDITION_MAIN,
-        "pair_group": i_keys, "text": i_text,
-    })
-    return _Slots(i_keys=i_keys, question_of=question_of, i_text=i_text, slot_i=slot_i, slot_pos=slot_pos,
-                  slot_q=question_of[slot_i], feat=feat, forbid=forbid, feat_key=feat_key, feat_cat=feat_cat,
-                  mode=mode, c_text=c_text, constraints=constraints, instructions=instructions)
+    i_text = (
+        pd.Series(qs.frame["text"].to_numpy()[question_of])
+        + "\n1. "
+        + joined[:, 0]
+        + "\n2. "
+        + joined[:, 1]
+        + "\n3. "
+        + joined[:, 2]
+    ).to_numpy(dtype=object)
+    instructions = pd.DataFrame(
+        {
+            "instruction": i_keys,
+            "question": qs.keys[question_of],
+            "condition": CONDITION_MAIN,
+            "pair_group": i_keys,
+            "text": i_text,
+        }
+    )
+    return _Slots(
+        i_keys=i_keys,
+        question_of=question_of,
+        i_text=i_text,
+        slot_i=slot_i,
+        slot_pos=slot_pos,
+        slot_q=question_of[slot_i],
+        feat=feat,
+        forbid=forbid,
+        feat_key=feat_key,
+        feat_cat=feat_cat,
+        mode=mode,
+        c_text=c_text,
+        constraints=constraints,
+        instructions=instructions,
+    )
 
 
 def _baseline(features: pd.DataFrame, q_keys: np.ndarray, cfg: SimConfig, rng: np.random.Generator) -> _Baseline:
@@ -558,8 +627,11 @@ def _baseline(features: pd.DataFrame, q_keys: np.ndarray, cfg: SimConfig, rng: n
     nm, nq, n_feat = cfg.n_models, len(q_keys), len(features)
     m_keys = np.array([f"model-{i:02d}" for i in range(1, nm + 1)], dtype=object)
     models = pd.DataFrame({"model": m_keys, "provider": "synthetic"})
-    abilities = (np.asarray(cfg.abilities, dtype=float) if cfg.abilities is not None
-                 else np.sort(rng.uniform(ABILITY_RANGE[0], ABILITY_RANGE[1], nm))[::-1])
+    abilities = (
+        np.asarray(cfg.abilities, dtype=float)
+        if cfg.abilities is not None
+        else np.sort(rng.uniform(ABILITY_RANGE[0], ABILITY_RANGE[1], nm))[::-1]
+    )
     feat_w = np.log(features["require_weight"].to_numpy() + features["forbid_weight"].to_numpy())
     feat_z = (feat_w - feat_w.mean()) / feat_w.std()
     verbosity = rng.normal(0, 0.3, nm)
@@ -584,36 +656,54 @@ def _conditions(slots: _Slots, qs: _Questions, m_keys: np.ndarray, cfg: SimConfi
         m = _model_index(cfg.single_model, m_keys, nm // 2, "single_model")
         blocks.append((np.full(n_slots, m), np.arange(n_slots), "single", cfg.single_bonus))
         s_keys = slots.i_keys[slots.slot_i] + "-s" + slots.slot_pos.astype(str).astype(object)
-        extra_instr.append(pd.DataFrame({
-            "instruction": s_keys, "question": qs.keys[slots.slot_q], "condition": "single",
-            "pair_group": slots.i_keys[slots.slot_i],
-            "text": (pd.Series(qs.frame["text"].to_numpy()[slots.slot_q]) + "\n1. "
-                     + slots.c_text).to_numpy(dtype=object),
-        }))
+        extra_instr.append(
+            pd.DataFrame(
+                {
+                    "instruction": s_keys,
+                    "question": qs.keys[slots.slot_q],
+                    "condition": "single",
+                    "pair_group": slots.i_keys[slots.slot_i],
+                    "text": (pd.Series(qs.frame["text"].to_numpy()[slots.slot_q]) + "\n1. " + slots.c_text).to_numpy(
+                        dtype=object
+                    ),
+                }
+            )
+        )
     if cfg.prompted:
         m = _model_index(cfg.prompted_model, m_keys, nm - 1, "prompted_model")
         blocks.append((np.full(n_slots, m), np.arange(n_slots), "prompted", cfg.prompted_bonus))
-        extra_instr.append(pd.DataFrame({
-            "instruction": slots.i_keys + "-p", "question": qs.keys[slots.question_of], "condition": "prompted",
-            "pair_group": slots.i_keys, "text": slots.i_text + "\n\n" + PROMPT_SUFFIX,
-        }))
+        extra_instr.append(
+            pd.DataFrame(
+                {
+                    "instruction": slots.i_keys + "-p",
+                    "question": qs.keys[slots.question_of],
+                    "condition": "prompted",
+                    "pair_group": slots.i_keys,
+                    "text": slots.i_text + "\n\n" + PROMPT_SUFFIX,
+                }
+            )
+        )
     instructions = pd.concat([slots.instructions, *extra_instr], ignore_index=True)
     extra_cons = []
     for b in blocks[1:]:
         c = slots.constraints.copy()
-        c["instruction"] = ((c["instruction"] + "-s" + c["position"].astype(str)) if b[2] == "single"
-                            else c["instruction"] + "-p")
+        c["instruction"] = (
+            (c["instruction"] + "-s" + c["position"].astype(str)) if b[2] == "single" else c["instruction"] + "-p"
+        )
         extra_cons.append(c)
     return _Conditions(
-        instructions=instructions, constraints=pd.concat([slots.constraints, *extra_cons], ignore_index=True),
-        m=np.concatenate([b[0] for b in blocks]), s=np.concatenate([b[1] for b in blocks]),
+        instructions=instructions,
+        constraints=pd.concat([slots.constraints, *extra_cons], ignore_index=True),
+        m=np.concatenate([b[0] for b in blocks]),
+        s=np.concatenate([b[1] for b in blocks]),
         cond=np.concatenate([np.full(len(b[0]), b[2], dtype=object) for b in blocks]),
         bonus=np.concatenate([np.full(len(b[0]), b[3]) for b in blocks]),
     )
 
 
-def _truth(slots: _Slots, base: _Baseline, conds: _Conditions, n_feat: int, cfg: SimConfig,
-           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _truth(
+    slots: _Slots, base: _Baseline, conds: _Conditions, n_feat: int, cfg: SimConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Per judged instance the hidden true label (0/1) and whether its target is
     baseline-opposed: latent pass propensities shared across conditions (module docstring)."""
     slot_q, feat, forbid = slots.slot_q, slots.feat, slots.forbid
@@ -625,14 +715,22 @@ def _truth(slots: _Slots, base: _Baseline, conds: _Conditions, n_feat: int, cfg:
     persist = within * rng.normal(0, cfg.persistence, (cfg.n_models, group.max() + 1))
     opposed = base.present[inst_m, slot_q[inst_s], feat[inst_s]] == forbid[inst_s]
     model_instr = rng.normal(0, 0.3, len(inst_m))
-    lat = (base.abilities[inst_m] + target_effect[inst_s] + instr_effect[inst_s] + persist[inst_m, group[inst_s]]
-           + model_instr + conds.bonus - cfg.opposed_penalty * opposed)
+    lat = (
+        base.abilities[inst_m]
+        + target_effect[inst_s]
+        + instr_effect[inst_s]
+        + persist[inst_m, group[inst_s]]
+        + model_instr
+        + conds.bonus
+        - cfg.opposed_penalty * opposed
+    )
     truth = (rng.random(len(lat)) < expit(lat)).astype(np.int8)
     return truth, opposed
 
 
-def _judge_labels(truth: np.ndarray, abilities: np.ndarray, conds: _Conditions, cfg: SimConfig,
-                  rng: np.random.Generator) -> list[np.ndarray]:
+def _judge_labels(
+    truth: np.ndarray, abilities: np.ndarray, conds: _Conditions, cfg: SimConfig, rng: np.random.Generator
+) -> list[np.ndarray]:
     """The two judges' labels: an error rate per (judge, truth, model), jointly rescaled so
     that the main condition's agreement hits ``cfg.agreement``; both wrong together on a share
     ``cfg.both_wrong`` of instances."""
@@ -654,8 +752,16 @@ def _judge_labels(truth: np.ndarray, abilities: np.ndarray, conds: _Conditions, 
     return labels
 
 
-def _instances(slots: _Slots, qs: _Questions, m_keys: np.ndarray, conds: _Conditions, opposed: np.ndarray,
-               labels: list[np.ndarray], truth: np.ndarray, cfg: SimConfig) -> pd.DataFrame:
+def _instances(
+    slots: _Slots,
+    qs: _Questions,
+    m_keys: np.ndarray,
+    conds: _Conditions,
+    opposed: np.ndarray,
+    labels: list[np.ndarray],
+    truth: np.ndarray,
+    cfg: SimConfig,
+) -> pd.DataFrame:
     """The INSTANCES frame (frames.py): one row per judged (model, instruction, position) with
     both judges' labels and the truth; ``iid`` = model · 3·rows + instruction row · 3 + position − 1."""
     inst_m, inst_s, inst_cond = conds.m, conds.s, conds.cond
@@ -670,27 +776,48 @@ def _instances(slots: _Slots, qs: _Questions, m_keys: np.ndarray, conds: _Condit
     judge_names = list(cfg.judges)
     qrow = slots.slot_q[inst_s]
     feat = slots.feat[inst_s]
-    return pd.DataFrame({
-        INSTANCE_KEY: iid, "model": m_keys[inst_m], "question": qs.keys[qrow], "instruction": inst_instr,
-        "condition": inst_cond, "pair_group": slots.i_keys[slots.slot_i[inst_s]],
-        "task_type": qs.tasks.astype(object)[qrow], "domain": qs.domains[qrow], "position": pos,
-        "feature": slots.feat_key[feat], "category": slots.feat_cat[feat], "mode": slots.mode[inst_s],
-        "baseline_opposed": opposed,
-        f"label_{judge_names[0]}": labels[0].astype(float), f"label_{judge_names[1]}": labels[1].astype(float),
-        "truth": truth,
-    })
+    return pd.DataFrame(
+        {
+            INSTANCE_KEY: iid,
+            "model": m_keys[inst_m],
+            "question": qs.keys[qrow],
+            "instruction": inst_instr,
+            "condition": inst_cond,
+            "pair_group": slots.i_keys[slots.slot_i[inst_s]],
+            "task_type": qs.tasks.astype(object)[qrow],
+            "domain": qs.domains[qrow],
+            "position": pos,
+            "feature": slots.feat_key[feat],
+            "category": slots.feat_cat[feat],
+            "mode": slots.mode[inst_s],
+            "baseline_opposed": opposed,
+            f"label_{judge_names[0]}": labels[0].astype(float),
+            f"label_{judge_names[1]}": labels[1].astype(float),
+            "truth": truth,
+        }
+    )
 
 
 def _judgments(instances: pd.DataFrame, judge_names: list, labels: list[np.ndarray]) -> pd.DataFrame:
     """Both judges' judgments of every instance, with a one-line rationale."""
-    return pd.concat([
-        pd.DataFrame({
-            "model": instances["model"].to_numpy(), "instruction": instances["instruction"].to_numpy(),
-            "position": instances["position"].to_numpy(), "judge": judge, "label": lab,
-            "rationale": np.where(lab == 1, "Meets the acceptance criteria.", "Violates the acceptance criteria."),
-        })
-        for judge, lab in zip(judge_names, labels)
-    ], ignore_index=True)
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": instances["model"].to_numpy(),
+                    "instruction": instances["instruction"].to_numpy(),
+                    "position": instances["position"].to_numpy(),
+                    "judge": judge,
+                    "label": lab,
+                    "rationale": np.where(
+                        lab == 1, "Meets the acceptance criteria.", "Violates the acceptance criteria."
+                    ),
+                }
+            )
+            for judge, lab in zip(judge_names, labels)
+        ],
+        ignore_index=True,
+    )
 
 
 def _responses(instances: pd.DataFrame, m_keys: np.ndarray, q_keys: np.ndarray) -> pd.DataFrame:
@@ -698,11 +825,13 @@ def _responses(instances: pd.DataFrame, m_keys: np.ndarray, q_keys: np.ndarray) 
     per judged (model, instruction)."""
     nm, nq = len(m_keys), len(q_keys)
     resp = instances.drop_duplicates(["model", "instruction"])[["model", "question", "instruction"]]
-    constrained = resp.assign(kind="constrained",
-                              text="Synthetic response of " + resp["model"] + " to " + resp["instruction"] + ".")
+    constrained = resp.assign(
+        kind="constrained", text="Synthetic response of " + resp["model"] + " to " + resp["instruction"] + "."
+    )
     base_resp = pd.DataFrame({"model": np.repeat(m_keys, nq), "question": np.tile(q_keys, nm), "instruction": ""})
     base_resp = base_resp.assign(
-        kind="baseline", text="Synthetic baseline of " + base_resp["model"] + " for " + base_resp["question"] + ".")
+        kind="baseline", text="Synthetic baseline of " + base_resp["model"] + " for " + base_resp["question"] + "."
+    )
     return pd.concat([base_resp, constrained], ignore_index=True)
 
 
@@ -712,13 +841,21 @@ def _extractions(baseline: pd.DataFrame, m_keys, q_keys, cfg: SimConfig, rng: np
     each response adds uncovered formats and non-format features (Poisson counts)."""
     exact, subtype, composite = cfg.extraction_mix
     u = rng.random(len(baseline))
-    kind = np.select([u < exact, u < exact + subtype, u < exact + subtype + composite],
-                     ["exact", "subtype", "composite"], "")
+    kind = np.select(
+        [u < exact, u < exact + subtype, u < exact + subtype + composite], ["exact", "subtype", "composite"], ""
+    )
     feat = baseline["feature"].to_numpy(dtype=object)
     label = np.where(kind == "exact", feat, np.where(kind == "subtype", feat + " (variant)", feat + " + emphasis"))
     hit = kind != ""
-    covered = pd.DataFrame({"model": baseline["model"].to_numpy()[hit], "question": baseline["question"].to_numpy()[hit],
-                            "label": label[hit], "feature": feat[hit], "match": kind[hit]})
+    covered = pd.DataFrame(
+        {
+            "model": baseline["model"].to_numpy()[hit],
+            "question": baseline["question"].to_numpy()[hit],
+            "label": label[hit],
+            "feature": feat[hit],
+            "match": kind[hit],
+        }
+    )
     nm, nq = len(m_keys), len(q_keys)
     extra = []
     for match, mean in zip(("uncovered", "not_format"), cfg.extraction_extra):
@@ -727,8 +864,17 @@ def _extractions(baseline: pd.DataFrame, m_keys, q_keys, cfg: SimConfig, rng: np
         reps = n[mi, qi]
         k = np.concatenate([np.arange(r) for r in reps]) if len(reps) else np.zeros(0, dtype=int)
         prefix = "custom layout" if match == "uncovered" else "tone"
-        extra.append(pd.DataFrame({"model": np.repeat(m_keys[mi], reps), "question": np.repeat(q_keys[qi], reps),
-                                   "label": [f"{prefix} {j + 1}" for j in k], "feature": "", "match": match}))
+        extra.append(
+            pd.DataFrame(
+                {
+                    "model": np.repeat(m_keys[mi], reps),
+                    "question": np.repeat(q_keys[qi], reps),
+                    "label": [f"{prefix} {j + 1}" for j in k],
+                    "feature": "",
+                    "match": match,
+                }
+            )
+        )
     return pd.concat([covered, *extra], ignore_index=True)
 
 

@@ -23,6 +23,7 @@ from reform_core.frames import require_columns as _require
 
 KS = (1, 2, 3)
 
+
 def opposition(values) -> tuple[np.ndarray, np.ndarray]:
     """``(known, opposed)`` boolean arrays of a three-state ``baseline_opposed`` column.
 
@@ -52,7 +53,6 @@ def _starts(sorted_codes: np.ndarray) -> np.ndarray:
 
 def _reduce(ufunc: np.ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return ufunc.reduceat(values, starts) if len(starts) else np.zeros(0)
-
 
 
 @dataclass(frozen=True)
@@ -153,14 +153,25 @@ class UnitIndex:
         def offsets(sizes: np.ndarray) -> np.ndarray:
             return np.r_[0, np.cumsum(sizes)[:-1]].astype(np.int64) if len(sizes) else np.zeros(0, dtype=np.int64)
 
-        sub = UnitIndex(row_pos=self.row_pos[rows], models=self.models, tasks=self.tasks, questions=self.questions,
-                        inst_rows=remap[self.inst_rows[member]], inst_starts=offsets(size_i[keep_i]),
-                        inst_model=self.inst_model[keep_i], inst_task=self.inst_task[keep_i],
-                        inst_question=self.inst_question[keep_i], unit_k=self.unit_k[keep_u],
-                        unit_model=self.unit_model[keep_u], unit_task=self.unit_task[keep_u],
-                        unit_question=self.unit_question[keep_u], unit_cover=self.unit_cover[keep_u],
-                        mem_rows=remap[self.mem_rows[keep_mem]], uv_starts=offsets(mem_per_uv[keep_uv]),
-                        unit_uv_starts=offsets(uv_per_unit[keep_u]))
+        sub = UnitIndex(
+            row_pos=self.row_pos[rows],
+            models=self.models,
+            tasks=self.tasks,
+            questions=self.questions,
+            inst_rows=remap[self.inst_rows[member]],
+            inst_starts=offsets(size_i[keep_i]),
+            inst_model=self.inst_model[keep_i],
+            inst_task=self.inst_task[keep_i],
+            inst_question=self.inst_question[keep_i],
+            unit_k=self.unit_k[keep_u],
+            unit_model=self.unit_model[keep_u],
+            unit_task=self.unit_task[keep_u],
+            unit_question=self.unit_question[keep_u],
+            unit_cover=self.unit_cover[keep_u],
+            mem_rows=remap[self.mem_rows[keep_mem]],
+            uv_starts=offsets(mem_per_uv[keep_uv]),
+            unit_uv_starts=offsets(uv_per_unit[keep_u]),
+        )
         return sub, rows
 
     def _unit_groups(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -199,8 +210,9 @@ def leave_one_out(pv: np.ndarray, rows: np.ndarray, starts: np.ndarray, n: int) 
     size = np.diff(np.r_[starts, len(rows)])
     g_prod, g_zero = np.repeat(prod_nz, size), np.repeat(n_zero, size)
     with np.errstate(divide="ignore", invalid="ignore"):
-        loo = np.where(zero, np.where(g_zero == 1, g_prod, 0.0),
-                       np.where(g_zero == 0, g_prod / np.where(zero, 1.0, vals), 0.0))
+        loo = np.where(
+            zero, np.where(g_zero == 1, g_prod, 0.0), np.where(g_zero == 0, g_prod / np.where(zero, 1.0, vals), 0.0)
+        )
     return np.bincount(rows, loo, minlength=n)
 
 
@@ -240,7 +252,7 @@ def _candidate_units(pair_inst: np.ndarray, pair_target: np.ndarray, k: int) -> 
         return np.zeros((0, k), dtype=np.int64)
     cand = np.concatenate(blocks)
     n = int(pair_target.max()) + 1
-    if n ** k >= 2**62:  # codes would overflow: fall back to the row-wise unique
+    if n**k >= 2**62:  # codes would overflow: fall back to the row-wise unique
         return np.unique(cand, axis=0)
     code = np.zeros(len(cand), dtype=np.int64)
     for col in range(k):
@@ -332,17 +344,29 @@ def build_index(
     unit_first_target = np.concatenate([s[:, 0] for s in unit_sets])
     unit_row = tg.t_first[unit_first_target] if len(unit_k) else np.zeros(0, dtype=np.int64)
     return UnitIndex(
-        row_pos=row_pos, models=c.models, tasks=c.tasks, questions=c.questions,
-        inst_rows=inst_rows, inst_starts=inst_starts,
-        inst_model=c.model[first], inst_task=c.task[first], inst_question=c.question[first],
-        unit_k=unit_k, unit_model=c.model[unit_row], unit_task=c.task[unit_row], unit_question=c.question[unit_row],
+        row_pos=row_pos,
+        models=c.models,
+        tasks=c.tasks,
+        questions=c.questions,
+        inst_rows=inst_rows,
+        inst_starts=inst_starts,
+        inst_model=c.model[first],
+        inst_task=c.task[first],
+        inst_question=c.question[first],
+        unit_k=unit_k,
+        unit_model=c.model[unit_row],
+        unit_task=c.task[unit_row],
+        unit_question=c.question[unit_row],
         unit_cover=np.diff(np.r_[unit_uv_starts, len(uv_starts)]).astype(float),
-        mem_rows=mem_rows, uv_starts=uv_starts, unit_uv_starts=unit_uv_starts,
+        mem_rows=mem_rows,
+        uv_starts=uv_starts,
+        unit_uv_starts=unit_uv_starts,
     )
 
 
-def _scored_rows(instances: pd.DataFrame, need: list[str], condition: str | None, condition_col: str,
-                 opposed: str) -> tuple[np.ndarray, pd.DataFrame]:
+def _scored_rows(
+    instances: pd.DataFrame, need: list[str], condition: str | None, condition_col: str, opposed: str
+) -> tuple[np.ndarray, pd.DataFrame]:
     """The positions of the scored rows (those of ``condition``; all when None) and their
     ``need`` columns; ValueError when a column is missing, no row has the condition, or a
     column other than ``opposed`` has a missing value there."""
@@ -360,8 +384,9 @@ def _scored_rows(instances: pd.DataFrame, need: list[str], condition: str | None
     return row_pos, df
 
 
-def _row_codes(df: pd.DataFrame, model: str, question: str, task_type: str, instruction: str, feature: str,
-               mode: str) -> _Codes:
+def _row_codes(
+    df: pd.DataFrame, model: str, question: str, task_type: str, instruction: str, feature: str, mode: str
+) -> _Codes:
     """Integer codes of the scored rows' column roles."""
     m_c, models = _codes(df[model])
     q_c, questions = _codes(df[question])
@@ -369,8 +394,17 @@ def _row_codes(df: pd.DataFrame, model: str, question: str, task_type: str, inst
     i_c, _ = _codes(df[instruction])
     f_c, _ = _codes(df[feature])
     o_c, _ = _codes(df[mode])
-    return _Codes(model=m_c, question=q_c, task=t_c, instruction=i_c, feature=f_c, mode=o_c, models=models,
-                  questions=questions, tasks=tasks)
+    return _Codes(
+        model=m_c,
+        question=q_c,
+        task=t_c,
+        instruction=i_c,
+        feature=f_c,
+        mode=o_c,
+        models=models,
+        questions=questions,
+        tasks=tasks,
+    )
 
 
 def _instructions(c: _Codes, question: str, task_type: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -392,8 +426,12 @@ def _targets(c: _Codes, opp: np.ndarray, inst_id: np.ndarray) -> _Targets:
     """Targets (model, question, feature, mode) among the opposed rows, with their rows and
     the variants they occur in."""
     opp_rows = np.flatnonzero(opp)
-    tkey = _combine((c.model[opp_rows], len(c.models)), (c.question[opp_rows], len(c.questions)),
-                    (c.feature[opp_rows], int(c.feature.max()) + 1), (c.mode[opp_rows], 2))
+    tkey = _combine(
+        (c.model[opp_rows], len(c.models)),
+        (c.question[opp_rows], len(c.questions)),
+        (c.feature[opp_rows], int(c.feature.max()) + 1),
+        (c.mode[opp_rows], 2),
+    )
     target = _dense(tkey)
     n_targets = int(target.max()) + 1 if len(target) else 0
     order = np.lexsort((inst_id[opp_rows], target))
@@ -401,9 +439,14 @@ def _targets(c: _Codes, opp: np.ndarray, inst_id: np.ndarray) -> _Targets:
     t_start = np.searchsorted(target[order], np.arange(n_targets))
     pair_code = np.unique(inst_id[opp_rows] * max(n_targets, 1) + target)  # (variant, target), sorted
     pairs = np.c_[np.divmod(pair_code, max(n_targets, 1))]
-    return _Targets(t_rows=t_rows, t_start=t_start, t_count=np.bincount(target, minlength=n_targets),
-                    t_first=t_rows[t_start] if n_targets else np.zeros(0, dtype=np.int64), pairs=pairs,
-                    n_variants=np.bincount(pairs[:, 1], minlength=n_targets))
+    return _Targets(
+        t_rows=t_rows,
+        t_start=t_start,
+        t_count=np.bincount(target, minlength=n_targets),
+        t_first=t_rows[t_start] if n_targets else np.zeros(0, dtype=np.int64),
+        pairs=pairs,
+        n_variants=np.bincount(pairs[:, 1], minlength=n_targets),
+    )
 
 
 def _eligible_units(tg: _Targets) -> tuple[list[np.ndarray], np.ndarray]:
@@ -418,8 +461,9 @@ def _eligible_units(tg: _Targets) -> tuple[list[np.ndarray], np.ndarray]:
     return unit_sets, np.concatenate(unit_k)
 
 
-def _memberships(unit_sets: list[np.ndarray], tg: _Targets, inst_id: np.ndarray,
-                 n_units: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _memberships(
+    unit_sets: list[np.ndarray], tg: _Targets, inst_id: np.ndarray, n_units: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every row of every target of every unit, sorted by (unit, variant): the member rows,
     the start of each (unit, variant) run and the first run of each unit."""
     mem_unit, mem_idx = [], []

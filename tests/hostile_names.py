@@ -31,10 +31,21 @@ URL_VALUE = f"[Your session expired - click here](http://url.{HOST}/phish)![x](h
 
 # bundle field -> the tag its hostile names carry
 _FIELDS = {
-    "model": "model", "name@models.jsonl": "model", "judge": "judge", "judge_a": "judge", "judge_b": "judge",
-    "name@judges.jsonl": "judge", "question": "qkey", "key@questions.jsonl": "qkey", "instruction": "ikey",
-    "key@instructions.jsonl": "ikey", "pair_group": "ikey", "task_type": "task", "domain": "domain",
-    "annotator": "annot", "plan": "plan",
+    "model": "model",
+    "name@models.jsonl": "model",
+    "judge": "judge",
+    "judge_a": "judge",
+    "judge_b": "judge",
+    "name@judges.jsonl": "judge",
+    "question": "qkey",
+    "key@questions.jsonl": "qkey",
+    "instruction": "ikey",
+    "key@instructions.jsonl": "ikey",
+    "pair_group": "ikey",
+    "task_type": "task",
+    "domain": "domain",
+    "annotator": "annot",
+    "plan": "plan",
 }
 
 
@@ -74,11 +85,11 @@ def write_bundle(dest: Path) -> dict[tuple[str, str], str]:
 def load_project(url: str, root: Path) -> dict[tuple[str, str], str]:
     """Import the hostile bundle into the database at ``url``, make its two judges the
     scoring pair and draw a sample plan with a hostile name; returns the name map."""
+    from reform_core.services.accounts.users import local_principal
     from reform_core.services.adjudication import adjudication
-    from reform_core.services.scoring import scoring
     from reform_core.services.data.importer import import_bundle
     from reform_core.services.platform.uow import get_engine
-    from reform_core.services.accounts.users import local_principal
+    from reform_core.services.scoring import scoring
 
     names = write_bundle(root / "bundle")
     engine = get_engine(url)

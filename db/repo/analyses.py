@@ -14,18 +14,27 @@ from db.repo.data import get_meta, raw_frame
 
 def extractions(conn: Connection) -> pd.DataFrame:
     """EXTRACTED frame: ``model, question, label, feature, mapping`` per stored extraction."""
-    return raw_frame(conn, (
-        "SELECT m.name AS model, q.key AS question, x.label, x.feature, x.mapping FROM feature_extraction x "
-        "JOIN response r ON r.id = x.response_id JOIN eval_model m ON m.id = r.model_id "
-        "JOIN question q ON q.id = r.question_id ORDER BY m.name, q.key, x.label"))
+    return raw_frame(
+        conn,
+        (
+            "SELECT m.name AS model, q.key AS question, x.label, x.feature, x.mapping FROM feature_extraction x "
+            "JOIN response r ON r.id = x.response_id JOIN eval_model m ON m.id = r.model_id "
+            "JOIN question q ON q.id = r.question_id ORDER BY m.name, q.key, x.label"
+        ),
+    )
 
 
 def baseline_annotations(conn: Connection) -> pd.DataFrame:
     """ANNOTATIONS frame: ``model, question, feature`` present in a baseline response."""
-    return raw_frame(conn, (
-        "SELECT m.name AS model, q.key AS question, b.feature FROM baseline_feature b "
-        "JOIN response r ON r.id = b.response_id JOIN eval_model m ON m.id = r.model_id "
-        "JOIN question q ON q.id = r.question_id WHERE b.present = :t AND r.variant = ''"), {"t": True})
+    return raw_frame(
+        conn,
+        (
+            "SELECT m.name AS model, q.key AS question, b.feature FROM baseline_feature b "
+            "JOIN response r ON r.id = b.response_id JOIN eval_model m ON m.id = r.model_id "
+            "JOIN question q ON q.id = r.question_id WHERE b.present = :t AND r.variant = ''"
+        ),
+        {"t": True},
+    )
 
 
 def catalog_features(conn: Connection) -> list[str]:
@@ -37,9 +46,13 @@ def catalog_features(conn: Connection) -> list[str]:
 def common_questions(conn: Connection) -> tuple[list[str], list[str]]:
     """The questions every evaluated model has a baseline response to (Q_common), and the
     models with a baseline response."""
-    df = raw_frame(conn, (
-        "SELECT m.name AS model, q.key AS question FROM response r JOIN eval_model m ON m.id = r.model_id "
-        "JOIN question q ON q.id = r.question_id WHERE r.variant = ''"))
+    df = raw_frame(
+        conn,
+        (
+            "SELECT m.name AS model, q.key AS question FROM response r JOIN eval_model m ON m.id = r.model_id "
+            "JOIN question q ON q.id = r.question_id WHERE r.variant = ''"
+        ),
+    )
     if df.empty:
         return [], []
     models = sorted(df["model"].astype(str).unique())

@@ -7,7 +7,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 
-def questions_page(conn: Connection, *, search: str = "", task_type: str = "", limit: int = 50, offset: int = 0) -> tuple[pd.DataFrame, int]:
+def questions_page(
+    conn: Connection, *, search: str = "", task_type: str = "", limit: int = 50, offset: int = 0
+) -> tuple[pd.DataFrame, int]:
     where, params = ["1=1"], {}
     if search:
         where.append("(LOWER(q.key) LIKE :s OR LOWER(q.text) LIKE :s)")
@@ -31,16 +33,30 @@ def task_types(conn: Connection) -> list[str]:
 
 
 def question_detail(conn: Connection, *, key: str) -> dict | None:
-    q = conn.execute(text("SELECT id, key, text, task_type, domain, language, source FROM question WHERE key = :k"), {"k": key}).mappings().first()
+    q = (
+        conn.execute(
+            text("SELECT id, key, text, task_type, domain, language, source FROM question WHERE key = :k"), {"k": key}
+        )
+        .mappings()
+        .first()
+    )
     if q is None:
         return None
-    ins = conn.execute(text(
-        "SELECT i.key AS instruction, i.condition, i.pair_group, i.text, c.position, c.feature, c.category, c.mode, "
-        "c.text AS constraint_text, c.acceptance FROM instruction i JOIN constraint_item c ON c.instruction_id = i.id "
-        "WHERE i.question_id = :q ORDER BY i.key, c.position"), {"q": q["id"]})
+    ins = conn.execute(
+        text(
+            "SELECT i.key AS instruction, i.condition, i.pair_group, i.text, c.position, c.feature, c.category, c.mode, "
+            "c.text AS constraint_text, c.acceptance FROM instruction i JOIN constraint_item c ON c.instruction_id = i.id "
+            "WHERE i.question_id = :q ORDER BY i.key, c.position"
+        ),
+        {"q": q["id"]},
+    )
     instructions = pd.DataFrame(ins.all(), columns=list(ins.keys()))
-    res = conn.execute(text(
-        "SELECT m.name AS model, r.variant AS instruction, r.kind, r.text FROM response r "
-        "JOIN eval_model m ON m.id = r.model_id WHERE r.question_id = :q ORDER BY m.name, r.variant"), {"q": q["id"]})
+    res = conn.execute(
+        text(
+            "SELECT m.name AS model, r.variant AS instruction, r.kind, r.text FROM response r "
+            "JOIN eval_model m ON m.id = r.model_id WHERE r.question_id = :q ORDER BY m.name, r.variant"
+        ),
+        {"q": q["id"]},
+    )
     responses = pd.DataFrame(res.all(), columns=list(res.keys()))
     return {"question": dict(q), "instructions": instructions, "responses": responses}

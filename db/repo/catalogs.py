@@ -39,8 +39,9 @@ def save_catalog_document(conn: Connection, doc: dict) -> None:
 def loaded_catalogs(conn: Connection) -> list[tuple[str, str, int]]:
     """``(catalog, version, features)`` of every catalog loaded into ``catalog_feature``."""
     t = table("catalog_feature")
-    rows = conn.execute(select(t.c.catalog, func.max(t.c.catalog_version), func.count())
-                        .group_by(t.c.catalog).order_by(t.c.catalog)).all()
+    rows = conn.execute(
+        select(t.c.catalog, func.max(t.c.catalog_version), func.count()).group_by(t.c.catalog).order_by(t.c.catalog)
+    ).all()
     return [(r[0], r[1], int(r[2])) for r in rows]
 
 

@@ -95,12 +95,19 @@ def bulk_load(conn: Connection, name: str, n_rows: int):
     """
     keys = []
     if conn.dialect.name == "postgresql" and n_rows >= BULK_LOAD_MIN_ROWS:
-        owner = conn.execute(text("SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class "
-                                  "WHERE oid = to_regclass(:t)"), {"t": name}).scalar()
+        owner = conn.execute(
+            text("SELECT pg_has_role(current_user, relowner, 'USAGE') FROM pg_class WHERE oid = to_regclass(:t)"),
+            {"t": name},
+        ).scalar()
         if owner:
-            keys = conn.execute(text("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
-                                     "WHERE conrelid = to_regclass(:t) AND contype = 'f' ORDER BY conname"),
-                                {"t": name}).all()
+            keys = conn.execute(
+                text(
+                    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                    "WHERE conrelid = to_regclass(:t) AND contype = 'f' ORDER BY conname"
+                ),
+                {"t": name},
+            ).all()
+
     def ident(s: str) -> str:
         return '"' + s.replace('"', '""') + '"'
 
@@ -132,9 +139,7 @@ def _copy_insert(conn: Connection, t: Table, rows: list[dict]) -> None:
     with raw.cursor() as cur:
         with cur.copy(f'COPY "{t.name}" ({", ".join(cols)}) FROM STDIN') as cp:
             for r in rows:
-                cp.write_row(
-                    [json.dumps(r[c]) if c in json_cols else r[c] for c in cols]
-                )
+                cp.write_row([json.dumps(r[c]) if c in json_cols else r[c] for c in cols])
 
 
 def bulk_update(conn: Connection, name: str, rows: list[dict]) -> None:
@@ -143,11 +148,7 @@ def bulk_update(conn: Connection, name: str, rows: list[dict]) -> None:
         return
     t = table(name)
     cols = [c for c in rows[0] if c != "id"]
-    stmt = (
-        t.update()
-        .where(t.c.id == bindparam("_id"))
-        .values({c: bindparam(c) for c in cols})
-    )
+    stmt = t.update().where(t.c.id == bindparam("_id")).values({c: bindparam(c) for c in cols})
     payload = [{"_id": r["id"], **{c: r[c] for c in cols}} for r in rows]
     for i in range(0, len(payload), CHUNK):
         conn.execute(stmt, payload[i : i + CHUNK])
@@ -170,6 +171,12 @@ def set_meta(conn: Connection, values: dict[str, str]) -> None:
 
 def project_catalogs(conn: Connection) -> list[str]:
     """The catalogs whose features the project's constraints use (usually one)."""
-    return [r[0] for r in conn.execute(text(
-        "SELECT DISTINCT f.catalog FROM catalog_feature f WHERE EXISTS "
-        "(SELECT 1 FROM constraint_item c WHERE c.feature = f.key) ORDER BY f.catalog"))]
+    return [
+        r[0]
+        for r in conn.execute(
+            text(
+                "SELECT DISTINCT f.catalog FROM catalog_feature f WHERE EXISTS "
+                "(SELECT 1 FROM constraint_item c WHERE c.feature = f.key) ORDER BY f.catalog"
+            )
+        )
+    ]

@@ -13,10 +13,17 @@ from sqlalchemy.engine import Connection
 
 from reform_core.frames import IID_SHIFT
 
-
 # Tables whose rows feed the scores; (COUNT, MAX(id)) of each is an O(1)-ish version stamp.
-VERSIONED_TABLES = ("question", "instruction", "constraint_item", "response", "baseline_feature", "judge", "judgment",
-              "adjudication")
+VERSIONED_TABLES = (
+    "question",
+    "instruction",
+    "constraint_item",
+    "response",
+    "baseline_feature",
+    "judge",
+    "judgment",
+    "adjudication",
+)
 
 
 def data_version(conn: Connection) -> tuple:
@@ -40,32 +47,60 @@ def example(conn: Connection, *, model: str, question: str) -> dict | None:
     position) with the instance id ``iid``; ``judgments`` the latest row per (judge, iid);
     ``adjudications`` the current (not superseded) decisions per iid.
     """
-    q = conn.execute(text("SELECT id, key, text, task_type, domain FROM question WHERE key = :k"),
-                     {"k": question}).mappings().first()
+    q = (
+        conn.execute(text("SELECT id, key, text, task_type, domain FROM question WHERE key = :k"), {"k": question})
+        .mappings()
+        .first()
+    )
     m = conn.execute(text("SELECT id FROM eval_model WHERE name = :n"), {"n": model}).scalar()
     if q is None or m is None:
         return None
     ids = {"q": q["id"], "m": m}
-    responses = _frame(conn, (
-        "SELECT r.id AS response_id, r.kind, r.variant AS instruction, i.condition, i.text AS instruction_text, r.text "
-        "FROM response r LEFT JOIN instruction i ON i.id = r.instruction_id "
-        "WHERE r.question_id = :q AND r.model_id = :m ORDER BY r.kind, r.variant"), ids)
-    constraints = _frame(conn, (
-        f"SELECT r.id * {IID_SHIFT} + c.id AS iid, r.id AS response_id, i.key AS instruction, c.position, "
-        "c.feature, c.category, c.mode, c.text AS constraint_text, c.acceptance "
-        "FROM response r JOIN instruction i ON i.id = r.instruction_id JOIN constraint_item c ON c.instruction_id = i.id "
-        "WHERE r.question_id = :q AND r.model_id = :m ORDER BY i.key, c.position"), ids)
+    responses = _frame(
+        conn,
+        (
+            "SELECT r.id AS response_id, r.kind, r.variant AS instruction, i.condition, i.text AS instruction_text, r.text "
+            "FROM response r LEFT JOIN instruction i ON i.id = r.instruction_id "
+            "WHERE r.question_id = :q AND r.model_id = :m ORDER BY r.kind, r.variant"
+        ),
+        ids,
+    )
+    constraints = _frame(
+        conn,
+        (
+            f"SELECT r.id * {IID_SHIFT} + c.id AS iid, r.id AS response_id, i.key AS instruction, c.position, "
+            "c.feature, c.category, c.mode, c.text AS constraint_text, c.acceptance "
+            "FROM response r JOIN instruction i ON i.id = r.instruction_id JOIN constraint_item c ON c.instruction_id = i.id "
+            "WHERE r.question_id = :q AND r.model_id = :m ORDER BY i.key, c.position"
+        ),
+        ids,
+    )
     rids = [int(r) for r in responses["response_id"]] or [-1]
-    judgments = _frame(conn, text(
-        f"SELECT g.response_id * {IID_SHIFT} + g.constraint_id AS iid, j.name AS judge, g.label, g.status, g.rationale "
-        "FROM judgment g JOIN judge j ON j.id = g.judge_id JOIN constraint_item c ON c.id = g.constraint_id "
-        "WHERE g.response_id IN :r ORDER BY g.id").bindparams(bindparam("r", expanding=True)), {"r": rids})
+    judgments = _frame(
+        conn,
+        text(
+            f"SELECT g.response_id * {IID_SHIFT} + g.constraint_id AS iid, j.name AS judge, g.label, g.status, g.rationale "
+            "FROM judgment g JOIN judge j ON j.id = g.judge_id JOIN constraint_item c ON c.id = g.constraint_id "
+            "WHERE g.response_id IN :r ORDER BY g.id"
+        ).bindparams(bindparam("r", expanding=True)),
+        {"r": rids},
+    )
     judgments = judgments.drop_duplicates(["iid", "judge"], keep="last").reset_index(drop=True)
-    adjudications = _frame(conn, text(
-        f"SELECT t.response_id * {IID_SHIFT} + t.constraint_id AS iid, a.choice, a.label, COALESCE(u.username, a.annotator) AS annotator, "
-        "a.note, a.created_at FROM adjudication a JOIN adjudication_task t ON t.id = a.task_id "
-        "JOIN constraint_item c ON c.id = t.constraint_id LEFT JOIN app_user u ON u.id = a.user_id "
-        "WHERE t.response_id IN :r AND a.choice <> 'retracted' AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) "
-        "ORDER BY a.id").bindparams(bindparam("r", expanding=True)), {"r": rids})
-    return {"question": dict(q), "responses": responses, "constraints": constraints, "judgments": judgments,
-            "adjudications": adjudications}
+    adjudications = _frame(
+        conn,
+        text(
+            f"SELECT t.response_id * {IID_SHIFT} + t.constraint_id AS iid, a.choice, a.label, COALESCE(u.username, a.annotator) AS annotator, "
+            "a.note, a.created_at FROM adjudication a JOIN adjudication_task t ON t.id = a.task_id "
+            "JOIN constraint_item c ON c.id = t.constraint_id LEFT JOIN app_user u ON u.id = a.user_id "
+            "WHERE t.response_id IN :r AND a.choice <> 'retracted' AND NOT EXISTS (SELECT 1 FROM adjudication s WHERE s.supersedes_id = a.id) "
+            "ORDER BY a.id"
+        ).bindparams(bindparam("r", expanding=True)),
+        {"r": rids},
+    )
+    return {
+        "question": dict(q),
+        "responses": responses,
+        "constraints": constraints,
+        "judgments": judgments,
+        "adjudications": adjudications,
+    }

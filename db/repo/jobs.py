@@ -11,8 +11,23 @@ from sqlmodel import Session
 
 from db.models import Job, utcnow
 
-COLUMNS = ["id", "kind", "lock_key", "params", "status", "done", "total", "result", "error", "owner", "created_by",
-           "cancel_requested", "started_at", "heartbeat_at", "finished_at"]
+COLUMNS = [
+    "id",
+    "kind",
+    "lock_key",
+    "params",
+    "status",
+    "done",
+    "total",
+    "result",
+    "error",
+    "owner",
+    "created_by",
+    "cancel_requested",
+    "started_at",
+    "heartbeat_at",
+    "finished_at",
+]
 
 
 def _row(job: Job) -> dict:
@@ -22,8 +37,16 @@ def _row(job: Job) -> dict:
 def insert_running(session: Session, *, kind: str, lock_key: str, params: dict, owner: str, created_by: str) -> int:
     """A new running job; raises ``IntegrityError`` (at flush) when ``lock_key`` already has one."""
     now = utcnow()
-    job = Job(kind=kind, lock_key=lock_key, params=params, status="running", owner=owner, created_by=created_by,
-              started_at=now, heartbeat_at=now)
+    job = Job(
+        kind=kind,
+        lock_key=lock_key,
+        params=params,
+        status="running",
+        owner=owner,
+        created_by=created_by,
+        started_at=now,
+        heartbeat_at=now,
+    )
     session.add(job)
     session.flush()
     return int(job.id)
@@ -50,15 +73,26 @@ def recent(session: Session, *, kinds: Optional[Sequence[str]] = None, limit: in
 def beat(session: Session, *, job_id: int, done: int, total: Optional[int], result: dict) -> Optional[bool]:
     """Record progress and a heartbeat on a running job. Returns its ``cancel_requested``
     flag, or None when the job is no longer running (finished, or taken over as stale)."""
-    res = session.execute(update(Job).where(Job.id == job_id, Job.status == "running").values(
-        done=done, total=total, result=result, heartbeat_at=utcnow()))
+    res = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "running")
+        .values(done=done, total=total, result=result, heartbeat_at=utcnow())
+    )
     if res.rowcount == 0:
         return None
     return bool(session.execute(select(Job.cancel_requested).where(Job.id == job_id)).scalar())
 
 
-def finish(session: Session, *, job_id: int, status: str, result: dict, error: str = "",
-           done: Optional[int] = None, total: Optional[int] = None) -> bool:
+def finish(
+    session: Session,
+    *,
+    job_id: int,
+    status: str,
+    result: dict,
+    error: str = "",
+    done: Optional[int] = None,
+    total: Optional[int] = None,
+) -> bool:
     """Close a running job (done | failed | cancelled); False if it was no longer running."""
     values = {"status": status, "result": result, "error": error, "finished_at": utcnow(), "heartbeat_at": utcnow()}
     if done is not None:
@@ -70,9 +104,11 @@ def finish(session: Session, *, job_id: int, status: str, result: dict, error: s
 def take_over(session: Session, *, job_id: int, heartbeat_at: datetime, error: str) -> bool:
     """Mark a stale running job failed, only if nobody has beaten since ``heartbeat_at``
     was read (two processes taking over the same job: one wins)."""
-    res = session.execute(update(Job).where(Job.id == job_id, Job.status == "running",
-                                            Job.heartbeat_at == heartbeat_at)
-                          .values(status="failed", error=error, finished_at=utcnow()))
+    res = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "running", Job.heartbeat_at == heartbeat_at)
+        .values(status="failed", error=error, finished_at=utcnow())
+    )
     return res.rowcount == 1
 
 

@@ -25,8 +25,16 @@ from db.models import (
 )
 
 PENDING_COLUMNS = [
-    "response_id", "response_text", "instruction_text", "constraint_id", "position",
-    "feature", "mode", "text", "acceptance", "params",
+    "response_id",
+    "response_text",
+    "instruction_text",
+    "constraint_id",
+    "position",
+    "feature",
+    "mode",
+    "text",
+    "acceptance",
+    "params",
 ]
 
 
@@ -45,8 +53,9 @@ def get_judge(session: Session, *, name: str) -> Optional[dict]:
     return None if j is None else j.model_dump()
 
 
-def ensure_judge(session: Session, *, name: str, provider: str, model: str, prompt_version: str,
-                 config: Optional[dict] = None) -> int:
+def ensure_judge(
+    session: Session, *, name: str, provider: str, model: str, prompt_version: str, config: Optional[dict] = None
+) -> int:
     """Id of judge ``name``, created if missing. An existing judge must have the same
     provider and model (a ValueError names the mismatch); its prompt version is updated."""
     j = session.execute(select(Judge).where(Judge.name == name)).scalars().first()
@@ -74,8 +83,14 @@ def set_judge_config(session: Session, *, judge_id: int, config: dict) -> None:
     j.config = dict(config)
 
 
-def pending_pairs(session: Session, *, judge_id: Optional[int], prompt_version: str,
-                  response_ids: Optional[Iterable[int]] = None, include_done: bool = False) -> pd.DataFrame:
+def pending_pairs(
+    session: Session,
+    *,
+    judge_id: Optional[int],
+    prompt_version: str,
+    response_ids: Optional[Iterable[int]] = None,
+    include_done: bool = False,
+) -> pd.DataFrame:
     """Every (constrained response, constraint of its instruction) pair without an ``ok``
     or ``abstain`` judgment by ``judge_id`` under ``prompt_version`` (errors are pending
     again), in one query, ordered by response and position. ``include_done`` returns all
@@ -83,10 +98,16 @@ def pending_pairs(session: Session, *, judge_id: Optional[int], prompt_version: 
     jt = Judgment.__table__
     q = (
         select(
-            Response.id.label("response_id"), Response.text.label("response_text"),
-            Instruction.text.label("instruction_text"), Constraint.id.label("constraint_id"),
-            Constraint.position, Constraint.feature, Constraint.mode, Constraint.text,
-            Constraint.acceptance, Constraint.params,
+            Response.id.label("response_id"),
+            Response.text.label("response_text"),
+            Instruction.text.label("instruction_text"),
+            Constraint.id.label("constraint_id"),
+            Constraint.position,
+            Constraint.feature,
+            Constraint.mode,
+            Constraint.text,
+            Constraint.acceptance,
+            Constraint.params,
         )
         .join(Instruction, Instruction.id == Response.instruction_id)
         .join(Constraint, Constraint.instruction_id == Instruction.id)
@@ -94,8 +115,12 @@ def pending_pairs(session: Session, *, judge_id: Optional[int], prompt_version: 
     if not include_done:
         q = q.outerjoin(
             jt,
-            and_(jt.c.judge_id == (judge_id if judge_id is not None else -1), jt.c.response_id == Response.id,
-                 jt.c.constraint_id == Constraint.id, jt.c.prompt_version == prompt_version),
+            and_(
+                jt.c.judge_id == (judge_id if judge_id is not None else -1),
+                jt.c.response_id == Response.id,
+                jt.c.constraint_id == Constraint.id,
+                jt.c.prompt_version == prompt_version,
+            ),
         ).where(or_(jt.c.id.is_(None), jt.c.status == "error"))
     if response_ids is not None:
         q = q.where(Response.id.in_(list(response_ids)))
@@ -112,8 +137,20 @@ def upsert_judgments(session: Session, *, rows: list[dict]) -> int:
     if not rows:
         return 0
     stmt = _insert(session, Judgment.__table__)
-    update = {c: stmt.excluded[c] for c in (
-        "label", "rationale", "status", "error", "raw", "input_tokens", "output_tokens", "cost_usd", "created_at")}
+    update = {
+        c: stmt.excluded[c]
+        for c in (
+            "label",
+            "rationale",
+            "status",
+            "error",
+            "raw",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "created_at",
+        )
+    }
     stmt = stmt.on_conflict_do_update(
         index_elements=["judge_id", "response_id", "constraint_id", "prompt_version"],
         set_=update,
@@ -138,7 +175,8 @@ def judgment_labels(session: Session, *, judge_name: str) -> dict[tuple[int, int
     t = Judgment.__table__
     rows = session.execute(
         select(t.c.response_id, t.c.constraint_id, t.c.label, t.c.rationale, t.c.status)
-        .where(t.c.judge_id == j.id).order_by(t.c.created_at, t.c.id)
+        .where(t.c.judge_id == j.id)
+        .order_by(t.c.created_at, t.c.id)
     ).all()
     return {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
 
@@ -150,8 +188,13 @@ def project_catalog(session: Session) -> Optional[str]:
 
 def catalog_features(session: Session, *, catalog: Optional[str] = None) -> pd.DataFrame:
     """Catalog features (key, name, category, definition, rule_detectable)."""
-    q = select(CatalogFeature.key, CatalogFeature.name, CatalogFeature.category, CatalogFeature.definition,
-               CatalogFeature.rule_detectable)
+    q = select(
+        CatalogFeature.key,
+        CatalogFeature.name,
+        CatalogFeature.category,
+        CatalogFeature.definition,
+        CatalogFeature.rule_detectable,
+    )
     if catalog:
         q = q.where(CatalogFeature.catalog == catalog)
     rows = session.execute(q.order_by(CatalogFeature.id)).all()
@@ -163,7 +206,8 @@ def baseline_responses(session: Session) -> pd.DataFrame:
     rows = session.execute(
         select(Response.id, Response.text, Question.text)
         .join(Question, Question.id == Response.question_id)
-        .where(Response.kind == "baseline").order_by(Response.id)
+        .where(Response.kind == "baseline")
+        .order_by(Response.id)
     ).all()
     done = session.execute(select(BaselineFeature.response_id, BaselineFeature.feature)).all()
     annotated: dict[int, set] = {}
@@ -180,8 +224,7 @@ def insert_baseline_features(session: Session, *, rows: list[dict]) -> int:
     an existing (response, feature) row is kept (imported annotations win)."""
     if not rows:
         return 0
-    stmt = _insert(session, BaselineFeature.__table__).on_conflict_do_nothing(
-        index_elements=["response_id", "feature"])
+    stmt = _insert(session, BaselineFeature.__table__).on_conflict_do_nothing(index_elements=["response_id", "feature"])
     session.execute(stmt, rows)
     return len(rows)
 
@@ -195,23 +238,33 @@ def judges_summary(session: Session) -> pd.DataFrame:
     every row the judge ever wrote (all prompt versions).
     """
     conn = session.connection()
-    counts = ("COALESCE(SUM(CASE WHEN g.status = 'ok' THEN 1 ELSE 0 END), 0) AS labels, "
-              "COALESCE(SUM(CASE WHEN g.status = 'abstain' THEN 1 ELSE 0 END), 0) AS abstentions, "
-              "COALESCE(SUM(CASE WHEN g.status = 'error' THEN 1 ELSE 0 END), 0) AS errors")
-    res = conn.execute(sa_text(
-        "SELECT j.id, j.name, j.provider, j.model, j.prompt_version, COUNT(g.id) AS rows, "
-        + counts + ", COALESCE(SUM(g.input_tokens + g.output_tokens), 0) AS tokens, "
-        "COALESCE(SUM(g.cost_usd), 0) AS cost_usd, COUNT(DISTINCT g.prompt_version) AS versions "
-        "FROM judge j LEFT JOIN judgment g ON g.judge_id = j.id "
-        "GROUP BY j.id, j.name, j.provider, j.model, j.prompt_version ORDER BY j.id"))
+    counts = (
+        "COALESCE(SUM(CASE WHEN g.status = 'ok' THEN 1 ELSE 0 END), 0) AS labels, "
+        "COALESCE(SUM(CASE WHEN g.status = 'abstain' THEN 1 ELSE 0 END), 0) AS abstentions, "
+        "COALESCE(SUM(CASE WHEN g.status = 'error' THEN 1 ELSE 0 END), 0) AS errors"
+    )
+    res = conn.execute(
+        sa_text(
+            "SELECT j.id, j.name, j.provider, j.model, j.prompt_version, COUNT(g.id) AS rows, "
+            + counts
+            + ", COALESCE(SUM(g.input_tokens + g.output_tokens), 0) AS tokens, "
+            "COALESCE(SUM(g.cost_usd), 0) AS cost_usd, COUNT(DISTINCT g.prompt_version) AS versions "
+            "FROM judge j LEFT JOIN judgment g ON g.judge_id = j.id "
+            "GROUP BY j.id, j.name, j.provider, j.model, j.prompt_version ORDER BY j.id"
+        )
+    )
     df = pd.DataFrame(res.all(), columns=list(res.keys()))
     several = [int(i) for i in df.loc[df["versions"] > 1, "id"]]
     if several:  # a pair judged under several prompt versions counts with its newest row only
-        cur = conn.execute(sa_text(
-            "SELECT g.judge_id, " + counts + " FROM judgment g WHERE g.judge_id IN :ids "
-            "AND NOT EXISTS (SELECT 1 FROM judgment n WHERE n.judge_id = g.judge_id "
-            "AND n.response_id = g.response_id AND n.constraint_id = g.constraint_id AND n.id > g.id) "
-            "GROUP BY g.judge_id").bindparams(bindparam("ids", expanding=True)), {"ids": several})
+        cur = conn.execute(
+            sa_text(
+                "SELECT g.judge_id, " + counts + " FROM judgment g WHERE g.judge_id IN :ids "
+                "AND NOT EXISTS (SELECT 1 FROM judgment n WHERE n.judge_id = g.judge_id "
+                "AND n.response_id = g.response_id AND n.constraint_id = g.constraint_id AND n.id > g.id) "
+                "GROUP BY g.judge_id"
+            ).bindparams(bindparam("ids", expanding=True)),
+            {"ids": several},
+        )
         newest = pd.DataFrame(cur.all(), columns=list(cur.keys())).set_index("judge_id")
         for c in ("labels", "abstentions", "errors"):
             df[c] = [newest.at[i, c] if i in newest.index else v for i, v in zip(df["id"], df[c])]

@@ -39,12 +39,24 @@ def list_studies(conn: Connection) -> pd.DataFrame:
     """Every study with counts: ``id, name, prompts, models, outputs, checks``."""
     s, p, o, c = table("mosaic_study"), table("mosaic_prompt"), table("mosaic_output"), table("mosaic_check")
     n_prompts = select(func.count()).select_from(p).where(p.c.study_id == s.c.id).scalar_subquery()
-    n_outputs = select(func.count()).select_from(o.join(p, p.c.id == o.c.prompt_id)).where(
-        p.c.study_id == s.c.id).scalar_subquery()
-    n_models = select(func.count(func.distinct(o.c.model))).select_from(o.join(p, p.c.id == o.c.prompt_id)).where(
-        p.c.study_id == s.c.id).scalar_subquery()
-    n_checks = select(func.count()).select_from(c.join(o, o.c.id == c.c.output_id).join(p, p.c.id == o.c.prompt_id)).where(
-        p.c.study_id == s.c.id).scalar_subquery()
+    n_outputs = (
+        select(func.count())
+        .select_from(o.join(p, p.c.id == o.c.prompt_id))
+        .where(p.c.study_id == s.c.id)
+        .scalar_subquery()
+    )
+    n_models = (
+        select(func.count(func.distinct(o.c.model)))
+        .select_from(o.join(p, p.c.id == o.c.prompt_id))
+        .where(p.c.study_id == s.c.id)
+        .scalar_subquery()
+    )
+    n_checks = (
+        select(func.count())
+        .select_from(c.join(o, o.c.id == c.c.output_id).join(p, p.c.id == o.c.prompt_id))
+        .where(p.c.study_id == s.c.id)
+        .scalar_subquery()
+    )
     q = select(s.c.id, s.c.name, n_prompts, n_models, n_outputs, n_checks).order_by(s.c.id)
     return _frame(conn, q, ["id", "name", "prompts", "models", "outputs", "checks"])
 
@@ -60,11 +72,29 @@ def constraints(conn: Connection, *, study_id: int) -> pd.DataFrame:
     """Every constraint of a study: ``id, prompt_id, prompt, position, constraint, category,
     text, verifier, params, rubric``."""
     p, c = table("mosaic_prompt"), table("mosaic_constraint")
-    q = (select(c.c.id, c.c.prompt_id, p.c.key, c.c.position, c.c.key, c.c.category, c.c.text, c.c.verifier,
-                c.c.params, c.c.rubric)
-         .join(p, p.c.id == c.c.prompt_id).where(p.c.study_id == study_id).order_by(p.c.key, c.c.position))
-    return _frame(conn, q, ["id", "prompt_id", "prompt", "position", "constraint", "category", "text", "verifier",
-                            "params", "rubric"], ("params",))
+    q = (
+        select(
+            c.c.id,
+            c.c.prompt_id,
+            p.c.key,
+            c.c.position,
+            c.c.key,
+            c.c.category,
+            c.c.text,
+            c.c.verifier,
+            c.c.params,
+            c.c.rubric,
+        )
+        .join(p, p.c.id == c.c.prompt_id)
+        .where(p.c.study_id == study_id)
+        .order_by(p.c.key, c.c.position)
+    )
+    return _frame(
+        conn,
+        q,
+        ["id", "prompt_id", "prompt", "position", "constraint", "category", "text", "verifier", "params", "rubric"],
+        ("params",),
+    )
 
 
 def insert_prompts(conn: Connection, *, study_id: int, rows: list[dict]) -> dict[str, int]:
@@ -100,12 +130,45 @@ def checks(conn: Connection, *, study_id: int) -> pd.DataFrame:
     constraint_id, model, prompt, position, constraint, category, verifier, checker, score,
     followed, evidence``, by model, prompt and position."""
     p, c, o, k = table("mosaic_prompt"), table("mosaic_constraint"), table("mosaic_output"), table("mosaic_check")
-    q = (select(k.c.output_id, k.c.constraint_id, o.c.model, p.c.key, c.c.position, c.c.key, c.c.category,
-                c.c.verifier, k.c.checker, k.c.score, k.c.followed, k.c.evidence)
-         .join(o, o.c.id == k.c.output_id).join(c, c.c.id == k.c.constraint_id).join(p, p.c.id == o.c.prompt_id)
-         .where(p.c.study_id == study_id).order_by(o.c.model, p.c.key, c.c.position))
-    df = _frame(conn, q, ["output_id", "constraint_id", "model", "prompt", "position", "constraint", "category",
-                          "verifier", "checker", "score", "followed", "evidence"])
+    q = (
+        select(
+            k.c.output_id,
+            k.c.constraint_id,
+            o.c.model,
+            p.c.key,
+            c.c.position,
+            c.c.key,
+            c.c.category,
+            c.c.verifier,
+            k.c.checker,
+            k.c.score,
+            k.c.followed,
+            k.c.evidence,
+        )
+        .join(o, o.c.id == k.c.output_id)
+        .join(c, c.c.id == k.c.constraint_id)
+        .join(p, p.c.id == o.c.prompt_id)
+        .where(p.c.study_id == study_id)
+        .order_by(o.c.model, p.c.key, c.c.position)
+    )
+    df = _frame(
+        conn,
+        q,
+        [
+            "output_id",
+            "constraint_id",
+            "model",
+            "prompt",
+            "position",
+            "constraint",
+            "category",
+            "verifier",
+            "checker",
+            "score",
+            "followed",
+            "evidence",
+        ],
+    )
     df["followed"] = df["followed"].astype(bool)
     return df
 

@@ -25,9 +25,16 @@ def _rows(conn: Conn, sql: str, params: Optional[dict] = None) -> list[dict]:
 
     return [dict(r) for r in conn.execute(text(sql), params or {}).mappings().all()]
 
+
 # status key → table (fixed names: never built from input)
-_COUNTED = {"questions": "question", "instructions": "instruction", "constraints": "constraint_item",
-            "models": "eval_model", "responses": "response", "judgments": "judgment"}
+_COUNTED = {
+    "questions": "question",
+    "instructions": "instruction",
+    "constraints": "constraint_item",
+    "models": "eval_model",
+    "responses": "response",
+    "judgments": "judgment",
+}
 PAIR_META = "scoring_pair"
 REVISION_META = "data_revision"
 
@@ -40,15 +47,21 @@ def bump_revision(conn: "Connection") -> None:
 
     from sqlalchemy import text
 
-    conn.execute(text("INSERT INTO project_meta (key, value) VALUES (:k, :v) "
-                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
-                 {"k": REVISION_META, "v": uuid.uuid4().hex})
+    conn.execute(
+        text(
+            "INSERT INTO project_meta (key, value) VALUES (:k, :v) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        ),
+        {"k": REVISION_META, "v": uuid.uuid4().hex},
+    )
 
 
 # Disagreements: pairs judged with opposite labels by two judges (any pair of judges); the
 # covering index ix_judgment_response_constraint_label answers it without reading the rows.
-DISAGREEMENTS_SQL = ("SELECT COUNT(*) FROM (SELECT response_id, constraint_id FROM judgment WHERE label IS NOT NULL "
-                     "GROUP BY response_id, constraint_id HAVING MIN(label) <> MAX(label)) d")
+DISAGREEMENTS_SQL = (
+    "SELECT COUNT(*) FROM (SELECT response_id, constraint_id FROM judgment WHERE label IS NOT NULL "
+    "GROUP BY response_id, constraint_id HAVING MIN(label) <> MAX(label)) d"
+)
 
 
 def data_counts(conn: Conn) -> dict:
@@ -62,8 +75,13 @@ def data_counts(conn: Conn) -> dict:
 
 def adjudication_count(conn: Conn) -> int:
     """Current decisions: neither retracted nor superseded (the supersedes index answers it)."""
-    return int(_rows(conn, "SELECT COUNT(*) AS n FROM adjudication a WHERE a.choice <> 'retracted' AND NOT EXISTS "
-                           "(SELECT 1 FROM adjudication b WHERE b.supersedes_id = a.id)")[0]["n"])
+    return int(
+        _rows(
+            conn,
+            "SELECT COUNT(*) AS n FROM adjudication a WHERE a.choice <> 'retracted' AND NOT EXISTS "
+            "(SELECT 1 FROM adjudication b WHERE b.supersedes_id = a.id)",
+        )[0]["n"]
+    )
 
 
 def status_counts(conn: Conn) -> dict:
@@ -73,13 +91,25 @@ def status_counts(conn: Conn) -> dict:
 
 def plans(conn: Conn) -> list[dict]:
     """Every plan with its judges and task counts (from the progress counters), oldest first."""
-    rows = _rows(conn, (
-        "SELECT p.name, ja.name AS judge_a, jb.name AS judge_b, COALESCE(c.tasks, 0) AS tasks, COALESCE(c.done, 0) AS done "
-        "FROM sample_plan p JOIN judge ja ON ja.id = p.judge_a_id JOIN judge jb ON jb.id = p.judge_b_id "
-        "LEFT JOIN (SELECT plan_id, SUM(tasks) AS tasks, SUM(done) AS done FROM plan_stratum_count "
-        "GROUP BY plan_id) c ON c.plan_id = p.id ORDER BY p.id"))
-    return [{"name": str(r["name"]), "judge_a": str(r["judge_a"]), "judge_b": str(r["judge_b"]),
-             "tasks": int(r["tasks"]), "done": int(r["done"])} for r in rows]
+    rows = _rows(
+        conn,
+        (
+            "SELECT p.name, ja.name AS judge_a, jb.name AS judge_b, COALESCE(c.tasks, 0) AS tasks, COALESCE(c.done, 0) AS done "
+            "FROM sample_plan p JOIN judge ja ON ja.id = p.judge_a_id JOIN judge jb ON jb.id = p.judge_b_id "
+            "LEFT JOIN (SELECT plan_id, SUM(tasks) AS tasks, SUM(done) AS done FROM plan_stratum_count "
+            "GROUP BY plan_id) c ON c.plan_id = p.id ORDER BY p.id"
+        ),
+    )
+    return [
+        {
+            "name": str(r["name"]),
+            "judge_a": str(r["judge_a"]),
+            "judge_b": str(r["judge_b"]),
+            "tasks": int(r["tasks"]),
+            "done": int(r["done"]),
+        }
+        for r in rows
+    ]
 
 
 def stored_pair(conn: Conn) -> Optional[list[str]]:

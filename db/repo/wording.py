@@ -38,7 +38,9 @@ def insert_study(conn: Connection, *, name: str, question: str, params: dict) ->
 def insert_forms(conn: Connection, *, study_id: int, forms: list[dict]) -> dict[str, int]:
     """Insert ``forms`` (``key``, ``template``); returns ``{key: form id}``."""
     t = table("wording_form")
-    bulk_insert(conn, "wording_form", [{"study_id": study_id, "key": f["key"], "template": f["template"]} for f in forms])
+    bulk_insert(
+        conn, "wording_form", [{"study_id": study_id, "key": f["key"], "template": f["template"]} for f in forms]
+    )
     rows = conn.execute(select(t.c.key, t.c.id).where(t.c.study_id == study_id)).all()
     return {k: int(i) for k, i in rows}
 
@@ -54,7 +56,9 @@ def list_studies(conn: Connection) -> pd.DataFrame:
     n_forms = select(func.count()).select_from(f).where(f.c.study_id == s.c.id).scalar_subquery()
     n_items = select(func.count()).select_from(i).where(i.c.study_id == s.c.id).scalar_subquery()
     rows = conn.execute(
-        select(s.c.id, s.c.name, s.c.question, s.c.params, n_forms.label("forms"), n_items.label("items")).order_by(s.c.id)
+        select(s.c.id, s.c.name, s.c.question, s.c.params, n_forms.label("forms"), n_items.label("items")).order_by(
+            s.c.id
+        )
     ).all()
     return pd.DataFrame(rows, columns=["id", "name", "question", "params", "forms", "items"])
 
@@ -103,8 +107,14 @@ def current_ratings(conn: Connection, *, study_id: int, user_id: int | None = No
         newest = newest.where(r.c.user_id == user_id)
     newest = newest.subquery()
     rows = conn.execute(
-        select(r.c.id, r.c.item_id, r.c.user_id, func.coalesce(u.c.username, r.c.annotator),
-               *[r.c[c] for c in RATING_FIELDS], r.c.created_at)
+        select(
+            r.c.id,
+            r.c.item_id,
+            r.c.user_id,
+            func.coalesce(u.c.username, r.c.annotator),
+            *[r.c[c] for c in RATING_FIELDS],
+            r.c.created_at,
+        )
         .join(newest, newest.c.rid == r.c.id)
         .outerjoin(u, u.c.id == r.c.user_id)
         .order_by(r.c.item_id, r.c.user_id, r.c.annotator)
@@ -117,18 +127,28 @@ def current_rating(conn: Connection, *, item_id: int, user_id: int | None, annot
     outside rater's (``user_id`` None, ``annotator`` their name)."""
     r = table("wording_rating")
     who = r.c.user_id == user_id if user_id is not None else and_(r.c.user_id.is_(None), r.c.annotator == annotator)
-    row = conn.execute(
-        select(r).where(and_(r.c.item_id == item_id, who)).order_by(r.c.id.desc()).limit(1)
-    ).mappings().first()
+    row = (
+        conn.execute(select(r).where(and_(r.c.item_id == item_id, who)).order_by(r.c.id.desc()).limit(1))
+        .mappings()
+        .first()
+    )
     return dict(row) if row else None
 
 
-def insert_rating(conn: Connection, *, item_id: int, user_id: int | None, values: dict, supersedes_id: int | None,
-                  annotator: str = "") -> int:
+def insert_rating(
+    conn: Connection, *, item_id: int, user_id: int | None, values: dict, supersedes_id: int | None, annotator: str = ""
+) -> int:
     t = table("wording_rating")
-    res = conn.execute(t.insert().values(item_id=item_id, user_id=user_id, annotator=annotator,
-                                         supersedes_id=supersedes_id, created_at=utcnow(),
-                                         **{c: values.get(c) for c in RATING_FIELDS}))
+    res = conn.execute(
+        t.insert().values(
+            item_id=item_id,
+            user_id=user_id,
+            annotator=annotator,
+            supersedes_id=supersedes_id,
+            created_at=utcnow(),
+            **{c: values.get(c) for c in RATING_FIELDS},
+        )
+    )
     return int(res.inserted_primary_key[0])
 
 
@@ -151,8 +171,9 @@ def rating_history(conn: Connection, *, item_id: int, user_id: int) -> pd.DataFr
     return pd.DataFrame(rows, columns=cols)
 
 
-def generations(conn: Connection, *, forms: list[str] | None = None, study: str | None = None,
-                with_meta: bool = False) -> pd.DataFrame:
+def generations(
+    conn: Connection, *, forms: list[str] | None = None, study: str | None = None, with_meta: bool = False
+) -> pd.DataFrame:
     """Stored WISE generations (``id`` + :data:`GENERATION_COLUMNS` [+ ``meta``]), optionally of
     some forms and of one study only (``study=""``: those imported without a study)."""
     g = table("wise_generation")
@@ -175,8 +196,11 @@ def generation_outputs(conn: Connection, *, items: list[str], study: str = "") -
     out: dict[tuple, str] = {}
     items = sorted(set(items))
     for k in range(0, len(items), 500):
-        rows = conn.execute(select(*[g.c[c] for c in GENERATION_KEY], g.c.provider, g.c.output)
-                            .where(g.c.study == study, g.c.item.in_(items[k:k + 500])))
+        rows = conn.execute(
+            select(*[g.c[c] for c in GENERATION_KEY], g.c.provider, g.c.output).where(
+                g.c.study == study, g.c.item.in_(items[k : k + 500])
+            )
+        )
         for *key, provider, output in rows:
             out[tuple(key)] = (provider, output)
     return out
@@ -185,8 +209,9 @@ def generation_outputs(conn: Connection, *, items: list[str], study: str = "") -
 def generation_keys(conn: Connection, *, study: str, model: str) -> set[tuple]:
     """``(item, form, target, repetition)`` of the stored generations of ``model`` in ``study``."""
     g = table("wise_generation")
-    rows = conn.execute(select(g.c.item, g.c.form, g.c.target, g.c.repetition)
-                        .where(g.c.study == study, g.c.model == model))
+    rows = conn.execute(
+        select(g.c.item, g.c.form, g.c.target, g.c.repetition).where(g.c.study == study, g.c.model == model)
+    )
     return {tuple(r) for r in rows}
 
 

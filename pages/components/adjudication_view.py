@@ -15,10 +15,14 @@ from reform_core.services.adjudication.adjudication import Item
 HEADINGS = 3  # a "#" heading inside untrusted text renders as h4: below the page's own headings
 
 ASKS = {
-    "disagreement": ("**The judges disagree.** Which judgment does the response support better? "
-                     "(Judge A and Judge B: the two judges in a random order.)"),
-    "audit": ("**Agreement check:** both judges gave this constraint the same verdict. Is it right? Give **your "
-              "own verdict** on the response — theirs is not shown, so that yours is independent."),
+    "disagreement": (
+        "**The judges disagree.** Which judgment does the response support better? "
+        "(Judge A and Judge B: the two judges in a random order.)"
+    ),
+    "audit": (
+        "**Agreement check:** both judges gave this constraint the same verdict. Is it right? Give **your "
+        "own verdict** on the response — theirs is not shown, so that yours is independent."
+    ),
 }
 
 

@@ -18,10 +18,19 @@ from pages.components import render
 from pages.components.palette import model_order
 from reform_core import analyses_display
 from reform_core.safe_csv import csv_text
-from reform_core.services.scoring.analyses import (N_BOOT, RULES, AnalysesResult, StaticAnalyses, analyses, inputs_version,
-                                           static_analyses, static_version, with_static)
 from reform_core.services.accounts.auth import Principal
 from reform_core.services.platform.background import Latest, Refreshers
+from reform_core.services.scoring.analyses import (
+    N_BOOT,
+    RULES,
+    AnalysesResult,
+    StaticAnalyses,
+    analyses,
+    inputs_version,
+    static_analyses,
+    static_version,
+    with_static,
+)
 
 RULE_LABELS = {"pooled": "Pooled rule (the paper's, default)", "stratified": "Stratified per condition"}
 
@@ -37,16 +46,21 @@ def _refreshers() -> Refreshers:
     return Refreshers(max_keys=4)
 
 
-def latest_analyses(principal: Principal, version: tuple, rule: str, judge: Optional[str],
-                    frames) -> Latest[AnalysesResult]:
+def latest_analyses(
+    principal: Principal, version: tuple, rule: str, judge: Optional[str], frames
+) -> Latest[AnalysesResult]:
     """The decision-dependent analyses of ``version``: computed in the call the first time,
     afterwards in the background after a decision (the last ones shown meanwhile, marked
     updating); the recomputation begins when the page calls :func:`start_pending` at its end."""
     engine = render.state.engine()
+
     # the scored frames of the page (same data version) are reused: no second load of the project
     # computed without the static part (an empty one): the page adds the current one to whatever value it shows
-    fn = lambda: analyses(engine, principal, rule=rule, judge=judge, n_boot=N_BOOT, seed=0,  # noqa: E731
-                          frames=frames, static=StaticAnalyses())
+    def fn():
+        return analyses(
+            engine, principal, rule=rule, judge=judge, n_boot=N_BOOT, seed=0, frames=frames, static=StaticAnalyses()
+        )
+
     return _refreshers()((str(engine.url), rule, judge)).get(version, fn, start=False)
 
 
@@ -71,8 +85,10 @@ def guarded(name: str, draw: Callable[[], None]) -> None:
 
 def _interval_note(res: AnalysesResult) -> str:
     iv = res.intervals
-    return (f"95 % intervals ({res.n_boot} replicates, seed {res.seed}) — population: {iv['population']}; "
-            f"measurement: {iv['measurement']}.")
+    return (
+        f"95 % intervals ({res.n_boot} replicates, seed {res.seed}) — population: {iv['population']}; "
+        f"measurement: {iv['measurement']}."
+    )
 
 
 def _show(res: AnalysesResult, key: str, chart=None) -> None:
@@ -92,9 +108,11 @@ def page_models(res: AnalysesResult) -> list[str]:
 
 
 def _table3(res: AnalysesResult) -> None:
-    st.caption("Separate (single-constraint) vs joint answering of the same constraints (§4.3, App. A.8), on "
-               "complete, consistent groups only; Δ = joint − separate; n = pair groups (all pass) or targets. "
-               + _interval_note(res))
+    st.caption(
+        "Separate (single-constraint) vs joint answering of the same constraints (§4.3, App. A.8), on "
+        "complete, consistent groups only; Δ = joint − separate; n = pair groups (all pass) or targets. "
+        + _interval_note(res)
+    )
     _show(res, "table3_composition", charts.composition)
     if "composition_targets" in res.tables:
         with st.expander("Per-target rates (Figure 4)"):
@@ -103,24 +121,30 @@ def _table3(res: AnalysesResult) -> None:
 
 
 def _prompting(res: AnalysesResult) -> None:
-    st.caption("Same instructions, same baseline and eligible units, on complete, consistent pairs; Δ = prompted "
-               "− main in pp (§4.4). " + _interval_note(res))
+    st.caption(
+        "Same instructions, same baseline and eligible units, on complete, consistent pairs; Δ = prompted "
+        "− main in pp (§4.4). " + _interval_note(res)
+    )
     _show(res, "prompting", charts.prompting)
     _notes(res, "prompting")
 
 
 def _coverage(res: AnalysesResult) -> None:
-    st.caption("Instance coverage of open-ended extractions by the catalog (App. A.4, Table A4); not_format "
-               f"instances excluded. Intervals — population: {res.intervals['population']}; measurement: "
-               f"{res.intervals['measurement_coverage']}.")
+    st.caption(
+        "Instance coverage of open-ended extractions by the catalog (App. A.4, Table A4); not_format "
+        f"instances excluded. Intervals — population: {res.intervals['population']}; measurement: "
+        f"{res.intervals['measurement_coverage']}."
+    )
     _show(res, "table_a4_coverage", charts.coverage)
     _notes(res, "coverage")
 
 
 def _table4(res: AnalysesResult) -> None:
-    st.caption("Feature frequencies over the common question set, unannotated catalog features kept at 0; "
-               f"Spearman ρ with average ranks (App. A.4, Table 4). Intervals — population: "
-               f"{res.intervals['population']}; measurement: {res.intervals['measurement_table4']}.")
+    st.caption(
+        "Feature frequencies over the common question set, unannotated catalog features kept at 0; "
+        f"Spearman ρ with average ranks (App. A.4, Table 4). Intervals — population: "
+        f"{res.intervals['population']}; measurement: {res.intervals['measurement_table4']}."
+    )
     if "table4_correlation" in res.tables:
         df = res.tables["table4_correlation"]
         st.altair_chart(charts.correlation(df, page_models(res)), width="stretch")
@@ -142,6 +166,7 @@ def _notes(res: AnalysesResult, key: str) -> None:
 
 def _table(tables: dict[str, pd.DataFrame], key: str, caption: str = "", missing: str = "") -> Callable[[], None]:
     """The drawing of one appendix table (for :func:`guarded`)."""
+
     def draw():
         if caption:
             st.caption(caption)
@@ -149,16 +174,24 @@ def _table(tables: dict[str, pd.DataFrame], key: str, caption: str = "", missing
             st.dataframe(tables[key], hide_index=True)
         else:
             st.info(missing or f"{key} is not available for these labels.")
+
     return draw
 
 
-def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool,
-             judge: Optional[str]) -> str:
+def appendix(
+    principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool, judge: Optional[str]
+) -> str:
     """The appendix tabs of the Scores page, each guarded, then the auxiliary analyses; returns
     the analyses' calibration rule (for :func:`start_pending`)."""
     names = (["A8 eligible units", "A2 violation spread"] if emcr_applies else []) + [
-        "A3 judge agreement", "A5 tasks", "A6/A7 per task", "Table 3 composition", "Prompting comparison",
-        "A4 coverage", "Table 4 frequencies"]
+        "A3 judge agreement",
+        "A5 tasks",
+        "A6/A7 per task",
+        "Table 3 composition",
+        "Prompting comparison",
+        "A4 coverage",
+        "Table 4 frequencies",
+    ]
     tabs = dict(zip(names, st.tabs(names)))
 
     table = functools.partial(_table, tables)
@@ -170,20 +203,32 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
     with tabs["A3 judge agreement"]:
         guarded("A3", table("a3", missing="Judge agreement needs the scoring pair."))
     with tabs["A5 tasks"]:
-        guarded("A5", table("a5", "Mean TCPR / EMCR over models, each model weighted equally; models, models_tcpr "
-                                  "and models_emcr say how many models answer the task and how many each mean covers "
-                                  "(a model with no eligible unit in a task has no EMCR there)."))
+        guarded(
+            "A5",
+            table(
+                "a5",
+                "Mean TCPR / EMCR over models, each model weighted equally; models, models_tcpr "
+                "and models_emcr say how many models answer the task and how many each mean covers "
+                "(a model with no eligible unit in a task has no EMCR there).",
+            ),
+        )
     with tabs["A6/A7 per task"]:
         guarded("A6/A7", table("a6_a7", "Per model and task type; rows with pooled = true are over all tasks."))
 
     res: Optional[AnalysesResult] = None
     rule = "pooled"
     with tabs["Table 3 composition"]:
+
         def load():
             nonlocal res, rule
             if judge is None:
-                rule = st.radio("Calibration of the auxiliary analyses", list(RULES), format_func=RULE_LABELS.get,
-                                horizontal=True, key="scores_aux_rule")
+                rule = st.radio(
+                    "Calibration of the auxiliary analyses",
+                    list(RULES),
+                    format_func=RULE_LABELS.get,
+                    horizontal=True,
+                    key="scores_aux_rule",
+                )
             data, inputs = render.data_version(), inputs_version(render.state.engine())
             part = _static(str(render.state.engine().url), static_version(data, inputs), principal)
             got = latest_analyses(principal, (*data, *inputs), rule, judge, getattr(result, "frames", None))
@@ -193,14 +238,20 @@ def appendix(principal: Principal, result, tables: dict[str, pd.DataFrame], *, e
             # call when their inputs change), even while the other analyses are being recomputed
             res = with_static(got.value, part)
             if not got.fresh:
-                st.caption("⏳ Auxiliary analyses updating: these tables are from before the latest decisions and "
-                           "are being recomputed.")
+                st.caption(
+                    "⏳ Auxiliary analyses updating: these tables are from before the latest decisions and "
+                    "are being recomputed."
+                )
             st.caption(render.md(res.rule_text[0].upper() + res.rule_text[1:] + "."))
+
         guarded("The auxiliary analyses", load)
         if res is not None:
             guarded("Table 3", lambda: _table3(res))
-    for name, draw in (("Prompting comparison", _prompting), ("A4 coverage", _coverage),
-                       ("Table 4 frequencies", _table4)):
+    for name, draw in (
+        ("Prompting comparison", _prompting),
+        ("A4 coverage", _coverage),
+        ("Table 4 frequencies", _table4),
+    ):
         with tabs[name]:
             if res is None:
                 st.info("The auxiliary analyses are not available (see the Table 3 tab).")
@@ -216,5 +267,10 @@ def _exclusions(exclusions: pd.DataFrame) -> None:
     counts = exclusions.groupby(["analysis", "reason"]).size().rename("groups").reset_index()
     st.markdown("**Left out of Table 3 / prompting** — incomplete or inconsistent pairs:")
     st.dataframe(counts, hide_index=True)
-    st.download_button("Download the list of left-out groups (CSV)", csv_text(exclusions),
-                       file_name="analysis_exclusions.csv", mime="text/csv", key="scores_aux_exclusions")
+    st.download_button(
+        "Download the list of left-out groups (CSV)",
+        csv_text(exclusions),
+        file_name="analysis_exclusions.csv",
+        mime="text/csv",
+        key="scores_aux_exclusions",
+    )

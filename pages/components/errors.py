@@ -30,9 +30,11 @@ def report(exc: BaseException) -> str:
         raise exc
     error_id = uuid.uuid4().hex[:10]
     log.error("page error %s: %s", error_id, type(exc).__name__, exc_info=exc)
-    st.error(f"Something went wrong on this page (error id {error_id}). The rest of the app still works; "
-             "reload the page to try again, and give the error id to whoever runs ReForm — the server log "
-             "has the details under that id.")
+    st.error(
+        f"Something went wrong on this page (error id {error_id}). The rest of the app still works; "
+        "reload the page to try again, and give the error id to whoever runs ReForm — the server log "
+        "has the details under that id."
+    )
     return error_id
 
 
@@ -46,6 +48,7 @@ def run_page(page) -> None:
 
 def guard(fn: Callable) -> Callable:
     """``fn`` (a fragment's body) with any unexpected error reported instead of raised."""
+
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         try:
@@ -53,4 +56,5 @@ def guard(fn: Callable) -> Callable:
         except Exception as exc:  # noqa: BLE001 - see run_page
             report(exc)
             return None
+
     return wrapped

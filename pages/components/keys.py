@@ -27,9 +27,11 @@ def scroll_to_top(marker: str) -> None:
     e.g. ``"item 12"``)."""
     if not marker.replace(" ", "").isalnum():
         raise ValueError(f"marker must be letters, digits and spaces, got {marker!r}")
-    _script(f"/* {marker} */ for (const el of [window.parent.document.querySelector("
-            "'[data-testid=\"stMain\"]'), window.parent.document.scrollingElement]) "
-            "{ if (el) el.scrollTo({top: 0}); }")
+    _script(
+        f"/* {marker} */ for (const el of [window.parent.document.querySelector("
+        "'[data-testid=\"stMain\"]'), window.parent.document.scrollingElement]) "
+        "{ if (el) el.scrollTo({top: 0}); }"
+    )
 
 
 def focus_input(widget_key: str, nonce: int) -> None:
@@ -38,9 +40,11 @@ def focus_input(widget_key: str, nonce: int) -> None:
     request a new element (an unchanged one would not run its script again)."""
     if not widget_key.replace("_", "").isalnum():
         raise ValueError(f"widget key must be letters, digits and '_', got {widget_key!r}")
-    _script(f"/* {nonce} */ const doc = window.parent.document; let tries = 0; const t = setInterval(() => {{ "
-            f"const el = doc.querySelector('.st-key-{widget_key} input'); "
-            "if (el) { el.focus(); clearInterval(t); } else if (++tries > 40) clearInterval(t); }, 50);")
+    _script(
+        f"/* {nonce} */ const doc = window.parent.document; let tries = 0; const t = setInterval(() => {{ "
+        f"const el = doc.querySelector('.st-key-{widget_key} input'); "
+        "if (el) { el.focus(); clearInterval(t); } else if (++tries > 40) clearInterval(t); }, 50);"
+    )
 
 
 def legend(pairs: list[tuple[str, str]]) -> None:

@@ -11,8 +11,8 @@ import streamlit as st
 
 from pages.components import state
 from pages.components.render import data_version, intervals, md, md_lines, tidy
-from reform_core.services.scoring import estimates
 from reform_core.services.accounts.auth import Principal, require
+from reform_core.services.scoring import estimates
 from reform_core.services.scoring.scoring import ScoringError
 
 
@@ -51,19 +51,26 @@ def plan_precision(principal: Principal, plan_id: int) -> Optional[estimates.Pla
 
 
 def in_progress_text(progress: pd.DataFrame) -> str:
-    """"In progress" with the counts per model: tasks decided / planned, items awaiting another
+    """ "In progress" with the counts per model: tasks decided / planned, items awaiting another
     opinion (model names are untrusted: escaped)."""
-    lines = [f"- {md(r.model)}: {int(r.tasks_decided):,} of {int(r.tasks_planned):,} tasks decided, "
-             f"{int(r.awaiting_opinion):,} item(s) awaiting another opinion" for r in progress.itertuples(index=False)]
-    return ("In progress — the estimate is provisional until every task the plan asks for is decided (or the plan is "
-            "closed where it stands):\n\n" + "\n".join(lines))
+    lines = [
+        f"- {md(r.model)}: {int(r.tasks_decided):,} of {int(r.tasks_planned):,} tasks decided, "
+        f"{int(r.awaiting_opinion):,} item(s) awaiting another opinion"
+        for r in progress.itertuples(index=False)
+    ]
+    return (
+        "In progress — the estimate is provisional until every task the plan asks for is decided (or the plan is "
+        "closed where it stands):\n\n" + "\n".join(lines)
+    )
 
 
 def closure_text(closed: dict) -> str:
     """The closure of a plan, for people (its reason is untrusted text: escaped)."""
-    return (f"Closed on {md(str(closed.get('at', ''))[:10])} by {md(closed.get('by', '?'))}: "
-            f"{md(closed.get('reason') or 'no reason given')} — {int(closed.get('withdrawn', 0)):,} open task(s) "
-            "withdrawn; the estimate is final for the sample reached.")
+    return (
+        f"Closed on {md(str(closed.get('at', ''))[:10])} by {md(closed.get('by', '?'))}: "
+        f"{md(closed.get('reason') or 'no reason given')} — {int(closed.get('withdrawn', 0)):,} open task(s) "
+        "withdrawn; the estimate is final for the sample reached."
+    )
 
 
 def _flash(message: str) -> None:
@@ -82,8 +89,11 @@ def stop_or_extend(principal: Principal, name: str, params: dict) -> None:
         return
     with st.expander("Stop here, or extend this plan"):
         with st.form("plan_close"):
-            reason = st.text_input("Why stop here (recorded with the plan and in the export's manifest)",
-                                   key="plan_close_reason", max_chars=L.MAX_REASON)
+            reason = st.text_input(
+                "Why stop here (recorded with the plan and in the export's manifest)",
+                key="plan_close_reason",
+                max_chars=L.MAX_REASON,
+            )
             sure = st.checkbox("Withdraw the plan's remaining open tasks", key="plan_close_sure")
             if st.form_submit_button("Close the plan"):
                 if not sure:
@@ -96,8 +106,9 @@ def stop_or_extend(principal: Principal, name: str, params: dict) -> None:
                         st.error(md_lines(exc))
         if estimates.is_cluster_plan(params):
             with st.form("plan_extend"):
-                n = st.number_input("More questions per model (expected)", 1, 1_000_000, 5, step=1,
-                                    key="plan_extend_questions")
+                n = st.number_input(
+                    "More questions per model (expected)", 1, 1_000_000, 5, step=1, key="plan_extend_questions"
+                )
                 if st.form_submit_button("Extend the plan"):
                     try:
                         grown = L.extend_plan(state.engine(), principal, name, questions=int(n))
@@ -111,7 +122,9 @@ def show_precision(got: estimates.PlanPrecision) -> None:
     v = got.verdict
     (st.success if v["reached"] else st.warning)(md(v["message"]))  # model names and reasons are untrusted
     st.dataframe(tidy(got.progress, decimals=2), hide_index=True)
-    st.caption("Questions sampled / fully decided, tasks decided / planned, items awaiting another opinion, audits "
-               "planned / decided, the measurement half-width so far and the decisions still needed for the target "
-               "at the rates measured so far (refreshed every 30 s; the same run as the Scores page's intervals, "
-               "adjudicator-error term included).")
+    st.caption(
+        "Questions sampled / fully decided, tasks decided / planned, items awaiting another opinion, audits "
+        "planned / decided, the measurement half-width so far and the decisions still needed for the target "
+        "at the rates measured so far (refreshed every 30 s; the same run as the Scores page's intervals, "
+        "adjudicator-error term included)."
+    )

@@ -23,13 +23,15 @@ from markdown_it import MarkdownIt
 
 from pages.components import state
 from reform_core import display
-from reform_core.services.project import explore
 from reform_core.services.accounts.auth import Principal, require, require_any
+from reform_core.services.project import explore
 from reform_core.services.scoring.scoring import SMALL_SHARE  # noqa: F401 - the Scores page's threshold
 
 # ----------------------------------------------------------------------------- untrusted text
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(["table", "strikethrough"])
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
+    ["table", "strikethrough"]
+)
 
 
 def _link_open(self, tokens, idx, options, env):
@@ -42,7 +44,7 @@ def _link_close(self, tokens, idx, options, env):
         if t.type == "link_open":
             href = t.attrGet("href") or ""
             break
-    return f'</span> <code>&lt;{html.escape(href)}&gt;</code>' if href else "</span>"
+    return f"</span> <code>&lt;{html.escape(href)}&gt;</code>" if href else "</span>"
 
 
 def _image(self, tokens, idx, options, env):
@@ -146,14 +148,21 @@ def metric_definitions(descriptions) -> list[str]:
     """What the Scores page's metrics mean (issue 15 item 17), worded for this benchmark: one
     Markdown line per metric of ``descriptions`` (:mod:`reform_core.metrics.descriptions`)."""
     lines = [f"**{md(t.label)}** ({md(t.name)}): {md(t.definition)}" for t in descriptions.display()]
-    return lines + ["Every rate is a percentage; **n** is its denominator (prompts for TCPR"
-                    + (", eligible units for the others)." if descriptions.emcr else ").")]
+    return lines + [
+        "Every rate is a percentage; **n** is its denominator (prompts for TCPR"
+        + (", eligible units for the others)." if descriptions.emcr else ").")
+    ]
 
 
-_METRIC_HELP = {"TCPR": "Share of prompts meeting all of their constraints (%).",
-                "EMCR": "Equal-weight multi-constraint correction rate: (R¹ + R² + R³) / 3 (%).",
-                **{f"R{k}": f"Joint correction rate at K = {k}: share of eligible units of {k} baseline-opposed "
-                            "target(s) met in every variant that asks for them (%)." for k in (1, 2, 3)}}
+_METRIC_HELP = {
+    "TCPR": "Share of prompts meeting all of their constraints (%).",
+    "EMCR": "Equal-weight multi-constraint correction rate: (R¹ + R² + R³) / 3 (%).",
+    **{
+        f"R{k}": f"Joint correction rate at K = {k}: share of eligible units of {k} baseline-opposed "
+        "target(s) met in every variant that asks for them (%)."
+        for k in (1, 2, 3)
+    },
+}
 _DENOMINATORS = {"instructions": "TCPR", "units": "EMCR", "n1": "R1", "n2": "R2", "n3": "R3"}
 
 
@@ -166,30 +175,44 @@ def table2_columns(shown: pd.DataFrame, descriptions=None) -> dict:
     tips = {t.label: t.tooltip for t in descriptions.texts} if descriptions is not None else {}
     for c in shown.columns:
         if c in _METRIC_HELP:
-            config[c] = st.column_config.NumberColumn(c.replace("R1", "R¹").replace("R2", "R²").replace("R3", "R³"),
-                                                      help=tips.get(c, _METRIC_HELP[c]) + " " + ROUNDING_HELP)
+            config[c] = st.column_config.NumberColumn(
+                c.replace("R1", "R¹").replace("R2", "R²").replace("R3", "R³"),
+                help=tips.get(c, _METRIC_HELP[c]) + " " + ROUNDING_HELP,
+            )
         elif c.endswith(" 95% CI"):
             config[c] = st.column_config.TextColumn("95% CI", help=f"95 % interval of {c.split()[0]}")
         elif c.endswith(" measurement"):
-            config[c] = st.column_config.TextColumn("meas.", help=f"95 % measurement interval of {c.split()[0]}: "
-                                                    "this fixed benchmark's score (questions held fixed)")
+            config[c] = st.column_config.TextColumn(
+                "meas.",
+                help=f"95 % measurement interval of {c.split()[0]}: "
+                "this fixed benchmark's score (questions held fixed)",
+            )
         elif c.endswith(" population"):
-            config[c] = st.column_config.TextColumn("pop.", help=f"95 % population interval of {c.split()[0]}: "
-                                                    "adds the questions' own sampling")
+            config[c] = st.column_config.TextColumn(
+                "pop.", help=f"95 % population interval of {c.split()[0]}: adds the questions' own sampling"
+            )
         elif c in _DENOMINATORS:
             # narrow: a denominator's digits, not its header, set the width (Table 2 fits 1400 px)
             digits = len(f"{int(shown[c].max() if len(shown) else 0):,}")
-            config[c] = st.column_config.NumberColumn("n", help=f"Denominator of {_DENOMINATORS[c]}: {c}",
-                                                      width=max(44, 12 + 9 * digits))
+            config[c] = st.column_config.NumberColumn(
+                "n", help=f"Denominator of {_DENOMINATORS[c]}: {c}", width=max(44, 12 + 9 * digits)
+            )
     return config
 
 
-ROUNDING_HELP = ("Shown to the places its interval supports (docs/display.md); greyed with 'too few' where fewer "
-                 f"than {display.MIN_UNITS} units or an interval wider than {display.MAX_WIDTH_PP:g} pp.")
+ROUNDING_HELP = (
+    "Shown to the places its interval supports (docs/display.md); greyed with 'too few' where fewer "
+    f"than {display.MIN_UNITS} units or an interval wider than {display.MAX_WIDTH_PP:g} pp."
+)
 
 
-def table2_table(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True,
-                 kinds: tuple[str, ...] = ("measurement", "population")) -> display.Table:
+def table2_table(
+    t2: pd.DataFrame,
+    ci: Optional[pd.DataFrame],
+    *,
+    emcr: bool = True,
+    kinds: tuple[str, ...] = ("measurement", "population"),
+) -> display.Table:
     """Table 2 as shown (:class:`reform_core.display.Table`): per metric the rate rounded to what
     its first ``kinds`` interval supports, the 95 % intervals of ``kinds`` (``<METRIC> <kind>``) and
     the denominator (instructions for TCPR, eligible units for the others); a rate over too few
@@ -197,29 +220,48 @@ def table2_table(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = T
     ``model, metric, measurement_lo/_hi, population_lo/_hi`` (an interval the data cannot support
     may be missing: a dash); ``emcr=False`` keeps TCPR only."""
     b = display.TableBuilder(t2[["model"]])
-    dens = {"tcpr": ("instructions", t2["n_instructions"]), "emcr": ("units", t2["n1"] + t2["n2"] + t2["n3"]),
-            "r1": ("n1", t2["n1"]), "r2": ("n2", t2["n2"]), "r3": ("n3", t2["n3"])}
+    dens = {
+        "tcpr": ("instructions", t2["n_instructions"]),
+        "emcr": ("units", t2["n1"] + t2["n2"] + t2["n3"]),
+        "r1": ("n1", t2["n1"]),
+        "r2": ("n2", t2["n2"]),
+        "r3": ("n3", t2["n3"]),
+    }
     have = ci is not None and not ci.empty
     # (model, metric) → (lo, hi) per kind, by plain dict lookups (a .loc per cell cost ~0.1 s per rerun)
-    bounds = {kind: dict(zip(zip(ci["model"], ci["metric"]), zip(ci[f"{kind}_lo"], ci[f"{kind}_hi"])))
-              for kind in kinds} if have else {kind: {} for kind in kinds}
+    bounds = (
+        {kind: dict(zip(zip(ci["model"], ci["metric"]), zip(ci[f"{kind}_lo"], ci[f"{kind}_hi"]))) for kind in kinds}
+        if have
+        else {kind: {} for kind in kinds}
+    )
     for metric in ("tcpr", "emcr", "r1", "r2", "r3") if emcr else ("tcpr",):
         name, n = dens[metric]
         iv = {kind: [bounds[kind].get((m, metric), (None, None)) for m in t2["model"]] for kind in kinds}
         first, *rest = kinds
         label = metric.upper()
-        b.estimate(label, t2[metric], [x[0] for x in iv[first]], [x[1] for x in iv[first]], n=n.to_numpy(),
-                   unit="instructions" if metric == "tcpr" else "units", interval=f"{label} {first}",
-                   extra=tuple((f"{label} {k}", [x[0] for x in iv[k]], [x[1] for x in iv[k]]) for k in rest)
-                   if have else ())
+        b.estimate(
+            label,
+            t2[metric],
+            [x[0] for x in iv[first]],
+            [x[1] for x in iv[first]],
+            n=n.to_numpy(),
+            unit="instructions" if metric == "tcpr" else "units",
+            interval=f"{label} {first}",
+            extra=tuple((f"{label} {k}", [x[0] for x in iv[k]], [x[1] for x in iv[k]]) for k in rest) if have else (),
+        )
         if not have:  # no intervals yet: the points to the default places, no interval columns
             b.drop(f"{label} {first}")
         b.column(name, n.astype(int).to_numpy(), 0)
     return b.build()
 
 
-def table2_display(t2: pd.DataFrame, ci: Optional[pd.DataFrame], *, emcr: bool = True,
-                   kinds: tuple[str, ...] = ("measurement", "population")) -> pd.DataFrame:
+def table2_display(
+    t2: pd.DataFrame,
+    ci: Optional[pd.DataFrame],
+    *,
+    emcr: bool = True,
+    kinds: tuple[str, ...] = ("measurement", "population"),
+) -> pd.DataFrame:
     """The values of :func:`table2_table` (rounded rates, interval texts, denominators)."""
     return table2_table(t2, ci, emcr=emcr, kinds=kinds).frame
 
@@ -261,12 +303,19 @@ def both_wrong_display(both_wrong: pd.DataFrame) -> pd.DataFrame:
     """The audit's both-judges-wrong rate per model (%, clipped at 0) with its 95 % interval, the
     rate to the places its interval supports."""
     d = [display.decimals_for(lo, hi) for lo, hi in zip(both_wrong["lo"], both_wrong["hi"])]
-    return pd.DataFrame({"model": both_wrong["model"], "agreements": both_wrong["agreements"],
-                         "audited": both_wrong["audited"],
-                         "both wrong %": [round(max(float(v), 0.0), k) if pd.notna(v) else None
-                                          for v, k in zip(both_wrong["both_wrong"], d)],
-                         "95% interval": [display.interval_text(lo, hi, k)
-                                          for lo, hi, k in zip(both_wrong["lo"], both_wrong["hi"], d)]})
+    return pd.DataFrame(
+        {
+            "model": both_wrong["model"],
+            "agreements": both_wrong["agreements"],
+            "audited": both_wrong["audited"],
+            "both wrong %": [
+                round(max(float(v), 0.0), k) if pd.notna(v) else None for v, k in zip(both_wrong["both_wrong"], d)
+            ],
+            "95% interval": [
+                display.interval_text(lo, hi, k) for lo, hi, k in zip(both_wrong["lo"], both_wrong["hi"], d)
+            ],
+        }
+    )
 
 
 def annotators_display(acc: pd.DataFrame) -> pd.DataFrame:
@@ -297,18 +346,33 @@ def ifeval_display(result, ci: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     supports, and strict / loose from the rules judges (one decimal; empty where no such judge
     ran; the notes say why)."""
     m = result.models
-    out = pd.DataFrame({"model": m["model"], "prompt level (calibrated)": result.tables["table2"].set_index("model")
-                        ["tcpr"].reindex(m["model"]).to_numpy(), "instruction level (calibrated)": m["constraint_level"]})
+    out = pd.DataFrame(
+        {
+            "model": m["model"],
+            "prompt level (calibrated)": result.tables["table2"]
+            .set_index("model")["tcpr"]
+            .reindex(m["model"])
+            .to_numpy(),
+            "instruction level (calibrated)": m["constraint_level"],
+        }
+    )
     lookup = ci.set_index(["model", "metric"]) if ci is not None and not ci.empty else None
     places = {}
     if lookup is not None:  # one interval (ci_low/_high) or measurement and population ones (…_lo/_hi)
-        kinds = [("95% CI", "ci_low", "ci_high")] if "ci_low" in lookup.columns else [
-            (f"95% {k}", f"{k}_lo", f"{k}_hi") for k in ("measurement", "population") if f"{k}_lo" in lookup.columns]
+        kinds = (
+            [("95% CI", "ci_low", "ci_high")]
+            if "ci_low" in lookup.columns
+            else [
+                (f"95% {k}", f"{k}_lo", f"{k}_hi") for k in ("measurement", "population") if f"{k}_lo" in lookup.columns
+            ]
+        )
         at = 2
         for label, metric in (("prompt", "tcpr"), ("instruction", "constraint_level")):
             for i, (name, lo, hi) in enumerate(kinds):
-                pairs = [tuple(lookup.loc[(x, metric), [lo, hi]]) if (x, metric) in lookup.index else (None, None)
-                         for x in m["model"]]
+                pairs = [
+                    tuple(lookup.loc[(x, metric), [lo, hi]]) if (x, metric) in lookup.index else (None, None)
+                    for x in m["model"]
+                ]
                 out.insert(at, f"{label} level {name}", [_ci(*b) for b in pairs])
                 if i == 0:
                     places[f"{label} level (calibrated)"] = [display.decimals_for(*b) for b in pairs]
@@ -321,18 +385,29 @@ def ifeval_display(result, ci: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         if mode in result.metrics:
             for key, label in (("prompt_level", "prompt"), ("instruction_level", "instruction")):
                 col = f"{mode}_{key}"
-                out[f"{label} level ({mode})"] = (m[col] if col in m else pd.Series(float("nan"), index=m.index)).round(1)
+                out[f"{label} level ({mode})"] = (m[col] if col in m else pd.Series(float("nan"), index=m.index)).round(
+                    1
+                )
     return out
 
 
 def rank_notes(ranks: pd.DataFrame) -> list[str]:
     """One sentence per model pair that TCPR and EMCR order differently."""
-    return [f"**{md(r.model_1)}** is above **{md(r.model_2)}** on TCPR ({r.tcpr_1:.2f} vs {r.tcpr_2:.2f}) "
-            f"but below it on EMCR ({r.emcr_1:.2f} vs {r.emcr_2:.2f})." for r in ranks.itertuples()]
+    return [
+        f"**{md(r.model_1)}** is above **{md(r.model_2)}** on TCPR ({r.tcpr_1:.2f} vs {r.tcpr_2:.2f}) "
+        f"but below it on EMCR ({r.emcr_1:.2f} vs {r.emcr_2:.2f})."
+        for r in ranks.itertuples()
+    ]
 
 
-def heatmap(cells: pd.DataFrame, metric: str, *, model_order: list[str], task_order: list[str],
-            selection: Optional[alt.Parameter] = None) -> alt.Chart:
+def heatmap(
+    cells: pd.DataFrame,
+    metric: str,
+    *,
+    model_order: list[str],
+    task_order: list[str],
+    selection: Optional[alt.Parameter] = None,
+) -> alt.Chart:
     """Task × model heatmap of one metric (the ReFormBench paper's Figure 3): shared 0–100 scale, values in cells."""
     data = cells[["model", "task_type", metric]].rename(columns={metric: "value"})
     base = alt.Chart(data).encode(
@@ -399,8 +474,19 @@ def tidy(frame: pd.DataFrame, *, flags: tuple[str, ...] = (), decimals: int = 2)
     return out
 
 
-EXPLORE_KEY_COLUMNS = ["model", "question", "instruction", "position", "feature", "mode", "label_a", "label_b",
-                       "agree", "adjudicated", "p"]
+EXPLORE_KEY_COLUMNS = [
+    "model",
+    "question",
+    "instruction",
+    "position",
+    "feature",
+    "mode",
+    "label_a",
+    "label_b",
+    "agree",
+    "adjudicated",
+    "p",
+]
 
 
 def _yes_no(value, unknown: str = "—") -> str:
@@ -421,13 +507,16 @@ def explore_table(rows: pd.DataFrame, pair: Optional[tuple[str, str]]) -> tuple[
     if "baseline_opposed" in out:
         out["baseline_opposed"] = [_yes_no(v, "unknown") for v in out["baseline_opposed"]]
     a, b = pair if pair else ("judge A", "judge B")
-    columns = {"position": st.column_config.NumberColumn("#", help="constraint position", format="%d", width=36),
-               "label_a": st.column_config.TextColumn(f"A: {a}", help=f"judge A ({a}): pass or fail"),
-               "label_b": st.column_config.TextColumn(f"B: {b}", help=f"judge B ({b}): pass or fail"),
-               "agree": st.column_config.TextColumn("agree", help="do the two judges agree?", width=56),
-               "adjudicated": st.column_config.TextColumn("adjudicated", help="has a person decided it?"),
-               "p": st.column_config.ProgressColumn("p", min_value=0.0, max_value=1.0, format="%.2f", width=90,
-                                                    help="calibrated pass probability")}
+    columns = {
+        "position": st.column_config.NumberColumn("#", help="constraint position", format="%d", width=36),
+        "label_a": st.column_config.TextColumn(f"A: {a}", help=f"judge A ({a}): pass or fail"),
+        "label_b": st.column_config.TextColumn(f"B: {b}", help=f"judge B ({b}): pass or fail"),
+        "agree": st.column_config.TextColumn("agree", help="do the two judges agree?", width=56),
+        "adjudicated": st.column_config.TextColumn("adjudicated", help="has a person decided it?"),
+        "p": st.column_config.ProgressColumn(
+            "p", min_value=0.0, max_value=1.0, format="%.2f", width=90, help="calibrated pass probability"
+        ),
+    }
     return out, columns
 
 
@@ -447,19 +536,26 @@ def score_result(principal: Principal, *, calibration: str = "cluster", judge: O
     (``reform_core.services.scoring.score_state``)."""
     require_any(principal, ("view_scores", "explore"))
     with st.spinner("Scoring the project…", show_time=True):
-        return state.score_cache().result(state.engine(), principal, data_version(), calibration=calibration,
-                                          judge=judge)
+        return state.score_cache().result(
+            state.engine(), principal, data_version(), calibration=calibration, judge=judge
+        )
 
 
-def intervals(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None,
-              start: bool = True):
+def intervals(principal: Principal, *, calibration: str = "cluster", judge: Optional[str] = None, start: bool = True):
     """95 % intervals (2,000 replicates, seed 0) of the current state: an
     :class:`~reform_core.services.scoring.score_state.Intervals` (``fresh`` False while they are being
     recomputed in the background; ``frame`` then holds the last ones, or None). ``start=False``:
     look only (the page then calls :func:`start_intervals` at its end)."""
     require(principal, "view_scores")
-    return state.score_cache().intervals(state.engine(), principal, data_version(), _interval_fn(principal),
-                                         calibration=calibration, judge=judge, start=start)
+    return state.score_cache().intervals(
+        state.engine(),
+        principal,
+        data_version(),
+        _interval_fn(principal),
+        calibration=calibration,
+        judge=judge,
+        start=start,
+    )
 
 
 def _interval_fn(principal: Principal):
@@ -470,8 +566,7 @@ def start_intervals(principal: Principal, *, calibration: str = "cluster", judge
     """Start the stale intervals' background recomputation (no data-version query: the state
     the page has just shown is the one recomputed)."""
     require(principal, "view_scores")
-    state.score_cache().start_intervals(state.engine(), _interval_fn(principal), calibration=calibration,
-                                        judge=judge)
+    state.score_cache().start_intervals(state.engine(), _interval_fn(principal), calibration=calibration, judge=judge)
 
 
 @st.cache_resource(ttl=600, max_entries=1, show_spinner="Indexing examples…")  # one version: bounded memory
@@ -510,8 +605,11 @@ def overview(principal: Principal):
     require(principal, "view_overview")
     version = data_version()
     # blinded after the caches: a cached part never carries one role's view to another
-    return combine(_overview_data(split_version(version)[0], principal), _overview_decisions(version, principal),
-                   blind=not principal.can("view_scores"))
+    return combine(
+        _overview_data(split_version(version)[0], principal),
+        _overview_decisions(version, principal),
+        blind=not principal.can("view_scores"),
+    )
 
 
 @st.cache_data(ttl=600, max_entries=4, show_spinner=False)

@@ -31,8 +31,10 @@ def _cookie() -> str | None:
 
 
 def _write(value: str, max_age: int) -> None:
-    st.html(f"<script>document.cookie = '{COOKIE}={value}; Path=/; Max-Age={max_age}; SameSite=Lax';</script>",
-            unsafe_allow_javascript=True)
+    st.html(
+        f"<script>document.cookie = '{COOKIE}={value}; Path=/; Max-Age={max_age}; SameSite=Lax';</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def encode(url_path: str, pairs: list[tuple[str, str]]) -> str | None:

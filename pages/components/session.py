@@ -105,8 +105,9 @@ def _userinfo() -> dict:
         return fetch_userinfo(oidc_provider().userinfo_endpoint, st.user.tokens.to_dict().get("access"))
     except UserinfoError as exc:
         _log.warning("single sign-on: %s", exc)
-        raise SignInRefused("userinfo", f"ReForm could not read your e-mail address from your identity provider "
-                                        f"({exc}); sign in again.") from None
+        raise SignInRefused(
+            "userinfo", f"ReForm could not read your e-mail address from your identity provider ({exc}); sign in again."
+        ) from None
 
 
 def _oidc_principal() -> Principal | None:
@@ -211,12 +212,16 @@ def persist() -> None:
 
     token = st.session_state.get(TOKEN_KEY)
     if token is not None and _cookie_token() != token and re.fullmatch(r"[0-9A-Za-z._-]{1,400}", token):
-        st.html(f"<script>document.cookie = '{COOKIE}={token}; Path=/; Max-Age={int(SESSION_HOURS * 3600)}; "
-                "SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '');</script>",
-                unsafe_allow_javascript=True)
+        st.html(
+            f"<script>document.cookie = '{COOKIE}={token}; Path=/; Max-Age={int(SESSION_HOURS * 3600)}; "
+            "SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '');</script>",
+            unsafe_allow_javascript=True,
+        )
     elif token is None and _cookie_token() is not None:  # signed out, revoked or expired: forget it
-        st.html(f"<script>document.cookie = '{COOKIE}=; Path=/; Max-Age=0; SameSite=Strict';</script>",
-                unsafe_allow_javascript=True)
+        st.html(
+            f"<script>document.cookie = '{COOKIE}=; Path=/; Max-Age=0; SameSite=Strict';</script>",
+            unsafe_allow_javascript=True,
+        )
 
 
 def sign_out() -> None:

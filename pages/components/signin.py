@@ -22,8 +22,10 @@ def _render_sso(url_path: str) -> None:
         if refusal is not None:
             (st.info if refusal.reason == "ended" else st.error)(md(refusal))
         st.button("Sign in with your identity provider", type="primary", on_click=st.login)
-        st.caption("Back here after signing in at the provider? It refused ReForm's request: "
-                   "a lead finds the reason in the app's log.")
+        st.caption(
+            "Back here after signing in at the provider? It refused ReForm's request: "
+            "a lead finds the reason in the app's log."
+        )
         return
     st.error(md(refusal))
     if refusal.reason in ("no_email", "not_verified"):
@@ -44,8 +46,10 @@ def render(url_path: str = "") -> None:
     prepare_sign_in()
 
     if session.session_ended():
-        st.info("Your session has ended (signed out elsewhere, expired, or your account was changed by a lead). "
-                "Sign in again.")
+        st.info(
+            "Your session has ended (signed out elsewhere, expired, or your account was changed by a lead). "
+            "Sign in again."
+        )
     with st.form("signin"):
         username = st.text_input("Username")
         password = st.text_input("Password", type="password")

@@ -12,8 +12,8 @@ USER_KEY = "reform_user"
 @st.cache_resource(show_spinner="Opening the project database…")
 def engine():
     """One engine per process; upgrades the schema and loads the demo on first start."""
-    from reform_core.services.project.setup import ensure_demo
     from reform_core.services.platform.uow import get_engine
+    from reform_core.services.project.setup import ensure_demo
 
     s = get_settings()
     eng = get_engine(s.database_url)

@@ -14,9 +14,8 @@ import streamlit as st
 from pages.components import render, state
 from pages.components.palette import direction_chart
 from reform_core import display
-from reform_core.services.studies import mosaic
-from reform_core.services.studies import wise
 from reform_core.services.accounts.auth import Principal, require
+from reform_core.services.studies import mosaic, wise
 
 N_BOOT = 2000
 
@@ -47,8 +46,9 @@ def _wise(version: tuple, study: str, scheme: str | None, seed: int, _principal:
     return wise.results(state.engine(), _principal, study=study, scheme=scheme, n_boot=N_BOOT, seed=seed)
 
 
-def wise_results(principal: Principal, studies: pd.DataFrame, study: str, scheme: str | None,
-                 seed: int) -> wise.WiseResults:
+def wise_results(
+    principal: Principal, studies: pd.DataFrame, study: str, scheme: str | None, seed: int
+) -> wise.WiseResults:
     """The WISE metrics of ``study`` with the paper's bootstrap intervals (2,000 replicates)."""
     require(principal, "view_scores")
     return _wise(_version(studies, study, ["outputs"]), study, scheme, seed, principal)
@@ -81,8 +81,15 @@ def mosaic_pa_table(res: mosaic.MosaicResults) -> display.Table:
     pa = res.pa.join(res.counts, on="model")
     b = display.TableBuilder(pa[["model"]])
     for key, label in (("pa", "PA %"), ("all_followed", "all followed %")):
-        b.estimate(label, 100 * pa[key], 100 * pa[f"{key}_low"], 100 * pa[f"{key}_high"], n=pa["n"], unit="prompts",
-                   interval=label.replace(" %", " 95% CI"))
+        b.estimate(
+            label,
+            100 * pa[key],
+            100 * pa[f"{key}_low"],
+            100 * pa[f"{key}_high"],
+            n=pa["n"],
+            unit="prompts",
+            interval=label.replace(" %", " 95% CI"),
+        )
     for c in ("outputs", "checked", "unchecked"):
         b.column(c, pa[c], 0)
     return b.build()
@@ -90,9 +97,16 @@ def mosaic_pa_table(res: mosaic.MosaicResults) -> display.Table:
 
 def strong_pairs_table(pairs: pd.DataFrame) -> pd.DataFrame:
     """The constraint pairs the paper reports (|r| > 0.2, p < 0.05): PCC in %, r, p as text."""
-    return pd.DataFrame({"constraint i": pairs["constraint_i"], "constraint j": pairs["constraint_j"], "n": pairs["n"],
-                         "PCC %": (100 * pairs["pcc"]).round(1), "Pearson r": pairs["r"].round(3),
-                         "p": [display.p_value_text(v) for v in pairs["p_value"]]})
+    return pd.DataFrame(
+        {
+            "constraint i": pairs["constraint_i"],
+            "constraint j": pairs["constraint_j"],
+            "n": pairs["n"],
+            "PCC %": (100 * pairs["pcc"]).round(1),
+            "Pearson r": pairs["r"].round(3),
+            "p": [display.p_value_text(v) for v in pairs["p_value"]],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- WISE section
@@ -118,8 +132,16 @@ def wise_forms_table(res: wise.WiseResults) -> display.Table:
     est("τ_b", "tau_b", 1.0, **COEFFICIENT)
     est("reversals %", "reversal_rate")
     est("top-3 Jaccard", "top3_jaccard", 1.0, interval="top-3 95% CI", **COEFFICIENT)
-    est("max rank shift", "max_rank_shift", 1.0, interval="shift 95% CI", finest=1, default=1, min_units=0,
-        max_width=float("inf"))
+    est(
+        "max rank shift",
+        "max_rank_shift",
+        1.0,
+        interval="shift 95% CI",
+        finest=1,
+        default=1,
+        min_units=0,
+        max_width=float("inf"),
+    )
     return b.build()
 
 
@@ -142,17 +164,24 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
     st.header("WISE wording robustness")
     studies = wise.list_studies(state.engine(), principal)
     if studies.empty:
-        st.info("No WISE study yet: collect generations with `wise-collect` or import them with "
-                "`wording-import-generations FILE --study NAME`.")
+        st.info(
+            "No WISE study yet: collect generations with `wise-collect` or import them with "
+            "`wording-import-generations FILE --study NAME`."
+        )
         return
     names = list(studies["name"])
     c1, c2, c3 = st.columns([3, 2, 1])
-    study = c1.selectbox("WISE study", names, index=names.index(linked) if linked in names else 0,
-                         key="wise_results_study")
+    study = c1.selectbox(
+        "WISE study", names, index=names.index(linked) if linked in names else 0, key="wise_results_study"
+    )
     schemes = ["paper's default", *wise.SCHEMES]
-    scheme = c2.selectbox("Bootstrap", schemes, key="wise_results_scheme",
-                          help="The paper's default per checker: provider–model–item (exact counts, JSON), item "
-                               "clusters (keyword), model–item (range).")
+    scheme = c2.selectbox(
+        "Bootstrap",
+        schemes,
+        key="wise_results_scheme",
+        help="The paper's default per checker: provider–model–item (exact counts, JSON), item "
+        "clusters (keyword), model–item (range).",
+    )
     seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="wise_results_seed"))
     try:
         res = wise_results(principal, studies, study, None if scheme == schemes[0] else scheme, seed)
@@ -162,35 +191,64 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
     s = res.summary
     ref = res.forms.loc[res.reference]
     cols = st.columns(4)
-    cols[0].metric(f"{res.reference} compliance", shown_metric(pct(s["reference"]), pct(ref["compliance_low"]),
-                                                               pct(ref["compliance_high"]), "%"))
+    cols[0].metric(
+        f"{res.reference} compliance",
+        shown_metric(pct(s["reference"]), pct(ref["compliance_low"]), pct(ref["compliance_high"]), "%"),
+    )
     for col, key, unit in ((cols[1], "c_mean", "%"), (cols[2], "c_worst", "%"), (cols[3], "g_wording", "pp")):
-        col.metric(key[0].upper() + key[1:], shown_metric(pct(s[key]), pct(s[f"{key}_low"]), pct(s[f"{key}_high"]), unit))
-    st.dataframe(pd.DataFrame([{"models": len(res.compliance), "outputs": res.outputs, "checker": res.checker,
-                                "worst form": s["worst_form"], "best form": s["best_form"],
-                                **{f"{k[0].upper() + k[1:]} 95% CI": interval_text(s[f"{k}_low"], s[f"{k}_high"])
-                                   for k in ("c_mean", "c_worst", "g_wording")}}]),
-                 hide_index=True, key="wise_summary")
-    st.caption(f"Pooled compliance weights every model equally. Intervals: {res.scheme} bootstrap, "
-               f"{res.n_boot:,} replicates (seed {res.seed}); p-values from the same draws, Holm-adjusted over "
-               "this study's contrasts (p < 1/replicates where no replicate crossed zero); ranking intervals resample "
-               "tasks jointly across models.")
+        col.metric(
+            key[0].upper() + key[1:], shown_metric(pct(s[key]), pct(s[f"{key}_low"]), pct(s[f"{key}_high"]), unit)
+        )
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "models": len(res.compliance),
+                    "outputs": res.outputs,
+                    "checker": res.checker,
+                    "worst form": s["worst_form"],
+                    "best form": s["best_form"],
+                    **{
+                        f"{k[0].upper() + k[1:]} 95% CI": interval_text(s[f"{k}_low"], s[f"{k}_high"])
+                        for k in ("c_mean", "c_worst", "g_wording")
+                    },
+                }
+            ]
+        ),
+        hide_index=True,
+        key="wise_summary",
+    )
+    st.caption(
+        f"Pooled compliance weights every model equally. Intervals: {res.scheme} bootstrap, "
+        f"{res.n_boot:,} replicates (seed {res.seed}); p-values from the same draws, Holm-adjusted over "
+        "this study's contrasts (p < 1/replicates where no replicate crossed zero); ranking intervals resample "
+        "tasks jointly across models."
+    )
     notes(res.notes)
     st.dataframe(render.styled(wise_forms_table(res)), hide_index=True, key="wise_forms")  # '—' for the reference form
     contrasts = res.forms.drop(index=res.reference).rename_axis("form").reset_index()
-    contrasts = contrasts.assign(delta=100 * contrasts["delta"], lo=100 * contrasts["delta_low"],
-                                 hi=100 * contrasts["delta_high"])
+    contrasts = contrasts.assign(
+        delta=100 * contrasts["delta"], lo=100 * contrasts["delta_low"], hi=100 * contrasts["delta_high"]
+    )
     if len(contrasts):
         base = alt.Chart(contrasts).encode(y=alt.Y("form:N", sort=list(contrasts["form"]), title=None))
         st.altair_chart(
             base.mark_rule().encode(x=alt.X("lo:Q", title=f"Δ compliance vs {res.reference} (pp)"), x2="hi:Q")
             + base.mark_point(filled=True, size=80).encode(
-                x="delta:Q", tooltip=["form", alt.Tooltip("delta:Q", format=".1f"), alt.Tooltip("lo:Q", format=".1f"),
-                                      alt.Tooltip("hi:Q", format=".1f")]),
-            width="stretch")
+                x="delta:Q",
+                tooltip=[
+                    "form",
+                    alt.Tooltip("delta:Q", format=".1f"),
+                    alt.Tooltip("lo:Q", format=".1f"),
+                    alt.Tooltip("hi:Q", format=".1f"),
+                ],
+            ),
+            width="stretch",
+        )
     st.markdown("**Compliance per model and form** (%)")
-    st.dataframe((100 * res.compliance).round(1).rename_axis("model").reset_index(), hide_index=True,
-                 key="wise_model_compliance")
+    st.dataframe(
+        (100 * res.compliance).round(1).rename_axis("model").reset_index(), hide_index=True, key="wise_model_compliance"
+    )
     if not res.directions.empty:
         st.markdown("**Failure direction per form** (share of outputs, equal weight per model)")
         st.altair_chart(direction_chart(res.directions, list(res.forms.index)), width="stretch")

@@ -228,7 +228,9 @@ def load_catalog(name_or_path: str | Path) -> Catalog:
     path = Path(name_or_path)
     if not path.is_file():
         raise ValueError(f"catalog {str(name_or_path)!r} is neither a bundled catalog {list(BUNDLED)} nor a file")
-    return parse_catalog_text(path.read_text(encoding="utf-8"), source=str(path), json_format=path.suffix.lower() == ".json")
+    return parse_catalog_text(
+        path.read_text(encoding="utf-8"), source=str(path), json_format=path.suffix.lower() == ".json"
+    )
 
 
 @lru_cache(maxsize=None)
@@ -267,8 +269,10 @@ def parse_catalog_text(text: str, *, source: str = "<catalog>", json_format: boo
     if json_format and tree is None:  # not composable as YAML: the repeated keys without their lines
         from reform_core.records import duplicate_keys
 
-        dupes = [f"{source}:0: {k}: given twice in one object (the file would keep only the last value)"
-                 for k in duplicate_keys(text)]
+        dupes = [
+            f"{source}:0: {k}: given twice in one object (the file would keep only the last value)"
+            for k in duplicate_keys(text)
+        ]
     try:
         catalog = parse_catalog(data, source=source, locate=lambda path: _line_of(tree, path))
     except CatalogError as exc:
@@ -297,8 +301,10 @@ def _duplicate_keys(node, source: str) -> list[str]:
                 stack.append(v)
         elif isinstance(n, yaml.SequenceNode):
             stack.extend(n.value)
-    return [f"{source}:{line}: {key}: given twice in one mapping (the file would keep only the last value)"
-            for line, key in sorted(found)]
+    return [
+        f"{source}:{line}: {key}: given twice in one mapping (the file would keep only the last value)"
+        for line, key in sorted(found)
+    ]
 
 
 def _line_of(tree, path: tuple) -> int:
@@ -423,11 +429,16 @@ def _parse_feature(f: dict, categories: dict, where: str, at: tuple) -> Feature:
         tmpl, acc = f.get(f"{mode}_template"), acceptance.get(mode)
         if mode not in modes:
             if tmpl or acc:
-                _fail(f"{where}: has a {mode} template or acceptance text but {mode!r} is not in its modes",
-                      *at, f"{mode}_template" if tmpl else "acceptance")
+                _fail(
+                    f"{where}: has a {mode} template or acceptance text but {mode!r} is not in its modes",
+                    *at,
+                    f"{mode}_template" if tmpl else "acceptance",
+                )
             continue
-        for fld, text, path in ((f"{mode}_template", tmpl, (*at, f"{mode}_template")),
-                                (f"acceptance.{mode}", acc, (*at, "acceptance", mode))):
+        for fld, text, path in (
+            (f"{mode}_template", tmpl, (*at, f"{mode}_template")),
+            (f"acceptance.{mode}", acc, (*at, "acceptance", mode)),
+        ):
             if not text or not isinstance(text, str):
                 _fail(f"{where}: missing field {fld!r}", *path)
             _check_placeholders(text, names, f"{where}: field {fld!r}", path)
@@ -475,8 +486,9 @@ def _parse_params(raw: Any, where: str, at: tuple) -> tuple[Param, ...]:
         if ptype not in PARAM_TYPES:
             _fail(f"{pwhere}: unknown type {ptype!r} (known: {list(PARAM_TYPES)})", *pat, "type")
         default = p.get("default")
-        if default is not None and (not isinstance(default, PARAM_TYPES[ptype])
-                                    or (isinstance(default, bool) and ptype not in BOOL_OK)):
+        if default is not None and (
+            not isinstance(default, PARAM_TYPES[ptype]) or (isinstance(default, bool) and ptype not in BOOL_OK)
+        ):
             _fail(f"{pwhere}: default {default!r} is not of type {ptype}", *pat, "default")
         lo, hi, choices = p.get("min"), p.get("max"), tuple(p.get("choices") or ())
         if isinstance(default, (int, float)) and not isinstance(default, bool):

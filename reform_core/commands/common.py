@@ -59,8 +59,14 @@ def progress_bar(label: str, enabled: bool) -> Iterator[Optional[Callable[[int, 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeRemainingColumn(), console=Console(stderr=True), transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(label, total=None)
 
         def update(done: int, total: int) -> None:

@@ -26,8 +26,12 @@ def register(app: typer.Typer) -> None:
         db: Optional[str] = DbOption,
         model: str = typer.Option(..., "--model", help="Evaluated model name as stored in the project."),
         provider: str = typer.Option("openai", "--provider", help="openai (any OpenAI-compatible server) | gemini"),
-        provider_model: Optional[str] = typer.Option(None, "--provider-model", help="Endpoint model id (default: --model)."),
-        condition: list[str] = typer.Option(["baseline"], "--condition", help="baseline | main | single | prompted (repeatable)."),
+        provider_model: Optional[str] = typer.Option(
+            None, "--provider-model", help="Endpoint model id (default: --model)."
+        ),
+        condition: list[str] = typer.Option(
+            ["baseline"], "--condition", help="baseline | main | single | prompted (repeatable)."
+        ),
         base_url: Optional[str] = typer.Option(None, "--base-url"),
         temperature: Optional[float] = typer.Option(0.0, "--temperature"),
         top_p: Optional[float] = typer.Option(None, "--top-p"),
@@ -46,24 +50,43 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.judging import collection as svc
 
         def go() -> dict:
-            settings = svc.GenerationSettings(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                                              reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+            settings = svc.GenerationSettings(
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=max_tokens,
+                reasoning_effort=reasoning_effort,
+                thinking_budget=thinking_budget,
+            )
             eng = _engine(db)
             if estimate_only:
-                return svc.estimate(eng, model=model, conditions=condition, settings=settings,
-                                    provider_model=provider_model)
+                return svc.estimate(
+                    eng, model=model, conditions=condition, settings=settings, provider_model=provider_model
+                )
             with _progress("collecting", stderr_is_tty()) as progress:
-                return svc.collect(eng, model=model, provider=provider, provider_model=provider_model,
-                                   conditions=condition, settings=settings, base_url=base_url,
-                                   concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, timeout=timeout,
-                                   progress=progress)
+                return svc.collect(
+                    eng,
+                    model=model,
+                    provider=provider,
+                    provider_model=provider_model,
+                    conditions=condition,
+                    settings=settings,
+                    base_url=base_url,
+                    concurrency=concurrency,
+                    rpm=rpm,
+                    tpm=tpm,
+                    limit=limit,
+                    timeout=timeout,
+                    progress=progress,
+                )
 
         out = _run(go)
         if as_json or estimate_only:
             print_json(out)
         else:
-            typer.echo(f"{out['written']} of {out['pending']} responses written, {out['errors']} errors, "
-                       f"{out['truncated']} truncated")
+            typer.echo(
+                f"{out['written']} of {out['pending']} responses written, {out['errors']} errors, "
+                f"{out['truncated']} truncated"
+            )
         if not estimate_only and out.get("errors") and not out.get("written"):
             fail(f"every call failed, e.g. {out['first_error']}")
 
@@ -85,16 +108,30 @@ def register(app: typer.Typer) -> None:
         """Compose, check and import three-constraint variants for questions without any."""
         from reform_core.services.studies import construction as svc
 
-        integrate = ({"provider": integrate_provider, "model": integrate_model, "base_url": base_url}
-                     if integrate_provider else None)
-        out = _run(lambda: svc.build_variants(_engine(db), per_question=per_question, seed=seed, pool_size=pool_size,
-                                              catalog=catalog, single=single, prompted=prompted,
-                                              integrate=integrate, dry_run=dry_run))
+        integrate = (
+            {"provider": integrate_provider, "model": integrate_model, "base_url": base_url}
+            if integrate_provider
+            else None
+        )
+        out = _run(
+            lambda: svc.build_variants(
+                _engine(db),
+                per_question=per_question,
+                seed=seed,
+                pool_size=pool_size,
+                catalog=catalog,
+                single=single,
+                prompted=prompted,
+                integrate=integrate,
+                dry_run=dry_run,
+            )
+        )
         if as_json:
             print_json(out)
         else:
-            typer.echo(f"{out['instructions']} instructions, {out['constraints']} constraints for "
-                       f"{out['questions']} questions")
+            typer.echo(
+                f"{out['instructions']} instructions, {out['constraints']} constraints for {out['questions']} questions"
+            )
 
     @app.command("screen-variants")
     def screen_variants(
@@ -131,8 +168,11 @@ def register(app: typer.Typer) -> None:
         """Annotate baseline responses with catalog features (and optionally coverage)."""
         from reform_core.services.studies import construction as svc
 
-        res = _run(lambda: svc.extract_features(_engine(db), provider=provider, model=model, base_url=base_url,
-                                                open_ended=open_ended, out=out))
+        res = _run(
+            lambda: svc.extract_features(
+                _engine(db), provider=provider, model=model, base_url=base_url, open_ended=open_ended, out=out
+            )
+        )
         if as_json:
             print_json(res)
         else:
@@ -168,6 +208,7 @@ def register(app: typer.Typer) -> None:
         if not tasks.is_file():
             fail(f"--tasks: no such file {tasks}")
         lines = [ln.strip() for ln in tasks.read_text(encoding="utf-8").splitlines() if ln.strip()]
-        res = _run(lambda: svc.write_wise(out, tasks=lines, targets=target, panel=panel, repetitions=repetitions,
-                                          seed=seed))
+        res = _run(
+            lambda: svc.write_wise(out, tasks=lines, targets=target, panel=panel, repetitions=repetitions, seed=seed)
+        )
         print_json(res) if as_json else typer.echo(f"{res['items']} items written to {res['dir']}")

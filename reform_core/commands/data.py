@@ -20,9 +20,15 @@ def _progress(enabled: bool):
 
 def register(app: typer.Typer) -> None:
     @app.command("init")
-    def init_cmd(db: Optional[str] = DbOption, catalog: str = typer.Option("reformbench", help="Catalog: a bundled name, a catalog file (stored with "
-                                                                  "the project; docs/catalog.md) or a stored one's name."),
-                 json_out: bool = typer.Option(False, "--json")):
+    def init_cmd(
+        db: Optional[str] = DbOption,
+        catalog: str = typer.Option(
+            "reformbench",
+            help="Catalog: a bundled name, a catalog file (stored with "
+            "the project; docs/catalog.md) or a stored one's name.",
+        ),
+        json_out: bool = typer.Option(False, "--json"),
+    ):
         """Create or upgrade the database schema and load the catalog."""
         from reform_core.services.data.reading import ImportFailed
         from reform_core.services.project.setup import init_project
@@ -31,7 +37,9 @@ def register(app: typer.Typer) -> None:
             out = init_project(_engine(db), catalog=catalog)
         except (ImportFailed, ValueError) as exc:
             fail(str(exc))
-        print_json(out) if json_out else typer.echo(f"database ready; catalog {out['catalog']} ({out['features_loaded']} features loaded)")
+        print_json(out) if json_out else typer.echo(
+            f"database ready; catalog {out['catalog']} ({out['features_loaded']} features loaded)"
+        )
 
     @app.command("status")
     def status_cmd(db: Optional[str] = DbOption, json_out: bool = typer.Option(False, "--json")):
@@ -50,8 +58,10 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{k:>14}: {', '.join(v) if v else 'not set (see `pair A B`)'}")
             elif k == "plans":
                 for plan in v:
-                    typer.echo(f"{'plan':>14}: {plan['name']} ({plan['judge_a']} vs {plan['judge_b']}): "
-                               f"{plan['done']}/{plan['tasks']} tasks done")
+                    typer.echo(
+                        f"{'plan':>14}: {plan['name']} ({plan['judge_a']} vs {plan['judge_b']}): "
+                        f"{plan['done']}/{plan['tasks']} tasks done"
+                    )
             else:
                 typer.echo(f"{k:>14}: {v}")
 
@@ -68,13 +78,15 @@ def register(app: typer.Typer) -> None:
         print_json(out)
 
     @app.command("import")
-    def import_cmd(directory: Path = typer.Argument(..., help="Bundle directory (format: docs/formats.md)."),
-                   db: Optional[str] = DbOption,
-                   replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ids."),
-                   json_out: bool = typer.Option(False, "--json")):
+    def import_cmd(
+        directory: Path = typer.Argument(..., help="Bundle directory (format: docs/formats.md)."),
+        db: Optional[str] = DbOption,
+        replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ids."),
+        json_out: bool = typer.Option(False, "--json"),
+    ):
         """Import a bundle; nothing is written unless every record is valid."""
-        from reform_core.services.data.reading import ImportFailed
         from reform_core.services.data.importer import import_bundle
+        from reform_core.services.data.reading import ImportFailed
 
         try:
             out = import_bundle(_engine(db), directory, replace=replace, progress=_progress(not json_out))
@@ -83,14 +95,16 @@ def register(app: typer.Typer) -> None:
         print_json(out)
 
     @app.command("import-ifeval")
-    def import_ifeval_cmd(db: Optional[str] = DbOption,
-                          input: Path = typer.Option(..., "--input", help="IFEval input_data.jsonl"),
-                          responses: List[str] = typer.Option(..., "--responses", help="NAME=FILE, a {prompt, response} JSONL per model"),
-                          replace: bool = typer.Option(False, "--replace"),
-                          json_out: bool = typer.Option(False, "--json")):
+    def import_ifeval_cmd(
+        db: Optional[str] = DbOption,
+        input: Path = typer.Option(..., "--input", help="IFEval input_data.jsonl"),
+        responses: List[str] = typer.Option(..., "--responses", help="NAME=FILE, a {prompt, response} JSONL per model"),
+        replace: bool = typer.Option(False, "--replace"),
+        json_out: bool = typer.Option(False, "--json"),
+    ):
         """Import IFEval-format prompts and model responses."""
-        from reform_core.services.data.reading import ImportFailed
         from reform_core.services.data.ifeval_import import import_ifeval
+        from reform_core.services.data.reading import ImportFailed
 
         pairs = {}
         for spec in responses:
@@ -112,29 +126,40 @@ def register(app: typer.Typer) -> None:
         print_json(out)
 
     @app.command("import-table")
-    def import_table_cmd(file: Path = typer.Argument(..., help="A .csv (UTF-8, header row) or .parquet table."),
-                         db: Optional[str] = DbOption,
-                         mapping: List[str] = typer.Option([], "--map", help="COLUMN=FIELD (repeatable). Fields: "
-                                                           "model, question, prompt, instruction, instruction_text, "
-                                                           "condition, pair_group, position, feature, mode, "
-                                                           "constraint_text, acceptance, params, response, "
-                                                           "label:JUDGE, rationale:JUDGE; a column named like a "
-                                                           "field maps to it."),
-                         catalog: Optional[str] = typer.Option(None, "--catalog", help="Catalog: a bundled name "
-                                                               "(reformbench, ifeval), a catalog file (stored with the "
-                                                               "project; docs/catalog.md) or the name of one stored "
-                                                               "(default: the bundled or stored catalog that knows "
-                                                               "most of the features)."),
-                         replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ones."),
-                         json_out: bool = typer.Option(False, "--json")):
+    def import_table_cmd(
+        file: Path = typer.Argument(..., help="A .csv (UTF-8, header row) or .parquet table."),
+        db: Optional[str] = DbOption,
+        mapping: List[str] = typer.Option(
+            [],
+            "--map",
+            help="COLUMN=FIELD (repeatable). Fields: "
+            "model, question, prompt, instruction, instruction_text, "
+            "condition, pair_group, position, feature, mode, "
+            "constraint_text, acceptance, params, response, "
+            "label:JUDGE, rationale:JUDGE; a column named like a "
+            "field maps to it.",
+        ),
+        catalog: Optional[str] = typer.Option(
+            None,
+            "--catalog",
+            help="Catalog: a bundled name "
+            "(reformbench, ifeval), a catalog file (stored with the "
+            "project; docs/catalog.md) or the name of one stored "
+            "(default: the bundled or stored catalog that knows "
+            "most of the features).",
+        ),
+        replace: bool = typer.Option(False, "--replace", help="Overwrite rows that conflict with existing ones."),
+        json_out: bool = typer.Option(False, "--json"),
+    ):
         """Import a plain table: one row per (model, prompt, constraint), with optional response
         text, judge labels and rationales; nothing is written unless every row is valid."""
         from reform_core.services.data.table_import import ImportFailed, import_table_file, parse_mapping
 
         try:
             columns = parse_mapping(mapping)
-            out = import_table_file(_engine(db), file, columns, catalog=catalog, replace=replace,
-                                    progress=_progress(not json_out))
+            out = import_table_file(
+                _engine(db), file, columns, catalog=catalog, replace=replace, progress=_progress(not json_out)
+            )
         except ValueError as exc:
             fail(str(exc))
         except ImportFailed as exc:
@@ -144,14 +169,14 @@ def register(app: typer.Typer) -> None:
         print_json(out)
 
     @app.command("catalog-init")
-    def catalog_init_cmd(table: Path = typer.Argument(..., help="A .csv or .parquet table, as for import-table."),
-                         out: Path = typer.Option(..., "--out", help="The catalog file to write (YAML)."),
-                         mapping: List[str] = typer.Option([], "--map", help="COLUMN=FIELD (repeatable), as for "
-                                                           "import-table."),
-                         name: Optional[str] = typer.Option(None, "--name", help="The catalog's name (default: the "
-                                                            "table's file name)."),
-                         force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
-                         json_out: bool = typer.Option(False, "--json")):
+    def catalog_init_cmd(
+        table: Path = typer.Argument(..., help="A .csv or .parquet table, as for import-table."),
+        out: Path = typer.Option(..., "--out", help="The catalog file to write (YAML)."),
+        mapping: List[str] = typer.Option([], "--map", help="COLUMN=FIELD (repeatable), as for import-table."),
+        name: Optional[str] = typer.Option(None, "--name", help="The catalog's name (default: the table's file name)."),
+        force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
+        json_out: bool = typer.Option(False, "--json"),
+    ):
         """Write a starter catalog from a table's distinct features (edit its texts, then
         import-table TABLE --catalog FILE); format: docs/catalog.md."""
         from reform_core.services.data.catalog_init import catalog_init
@@ -164,19 +189,26 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json(result)
         else:
-            typer.echo(f"wrote {result['out']}: {result['features']} feature(s); edit its texts, then "
-                       f"`python -m reform_core import-table {table} --catalog {result['out']}`")
+            typer.echo(
+                f"wrote {result['out']}: {result['features']} feature(s); edit its texts, then "
+                f"`python -m reform_core import-table {table} --catalog {result['out']}`"
+            )
 
     @app.command("simulate")
-    def simulate_cmd(db: Optional[str] = DbOption, seed: int = typer.Option(0, "--seed"),
-                     scale: str = typer.Option("paper", "--scale", help="paper | small"),
-                     truth: Optional[Path] = typer.Option(None, "--truth", help="Write the hidden true labels as CSV."),
-                     adjudicate: int = typer.Option(0, "--adjudicate", help="Oracle adjudications per model and condition."),
-                     conditions: str = typer.Option("main", "--conditions",
-                                                    help="main plus any of single, prompted (comma-separated)."),
-                     extractions: bool = typer.Option(False, "--extractions",
-                                                      help="Also open-ended feature extractions (Table A4)."),
-                     json_out: bool = typer.Option(False, "--json")):
+    def simulate_cmd(
+        db: Optional[str] = DbOption,
+        seed: int = typer.Option(0, "--seed"),
+        scale: str = typer.Option("paper", "--scale", help="paper | small"),
+        truth: Optional[Path] = typer.Option(None, "--truth", help="Write the hidden true labels as CSV."),
+        adjudicate: int = typer.Option(0, "--adjudicate", help="Oracle adjudications per model and condition."),
+        conditions: str = typer.Option(
+            "main", "--conditions", help="main plus any of single, prompted (comma-separated)."
+        ),
+        extractions: bool = typer.Option(
+            False, "--extractions", help="Also open-ended feature extractions (Table A4)."
+        ),
+        json_out: bool = typer.Option(False, "--json"),
+    ):
         """Write a synthetic project with known ground truth.
 
         --conditions adds single-constraint versions (one model) and prompted versions (another
@@ -190,8 +222,16 @@ def register(app: typer.Typer) -> None:
             fail(f"--scale: expected paper or small, got {scale!r}")
         conds = tuple(c.strip() for c in conditions.split(",") if c.strip())
         try:
-            out = simulate_into(_engine(db), seed=seed, scale=scale, truth=truth, adjudicate=adjudicate,
-                                progress=_progress(not json_out), conditions=conds, extractions=extractions)
+            out = simulate_into(
+                _engine(db),
+                seed=seed,
+                scale=scale,
+                truth=truth,
+                adjudicate=adjudicate,
+                progress=_progress(not json_out),
+                conditions=conds,
+                extractions=extractions,
+            )
         except ImportFailed as exc:
             fail(str(exc))
         except ValueError as exc:

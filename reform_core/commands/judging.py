@@ -25,10 +25,14 @@ def register(app: typer.Typer) -> None:
         provider: str = typer.Option(..., "--provider", help="openai | gemini | rules | replay"),
         model: str = typer.Option("", "--model", help="Provider model name (openai/gemini)."),
         name: Optional[str] = typer.Option(None, "--name", help="Judge name (default: the model)."),
-        base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible / Gemini endpoint "
-                                               "(your key from the environment is sent there)."),
-        endpoint: Optional[str] = typer.Option(None, "--endpoint",
-                                               help="A configured endpoint's name (REFORM_JUDGE_ENDPOINTS)."),
+        base_url: Optional[str] = typer.Option(
+            None,
+            "--base-url",
+            help="OpenAI-compatible / Gemini endpoint (your key from the environment is sent there).",
+        ),
+        endpoint: Optional[str] = typer.Option(
+            None, "--endpoint", help="A configured endpoint's name (REFORM_JUDGE_ENDPOINTS)."
+        ),
         concurrency: int = typer.Option(16, "--concurrency", min=1),
         rpm: Optional[int] = typer.Option(None, "--rpm", min=1, help="Requests per minute."),
         tpm: Optional[int] = typer.Option(None, "--tpm", min=1, help="Tokens per minute."),
@@ -36,8 +40,9 @@ def register(app: typer.Typer) -> None:
         source: Optional[str] = typer.Option(None, "--source", help="replay: the judge whose labels to copy."),
         timeout: float = typer.Option(120.0, "--timeout", help="Seconds per request."),
         mode: str = typer.Option("strict", "--mode", help="rules: IFEval's strict or loose rules (strict | loose)."),
-        as_json: bool = typer.Option(False, "--json",
-                                     help="Print {calls, written, errors, labels, abstentions} as JSON."),
+        as_json: bool = typer.Option(
+            False, "--json", help="Print {calls, written, errors, labels, abstentions} as JSON."
+        ),
     ) -> None:
         """Judge every not-yet-judged (response, constraint) pair; resumable. Exits 1 when
         every call failed (e.g. a base URL without /v1).
@@ -52,10 +57,25 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.platform.uow import get_engine
 
         with _progress("judging", stderr_is_tty()) as progress:
-            out = _run(lambda: svc.run_judge(
-                get_engine(db_url(db)), provider=provider, model=model, name=name, base_url=base_url,
-                concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, progress=progress, source=source,
-                timeout=timeout, mode=mode, created_by="cli", endpoint=endpoint))
+            out = _run(
+                lambda: svc.run_judge(
+                    get_engine(db_url(db)),
+                    provider=provider,
+                    model=model,
+                    name=name,
+                    base_url=base_url,
+                    concurrency=concurrency,
+                    rpm=rpm,
+                    tpm=tpm,
+                    limit=limit,
+                    progress=progress,
+                    source=source,
+                    timeout=timeout,
+                    mode=mode,
+                    created_by="cli",
+                    endpoint=endpoint,
+                )
+            )
         if as_json:
             print_json({k: out[k] for k in ("calls", "written", "errors", "labels", "abstentions")})
         else:
@@ -82,13 +102,17 @@ def register(app: typer.Typer) -> None:
             fail(f"action: expected submit, poll or ingest, got {action!r}")
         engine = get_engine(db_url(db))
         if action == "submit":
-            out = _run(lambda: svc.submit_batch(engine, provider=provider, model=model, name=name,
-                                                base_url=base_url, limit=limit))
+            out = _run(
+                lambda: svc.submit_batch(
+                    engine, provider=provider, model=model, name=name, base_url=base_url, limit=limit
+                )
+            )
         else:
             if not (name or model):
                 fail("--name (or --model): which judge's batches to poll")
-            out = _run(lambda: svc.poll_batches(engine, name=name or model, base_url=base_url,
-                                                ingest=action == "ingest"))
+            out = _run(
+                lambda: svc.poll_batches(engine, name=name or model, base_url=base_url, ingest=action == "ingest")
+            )
         if as_json:
             print_json(out)
         else:
@@ -112,9 +136,20 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.platform.uow import get_engine
 
         with _progress("annotating", stderr_is_tty()) as progress:
-            out = _run(lambda: svc.annotate_baseline(
-                get_engine(db_url(db)), provider=provider, model=model, base_url=base_url,
-                concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, catalog=catalog, progress=progress))
+            out = _run(
+                lambda: svc.annotate_baseline(
+                    get_engine(db_url(db)),
+                    provider=provider,
+                    model=model,
+                    base_url=base_url,
+                    concurrency=concurrency,
+                    rpm=rpm,
+                    tpm=tpm,
+                    limit=limit,
+                    catalog=catalog,
+                    progress=progress,
+                )
+            )
         if as_json:
             print_json(out)
         else:
@@ -130,6 +165,7 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.judging import judging as svc
         from reform_core.services.platform.uow import get_engine
 
-        out = _run(lambda: svc.prompt_for_display(None if template else get_engine(db_url(db)),
-                                                  response_id=response_id))
+        out = _run(
+            lambda: svc.prompt_for_display(None if template else get_engine(db_url(db)), response_id=response_id)
+        )
         typer.echo(f"# prompt version {out['version']}\n\n{out['text']}")

@@ -12,10 +12,9 @@ from typing import Callable, Optional
 
 import typer
 
-from reform_core.commands.common import DbOption, fail, print_json, stderr_is_tty
+from reform_core.commands.common import DbOption, engine_and_principal, fail, print_json, read_bytes, stderr_is_tty
 from reform_core.commands.common import progress_bar as _progress
 from reform_core.commands.common import run_or_fail as _run
-from reform_core.commands.common import engine_and_principal, read_bytes
 
 StudyOption = typer.Option(..., "--study", help="Study name.")
 
@@ -36,16 +35,22 @@ def _run_import(fn: Callable[[], dict]) -> dict:
 def _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget):
     from reform_core.services.judging.collection import GenerationSettings
 
-    return GenerationSettings(temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-                              reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+    return GenerationSettings(
+        temperature=temperature,
+        top_p=top_p,
+        max_tokens=max_tokens,
+        reasoning_effort=reasoning_effort,
+        thinking_budget=thinking_budget,
+    )
 
 
 def _report_collection(out: dict, as_json: bool, what: str) -> None:
     if as_json:
         print_json(out)
     else:
-        typer.echo(f"{out['written']} of {out['pending']} {what} written, {out['errors']} errors, "
-                   f"{out['truncated']} truncated")
+        typer.echo(
+            f"{out['written']} of {out['pending']} {what} written, {out['errors']} errors, {out['truncated']} truncated"
+        )
     if out.get("errors") and not out.get("written"):
         fail(f"every call failed, e.g. {out['first_error']}")
 
@@ -68,10 +73,10 @@ def register(app: typer.Typer) -> None:
 
         data = read_bytes(file)
         engine, principal = engine_and_principal(db)
-        out = _run_import(lambda: mosaic.import_prompts(engine, principal, study=study, data=data,
-                                                        filename=str(file)))
+        out = _run_import(lambda: mosaic.import_prompts(engine, principal, study=study, data=data, filename=str(file)))
         print_json(out) if as_json else typer.echo(
-            f"study {out['study']!r}: {out['written']} prompts written, {out['existing']} already stored")
+            f"study {out['study']!r}: {out['written']} prompts written, {out['existing']} already stored"
+        )
 
     @app.command("mosaic-collect")
     def mosaic_collect(
@@ -79,7 +84,9 @@ def register(app: typer.Typer) -> None:
         study: str = StudyOption,
         model: str = typer.Option(..., "--model", help="Evaluated model name (as stored)."),
         provider: str = typer.Option("openai", "--provider", help="openai (any OpenAI-compatible server) | gemini"),
-        provider_model: Optional[str] = typer.Option(None, "--provider-model", help="Endpoint model id (default: --model)."),
+        provider_model: Optional[str] = typer.Option(
+            None, "--provider-model", help="Endpoint model id (default: --model)."
+        ),
         base_url: Optional[str] = typer.Option(None, "--base-url"),
         temperature: Optional[float] = typer.Option(0.0, "--temperature"),
         top_p: Optional[float] = typer.Option(None, "--top-p"),
@@ -101,10 +108,22 @@ def register(app: typer.Typer) -> None:
         def go() -> dict:
             settings = _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget)
             with _progress("collecting", stderr_is_tty()) as progress:
-                return mosaic.collect(engine, principal, study=study, model=model, provider=provider,
-                                      provider_model=provider_model, settings=settings, base_url=base_url,
-                                      concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, timeout=timeout,
-                                      progress=progress)
+                return mosaic.collect(
+                    engine,
+                    principal,
+                    study=study,
+                    model=model,
+                    provider=provider,
+                    provider_model=provider_model,
+                    settings=settings,
+                    base_url=base_url,
+                    concurrency=concurrency,
+                    rpm=rpm,
+                    tpm=tpm,
+                    limit=limit,
+                    timeout=timeout,
+                    progress=progress,
+                )
 
         _report_collection(_run(go), as_json, "outputs")
 
@@ -120,17 +139,18 @@ def register(app: typer.Typer) -> None:
 
         data = read_bytes(file)
         engine, principal = engine_and_principal(db)
-        out = _run_import(lambda: mosaic.import_outputs(engine, principal, study=study, data=data,
-                                                        filename=str(file)))
+        out = _run_import(lambda: mosaic.import_outputs(engine, principal, study=study, data=data, filename=str(file)))
         print_json(out) if as_json else typer.echo(
-            f"{out['rows']} outputs: {out['written']} written, {out['existing']} already stored")
+            f"{out['rows']} outputs: {out['written']} written, {out['existing']} already stored"
+        )
 
     @app.command("mosaic-check")
     def mosaic_check(
         db: Optional[str] = DbOption,
         study: str = StudyOption,
-        judge_provider: Optional[str] = typer.Option(None, "--judge-provider",
-                                                     help="openai | gemini: also score the judge constraints."),
+        judge_provider: Optional[str] = typer.Option(
+            None, "--judge-provider", help="openai | gemini: also score the judge constraints."
+        ),
         judge_model: str = typer.Option("", "--judge-model", help="The judge's model (the paper: gpt-4o-mini)."),
         judge_base_url: Optional[str] = typer.Option(None, "--judge-base-url"),
         judge_concurrency: int = typer.Option(8, "--judge-concurrency", min=1),
@@ -146,8 +166,14 @@ def register(app: typer.Typer) -> None:
         if judge_provider:
             if not judge_model:
                 fail("--judge-model: name the judge's model")
-            judge = {"provider": judge_provider, "model": judge_model, "base_url": judge_base_url,
-                     "concurrency": judge_concurrency, "rpm": rpm, "tpm": tpm}
+            judge = {
+                "provider": judge_provider,
+                "model": judge_model,
+                "base_url": judge_base_url,
+                "concurrency": judge_concurrency,
+                "rpm": rpm,
+                "tpm": tpm,
+            }
 
         def go() -> dict:
             with _progress("judging", stderr_is_tty() and judge is not None) as progress:
@@ -157,8 +183,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json(out)
         else:
-            typer.echo(f"{out['checked']} checks, {out['judged']} judge scores written, {out['errors']} errors; "
-                       f"{out['unchecked']} (output, constraint) pairs still unchecked")
+            typer.echo(
+                f"{out['checked']} checks, {out['judged']} judge scores written, {out['errors']} errors; "
+                f"{out['unchecked']} (output, constraint) pairs still unchecked"
+            )
         if out["errors"] and not (out["checked"] or out["judged"]):
             fail(f"every check failed, e.g. {out['first_error']}")
 
@@ -189,13 +217,20 @@ def register(app: typer.Typer) -> None:
         study: str = StudyOption,
         model: str = typer.Option(..., "--model", help="Evaluated model name (as stored)."),
         provider: str = typer.Option("openai", "--provider", help="openai (any OpenAI-compatible server) | gemini"),
-        provider_model: Optional[str] = typer.Option(None, "--provider-model", help="Endpoint model id (default: --model)."),
-        vendor: Optional[str] = typer.Option(None, "--vendor", help="The model's maker, the top level of the "
-                                             "provider–model–item bootstrap (default: --provider)."),
+        provider_model: Optional[str] = typer.Option(
+            None, "--provider-model", help="Endpoint model id (default: --model)."
+        ),
+        vendor: Optional[str] = typer.Option(
+            None,
+            "--vendor",
+            help="The model's maker, the top level of the provider–model–item bootstrap (default: --provider).",
+        ),
         base_url: Optional[str] = typer.Option(None, "--base-url"),
         temperature: Optional[float] = typer.Option(0.2, "--temperature", help="The WISE paper uses 0.2."),
         top_p: Optional[float] = typer.Option(None, "--top-p"),
-        max_tokens: Optional[int] = typer.Option(120, "--max-tokens", help="The WISE paper caps outputs at 120 tokens."),
+        max_tokens: Optional[int] = typer.Option(
+            120, "--max-tokens", help="The WISE paper caps outputs at 120 tokens."
+        ),
         reasoning_effort: Optional[str] = typer.Option(None, "--reasoning-effort"),
         thinking_budget: Optional[int] = typer.Option(None, "--thinking-budget"),
         concurrency: int = typer.Option(8, "--concurrency", min=1),
@@ -213,10 +248,24 @@ def register(app: typer.Typer) -> None:
         def go() -> dict:
             settings = _settings(temperature, top_p, max_tokens, reasoning_effort, thinking_budget)
             with _progress("collecting", stderr_is_tty()) as progress:
-                return wise.collect(engine, principal, manifest=manifest, study=study, model=model,
-                                    provider=provider, provider_model=provider_model, vendor=vendor,
-                                    settings=settings, base_url=base_url, concurrency=concurrency, rpm=rpm,
-                                    tpm=tpm, limit=limit, timeout=timeout, progress=progress)
+                return wise.collect(
+                    engine,
+                    principal,
+                    manifest=manifest,
+                    study=study,
+                    model=model,
+                    provider=provider,
+                    provider_model=provider_model,
+                    vendor=vendor,
+                    settings=settings,
+                    base_url=base_url,
+                    concurrency=concurrency,
+                    rpm=rpm,
+                    tpm=tpm,
+                    limit=limit,
+                    timeout=timeout,
+                    progress=progress,
+                )
 
         _report_collection(_run_import(go), as_json, "generations")
 
@@ -224,9 +273,14 @@ def register(app: typer.Typer) -> None:
     def wise_score(
         db: Optional[str] = DbOption,
         study: str = StudyOption,
-        reference: Optional[str] = typer.Option(None, "--reference", help="Reference form (default: the study's, POS)."),
-        scheme: Optional[str] = typer.Option(None, "--scheme", help="provider-model-item | model-item | "
-                                             "equal-model-item | item (default: the paper's for the checker)."),
+        reference: Optional[str] = typer.Option(
+            None, "--reference", help="Reference form (default: the study's, POS)."
+        ),
+        scheme: Optional[str] = typer.Option(
+            None,
+            "--scheme",
+            help="provider-model-item | model-item | equal-model-item | item (default: the paper's for the checker).",
+        ),
         n_boot: int = typer.Option(2000, "--n-boot", min=2),
         seed: int = typer.Option(0, "--seed"),
         level: float = typer.Option(0.95, "--level"),
@@ -237,8 +291,18 @@ def register(app: typer.Typer) -> None:
         from reform_core.services.studies import wise
 
         engine, principal = engine_and_principal(db)
-        out = _run(lambda: wise.score(engine, principal, study=study, reference=reference, scheme=scheme,
-                                      n_boot=n_boot, seed=seed, level=level))
+        out = _run(
+            lambda: wise.score(
+                engine,
+                principal,
+                study=study,
+                reference=reference,
+                scheme=scheme,
+                n_boot=n_boot,
+                seed=seed,
+                level=level,
+            )
+        )
         if as_json:
             print_json(out)
             return
@@ -263,7 +327,11 @@ def _est(x, pair, unit: str = " %", *, coefficient: bool = False) -> str:
     s = display.show(x, lo, hi, None, **rule)
     if x is None:
         return "n/a"
-    interval = s.interval if s.greyed else ("[n/a]" if lo is None else f"[{display.interval_text(lo, hi, s.decimals, sep=', ')}]")
+    interval = (
+        s.interval
+        if s.greyed
+        else ("[n/a]" if lo is None else f"[{display.interval_text(lo, hi, s.decimals, sep=', ')}]")
+    )
     return f"{s.point}{unit} {interval}"
 
 
@@ -280,13 +348,17 @@ def _print_mosaic(out: dict) -> None:
     """Every number of ``mosaic-score --json`` as text: PA and all-followed, SCC, PosCC and PCC
     (with Pearson r and p) per model, each with its interval."""
     level = round(100 * out["level"])
-    typer.echo(f"study {out['study']}: {len(out['models'])} models; {level} % intervals: {out['interval']} "
-               f"({out['n_boot']} replicates, seed {out['seed']})")
+    typer.echo(
+        f"study {out['study']}: {len(out['models'])} models; {level} % intervals: {out['interval']} "
+        f"({out['n_boot']} replicates, seed {out['seed']})"
+    )
     for name, m in out["models"].items():
         iv = m["intervals"]
-        typer.echo(f"{name}: PA {_est(m['pa'], iv['pa'])}  all followed {_est(m['all_followed'], iv['all_followed'])}  "
-                   f"({m['outputs']} outputs, {m['checked']} checks, "
-                   f"{m['unchecked']} unchecked pairs)")
+        typer.echo(
+            f"{name}: PA {_est(m['pa'], iv['pa'])}  all followed {_est(m['all_followed'], iv['all_followed'])}  "
+            f"({m['outputs']} outputs, {m['checked']} checks, "
+            f"{m['unchecked']} unchecked pairs)"
+        )
         for c, v in m["scc"].items():
             typer.echo(f"  SCC   {c:<28}{_est(v, iv['scc'][c])}  n={m['n']['scc'][c]}")
         for pos, v in m["poscc"].items():
@@ -304,20 +376,31 @@ def _print_wise(out: dict) -> None:
     """Every number of ``wise-score --json`` as text: per form compliance and Δ with intervals,
     raw and Holm p, the four ranking metrics with intervals; C_mean, C_worst, G_wording."""
     n_boot, level = out["n_boot"], round(100 * out["level"])
-    typer.echo(f"study {out['study']}: {len(out['models'])} models, {out['outputs']} outputs, checker "
-               f"{out['checker']}, reference {out['reference']}; {level} % intervals: {out['scheme']} bootstrap "
-               f"({n_boot} replicates, seed {out['seed']}); ranking intervals: task bootstrap")
+    typer.echo(
+        f"study {out['study']}: {len(out['models'])} models, {out['outputs']} outputs, checker "
+        f"{out['checker']}, reference {out['reference']}; {level} % intervals: {out['scheme']} bootstrap "
+        f"({n_boot} replicates, seed {out['seed']}); ranking intervals: task bootstrap"
+    )
     for form, f in out["forms"].items():
         typer.echo(f"{form}: compliance {_est(f['compliance'], f['compliance_interval'])}")
         if form == out["reference"]:
             continue
-        typer.echo(f"  Δ vs {out['reference']} {_est(f['delta'], f['delta_interval'], ' pp')}  "
-                   f"p {_p(f['p_value'], n_boot)}  Holm p {_p(f['p_holm'], n_boot)}")
-        typer.echo("  " + "  ".join(f"{k} {_est(f[k], f[f'{k}_interval'], '', coefficient=True)}"
-                                    for k in ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift")))
-    typer.echo(f"C_mean {_est(out['c_mean'], out['c_mean_interval'])}  "
-               f"C_worst {_est(out['c_worst'], out['c_worst_interval'])} ({out['worst_form']})  "
-               f"G_wording {_est(out['g_wording'], out['g_wording_interval'], ' pp')}")
+        typer.echo(
+            f"  Δ vs {out['reference']} {_est(f['delta'], f['delta_interval'], ' pp')}  "
+            f"p {_p(f['p_value'], n_boot)}  Holm p {_p(f['p_holm'], n_boot)}"
+        )
+        typer.echo(
+            "  "
+            + "  ".join(
+                f"{k} {_est(f[k], f[f'{k}_interval'], '', coefficient=True)}"
+                for k in ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift")
+            )
+        )
+    typer.echo(
+        f"C_mean {_est(out['c_mean'], out['c_mean_interval'])}  "
+        f"C_worst {_est(out['c_worst'], out['c_worst_interval'])} ({out['worst_form']})  "
+        f"G_wording {_est(out['g_wording'], out['g_wording_interval'], ' pp')}"
+    )
     for model, row in out["model_compliance"].items():
         typer.echo(f"  {model}: " + "  ".join(f"{k} {_num(v, 0)}" for k, v in row.items()))
     for note in out["notes"]:

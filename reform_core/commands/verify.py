@@ -14,8 +14,12 @@ from reform_core.commands.common import fail
 
 
 def verify_ifeval(
-    input: Path = typer.Option(..., "--input", help="IFEval input_data.jsonl (key, prompt, instruction_id_list, kwargs)."),
-    responses: Path = typer.Option(..., "--responses", help="JSONL of {prompt, response}, joined by exact prompt text."),
+    input: Path = typer.Option(
+        ..., "--input", help="IFEval input_data.jsonl (key, prompt, instruction_id_list, kwargs)."
+    ),
+    responses: Path = typer.Option(
+        ..., "--responses", help="JSONL of {prompt, response}, joined by exact prompt text."
+    ),
     mode: str = typer.Option("strict", "--mode", help="strict | loose (IFEval's loose variants)."),
     out: Path = typer.Option(..., "--out", help="CSV to write: key, instruction_id, passed (0/1)."),
 ) -> None:

@@ -106,8 +106,16 @@ def map_extracted(extracted: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
             mapping = "composite"
         else:
             mapping = "exact" if r.mapping == "exact" else "subtype"
-        rows.append({"model": r.model, "question": r.question, "name": r.name, "mapping": mapping,
-                     "features": valid, "dropped": dropped})
+        rows.append(
+            {
+                "model": r.model,
+                "question": r.question,
+                "name": r.name,
+                "mapping": mapping,
+                "features": valid,
+                "dropped": dropped,
+            }
+        )
     return pd.DataFrame(rows, columns=MAPPED_COLUMNS)
 
 

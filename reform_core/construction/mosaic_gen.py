@@ -43,27 +43,27 @@ TASKS: dict[str, str] = {
     "marketing_email": "write a marketing email to promote a given product or service",
     "product_review": "write a detailed description and review of a given product or service",
     "faq_entry": "write a clear and concise entry for a product's Frequently Asked Questions page, "
-                 "explaining a specific feature",
+    "explaining a specific feature",
     "internal_memo": "write a brief internal memo for employees announcing a new product or service",
 }
 
 PRODUCTS: dict[str, str] = {
     "smartphone": "A flagship smartphone featuring a 120Hz dynamic display, a triple-lens camera system with a "
-                  "108MP main sensor, and 2-day battery life",
+    "108MP main sensor, and 2-day battery life",
     "wireless_earbuds": "True wireless stereo earbuds with active noise cancellation, 8-hour playback on a single "
-                        "charge, and a water-resistance rating of IPX7",
+    "charge, and a water-resistance rating of IPX7",
     "savings_account": "An online savings account with a 4.5% Annual Percentage Yield (APY), no monthly "
-                       "maintenance fees, and FDIC insurance up to $250,000",
+    "maintenance fees, and FDIC insurance up to $250,000",
     "credit_card": "A credit card offering 3% cashback on rotating categories (gas, groceries), 1% on all other "
-                   "purchases, and no annual fee for the first year",
+    "purchases, and no annual fee for the first year",
     "meditation_app": "A subscription-based mobile app offering a library of over 500 guided meditations, sleep "
-                      "stories, and mindfulness exercises",
+    "stories, and mindfulness exercises",
     "fitness_monitor": "A wrist-worn device that tracks steps, heart rate, sleep patterns, and SpO2 levels, with a "
-                       "companion app for goal setting and progress monitoring",
+    "companion app for goal setting and progress monitoring",
     "meals_subscription": "A weekly subscription box that delivers pre-portioned ingredients and recipes for "
-                          "chef-designed meals, with options for various dietary needs",
+    "chef-designed meals, with options for various dietary needs",
     "news_streaming": "An online service providing 24/7 live access to international news channels, "
-                      "documentaries, and in-depth political analysis",
+    "documentaries, and in-depth political analysis",
 }
 
 TONES = ("friendly", "professional", "enthusiastic", "reassuring", "authoritative")
@@ -95,93 +95,199 @@ class MosaicConstraint:
 
 
 CONSTRAINTS: tuple[MosaicConstraint, ...] = (
-    MosaicConstraint("short_paragraphs", "formatting", "Keep paragraphs short",
-                     "Keep paragraphs short, ideally 2-4 sentences.", "mosaic:paragraph_length",
-                     {"min_sentences": 2, "max_sentences": 4}),
-    MosaicConstraint("short_body", "formatting", "Keep body short",
-                     "The body content should be organized into 2-3 paragraphs.", "mosaic:paragraph_count",
-                     {"min_paragraphs": 2, "max_paragraphs": 3}),
-    MosaicConstraint("dash_lists", "formatting", "Structure body into lists",
-                     "Organize the body content into lists using only dashes.", "mosaic:dash_list", {"bullet": "-"}),
-    MosaicConstraint("boc_token", "formatting", "Include <BOC> token",
-                     "At the beginning of the generated content, include the special token <BOC>.",
-                     "mosaic:boc_token", {"token": "<BOC>"}),
-    MosaicConstraint("eoc_token", "formatting", "Include <EOC> token",
-                     "At the end of the generated content, include the special token <EOC>.",
-                     "mosaic:eoc_token", {"token": "<EOC>"}),
-    MosaicConstraint("json", "formatting", "Respond in JSON",
-                     'Respond in JSON format following the schema: {{"response": <your response>}}.',
-                     "mosaic:json", {"keys": ["response"]}),
-    MosaicConstraint("flesch", "lexical", "Flesch Reading Ease 70-80",
-                     "Content should target a Flesch Reading Ease level between 70 and 80 to ensure broad "
-                     "accessibility.", "mosaic:flesch", {"low": 70.0, "high": 80.0}),
-    MosaicConstraint("positive_language", "lexical", "Use positive language",
-                     "Use positive and empowering language (e.g., 'opportunity', 'benefit', 'simplify') and avoid "
-                     "negative or fear-based terms (e.g., 'problem', 'risk', 'failure').", "judge",
-                     rubric="Positive language: The given passage uses positive and empowering language (e.g., "
-                            "\"opportunity\", \"benefit\", \"simplify\", etc.) and avoids negative or fear-based "
-                            "terms (e.g., \"problem\", \"risk\", \"failure\", etc.)."),
-    MosaicConstraint("use_keywords", "lexical", "Use given keywords",
-                     "Incorporate keywords aligned with the brand voice i.e., {keywords}.", "mosaic:keywords_use"),
-    MosaicConstraint("avoid_keywords", "lexical", "Avoid given keywords",
-                     "Do not use keywords like {avoid_keywords}.", "mosaic:keywords_avoid"),
-    MosaicConstraint("custom_variable", "lexical", "Use custom variable",
-                     "Refer to the recipient of the message using the variable {{{{FirstName}}}} enclosed by double "
-                     "curly brackets.", "mosaic:variable", {"name": "FirstName"}),
-    MosaicConstraint("vary_sentences", "syntactic", "Vary sentence length",
-                     "Vary sentence length and structure to create a compelling rhythm. Mix simple, compound, and "
-                     "complex sentences.", "mosaic:sentence_variation"),
-    MosaicConstraint("short_sentences", "syntactic", "Keep sentences short",
-                     "Individual sentences should not exceed 25 words to maintain clarity and momentum.",
-                     "mosaic:max_sentence_length", {"max_words": 25}),
-    MosaicConstraint("tone", "semantic", "Use given tone",
-                     "Maintain a single, consistent tone throughout the entire response as specified. Your response "
-                     "tone should be: {tone}.", "judge",
-                     rubric="Specific tone: The given passage maintains a single, consistent, {tone} tone throughout "
-                            "the entire context."),
-    MosaicConstraint("inverted_pyramid", "semantic", "Use inverted pyramid principle",
-                     'Structure the response following the "inverted pyramid" principle. The most critical piece of '
-                     "information (the core answer, main announcement, or key takeaway) must be presented at the "
-                     "beginning, before supporting details or secondary context.", "judge",
-                     rubric="Inverted pyramid principle: The given passage presents the most critical piece of "
-                            "information (e.g., the core answer, main announcement, key takeaway, etc.) in the "
-                            "description {product}, before supporting details or secondary context."),
-    MosaicConstraint("no_contradictions", "semantic", "Avoid contradictions",
-                     "The response must not contain any internal contradictions. All stated facts, arguments, and "
-                     "data points must be consistent with each other from start to finish.", "judge",
-                     rubric="Internal contradictions: The given passage does not contain any internal contradictions. "
-                            "All stated facts, arguments, and data points are consistent with each other from start "
-                            "to finish."),
-    MosaicConstraint("substantiate_claims", "semantic", "Substantiate every claim",
-                     "Every significant claim, benefit, or conclusion must be supported by a reason or piece of "
-                     "evidence within the text. Avoid making unsupported assertions. For example, instead of "
-                     "\"It's faster,\" write \"It's faster because it uses a next-generation processor.\"", "judge",
-                     rubric="Supporting evidence: The given passage avoids making unsupported assertions and provides "
-                            "a reason or piece of evidence within the text for every significant claim, benefit or "
-                            "conclusion."),
-    MosaicConstraint("clear_purpose", "semantic", "Clear purpose",
-                     "The content must directly address the primary underlying question of the target audience for "
-                     "the task (e.g., 'How will this help me?', 'What do I need to know?', 'Is my problem solved?'). "
-                     "The purpose of the communication must be clear.", "judge",
-                     rubric="Communication purpose: The given passage has a clear purpose of communication and "
-                            "directly addresses the primary underlying question of the target audience."),
-    MosaicConstraint("unambiguous_language", "business_legal", "Use unambiguous language",
-                     "Use precise and unambiguous language. Avoid vague terms or phrases that could be misinterpreted "
-                     "by the target audience. All instructions, descriptions, or conclusions should be explicit and "
-                     "clear.", "judge",
-                     rubric="Precise language: The given passage uses precise and unambiguous language. All "
-                            "instructions, descriptions or conclusions are explicit and clear."),
-    MosaicConstraint("correct_features", "business_legal", "Report correct features",
-                     "All product names, features, and numerical data (e.g., prices, percentages) must be accurate "
-                     "and up-to-date as of the generation date.", "judge",
-                     rubric="Accurate product information: The given passage only contains accurate product names, "
-                            "features, and numerical data that can be verified against the product description "
-                            "{product}."),
-    MosaicConstraint("no_superlatives", "business_legal", "Avoid unsubstantiated superlatives",
-                     "Avoid superlatives (e.g., 'best', 'greatest') unless they can be substantiated by a verifiable "
-                     "source, which must be cited or linked.", "judge",
-                     rubric="Substantiated superlatives: If the passage contains superlatives (e.g., best, greatest, "
-                            "etc.) they are substantiated by verifiable sources."),
+    MosaicConstraint(
+        "short_paragraphs",
+        "formatting",
+        "Keep paragraphs short",
+        "Keep paragraphs short, ideally 2-4 sentences.",
+        "mosaic:paragraph_length",
+        {"min_sentences": 2, "max_sentences": 4},
+    ),
+    MosaicConstraint(
+        "short_body",
+        "formatting",
+        "Keep body short",
+        "The body content should be organized into 2-3 paragraphs.",
+        "mosaic:paragraph_count",
+        {"min_paragraphs": 2, "max_paragraphs": 3},
+    ),
+    MosaicConstraint(
+        "dash_lists",
+        "formatting",
+        "Structure body into lists",
+        "Organize the body content into lists using only dashes.",
+        "mosaic:dash_list",
+        {"bullet": "-"},
+    ),
+    MosaicConstraint(
+        "boc_token",
+        "formatting",
+        "Include <BOC> token",
+        "At the beginning of the generated content, include the special token <BOC>.",
+        "mosaic:boc_token",
+        {"token": "<BOC>"},
+    ),
+    MosaicConstraint(
+        "eoc_token",
+        "formatting",
+        "Include <EOC> token",
+        "At the end of the generated content, include the special token <EOC>.",
+        "mosaic:eoc_token",
+        {"token": "<EOC>"},
+    ),
+    MosaicConstraint(
+        "json",
+        "formatting",
+        "Respond in JSON",
+        'Respond in JSON format following the schema: {{"response": <your response>}}.',
+        "mosaic:json",
+        {"keys": ["response"]},
+    ),
+    MosaicConstraint(
+        "flesch",
+        "lexical",
+        "Flesch Reading Ease 70-80",
+        "Content should target a Flesch Reading Ease level between 70 and 80 to ensure broad accessibility.",
+        "mosaic:flesch",
+        {"low": 70.0, "high": 80.0},
+    ),
+    MosaicConstraint(
+        "positive_language",
+        "lexical",
+        "Use positive language",
+        "Use positive and empowering language (e.g., 'opportunity', 'benefit', 'simplify') and avoid "
+        "negative or fear-based terms (e.g., 'problem', 'risk', 'failure').",
+        "judge",
+        rubric="Positive language: The given passage uses positive and empowering language (e.g., "
+        '"opportunity", "benefit", "simplify", etc.) and avoids negative or fear-based '
+        'terms (e.g., "problem", "risk", "failure", etc.).',
+    ),
+    MosaicConstraint(
+        "use_keywords",
+        "lexical",
+        "Use given keywords",
+        "Incorporate keywords aligned with the brand voice i.e., {keywords}.",
+        "mosaic:keywords_use",
+    ),
+    MosaicConstraint(
+        "avoid_keywords",
+        "lexical",
+        "Avoid given keywords",
+        "Do not use keywords like {avoid_keywords}.",
+        "mosaic:keywords_avoid",
+    ),
+    MosaicConstraint(
+        "custom_variable",
+        "lexical",
+        "Use custom variable",
+        "Refer to the recipient of the message using the variable {{{{FirstName}}}} enclosed by double curly brackets.",
+        "mosaic:variable",
+        {"name": "FirstName"},
+    ),
+    MosaicConstraint(
+        "vary_sentences",
+        "syntactic",
+        "Vary sentence length",
+        "Vary sentence length and structure to create a compelling rhythm. Mix simple, compound, and "
+        "complex sentences.",
+        "mosaic:sentence_variation",
+    ),
+    MosaicConstraint(
+        "short_sentences",
+        "syntactic",
+        "Keep sentences short",
+        "Individual sentences should not exceed 25 words to maintain clarity and momentum.",
+        "mosaic:max_sentence_length",
+        {"max_words": 25},
+    ),
+    MosaicConstraint(
+        "tone",
+        "semantic",
+        "Use given tone",
+        "Maintain a single, consistent tone throughout the entire response as specified. Your response "
+        "tone should be: {tone}.",
+        "judge",
+        rubric="Specific tone: The given passage maintains a single, consistent, {tone} tone throughout "
+        "the entire context.",
+    ),
+    MosaicConstraint(
+        "inverted_pyramid",
+        "semantic",
+        "Use inverted pyramid principle",
+        'Structure the response following the "inverted pyramid" principle. The most critical piece of '
+        "information (the core answer, main announcement, or key takeaway) must be presented at the "
+        "beginning, before supporting details or secondary context.",
+        "judge",
+        rubric="Inverted pyramid principle: The given passage presents the most critical piece of "
+        "information (e.g., the core answer, main announcement, key takeaway, etc.) in the "
+        "description {product}, before supporting details or secondary context.",
+    ),
+    MosaicConstraint(
+        "no_contradictions",
+        "semantic",
+        "Avoid contradictions",
+        "The response must not contain any internal contradictions. All stated facts, arguments, and "
+        "data points must be consistent with each other from start to finish.",
+        "judge",
+        rubric="Internal contradictions: The given passage does not contain any internal contradictions. "
+        "All stated facts, arguments, and data points are consistent with each other from start "
+        "to finish.",
+    ),
+    MosaicConstraint(
+        "substantiate_claims",
+        "semantic",
+        "Substantiate every claim",
+        "Every significant claim, benefit, or conclusion must be supported by a reason or piece of "
+        "evidence within the text. Avoid making unsupported assertions. For example, instead of "
+        '"It\'s faster," write "It\'s faster because it uses a next-generation processor."',
+        "judge",
+        rubric="Supporting evidence: The given passage avoids making unsupported assertions and provides "
+        "a reason or piece of evidence within the text for every significant claim, benefit or "
+        "conclusion.",
+    ),
+    MosaicConstraint(
+        "clear_purpose",
+        "semantic",
+        "Clear purpose",
+        "The content must directly address the primary underlying question of the target audience for "
+        "the task (e.g., 'How will this help me?', 'What do I need to know?', 'Is my problem solved?'). "
+        "The purpose of the communication must be clear.",
+        "judge",
+        rubric="Communication purpose: The given passage has a clear purpose of communication and "
+        "directly addresses the primary underlying question of the target audience.",
+    ),
+    MosaicConstraint(
+        "unambiguous_language",
+        "business_legal",
+        "Use unambiguous language",
+        "Use precise and unambiguous language. Avoid vague terms or phrases that could be misinterpreted "
+        "by the target audience. All instructions, descriptions, or conclusions should be explicit and "
+        "clear.",
+        "judge",
+        rubric="Precise language: The given passage uses precise and unambiguous language. All "
+        "instructions, descriptions or conclusions are explicit and clear.",
+    ),
+    MosaicConstraint(
+        "correct_features",
+        "business_legal",
+        "Report correct features",
+        "All product names, features, and numerical data (e.g., prices, percentages) must be accurate "
+        "and up-to-date as of the generation date.",
+        "judge",
+        rubric="Accurate product information: The given passage only contains accurate product names, "
+        "features, and numerical data that can be verified against the product description "
+        "{product}.",
+    ),
+    MosaicConstraint(
+        "no_superlatives",
+        "business_legal",
+        "Avoid unsubstantiated superlatives",
+        "Avoid superlatives (e.g., 'best', 'greatest') unless they can be substantiated by a verifiable "
+        "source, which must be cited or linked.",
+        "judge",
+        rubric="Substantiated superlatives: If the passage contains superlatives (e.g., best, greatest, "
+        "etc.) they are substantiated by verifiable sources.",
+    ),
 )
 CONSTRAINT_KEYS = tuple(c.key for c in CONSTRAINTS)
 _BY_KEY = {c.key: c for c in CONSTRAINTS}
@@ -204,8 +310,9 @@ def pool_size(*, sizes=range(1, MAX_SIZE + 1), small_max: int = 3, combos: int =
     return per_pair * len(TASKS) * len(PRODUCTS)
 
 
-def comprehensive_pool(rng: np.random.Generator, *, sizes=range(1, MAX_SIZE + 1), small_max: int = 3,
-                       combos: int = 50, shuffles: int = 3) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+def comprehensive_pool(
+    rng: np.random.Generator, *, sizes=range(1, MAX_SIZE + 1), small_max: int = 3, combos: int = 50, shuffles: int = 3
+) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """Every (task, product, ordered constraint list) of the comprehensive dataset, lazily.
 
     Sizes ≤ ``small_max``: all permutations of all combinations; larger sizes: ``combos``
@@ -245,8 +352,9 @@ def _size_rows(k: int, count: int, rng: np.random.Generator) -> list[tuple[int, 
     return rows
 
 
-def balanced_sample(n: int, rng: np.random.Generator, *,
-                    sizes=range(1, MAX_SIZE + 1)) -> list[tuple[str, str, tuple[str, ...]]]:
+def balanced_sample(
+    n: int, rng: np.random.Generator, *, sizes=range(1, MAX_SIZE + 1)
+) -> list[tuple[str, str, tuple[str, ...]]]:
     """The balanced subset of ``n`` (task, product, ordered list) triples (see module doc).
 
     Sizes get ``n // len(sizes)`` prompts each (the remainder goes to randomly chosen
@@ -282,8 +390,12 @@ def fill(constraint: str, product: str, rng: np.random.Generator) -> tuple[str, 
     if product not in PRODUCTS:
         raise ValueError(f"product: unknown product {product!r} (known: {list(PRODUCTS)})")
     use, avoid = KEYWORDS[product]
-    values = {"product": PRODUCTS[product], "tone": TONES[int(rng.integers(len(TONES)))],
-              "keywords": ", ".join(use), "avoid_keywords": ", ".join(avoid)}
+    values = {
+        "product": PRODUCTS[product],
+        "tone": TONES[int(rng.integers(len(TONES)))],
+        "keywords": ", ".join(use),
+        "avoid_keywords": ", ".join(avoid),
+    }
     params = dict(c.params)
     if c.key == "use_keywords":
         params["keywords"] = list(use)
@@ -294,8 +406,9 @@ def fill(constraint: str, product: str, rng: np.random.Generator) -> tuple[str, 
     return c.text.format(**values), params, c.rubric.format(**values)
 
 
-def assemble(task: str, product: str, constraints: tuple[str, ...], rng: np.random.Generator, *,
-             prompt_id: str = "") -> dict:
+def assemble(
+    task: str, product: str, constraints: tuple[str, ...], rng: np.random.Generator, *, prompt_id: str = ""
+) -> dict:
     """One prompt record: ids, the system and user messages, and one check per constraint."""
     if task not in TASKS:
         raise ValueError(f"task: unknown task {task!r} (known: {list(TASKS)})")
@@ -306,20 +419,40 @@ def assemble(task: str, product: str, constraints: tuple[str, ...], rng: np.rand
         text, params, rubric = fill(key, product, rng)
         texts.append(f"- {text}")
         c = _BY_KEY[key]
-        checks.append({"position": pos, "constraint": key, "category": c.category, "text": text,
-                       "verifier": c.verifier, "params": params, "rubric": rubric})
-    system = (f"You are a writing assistant. Your task is to {TASKS[task]}. Ensure your draft complies with all "
-              f"of the following requirements:\n" + "\n".join(texts))
-    return {"id": prompt_id, "task": task, "product": product, "size": len(constraints),
-            "constraints": list(constraints), "system": system,
-            "user": f"Product/Service: {PRODUCTS[product]}.", "checks": checks}
+        checks.append(
+            {
+                "position": pos,
+                "constraint": key,
+                "category": c.category,
+                "text": text,
+                "verifier": c.verifier,
+                "params": params,
+                "rubric": rubric,
+            }
+        )
+    system = (
+        f"You are a writing assistant. Your task is to {TASKS[task]}. Ensure your draft complies with all "
+        f"of the following requirements:\n" + "\n".join(texts)
+    )
+    return {
+        "id": prompt_id,
+        "task": task,
+        "product": product,
+        "size": len(constraints),
+        "constraints": list(constraints),
+        "system": system,
+        "user": f"Product/Service: {PRODUCTS[product]}.",
+        "checks": checks,
+    }
 
 
 def generate(n: int, rng: np.random.Generator, *, sizes=range(1, MAX_SIZE + 1)) -> list[dict]:
     """``n`` assembled prompts of the balanced subset, ids ``mosaic-00001`` …"""
     width = max(5, len(str(n)))
-    return [assemble(t, p, c, rng, prompt_id=f"mosaic-{i:0{width}d}")
-            for i, (t, p, c) in enumerate(balanced_sample(n, rng, sizes=sizes), 1)]
+    return [
+        assemble(t, p, c, rng, prompt_id=f"mosaic-{i:0{width}d}")
+        for i, (t, p, c) in enumerate(balanced_sample(n, rng, sizes=sizes), 1)
+    ]
 
 
 def balance_counts(prompts: list) -> dict[str, pd.DataFrame]:

@@ -40,12 +40,12 @@ def json_object(text: str) -> dict:
     t = (text or "").strip()
     if t.startswith("```"):
         t = t.strip("`")
-        t = t[t.find("\n") + 1:] if "\n" in t else t
+        t = t[t.find("\n") + 1 :] if "\n" in t else t
     start, end = t.find("{"), t.rfind("}")
     if start < 0 or end < start:
         raise ValueError(f"expected a JSON object, got {text[:200]!r}")
     try:
-        obj = json.loads(t[start:end + 1])
+        obj = json.loads(t[start : end + 1])
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(obj, dict):
@@ -61,12 +61,15 @@ def integration_messages(question: str, constraints: list[dict]) -> list[dict]:
     ``acceptance``) into ``question``."""
     if not constraints:
         raise ValueError("constraints: need at least one constraint to integrate")
-    listed = "\n".join(f"{n}. {c['text']} (accepted when: {c.get('acceptance', '')})"
-                       for n, c in enumerate(constraints, 1))
-    system = ("You write benchmark instructions. Rewrite the user's question so that it naturally includes every "
-              "formatting requirement listed. Keep the task, its content and its language unchanged; state every "
-              "requirement explicitly with its counts, names and positions; add no other requirement. Answer only "
-              'with a JSON object {"instruction": "<the rewritten instruction>"}.')
+    listed = "\n".join(
+        f"{n}. {c['text']} (accepted when: {c.get('acceptance', '')})" for n, c in enumerate(constraints, 1)
+    )
+    system = (
+        "You write benchmark instructions. Rewrite the user's question so that it naturally includes every "
+        "formatting requirement listed. Keep the task, its content and its language unchanged; state every "
+        "requirement explicitly with its counts, names and positions; add no other requirement. Answer only "
+        'with a JSON object {"instruction": "<the rewritten instruction>"}.'
+    )
     user = f"Question:\n{question}\n\nFormatting requirements:\n{listed}"
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -97,7 +100,8 @@ def extraction_messages(response: str, catalog_rows: list[dict]) -> list[dict]:
         "  uncovered  — no catalog feature describes it;\n"
         "  not_format — it is about content, not formatting.\n"
         'Answer only with JSON: {"features": [{"name": "...", "description": "...", "mapping": "...", '
-        '"catalog_features": ["key", ...]}]}.\n\nCatalog:\n' + listed)
+        '"catalog_features": ["key", ...]}]}.\n\nCatalog:\n' + listed
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": f"Response:\n{response}"}]
 
 
@@ -117,6 +121,12 @@ def parse_extraction(text: str) -> list[dict]:
         keys = f.get("catalog_features") or []
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise ValueError(f"features[{i}].catalog_features: expected a list of catalog keys")
-        out.append({"name": str(f["name"]).strip(), "description": str(f.get("description", "")),
-                    "mapping": mapping, "catalog_features": keys})
+        out.append(
+            {
+                "name": str(f["name"]).strip(),
+                "description": str(f.get("description", "")),
+                "mapping": mapping,
+                "catalog_features": keys,
+            }
+        )
     return out

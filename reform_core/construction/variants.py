@@ -97,15 +97,23 @@ def used_params(feature: Feature, mode: str) -> set[str]:
     return {name for t in texts for _, name, _, _ in string.Formatter().parse(t) if name}
 
 
-def make_constraint(catalog: Catalog, feature: str, mode: str, params: dict | None = None, *,
-                    position: int = 1) -> dict:
+def make_constraint(
+    catalog: Catalog, feature: str, mode: str, params: dict | None = None, *, position: int = 1
+) -> dict:
     """One constraint row: the catalog templates of ``feature`` × ``mode`` filled with
     ``params``; ``params`` of the row keeps the values the mode's texts use."""
     f = catalog.feature(feature)
     values = validate_params(f, params)
     kept = {k: v for k, v in values.items() if k in used_params(f, mode)}
-    return {"position": int(position), "feature": f.key, "category": f.category, "mode": mode,
-            "text": f.render(mode, **values), "acceptance": f.render_acceptance(mode, **values), "params": kept}
+    return {
+        "position": int(position),
+        "feature": f.key,
+        "category": f.category,
+        "mode": mode,
+        "text": f.render(mode, **values),
+        "acceptance": f.render_acceptance(mode, **values),
+        "params": kept,
+    }
 
 
 def compose_text(question_text: str, constraint_texts: list[str]) -> str:
@@ -136,9 +144,17 @@ def _target_pool(catalog: Catalog, size: int, k: int, rng: np.random.Generator, 
     return pool
 
 
-def propose_variants(questions: pd.DataFrame, catalog: Catalog, *, per_question: int, rng: np.random.Generator,
-                     k: int = 3, pool_size: int = 6, features: list[str] | None = None,
-                     start: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+def propose_variants(
+    questions: pd.DataFrame,
+    catalog: Catalog,
+    *,
+    per_question: int,
+    rng: np.random.Generator,
+    k: int = 3,
+    pool_size: int = 6,
+    features: list[str] | None = None,
+    start: int = 1,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Candidate variants: ``per_question`` combinations of ``k`` targets from distinct
     categories for every question (ReFormBench App. A.7.4).
 
@@ -162,26 +178,36 @@ def propose_variants(questions: pd.DataFrame, catalog: Catalog, *, per_question:
     ins_rows, con_rows = [], []
     for q in questions.itertuples(index=False):
         pool = _target_pool(catalog, pool_size, k, rng, features)
-        combos = [c for c in combinations(range(len(pool)), k)
-                  if len({catalog.feature(pool[i][0]).category for i in c}) == k]
+        combos = [
+            c for c in combinations(range(len(pool)), k) if len({catalog.feature(pool[i][0]).category for i in c}) == k
+        ]
         order = rng.permutation(len(combos))[:per_question]
         for n, ci in enumerate(order, start):
             key = f"{q.key}-v{n:03d}"
             members = [pool[i] for i in np.asarray(combos[ci])[rng.permutation(k)]]
-            cons = [make_constraint(catalog, f, m, sample_params(catalog.feature(f), rng), position=j)
-                    for j, (f, m) in enumerate(members, 1)]
-            ins_rows.append({"key": key, "question": q.key, "condition": "main", "pair_group": key,
-                             "text": compose_text(q.text, [c["text"] for c in cons])})
+            cons = [
+                make_constraint(catalog, f, m, sample_params(catalog.feature(f), rng), position=j)
+                for j, (f, m) in enumerate(members, 1)
+            ]
+            ins_rows.append(
+                {
+                    "key": key,
+                    "question": q.key,
+                    "condition": "main",
+                    "pair_group": key,
+                    "text": compose_text(q.text, [c["text"] for c in cons]),
+                }
+            )
             con_rows += [{"instruction": key, **c} for c in cons]
-    return (pd.DataFrame(ins_rows, columns=INSTRUCTION_COLUMNS),
-            pd.DataFrame(con_rows, columns=CONSTRAINT_COLUMNS))
+    return (pd.DataFrame(ins_rows, columns=INSTRUCTION_COLUMNS), pd.DataFrame(con_rows, columns=CONSTRAINT_COLUMNS))
 
 
 # --- automated checks ----------------------------------------------------------------
 
 
-def check_variants(instructions: pd.DataFrame, constraints: pd.DataFrame, catalog: Catalog, *, k: int = 3,
-                   verbatim: bool = False) -> pd.DataFrame:
+def check_variants(
+    instructions: pd.DataFrame, constraints: pd.DataFrame, catalog: Catalog, *, k: int = 3, verbatim: bool = False
+) -> pd.DataFrame:
     """Automated validity checks of variants (ReFormBench App. A.7.5).
 
     Per instruction: exactly ``k`` constraints at positions 1..k; every feature in the
@@ -258,9 +284,15 @@ def target_links(instructions: pd.DataFrame, constraints: pd.DataFrame) -> pd.Da
     _require(constraints, ["instruction", "feature", "mode"], "constraints")
     df = constraints.merge(instructions[["key", "question"]], left_on="instruction", right_on="key", how="left")
     if df["question"].isna().any():
-        raise ValueError(f"constraints refer to unknown instruction {df.loc[df['question'].isna(), 'instruction'].iloc[0]!r}")
-    out = (df.groupby(["question", "feature", "mode"])["instruction"]
-           .agg(lambda s: tuple(sorted(set(s)))).rename("variants").reset_index())
+        raise ValueError(
+            f"constraints refer to unknown instruction {df.loc[df['question'].isna(), 'instruction'].iloc[0]!r}"
+        )
+    out = (
+        df.groupby(["question", "feature", "mode"])["instruction"]
+        .agg(lambda s: tuple(sorted(set(s))))
+        .rename("variants")
+        .reset_index()
+    )
     out["n_variants"] = out["variants"].map(len)
     return out
 
@@ -286,19 +318,27 @@ def multiplicity_table(instructions: pd.DataFrame, constraints: pd.DataFrame) ->
     labels = [b[0] for b in MULTIPLICITY_BINS]
     q = per_q.map(_bin).value_counts().reindex(labels, fill_value=0)
     t = links["n_variants"].map(_bin).value_counts().reindex(labels, fill_value=0)
-    out = pd.DataFrame({"variants": labels + ["Total"], "questions": [*q.tolist(), int(q.sum())],
-                        "targets": [*t.tolist(), int(t.sum())]})
-    out.attrs.update(recurring=int((links["n_variants"] >= 2).sum()),
-                     max_per_question=int(per_q.max()) if len(per_q) else 0,
-                     max_per_target=int(links["n_variants"].max()) if len(links) else 0)
+    out = pd.DataFrame(
+        {
+            "variants": labels + ["Total"],
+            "questions": [*q.tolist(), int(q.sum())],
+            "targets": [*t.tolist(), int(t.sum())],
+        }
+    )
+    out.attrs.update(
+        recurring=int((links["n_variants"] >= 2).sum()),
+        max_per_question=int(per_q.max()) if len(per_q) else 0,
+        max_per_target=int(links["n_variants"].max()) if len(links) else 0,
+    )
     return out
 
 
 # --- difficulty screening ------------------------------------------------------------
 
 
-def screen_difficulty(instances: pd.DataFrame, *, keep: int, model: str = "model",
-                      instruction: str = "instruction", p: str = "p") -> pd.DataFrame:
+def screen_difficulty(
+    instances: pd.DataFrame, *, keep: int, model: str = "model", instruction: str = "instruction", p: str = "p"
+) -> pd.DataFrame:
     """Rank candidates by calibrated all-pass probability and keep the ``keep`` hardest
     (ReFormBench §3.3, App. A.7.5).
 
@@ -337,8 +377,14 @@ def screen_difficulty(instances: pd.DataFrame, *, keep: int, model: str = "model
 # --- derived conditions ----------------------------------------------------------------
 
 
-def derive_conditions(instructions: pd.DataFrame, constraints: pd.DataFrame, questions: pd.DataFrame, *,
-                      single: bool = True, prompted: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+def derive_conditions(
+    instructions: pd.DataFrame,
+    constraints: pd.DataFrame,
+    questions: pd.DataFrame,
+    *,
+    single: bool = True,
+    prompted: bool = True,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Single-constraint and prompted copies of the main instructions (ReFormBench §4.3, §4.4).
 
     * single: one instruction per constraint, key ``{key}-s{position}``, condition
@@ -365,13 +411,20 @@ def derive_conditions(instructions: pd.DataFrame, constraints: pd.DataFrame, que
         if single:
             for c in g.itertuples(index=False):
                 key = f"{r.key}-s{int(c.position)}"
-                ins_rows.append({"key": key, "question": r.question, "condition": "single", "pair_group": r.key,
-                                 "text": compose_text(qtext[r.question], [c.text])})
+                ins_rows.append(
+                    {
+                        "key": key,
+                        "question": r.question,
+                        "condition": "single",
+                        "pair_group": r.key,
+                        "text": compose_text(qtext[r.question], [c.text]),
+                    }
+                )
                 con_rows.append({**c._asdict(), "instruction": key})
         if prompted:
             key = f"{r.key}-p"
-            ins_rows.append({"key": key, "question": r.question, "condition": "prompted", "pair_group": r.key,
-                             "text": r.text})
+            ins_rows.append(
+                {"key": key, "question": r.question, "condition": "prompted", "pair_group": r.key, "text": r.text}
+            )
             con_rows += [{**c._asdict(), "instruction": key} for c in g.itertuples(index=False)]
-    return (pd.DataFrame(ins_rows, columns=INSTRUCTION_COLUMNS),
-            pd.DataFrame(con_rows, columns=CONSTRAINT_COLUMNS))
+    return (pd.DataFrame(ins_rows, columns=INSTRUCTION_COLUMNS), pd.DataFrame(con_rows, columns=CONSTRAINT_COLUMNS))

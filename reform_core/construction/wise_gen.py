@@ -32,47 +32,69 @@ import numpy as np
 import pandas as pd
 
 CHECKERS = ("wise:exact_words", "wise:word_range", "wise:keyword_once", "wise:json_keys")
-PLACEHOLDERS = {"wise:exact_words": {"N"}, "wise:word_range": {"L", "H"}, "wise:keyword_once": {"K"},
-                "wise:json_keys": {"KEYS"}}
+PLACEHOLDERS = {
+    "wise:exact_words": {"N"},
+    "wise:word_range": {"L", "H"},
+    "wise:keyword_once": {"K"},
+    "wise:json_keys": {"KEYS"},
+}
 
 PANELS: dict[str, dict] = {
-    "exact_count": {"checker": "wise:exact_words", "forms": {
-        "POS": "Answer using exactly {N} words.",
-        "NEG": "Do not use more or fewer than {N} words.",
-        "NEVER": "Never use more or fewer than {N} words.",
-        "AVOID1": "Avoid using any number of words other than {N}.",
-        "AVOID2": "Avoid giving an answer that is not exactly {N} words.",
-        "CNEG": "Do not fail to answer using exactly {N} words.",
-    }},
-    "avoidance_family": {"checker": "wise:exact_words", "forms": {
-        "POS": "Answer using exactly {N} words.",
-        "AVOID1": "Avoid using any number of words other than {N}.",
-        "AVOID3": "Avoid exceeding or falling short of {N} words.",
-        "AVOID4": "Avoid an answer with a word count different from {N}.",
-        "EXCLUDE1": "Use no word count except {N}.",
-        "EXCLUDE2": "Your answer should have no length other than {N} words.",
-    }},
-    "constructional_control": {"checker": "wise:exact_words", "forms": {
-        "POS": "Answer using exactly {N} words.",
-        "LONG": "Your answer should consist of a total of exactly {N} words.",
-        "LATE": "The total number of words in your answer should be exactly {N}.",
-        "AVOID1": "Avoid using any number of words other than {N}.",
-    }},
-    "keyword": {"checker": "wise:keyword_once", "forms": {
-        "POS": "Use the word \"{K}\" exactly once.",
-        "NEG": "Do not use the word \"{K}\" more or fewer than one time.",
-        "AVOID1": "Avoid using the word \"{K}\" any number of times other than once.",
-    }},
-    "range": {"checker": "wise:word_range", "forms": {
-        "POS": "Answer using between {L} and {H} words.",
-        "NEG": "Do not use fewer than {L} or more than {H} words.",
-        "AVOID1": "Avoid using any number of words outside {L} to {H}.",
-    }},
-    "json": {"checker": "wise:json_keys", "forms": {
-        "POS": "Answer only with a JSON object that has exactly the keys {KEYS}.",
-        "NEG": "Do not answer with anything but a JSON object with exactly the keys {KEYS}.",
-        "AVOID": "Avoid any output other than a JSON object with exactly the keys {KEYS}.",
-    }},
+    "exact_count": {
+        "checker": "wise:exact_words",
+        "forms": {
+            "POS": "Answer using exactly {N} words.",
+            "NEG": "Do not use more or fewer than {N} words.",
+            "NEVER": "Never use more or fewer than {N} words.",
+            "AVOID1": "Avoid using any number of words other than {N}.",
+            "AVOID2": "Avoid giving an answer that is not exactly {N} words.",
+            "CNEG": "Do not fail to answer using exactly {N} words.",
+        },
+    },
+    "avoidance_family": {
+        "checker": "wise:exact_words",
+        "forms": {
+            "POS": "Answer using exactly {N} words.",
+            "AVOID1": "Avoid using any number of words other than {N}.",
+            "AVOID3": "Avoid exceeding or falling short of {N} words.",
+            "AVOID4": "Avoid an answer with a word count different from {N}.",
+            "EXCLUDE1": "Use no word count except {N}.",
+            "EXCLUDE2": "Your answer should have no length other than {N} words.",
+        },
+    },
+    "constructional_control": {
+        "checker": "wise:exact_words",
+        "forms": {
+            "POS": "Answer using exactly {N} words.",
+            "LONG": "Your answer should consist of a total of exactly {N} words.",
+            "LATE": "The total number of words in your answer should be exactly {N}.",
+            "AVOID1": "Avoid using any number of words other than {N}.",
+        },
+    },
+    "keyword": {
+        "checker": "wise:keyword_once",
+        "forms": {
+            "POS": 'Use the word "{K}" exactly once.',
+            "NEG": 'Do not use the word "{K}" more or fewer than one time.',
+            "AVOID1": 'Avoid using the word "{K}" any number of times other than once.',
+        },
+    },
+    "range": {
+        "checker": "wise:word_range",
+        "forms": {
+            "POS": "Answer using between {L} and {H} words.",
+            "NEG": "Do not use fewer than {L} or more than {H} words.",
+            "AVOID1": "Avoid using any number of words outside {L} to {H}.",
+        },
+    },
+    "json": {
+        "checker": "wise:json_keys",
+        "forms": {
+            "POS": "Answer only with a JSON object that has exactly the keys {KEYS}.",
+            "NEG": "Do not answer with anything but a JSON object with exactly the keys {KEYS}.",
+            "AVOID": "Avoid any output other than a JSON object with exactly the keys {KEYS}.",
+        },
+    },
 }
 
 
@@ -99,12 +121,19 @@ def parse_target(target) -> tuple[str, dict]:
 def render(template: str, target) -> str:
     """The wording of ``template`` for ``target`` (placeholders must match its checker)."""
     checker, params = parse_target(target)
-    values = {"N": params.get("n"), "L": params.get("low"), "H": params.get("high"), "K": params.get("keyword"),
-              "KEYS": ", ".join(params.get("keys", []))}
+    values = {
+        "N": params.get("n"),
+        "L": params.get("low"),
+        "H": params.get("high"),
+        "K": params.get("keyword"),
+        "KEYS": ", ".join(params.get("keys", [])),
+    }
     used = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
     if used != PLACEHOLDERS[checker]:
-        raise ValueError(f"template {template!r}: placeholders {sorted(used)} do not fit target {target!r} "
-                         f"(checker {checker} needs {sorted(PLACEHOLDERS[checker])})")
+        raise ValueError(
+            f"template {template!r}: placeholders {sorted(used)} do not fit target {target!r} "
+            f"(checker {checker} needs {sorted(PLACEHOLDERS[checker])})"
+        )
     return template.format(**{k: values[k] for k in used})
 
 
@@ -123,12 +152,14 @@ def task_manifest(tasks: list[str], targets: list, rng: np.random.Generator, *, 
     cycle = [str(targets[i % len(targets)]) for i in range(len(tasks))]
     assigned = [cycle[i] for i in rng.permutation(len(tasks))]
     width = max(3, len(str(len(tasks))))
-    return pd.DataFrame({"item": [f"{prefix}-{i:0{width}d}" for i in range(1, len(tasks) + 1)],
-                         "task": list(tasks), "target": assigned})
+    return pd.DataFrame(
+        {"item": [f"{prefix}-{i:0{width}d}" for i in range(1, len(tasks) + 1)], "task": list(tasks), "target": assigned}
+    )
 
 
-def form_manifest(panel: str | None = None, *, forms: dict[str, str] | None = None,
-                  checker: str | None = None) -> pd.DataFrame:
+def form_manifest(
+    panel: str | None = None, *, forms: dict[str, str] | None = None, checker: str | None = None
+) -> pd.DataFrame:
     """``form, template, checker`` of a bundled ``panel`` or of custom ``forms`` + ``checker``."""
     if panel is not None:
         if panel not in PANELS:
@@ -139,8 +170,9 @@ def form_manifest(panel: str | None = None, *, forms: dict[str, str] | None = No
     for key, tmpl in forms.items():
         used = {f for _, f, _, _ in string.Formatter().parse(tmpl) if f is not None}
         if used != PLACEHOLDERS[checker]:
-            raise ValueError(f"form {key!r}: placeholders {sorted(used)}; checker {checker} needs "
-                             f"{sorted(PLACEHOLDERS[checker])}")
+            raise ValueError(
+                f"form {key!r}: placeholders {sorted(used)}; checker {checker} needs {sorted(PLACEHOLDERS[checker])}"
+            )
     return pd.DataFrame({"form": list(forms), "template": list(forms.values()), "checker": checker})
 
 
@@ -152,7 +184,10 @@ def matched_items(tasks: pd.DataFrame, forms: pd.DataFrame, *, repetitions: int 
     DataFrame ``item, task, target, form, repetition`` (0-based), ``wording``, ``prompt``,
     ``checker``, ``params`` (the checker's keyword arguments).
     """
-    for df, cols, what in ((tasks, ["item", "task", "target"], "tasks"), (forms, ["form", "template", "checker"], "forms")):
+    for df, cols, what in (
+        (tasks, ["item", "task", "target"], "tasks"),
+        (forms, ["form", "template", "checker"], "forms"),
+    ):
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise ValueError(f"{what} lacks column(s) {missing}; has {list(df.columns)}")
@@ -163,11 +198,22 @@ def matched_items(tasks: pd.DataFrame, forms: pd.DataFrame, *, repetitions: int 
         checker, params = parse_target(t.target)
         for f in forms.itertuples(index=False):
             if f.checker != checker:
-                raise ValueError(f"item {t.item!r}: target {t.target!r} needs {checker}, form {f.form!r} is for "
-                                 f"{f.checker}")
+                raise ValueError(
+                    f"item {t.item!r}: target {t.target!r} needs {checker}, form {f.form!r} is for {f.checker}"
+                )
             wording = render(f.template, t.target)
             for rep in range(repetitions):
-                rows.append({"item": t.item, "task": t.task, "target": str(t.target), "form": f.form,
-                             "repetition": rep, "wording": wording, "prompt": f"{str(t.task).rstrip()} {wording}",
-                             "checker": checker, "params": params})
+                rows.append(
+                    {
+                        "item": t.item,
+                        "task": t.task,
+                        "target": str(t.target),
+                        "form": f.form,
+                        "repetition": rep,
+                        "wording": wording,
+                        "prompt": f"{str(t.task).rstrip()} {wording}",
+                        "checker": checker,
+                        "params": params,
+                    }
+                )
     return pd.DataFrame(rows)

@@ -46,9 +46,9 @@ from reform_core.demo import bundle_dir
 from reform_core.records import (
     AdjudicationRecord,
     BaselineFeatureRecord,
-    ExtractionRecord,
     BundleManifest,
     ConstraintRecord,
+    ExtractionRecord,
     InstructionRecord,
     JudgeRecord,
     JudgmentRecord,
@@ -94,127 +94,227 @@ class Content:
 
 QUESTIONS = (
     Content(
-        "q01", "explanation", "science",
+        "q01",
+        "explanation",
+        "science",
         "Why does the sky look blue during the day but turn red and orange at sunset?",
         "Why the Sky Changes Colour",
         "Sunlight looks white, but it is really a mix of every visible colour travelling together.",
         "The sky is blue because air molecules scatter short blue wavelengths far more than long red ones.",
-        (("Rayleigh scattering", "Molecules much smaller than a light wave scatter blue light about five times more than red."),
-         ("Daytime sky", "With the sun high, scattered blue light reaches you from every direction, so the whole dome looks blue."),
-         ("Sunset path", "At sunset the light crosses far more air, so most of the blue is scattered away before it arrives."),
-         ("Dust and haze", "Dust, smoke and sea spray scatter extra red and orange light, which deepens sunset colours.")),
-        ("For example, water with a few drops of milk looks bluish from the side but orange when you look through it at a torch.",
-         "Sunsets after a large volcanic eruption are often unusually vivid because fine ash lingers high in the atmosphere."),
+        (
+            (
+                "Rayleigh scattering",
+                "Molecules much smaller than a light wave scatter blue light about five times more than red.",
+            ),
+            (
+                "Daytime sky",
+                "With the sun high, scattered blue light reaches you from every direction, so the whole dome looks blue.",
+            ),
+            (
+                "Sunset path",
+                "At sunset the light crosses far more air, so most of the blue is scattered away before it arrives.",
+            ),
+            (
+                "Dust and haze",
+                "Dust, smoke and sea spray scatter extra red and orange light, which deepens sunset colours.",
+            ),
+        ),
+        (
+            "For example, water with a few drops of milk looks bluish from the side but orange when you look through it at a torch.",
+            "Sunsets after a large volcanic eruption are often unusually vivid because fine ash lingers high in the atmosphere.",
+        ),
         "Violet scatters even more than blue, but our eyes are less sensitive to it.",
         "In short, the scattering that paints the day blue strips the blue out of the long sunset path.",
         "Would you like a simple diagram of the light paths at noon and at sunset?",
-        (("Time of day", "Path through air", "Colour we see"),
-         (("Noon", "Short", "Deep blue"), ("Afternoon", "Medium", "Pale blue"),
-          ("Sunset", "Very long", "Orange and red"), ("Twilight", "Longest", "Pink and violet"))),
+        (
+            ("Time of day", "Path through air", "Colour we see"),
+            (
+                ("Noon", "Short", "Deep blue"),
+                ("Afternoon", "Medium", "Pale blue"),
+                ("Sunset", "Very long", "Orange and red"),
+                ("Twilight", "Longest", "Pink and violet"),
+            ),
+        ),
         "🌅🔬🌞🌇🌋",
     ),
     Content(
-        "q02", "how_to", "cooking",
+        "q02",
+        "how_to",
+        "cooking",
         "How do I make a sourdough starter from scratch at home?",
         "Making a Sourdough Starter",
         "A starter is simply flour and water colonised by wild yeast and lactic acid bacteria.",
         "Mix equal weights of flour and water, then feed it daily for about a week until it reliably doubles.",
-        (("Mix", "Stir 50 g of wholemeal flour into 50 g of lukewarm water in a clean jar and cover it loosely."),
-         ("Wait", "Leave the jar at room temperature for a day; a few bubbles mean fermentation has started."),
-         ("Feed", "Each day, discard half and stir in another 50 g of flour and 50 g of water."),
-         ("Test", "Once it doubles within six hours of a feed and smells pleasantly sour, it is ready to bake with.")),
-        ("For example, a starter kept at 24 °C usually matures in five to seven days, while a cool kitchen can take two weeks.",
-         "A grey liquid on top, called hooch, just means the starter is hungry."),
+        (
+            ("Mix", "Stir 50 g of wholemeal flour into 50 g of lukewarm water in a clean jar and cover it loosely."),
+            ("Wait", "Leave the jar at room temperature for a day; a few bubbles mean fermentation has started."),
+            ("Feed", "Each day, discard half and stir in another 50 g of flour and 50 g of water."),
+            (
+                "Test",
+                "Once it doubles within six hours of a feed and smells pleasantly sour, it is ready to bake with.",
+            ),
+        ),
+        (
+            "For example, a starter kept at 24 °C usually matures in five to seven days, while a cool kitchen can take two weeks.",
+            "A grey liquid on top, called hooch, just means the starter is hungry.",
+        ),
         "Use filtered water if your tap water is heavily chlorinated, because chlorine slows the microbes down.",
         "In short, consistency matters most: the same flour, the same ratio and regular feeding.",
         "Want a feeding schedule you can stick on the fridge?",
-        (("Day", "Action", "What to look for"),
-         (("1", "Mix flour and water", "Nothing yet"), ("2–3", "Discard half and feed", "First bubbles"),
-          ("4–6", "Feed daily", "Rise and sour smell"), ("7", "Test the rise", "Doubles in six hours"))),
+        (
+            ("Day", "Action", "What to look for"),
+            (
+                ("1", "Mix flour and water", "Nothing yet"),
+                ("2–3", "Discard half and feed", "First bubbles"),
+                ("4–6", "Feed daily", "Rise and sour smell"),
+                ("7", "Test the rise", "Doubles in six hours"),
+            ),
+        ),
         "🍞🥣⏳🌾🫙",
     ),
     Content(
-        "q03", "comparison", "finance",
+        "q03",
+        "comparison",
+        "finance",
         "For a beginner with a small amount to invest, are index funds or individual stocks the better choice?",
         "Index Funds vs Individual Stocks",
         "Both let you own a slice of the stock market, but they spread risk very differently.",
         "For most beginners, a low-cost index fund is a better starting point than picking individual stocks.",
-        (("Diversification", "One index fund holds hundreds of companies, while a few stocks tie your money to a few businesses."),
-         ("Cost", "Broad index funds often charge under 0.1 % a year, and buying many single shares adds trading fees."),
-         ("Effort", "Stock picking needs ongoing research into each company, whereas an index fund needs almost no upkeep."),
-         ("Upside", "Single stocks can beat the market, but most professional pickers fail to do so over ten years.")),
-        ("For example, 1,000 euros in a world index fund is spread over more than 1,500 companies.",
-         "By contrast, the same amount split across three tech stocks lost roughly half its value in the 2022 downturn."),
+        (
+            (
+                "Diversification",
+                "One index fund holds hundreds of companies, while a few stocks tie your money to a few businesses.",
+            ),
+            (
+                "Cost",
+                "Broad index funds often charge under 0.1 % a year, and buying many single shares adds trading fees.",
+            ),
+            (
+                "Effort",
+                "Stock picking needs ongoing research into each company, whereas an index fund needs almost no upkeep.",
+            ),
+            (
+                "Upside",
+                "Single stocks can beat the market, but most professional pickers fail to do so over ten years.",
+            ),
+        ),
+        (
+            "For example, 1,000 euros in a world index fund is spread over more than 1,500 companies.",
+            "By contrast, the same amount split across three tech stocks lost roughly half its value in the 2022 downturn.",
+        ),
         "This is general information, not personal financial advice; check fees and tax rules where you live.",
         "In short, start with an index fund and treat single stocks as a small, optional extra.",
         "Shall I compare two specific low-cost index funds for you?",
-        (("Factor", "Index fund", "Individual stocks"),
-         (("Risk spread", "Hundreds of companies", "A few companies"), ("Yearly cost", "Often under 0.1 %", "Fees per trade"),
-          ("Time needed", "Minimal", "Regular research"), ("Upside", "Market return", "Can beat or trail the market"))),
+        (
+            ("Factor", "Index fund", "Individual stocks"),
+            (
+                ("Risk spread", "Hundreds of companies", "A few companies"),
+                ("Yearly cost", "Often under 0.1 %", "Fees per trade"),
+                ("Time needed", "Minimal", "Regular research"),
+                ("Upside", "Market return", "Can beat or trail the market"),
+            ),
+        ),
         "📈🧺💶⏱️🚀",
     ),
     Content(
-        "q04", "information_extraction", "business",
+        "q04",
+        "information_extraction",
+        "business",
         'Extract the decisions, owners and deadlines from this meeting note: "Team sync, 3 March. We agreed to move '
         "the product launch to 14 April. Priya will finalise the pricing page by 21 March. Tom takes over the customer "
         'FAQ and needs a draft by 28 March. The launch event budget is capped at 8,000 euros; Lena owns the event plan, due 4 April."',
         "Decisions from the 3 March Sync",
         "The note from the 3 March team sync records one team decision and three owned tasks.",
         "The meeting produced four decisions: a new launch date plus three tasks with named owners and deadlines.",
-        (("Launch date", "The product launch moves to 14 April, agreed by the whole team."),
-         ("Pricing page", "Priya finalises the pricing page by 21 March."),
-         ("Customer FAQ", "Tom drafts the customer FAQ by 28 March."),
-         ("Launch event", "Lena owns the event plan, due 4 April, with a budget cap of 8,000 euros.")),
-        ("For example, the pricing page has the earliest deadline, so it is the first item to track.",
-         "The event budget is the only figure in the note, so it is recorded next to Lena's task."),
+        (
+            ("Launch date", "The product launch moves to 14 April, agreed by the whole team."),
+            ("Pricing page", "Priya finalises the pricing page by 21 March."),
+            ("Customer FAQ", "Tom drafts the customer FAQ by 28 March."),
+            ("Launch event", "Lena owns the event plan, due 4 April, with a budget cap of 8,000 euros."),
+        ),
+        (
+            "For example, the pricing page has the earliest deadline, so it is the first item to track.",
+            "The event budget is the only figure in the note, so it is recorded next to Lena's task.",
+        ),
         "The note names no single owner for the launch date, so that decision is recorded as team-owned.",
         "In short, three people own dated tasks and the launch date is a shared team decision.",
         "Would you like these items turned into calendar reminders?",
-        (("Decision", "Owner", "Deadline"),
-         (("Launch moved", "Whole team", "14 April"), ("Pricing page", "Priya", "21 March"),
-          ("Customer FAQ", "Tom", "28 March"), ("Event plan", "Lena", "4 April"))),
+        (
+            ("Decision", "Owner", "Deadline"),
+            (
+                ("Launch moved", "Whole team", "14 April"),
+                ("Pricing page", "Priya", "21 March"),
+                ("Customer FAQ", "Tom", "28 March"),
+                ("Event plan", "Lena", "4 April"),
+            ),
+        ),
         "📝🚀💲❓🎉",
-        facts=(("Launch date", "14 April (team decision)"), ("Pricing page", "Priya, due 21 March"),
-               ("Customer FAQ", "Tom, due 28 March"), ("Event plan", "Lena, due 4 April, budget 8,000 euros")),
+        facts=(
+            ("Launch date", "14 April (team decision)"),
+            ("Pricing page", "Priya, due 21 March"),
+            ("Customer FAQ", "Tom, due 28 March"),
+            ("Event plan", "Lena, due 4 April, budget 8,000 euros"),
+        ),
     ),
     Content(
-        "q05", "advice", "home",
+        "q05",
+        "advice",
+        "home",
         "I'm away for two weeks in July. How can I keep my houseplants alive while I'm gone?",
         "Keeping Houseplants Alive While You Travel",
         "Most houseplants can survive two weeks alone if they start well watered and lose water slowly.",
         "Water thoroughly before you leave, move plants out of direct sun, and give thirsty ones a slow water source.",
-        (("Soak first", "Give every pot a deep soak the day before you leave and let the excess drain away."),
-         ("Move to shade", "Group plants a metre or two back from bright windows so they use less water."),
-         ("Wick watering", "Run a cotton cord from a jug of water into the soil of the thirstiest plants."),
-         ("Bathtub trick", "Stand pots on a wet towel in a bathtub with a few centimetres of water.")),
-        ("For example, a peace lily on a wick stays moist for about ten days.",
-         "A snake plant or cactus needs nothing at all and is happy to be left dry."),
+        (
+            ("Soak first", "Give every pot a deep soak the day before you leave and let the excess drain away."),
+            ("Move to shade", "Group plants a metre or two back from bright windows so they use less water."),
+            ("Wick watering", "Run a cotton cord from a jug of water into the soil of the thirstiest plants."),
+            ("Bathtub trick", "Stand pots on a wet towel in a bathtub with a few centimetres of water."),
+        ),
+        (
+            "For example, a peace lily on a wick stays moist for about ten days.",
+            "A snake plant or cactus needs nothing at all and is happy to be left dry.",
+        ),
         "Skip fertiliser for a week before you go, because it makes plants grow and drink faster.",
         "In short, cut water loss with shade and grouping, then add a slow water supply for the thirstiest plants.",
         "Want a quick checklist to run through the night before you leave?",
-        (("Plant type", "Before leaving", "While away"),
-         (("Ferns and peace lilies", "Deep soak", "Wick from a jug"), ("Herbs", "Deep soak", "Bathtub tray"),
-          ("Succulents", "Light watering", "Nothing needed"), ("Large floor plants", "Soak and mulch", "Watering spikes"))),
+        (
+            ("Plant type", "Before leaving", "While away"),
+            (
+                ("Ferns and peace lilies", "Deep soak", "Wick from a jug"),
+                ("Herbs", "Deep soak", "Bathtub tray"),
+                ("Succulents", "Light watering", "Nothing needed"),
+                ("Large floor plants", "Soak and mulch", "Watering spikes"),
+            ),
+        ),
         "🪴💧🌤️🧵🛁",
     ),
     Content(
-        "q06", "coding", "technology",
+        "q06",
+        "coding",
+        "technology",
         "How do I remove duplicate items from a Python list while keeping the original order?",
         "Order-Preserving Deduplication in Python",
         "A plain set removes duplicates but forgets the order in which items first appeared.",
         "Use list(dict.fromkeys(items)), because dictionaries keep insertion order since Python 3.7.",
-        (("Dictionary keys", "dict.fromkeys creates one key per distinct item and keeps the first occurrence."),
-         ("Convert back", "Wrapping the result in list() turns those keys back into an ordinary list."),
-         ("Speed", "The idiom runs in linear time, unlike nested loops that compare every pair."),
-         ("Unhashable items", "For lists of lists, convert each inner list to a tuple before deduplicating.")),
-        ("For example, [3, 1, 3, 2, 1] becomes [3, 1, 2].",
-         "With strings, ['b', 'a', 'b'] becomes ['b', 'a']."),
+        (
+            ("Dictionary keys", "dict.fromkeys creates one key per distinct item and keeps the first occurrence."),
+            ("Convert back", "Wrapping the result in list() turns those keys back into an ordinary list."),
+            ("Speed", "The idiom runs in linear time, unlike nested loops that compare every pair."),
+            ("Unhashable items", "For lists of lists, convert each inner list to a tuple before deduplicating."),
+        ),
+        ("For example, [3, 1, 3, 2, 1] becomes [3, 1, 2].", "With strings, ['b', 'a', 'b'] becomes ['b', 'a']."),
         "Sets and dictionary keys need hashable items, so mutable items must be converted first.",
         "In short, dict.fromkeys is the shortest and fastest idiom for ordered deduplication.",
         "Should I show a version that ignores letter case for strings?",
-        (("Approach", "Keeps order", "Speed"),
-         (("list(set(items))", "No", "Fast"), ("dict.fromkeys", "Yes", "Fast"),
-          ("Loop with a seen set", "Yes", "Fast"), ("Nested loops", "Yes", "Slow"))),
+        (
+            ("Approach", "Keeps order", "Speed"),
+            (
+                ("list(set(items))", "No", "Fast"),
+                ("dict.fromkeys", "Yes", "Fast"),
+                ("Loop with a seen set", "Yes", "Fast"),
+                ("Nested loops", "Yes", "Slow"),
+            ),
+        ),
         "🐍🔑🔁⚡🧩",
         code=(
             "def dedupe(items):\n    # dict keys are unique and remember insertion order\n"
@@ -224,156 +324,264 @@ QUESTIONS = (
         ),
     ),
     Content(
-        "q07", "creative_writing", "community",
+        "q07",
+        "creative_writing",
+        "community",
         "Write a short welcome message for new volunteers joining our community garden this spring.",
         "Welcome to Green Corner Garden",
         "Every spring our little plot on Mill Street fills up with new faces, and this year that includes you.",
         "Welcome aboard, we are delighted you are joining Green Corner Garden this season.",
-        (("Work days", "We meet every Saturday from 9 to 12, and any hour you can give makes a difference."),
-         ("Tools", "Gloves, trowels and watering cans live in the green shed by the gate."),
-         ("Your bed", "Each new volunteer shares a raised bed with a mentor for the first month."),
-         ("Harvest", "Everything we grow is shared between volunteers and the food bank on Elm Road.")),
-        ("Last spring, two first-time volunteers grew enough beans to supply the food bank for a month.",
-         "One of them now runs our Saturday seed-swap table."),
+        (
+            ("Work days", "We meet every Saturday from 9 to 12, and any hour you can give makes a difference."),
+            ("Tools", "Gloves, trowels and watering cans live in the green shed by the gate."),
+            ("Your bed", "Each new volunteer shares a raised bed with a mentor for the first month."),
+            ("Harvest", "Everything we grow is shared between volunteers and the food bank on Elm Road."),
+        ),
+        (
+            "Last spring, two first-time volunteers grew enough beans to supply the food bank for a month.",
+            "One of them now runs our Saturday seed-swap table.",
+        ),
         "Please bring a water bottle and sun cream, as the garden has little shade before noon.",
         "We can't wait to see what you'll grow with us this year.",
         "Reply to this message to book your first Saturday shift.",
-        (("Day", "Time", "Activity"),
-         (("Saturday", "9:00–10:00", "Tour and tool talk"), ("Saturday", "10:00–11:30", "Bed work with a mentor"),
-          ("Saturday", "11:30–12:00", "Tea and seed swap"), ("Wednesday", "18:00–19:00", "Optional watering"))),
+        (
+            ("Day", "Time", "Activity"),
+            (
+                ("Saturday", "9:00–10:00", "Tour and tool talk"),
+                ("Saturday", "10:00–11:30", "Bed work with a mentor"),
+                ("Saturday", "11:30–12:00", "Tea and seed swap"),
+                ("Wednesday", "18:00–19:00", "Optional watering"),
+            ),
+        ),
         "🌻📅🧤🥕🧺",
     ),
     Content(
-        "q08", "explanation", "finance",
+        "q08",
+        "explanation",
+        "finance",
         "How does compound interest work, and why does it matter for long-term savings?",
         "How Compound Interest Works",
         "Interest is what a bank or an investment pays you for letting it use your money.",
         "Compound interest means you earn interest on earlier interest, so savings grow faster every year.",
-        (("Principal", "The starting amount earns interest at a fixed rate in the first year."),
-         ("Reinvestment", "That interest joins the balance, so next year's interest is worked out on a larger sum."),
-         ("Frequency", "Monthly compounding grows slightly faster than yearly compounding at the same stated rate."),
-         ("Time", "Because growth builds on itself, the final years of a long plan add the most money.")),
-        ("For example, 1,000 euros at 5 % a year grows to about 1,629 euros after ten years and 4,322 after thirty.",
-         "The rule of 72 gives a quick check: at 6 % a year, money doubles in roughly twelve years."),
+        (
+            ("Principal", "The starting amount earns interest at a fixed rate in the first year."),
+            ("Reinvestment", "That interest joins the balance, so next year's interest is worked out on a larger sum."),
+            ("Frequency", "Monthly compounding grows slightly faster than yearly compounding at the same stated rate."),
+            ("Time", "Because growth builds on itself, the final years of a long plan add the most money."),
+        ),
+        (
+            "For example, 1,000 euros at 5 % a year grows to about 1,629 euros after ten years and 4,322 after thirty.",
+            "The rule of 72 gives a quick check: at 6 % a year, money doubles in roughly twelve years.",
+        ),
         "Inflation compounds too, so compare any interest rate with the inflation rate.",
         "In short, a modest rate and a long time horizon together do most of the work.",
         "Would you like a small table of balances for your own savings goal?",
-        (("Year", "Balance at 5 %", "Interest that year"),
-         (("1", "1,050.00", "50.00"), ("2", "1,102.50", "52.50"), ("10", "1,628.89", "77.57"), ("30", "4,321.94", "205.81"))),
+        (
+            ("Year", "Balance at 5 %", "Interest that year"),
+            (
+                ("1", "1,050.00", "50.00"),
+                ("2", "1,102.50", "52.50"),
+                ("10", "1,628.89", "77.57"),
+                ("30", "4,321.94", "205.81"),
+            ),
+        ),
         "💰🌱🔁📅⏳",
         formula="In symbols, $A = P(1 + r/n)^{nt}$, where $P$ is the principal, $r$ the yearly rate, "
         "$n$ the periods per year and $t$ the years.",
     ),
     Content(
-        "q09", "how_to", "technology",
+        "q09",
+        "how_to",
+        "technology",
         "How do I turn on two-factor authentication for my email account?",
         "Turning On Two-Factor Authentication",
         "Two-factor authentication adds a second check, so a stolen password alone cannot open your inbox.",
         "Open your account's security settings, choose two-step verification, and link an authenticator app.",
-        (("Open security settings", "Sign in on a computer and open the security or sign-in section of your account."),
-         ("Choose a method", "Select two-step verification and prefer an authenticator app over text messages."),
-         ("Scan the code", "Scan the QR code with the app and type the six-digit code it shows to confirm."),
-         ("Save backup codes", "Download the one-time backup codes and store them somewhere safe offline.")),
-        ("For example, in Gmail the option sits under Security, then 2-Step Verification.",
-         "Apps such as Google Authenticator, Microsoft Authenticator and Aegis all work the same way."),
+        (
+            (
+                "Open security settings",
+                "Sign in on a computer and open the security or sign-in section of your account.",
+            ),
+            ("Choose a method", "Select two-step verification and prefer an authenticator app over text messages."),
+            ("Scan the code", "Scan the QR code with the app and type the six-digit code it shows to confirm."),
+            ("Save backup codes", "Download the one-time backup codes and store them somewhere safe offline."),
+        ),
+        (
+            "For example, in Gmail the option sits under Security, then 2-Step Verification.",
+            "Apps such as Google Authenticator, Microsoft Authenticator and Aegis all work the same way.",
+        ),
         "Keep at least one backup code on paper, because losing your phone can otherwise lock you out.",
         "In short, the setup takes about five minutes and blocks most account takeovers.",
         "Want instructions for a specific email provider?",
-        (("Method", "Security", "Convenience"),
-         (("Authenticator app", "High", "High"), ("Security key", "Very high", "Medium"),
-          ("Text message", "Medium", "High"), ("Backup codes", "High", "Low"))),
+        (
+            ("Method", "Security", "Convenience"),
+            (
+                ("Authenticator app", "High", "High"),
+                ("Security key", "Very high", "Medium"),
+                ("Text message", "Medium", "High"),
+                ("Backup codes", "High", "Low"),
+            ),
+        ),
         "🔐⚙️📱📷💾",
     ),
     Content(
-        "q10", "comparison", "travel",
+        "q10",
+        "comparison",
+        "travel",
         "Should I take the train or fly from Paris to Barcelona for a weekend trip?",
         "Paris to Barcelona by Train or Plane",
         "The two cities are about 830 km apart, close enough for rail and air to compete.",
         "For a weekend trip the direct train is usually the better choice, unless you find a very cheap early flight.",
-        (("Door-to-door time", "The train takes about 6.5 hours centre to centre; flying takes about 4.5 hours with transfers."),
-         ("Cost", "Train fares start near 40 euros if booked early, similar to budget flights before bag fees."),
-         ("Comfort", "On the train you can work, walk around and bring luggage without extra charges."),
-         ("Emissions", "The train emits roughly a tenth of the carbon of the same trip by plane.")),
-        ("For example, a Friday 10:07 departure from Gare de Lyon reaches Barcelona Sants at 16:40.",
-         "A 7:00 flight from Orly lands by 8:45, but you must leave home around 5:00."),
+        (
+            (
+                "Door-to-door time",
+                "The train takes about 6.5 hours centre to centre; flying takes about 4.5 hours with transfers.",
+            ),
+            ("Cost", "Train fares start near 40 euros if booked early, similar to budget flights before bag fees."),
+            ("Comfort", "On the train you can work, walk around and bring luggage without extra charges."),
+            ("Emissions", "The train emits roughly a tenth of the carbon of the same trip by plane."),
+        ),
+        (
+            "For example, a Friday 10:07 departure from Gare de Lyon reaches Barcelona Sants at 16:40.",
+            "A 7:00 flight from Orly lands by 8:45, but you must leave home around 5:00.",
+        ),
         "Direct trains sell out early for weekends, so book six to eight weeks ahead.",
         "In short, take the train for comfort and lower emissions, and fly only when time is very tight.",
         "Shall I check typical fares for your dates?",
-        (("Factor", "Train", "Plane"),
-         (("Door-to-door time", "About 6.5 h", "About 4.5 h"), ("Typical fare", "From 40 euros", "From 35 euros plus bags"),
-          ("Luggage", "Included", "Often extra"), ("CO2 per trip", "About 5 kg", "About 60 kg"))),
+        (
+            ("Factor", "Train", "Plane"),
+            (
+                ("Door-to-door time", "About 6.5 h", "About 4.5 h"),
+                ("Typical fare", "From 40 euros", "From 35 euros plus bags"),
+                ("Luggage", "Included", "Often extra"),
+                ("CO2 per trip", "About 5 kg", "About 60 kg"),
+            ),
+        ),
         "🚄⏱️💶🧳🌍",
     ),
     Content(
-        "q11", "advice", "health",
+        "q11",
+        "advice",
+        "health",
         "I work rotating night shifts as a nurse. How can I sleep better between shifts?",
         "Better Sleep on Rotating Night Shifts",
         "Rotating shifts fight your body clock, so sleep needs more planning than usual.",
         "Protect a fixed sleep window, make your bedroom fully dark, and time light and caffeine deliberately.",
-        (("Anchor sleep", "Keep a core four-hour sleep block at the same time on work and rest days."),
-         ("Dark and cool", "Use blackout curtains, an eye mask and a room around 18 °C for daytime sleep."),
-         ("Light timing", "Wear sunglasses on the way home and seek bright light at the start of each shift."),
-         ("Caffeine cut-off", "Stop caffeine about six hours before you plan to sleep.")),
-        ("For example, after a shift ending at 7:00, sleep from 8:30 to 15:00 and nap briefly before the next one.",
-         "Many nurses find a 20-minute nap before a night shift improves alertness."),
+        (
+            ("Anchor sleep", "Keep a core four-hour sleep block at the same time on work and rest days."),
+            ("Dark and cool", "Use blackout curtains, an eye mask and a room around 18 °C for daytime sleep."),
+            ("Light timing", "Wear sunglasses on the way home and seek bright light at the start of each shift."),
+            ("Caffeine cut-off", "Stop caffeine about six hours before you plan to sleep."),
+        ),
+        (
+            "For example, after a shift ending at 7:00, sleep from 8:30 to 15:00 and nap briefly before the next one.",
+            "Many nurses find a 20-minute nap before a night shift improves alertness.",
+        ),
         "See a doctor if you feel exhausted despite these steps, because shift work sleep disorder is treatable.",
         "In short, regular timing, darkness and well-timed light give your body clock the best chance.",
         "Would you like a sample sleep plan for a three-night rotation?",
-        (("Situation", "Sleep window", "Tip"),
-         (("After a night shift", "8:30–15:00", "Blackout curtains"), ("Before the first night", "14:00–16:00", "Keep it short"),
-          ("Rest day", "23:00–7:00", "Morning daylight"), ("Back to days", "22:00–6:00", "No late caffeine"))),
+        (
+            ("Situation", "Sleep window", "Tip"),
+            (
+                ("After a night shift", "8:30–15:00", "Blackout curtains"),
+                ("Before the first night", "14:00–16:00", "Keep it short"),
+                ("Rest day", "23:00–7:00", "Morning daylight"),
+                ("Back to days", "22:00–6:00", "No late caffeine"),
+            ),
+        ),
         "😴⏰🌑🕶️☕",
     ),
     Content(
-        "q12", "information_extraction", "health",
+        "q12",
+        "information_extraction",
+        "health",
         'Extract the medication name, dose, frequency and warnings from this label: "AMOXICILLIN 500 MG CAPSULES. '
         "Take one capsule by mouth three times daily for 7 days. Finish all medication unless otherwise directed. "
         'May cause diarrhoea. Do not take if allergic to penicillin. Dr K. Osei, Riverside Pharmacy."',
         "Prescription Label Details",
         "The label is a standard pharmacy printout for a short antibiotic course.",
         "The label is for amoxicillin 500 mg, one capsule three times daily for 7 days, with two warnings.",
-        (("Medication", "Amoxicillin, an antibiotic, supplied as 500 mg capsules."),
-         ("Dose", "One capsule taken by mouth each time."),
-         ("Frequency", "Three times daily for seven days, finishing the full course."),
-         ("Warnings", "It may cause diarrhoea and must not be taken by anyone allergic to penicillin.")),
-        ("For example, doses at 8:00, 14:00 and 20:00 spread the three capsules evenly.",
-         "The prescriber, Dr K. Osei, and Riverside Pharmacy are listed but are not part of the dosing."),
+        (
+            ("Medication", "Amoxicillin, an antibiotic, supplied as 500 mg capsules."),
+            ("Dose", "One capsule taken by mouth each time."),
+            ("Frequency", "Three times daily for seven days, finishing the full course."),
+            ("Warnings", "It may cause diarrhoea and must not be taken by anyone allergic to penicillin."),
+        ),
+        (
+            "For example, doses at 8:00, 14:00 and 20:00 spread the three capsules evenly.",
+            "The prescriber, Dr K. Osei, and Riverside Pharmacy are listed but are not part of the dosing.",
+        ),
         "Contact the pharmacy if a rash or severe diarrhoea appears, as it can signal an allergy.",
         "In short, it is a seven-day course of 500 mg amoxicillin taken three times a day.",
         "Would you like a printable dose tracker for the seven days?",
-        (("Field", "Value", "Source line"),
-         (("Medication", "Amoxicillin 500 mg", "Line 1"), ("Dose", "One capsule by mouth", "Line 2"),
-          ("Frequency", "Three times daily, 7 days", "Line 2"), ("Warnings", "Diarrhoea; penicillin allergy", "Lines 4–5"))),
+        (
+            ("Field", "Value", "Source line"),
+            (
+                ("Medication", "Amoxicillin 500 mg", "Line 1"),
+                ("Dose", "One capsule by mouth", "Line 2"),
+                ("Frequency", "Three times daily, 7 days", "Line 2"),
+                ("Warnings", "Diarrhoea; penicillin allergy", "Lines 4–5"),
+            ),
+        ),
         "💊🏷️🥄🕗⚠️",
-        facts=(("Medication", "Amoxicillin 500 mg capsules"), ("Dose", "One capsule by mouth"),
-               ("Frequency", "Three times daily for 7 days"), ("Warnings", "May cause diarrhoea; not for penicillin allergy")),
+        facts=(
+            ("Medication", "Amoxicillin 500 mg capsules"),
+            ("Dose", "One capsule by mouth"),
+            ("Frequency", "Three times daily for 7 days"),
+            ("Warnings", "May cause diarrhoea; not for penicillin allergy"),
+        ),
     ),
     Content(
-        "q13", "explanation", "history",
+        "q13",
+        "explanation",
+        "history",
         "What caused the fall of the Western Roman Empire?",
         "Why the Western Roman Empire Fell",
         "The Western Roman Empire ended in 476, when Odoacer deposed the last emperor, Romulus Augustulus.",
         "No single cause toppled it; political instability, money troubles and outside pressure reinforced each other.",
-        (("Political instability", "Dozens of emperors were murdered or overthrown in the third century, weakening central control."),
-         ("Economic strain", "Debased coins, heavy taxes and shrinking trade left the state short of money for its armies."),
-         ("Military pressure", "Gothic, Vandal and Hunnic groups crossed the frontiers faster than Rome could respond."),
-         ("Divided empire", "After 395 the richer Eastern half went its own way and rarely sent help west.")),
-        ("For example, the Visigoths sacked Rome itself in 410, a shock felt across the Mediterranean.",
-         "The Vandal capture of Carthage in 439 cut the West off from its richest grain and tax province."),
+        (
+            (
+                "Political instability",
+                "Dozens of emperors were murdered or overthrown in the third century, weakening central control.",
+            ),
+            (
+                "Economic strain",
+                "Debased coins, heavy taxes and shrinking trade left the state short of money for its armies.",
+            ),
+            (
+                "Military pressure",
+                "Gothic, Vandal and Hunnic groups crossed the frontiers faster than Rome could respond.",
+            ),
+            ("Divided empire", "After 395 the richer Eastern half went its own way and rarely sent help west."),
+        ),
+        (
+            "For example, the Visigoths sacked Rome itself in 410, a shock felt across the Mediterranean.",
+            "The Vandal capture of Carthage in 439 cut the West off from its richest grain and tax province.",
+        ),
         "Historians still debate the balance of causes, and some prefer to speak of transformation rather than fall.",
         "In short, the West fell when internal weakness met outside pressure it could no longer absorb.",
         "Would you like a short reading list on late antiquity?",
-        (("Cause", "Period", "Effect"),
-         (("Political instability", "235–284", "Weak central control"), ("Economic strain", "3rd–5th century", "Unpaid armies"),
-          ("Military pressure", "376–476", "Lost provinces"), ("Divided empire", "From 395", "Little help from the East"))),
+        (
+            ("Cause", "Period", "Effect"),
+            (
+                ("Political instability", "235–284", "Weak central control"),
+                ("Economic strain", "3rd–5th century", "Unpaid armies"),
+                ("Military pressure", "376–476", "Lost provinces"),
+                ("Divided empire", "From 395", "Little help from the East"),
+            ),
+        ),
         "🏛️👑💰⚔️🗺️",
     ),
 )
 BY_KEY = {q.key: q for q in QUESTIONS}
 BODY_HEADINGS = {
-    "explanation": "Why it happens", "how_to": "Steps", "comparison": "Side by side",
-    "information_extraction": "Extracted details", "advice": "What to do",
-    "creative_writing": "What to expect", "coding": "The approach",
+    "explanation": "Why it happens",
+    "how_to": "Steps",
+    "comparison": "Side by side",
+    "information_extraction": "Extracted details",
+    "advice": "What to do",
+    "creative_writing": "What to expect",
+    "coding": "The approach",
 }
 
 
@@ -443,7 +651,11 @@ VARIANTS = {
         [R("table_or_grid", columns=3, rows=4), R("summary_and_closure"), F("emoji_and_symbols")],
         [F("table_or_grid"), R("paragraph_or_sentence_count", n=3, unit="paragraphs"), R("summary_and_closure")],
         [R("table_or_grid", columns=3, rows=3), R("typographic_emphasis", n=2), F("section_headings")],
-        [R("paragraph_or_sentence_count", n=3, unit="paragraphs"), F("emoji_and_symbols"), R("examples_and_cases", n=1)],
+        [
+            R("paragraph_or_sentence_count", n=3, unit="paragraphs"),
+            F("emoji_and_symbols"),
+            R("examples_and_cases", n=1),
+        ],
     ],
     "q11": [
         [R("bullet_list", n=4), F("call_to_action"), R("callout_or_note_block", label="Note")],
@@ -508,35 +720,85 @@ class Style:
         tt = q.task_type
         code = "fenced" if q.code else None
         if self.name == "helix-pro":
-            return Plan(title=True, headings=3, divider=tt in ("explanation", "comparison"), list="bullet",
-                        table_rows=4 if tt == "comparison" else 0, examples=1,
-                        note="Tip" if tt in ("how_to", "advice", "coding") else None, bold=4, code=code,
-                        comments=True, formula=bool(q.formula), summary=True)
+            return Plan(
+                title=True,
+                headings=3,
+                divider=tt in ("explanation", "comparison"),
+                list="bullet",
+                table_rows=4 if tt == "comparison" else 0,
+                examples=1,
+                note="Tip" if tt in ("how_to", "advice", "coding") else None,
+                bold=4,
+                code=code,
+                comments=True,
+                formula=bool(q.formula),
+                summary=True,
+            )
         if self.name == "quill-2":
             return Plan(lead=True, examples=1, code=code, summary=True)
-        lists = {"advice": "bullet", "creative_writing": "bullet", "information_extraction": None}  # extraction: table only
-        return Plan(title=True, list=lists.get(tt, "numbered"),
-                    table_rows=4 if tt in ("comparison", "information_extraction") else 0, emoji=99, code=code,
-                    comments=True, cta=True)
+        lists = {
+            "advice": "bullet",
+            "creative_writing": "bullet",
+            "information_extraction": None,
+        }  # extraction: table only
+        return Plan(
+            title=True,
+            list=lists.get(tt, "numbered"),
+            table_rows=4 if tt in ("comparison", "information_extraction") else 0,
+            emoji=99,
+            code=code,
+            comments=True,
+            cta=True,
+        )
 
 
 STYLES = (
-    Style("helix-pro", "Markdown-heavy: a '#' title, '##' sections, bullets with bold labels, tip call-outs.",
-          markdown=True, labels=True, prose_with_table=False,
-          weak={("typographic_emphasis", "forbid"): 0.45, ("section_headings", "forbid"): 0.6,
-                ("bullet_list", "forbid"): 0.7, ("single_text_block", "require"): 0.5,
-                ("paragraph_or_sentence_count", "require"): 0.6, ("document_title", "forbid"): 0.7}),
-    Style("quill-2", "Plain prose paragraphs with a short background lead and a closing summary; no markup.",
-          markdown=False, labels=False, prose_with_table=True,
-          weak={("table_or_grid", "require"): 0.4, ("numbered_enumeration", "require"): 0.7,
-                ("bullet_list", "require"): 0.75, ("section_headings", "require"): 0.6,
-                ("emoji_and_symbols", "require"): 0.6, ("key_value_fields", "require"): 0.6,
-                ("callout_or_note_block", "require"): 0.7}),
-    Style("pixel-mini", "Chatty: emoji title, numbered or bulleted items with emoji, tables, a closing question.",
-          markdown=False, labels=True, prose_with_table=False,
-          weak={("emoji_and_symbols", "forbid"): 0.4, ("call_to_action", "forbid"): 0.5,
-                ("summary_and_closure", "require"): 0.7, ("table_or_grid", "forbid"): 0.6,
-                ("paragraph_or_sentence_count", "require"): 0.5, ("typographic_emphasis", "require"): 0.7}),
+    Style(
+        "helix-pro",
+        "Markdown-heavy: a '#' title, '##' sections, bullets with bold labels, tip call-outs.",
+        markdown=True,
+        labels=True,
+        prose_with_table=False,
+        weak={
+            ("typographic_emphasis", "forbid"): 0.45,
+            ("section_headings", "forbid"): 0.6,
+            ("bullet_list", "forbid"): 0.7,
+            ("single_text_block", "require"): 0.5,
+            ("paragraph_or_sentence_count", "require"): 0.6,
+            ("document_title", "forbid"): 0.7,
+        },
+    ),
+    Style(
+        "quill-2",
+        "Plain prose paragraphs with a short background lead and a closing summary; no markup.",
+        markdown=False,
+        labels=False,
+        prose_with_table=True,
+        weak={
+            ("table_or_grid", "require"): 0.4,
+            ("numbered_enumeration", "require"): 0.7,
+            ("bullet_list", "require"): 0.75,
+            ("section_headings", "require"): 0.6,
+            ("emoji_and_symbols", "require"): 0.6,
+            ("key_value_fields", "require"): 0.6,
+            ("callout_or_note_block", "require"): 0.7,
+        },
+    ),
+    Style(
+        "pixel-mini",
+        "Chatty: emoji title, numbered or bulleted items with emoji, tables, a closing question.",
+        markdown=False,
+        labels=True,
+        prose_with_table=False,
+        weak={
+            ("emoji_and_symbols", "forbid"): 0.4,
+            ("call_to_action", "forbid"): 0.5,
+            ("summary_and_closure", "require"): 0.7,
+            ("table_or_grid", "forbid"): 0.6,
+            ("paragraph_or_sentence_count", "require"): 0.5,
+            ("typographic_emphasis", "require"): 0.7,
+        },
+    ),
 )
 STYLE = {s.name: s for s in STYLES}
 
@@ -570,10 +832,22 @@ class Attempt:
 
 
 # Features a plan switches on or off (the attribute of Plan that each one sets).
-SWITCHES = {"document_title": "title", "section_divider": "divider", "call_to_action": "cta",
-            "summary_and_closure": "summary", "opening_lead": "lead", "mathematical_notation": "formula"}
-COUNTED = ("section_headings", "table_or_grid", "key_value_fields", "examples_and_cases", "typographic_emphasis",
-           "emoji_and_symbols")
+SWITCHES = {
+    "document_title": "title",
+    "section_divider": "divider",
+    "call_to_action": "cta",
+    "summary_and_closure": "summary",
+    "opening_lead": "lead",
+    "mathematical_notation": "formula",
+}
+COUNTED = (
+    "section_headings",
+    "table_or_grid",
+    "key_value_fields",
+    "examples_and_cases",
+    "typographic_emphasis",
+    "emoji_and_symbols",
+)
 MARKUP = ("callout_or_note_block", "code_block", "code_annotations", "single_text_block", "paragraph_or_sentence_count")
 
 
@@ -740,8 +1014,15 @@ def _parts(q: Content, style: Style, plan: Plan) -> Parts:
 
 def _single_block(q: Content, plan: Plan, parts: Parts) -> str:
     """The whole response as one paragraph (no markup, code inline)."""
-    pieces = [parts.intro, *parts.items, *parts.examples, q.formula if plan.formula else "", q.code[2] if q.code else "",
-              q.summary if plan.summary else "", parts.cta if plan.cta else ""]
+    pieces = [
+        parts.intro,
+        *parts.items,
+        *parts.examples,
+        q.formula if plan.formula else "",
+        q.code[2] if q.code else "",
+        q.summary if plan.summary else "",
+        parts.cta if plan.cta else "",
+    ]
     return " ".join(p for p in pieces if p)
 
 
@@ -786,7 +1067,7 @@ def _merge_paragraphs(blocks: list[tuple[str, str]], paragraphs: int) -> list[tu
     sentences = [s for _, text in prose for s in _sentences(text)]
     n = min(paragraphs, len(sentences))
     cuts = [round(i * len(sentences) / n) for i in range(n + 1)]
-    merged = [("intro" if i == 0 else "body:prose", " ".join(sentences[cuts[i]:cuts[i + 1]])) for i in range(n)]
+    merged = [("intro" if i == 0 else "body:prose", " ".join(sentences[cuts[i] : cuts[i + 1]])) for i in range(n)]
     rest = [b for b in blocks if b not in prose]
     head = [b for b in rest if b[0] == "title"]
     return head + merged[:1] + [b for b in rest if b[0] != "title"] + merged[1:]
@@ -794,9 +1075,15 @@ def _merge_paragraphs(blocks: list[tuple[str, str]], paragraphs: int) -> list[tu
 
 def _with_headings(blocks: list[tuple[str, str]], q: Content, plan: Plan, n_examples: int) -> list[tuple[str, str]]:
     """``plan.headings`` ``##`` headings, each before the first block of a section (body first)."""
-    names = {"intro": "Overview", "body": BODY_HEADINGS[q.task_type], "summary": "Bottom line",
-             "examples": "Example" if n_examples == 1 else "Examples", "cta": "Next step",
-             "note": plan.note or "Note", "formula": "The formula"}
+    names = {
+        "intro": "Overview",
+        "body": BODY_HEADINGS[q.task_type],
+        "summary": "Bottom line",
+        "examples": "Example" if n_examples == 1 else "Examples",
+        "cta": "Next step",
+        "note": plan.note or "Note",
+        "formula": "The formula",
+    }
     first: dict[str, int] = {}
     for i, (tag, _) in enumerate(blocks):
         first.setdefault(tag.split(":")[0], i)
@@ -814,7 +1101,7 @@ def _with_divider(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """A ``---`` divider before the closing summary (and its heading), else before the last block."""
     at = next((i for i, b in enumerate(blocks) if b[0] == "summary"), len(blocks) - 1)
     at -= at > 0 and blocks[at - 1][0] == "heading"
-    return blocks[:max(at, 1)] + [("divider", "---")] + blocks[max(at, 1):]
+    return blocks[: max(at, 1)] + [("divider", "---")] + blocks[max(at, 1) :]
 
 
 # --------------------------------------------------------------------------- reading a response
@@ -833,8 +1120,11 @@ def _lines(text: str) -> list[str]:
 
 
 def _is_title(block: str) -> bool:
-    return "\n" not in block and not block.startswith("##") and (
-        block.startswith("# ") or (len(block.split()) <= 9 and not block.rstrip().endswith((".", "?", "!", ":"))))
+    return (
+        "\n" not in block
+        and not block.startswith("##")
+        and (block.startswith("# ") or (len(block.split()) <= 9 and not block.rstrip().endswith((".", "?", "!", ":"))))
+    )
 
 
 def observe(text: str) -> dict:
@@ -860,7 +1150,9 @@ def observe(text: str) -> dict:
         "comments": any(re.search(r"#\s", c) for c in code),
         "formula": re.search(r"\$[^$]+\$", text) is not None,
         "single": "\n" not in text.strip(),
-        "paragraphs": sum(1 for i, b in enumerate(blocks) if not (i == 0 and title) and not b.startswith("#") and b != "---"),
+        "paragraphs": sum(
+            1 for i, b in enumerate(blocks) if not (i == 0 and title) and not b.startswith("#") and b != "---"
+        ),
         "you": re.search(r"\byou(r|rs|rself)?\b", text, flags=re.I) is not None,
     }
 
@@ -921,67 +1213,136 @@ def evidence(c: ConstraintRecord, ob: dict, plan: Plan, q: Content) -> str:
     """What a careful reader sees in the response for this constraint (a clause)."""
     f = c.feature
     if f == "bullet_list":
-        return f"the response has {_count(ob['bullets'], 'bulleted item')}" if ob["bullets"] else "no line starts with a bullet marker"
+        return (
+            f"the response has {_count(ob['bullets'], 'bulleted item')}"
+            if ob["bullets"]
+            else "no line starts with a bullet marker"
+        )
     if f == "numbered_enumeration":
-        return f"the response has {_count(ob['numbered'], 'numbered item')}" if ob["numbered"] else "no item carries a number or ordered label"
+        return (
+            f"the response has {_count(ob['numbered'], 'numbered item')}"
+            if ob["numbered"]
+            else "no item carries a number or ordered label"
+        )
     if f == "section_headings":
         h = ob["headings"]
-        return (f"the response uses {_count(len(h), 'section heading')} ({', '.join(repr(x) for x in h)})" if h
-                else "the response contains no heading or section label")
+        return (
+            f"the response uses {_count(len(h), 'section heading')} ({', '.join(repr(x) for x in h)})"
+            if h
+            else "the response contains no heading or section label"
+        )
     if f == "document_title":
-        return (f"the first line {_clip(ob['first'])!r} is a standalone title" if ob["title"]
-                else f"the response opens directly with {_clip(ob['first'], 40)!r}")
+        return (
+            f"the first line {_clip(ob['first'])!r} is a standalone title"
+            if ob["title"]
+            else f"the response opens directly with {_clip(ob['first'], 40)!r}"
+        )
     if f == "section_divider":
-        return "a '---' rule sets off the closing part" if ob["divider"] else "no horizontal rule or divider line appears"
+        return (
+            "a '---' rule sets off the closing part" if ob["divider"] else "no horizontal rule or divider line appears"
+        )
     if f == "table_or_grid":
-        return (f"there is a {ob['table'][0]}-column table with {_count(ob['table'][1], 'data row')}" if ob["table"]
-                else "the information is given without any table")
+        return (
+            f"there is a {ob['table'][0]}-column table with {_count(ob['table'][1], 'data row')}"
+            if ob["table"]
+            else "the information is given without any table"
+        )
     if f == "key_value_fields":
-        return (f"{_count(len(ob['kv']), 'Field: value line')} appear, starting with {_clip(ob['kv'][0], 36)!r}" if ob["kv"]
-                else "no 'Field: value' line appears")
+        return (
+            f"{_count(len(ob['kv']), 'Field: value line')} appear, starting with {_clip(ob['kv'][0], 36)!r}"
+            if ob["kv"]
+            else "no 'Field: value' line appears"
+        )
     if f == "call_to_action":
-        return (f"the last sentence {_clip(q.cta)!r} invites a follow-up" if plan.cta
-                else "the response ends on a declarative sentence with no invitation or next step")
+        return (
+            f"the last sentence {_clip(q.cta)!r} invites a follow-up"
+            if plan.cta
+            else "the response ends on a declarative sentence with no invitation or next step"
+        )
     if f == "summary_and_closure":
-        return (f"the response closes with the recap {_clip(q.summary)!r}" if plan.summary
-                else "the response ends on content without a summary or recap")
+        return (
+            f"the response closes with the recap {_clip(q.summary)!r}"
+            if plan.summary
+            else "the response ends on content without a summary or recap"
+        )
     if f == "opening_lead":
-        return (f"the opening sentence {_clip(q.lead)!r} sets the scene before the answer" if plan.lead
-                else f"the first sentence {_clip(q.answer)!r} already gives the answer")
+        return (
+            f"the opening sentence {_clip(q.lead)!r} sets the scene before the answer"
+            if plan.lead
+            else f"the first sentence {_clip(q.answer)!r} already gives the answer"
+        )
     if f == "examples_and_cases":
-        return (f"the response gives {_count(plan.examples, 'concrete example')}, e.g. {_clip(q.examples[0], 40)!r}"
-                if plan.examples else "no example, case or analogy is given")
+        return (
+            f"the response gives {_count(plan.examples, 'concrete example')}, e.g. {_clip(q.examples[0], 40)!r}"
+            if plan.examples
+            else "no example, case or analogy is given"
+        )
     if f == "typographic_emphasis":
         b = ob["bold"]
-        return f"{_count(len(b), 'term')} {'is' if len(b) == 1 else 'are'} in bold, e.g. '{b[0]}'" if b else "no bold or italic text appears"
+        return (
+            f"{_count(len(b), 'term')} {'is' if len(b) == 1 else 'are'} in bold, e.g. '{b[0]}'"
+            if b
+            else "no bold or italic text appears"
+        )
     if f == "emoji_and_symbols":
         e = ob["emoji"]
-        return f"the response contains {_count(len(e), 'emoji')} ({' '.join(e[:3])})" if e else "no emoji or pictographic symbol appears"
+        return (
+            f"the response contains {_count(len(e), 'emoji')} ({' '.join(e[:3])})"
+            if e
+            else "no emoji or pictographic symbol appears"
+        )
     if f == "callout_or_note_block":
-        return (f"there is a separate call-out {_clip(ob['note'][0], 30)!r}" if ob["note"]
-                else "no note, tip or warning block appears")
+        return (
+            f"there is a separate call-out {_clip(ob['note'][0], 30)!r}"
+            if ob["note"]
+            else "no note, tip or warning block appears"
+        )
     if f == "code_block":
-        return "the code sits in a fenced ```python block" if ob["fenced"] else "the code is given inline in a sentence, not in a code block"
+        return (
+            "the code sits in a fenced ```python block"
+            if ob["fenced"]
+            else "the code is given inline in a sentence, not in a code block"
+        )
     if f == "code_annotations":
-        return "the code block contains '#' comments explaining what it does" if ob["comments"] else "the code carries no comment or docstring"
+        return (
+            "the code block contains '#' comments explaining what it does"
+            if ob["comments"]
+            else "the code carries no comment or docstring"
+        )
     if f == "mathematical_notation":
-        return "the LaTeX formula $A = P(1 + r/n)^{nt}$ appears" if ob["formula"] else "no formula or LaTeX math appears"
+        return (
+            "the LaTeX formula $A = P(1 + r/n)^{nt}$ appears" if ob["formula"] else "no formula or LaTeX math appears"
+        )
     if f == "single_text_block":
-        return "the whole response is one paragraph without line breaks" if ob["single"] else "the response is split over several blocks"
+        return (
+            "the whole response is one paragraph without line breaks"
+            if ob["single"]
+            else "the response is split over several blocks"
+        )
     if f == "paragraph_or_sentence_count":
         return f"the response has {_count(ob['paragraphs'], 'paragraph')} separated by blank lines"
     raise ValueError(f"no evidence rule for feature {f!r}")
 
 
 RATIONALES = {  # (correct, label) -> phrasings either judge may use: no style tells the judges apart
-    (True, 1): ("{Ev}, which meets the acceptance criterion.", "{Ev}, as the {mode} constraint on {name} asks.",
-                "The constraint is met: {ev}."),
-    (True, 0): ("{Ev}, whereas the acceptance criterion says: {acceptance}",
-                "{Ev}, contrary to the {mode} constraint on {name}.", "The constraint is not met: {ev}."),
-    (False, 1): ("{Ev}, which is close enough to count as satisfying the {name} constraint.",
-                 "{Ev}; the small deviation from the criterion is treated as acceptable."),
-    (False, 0): ("{Ev}, but a borderline element is read as not meeting the {name} constraint.",
-                 "{Ev}, yet this is not accepted as satisfying the {mode} constraint on {name}."),
+    (True, 1): (
+        "{Ev}, which meets the acceptance criterion.",
+        "{Ev}, as the {mode} constraint on {name} asks.",
+        "The constraint is met: {ev}.",
+    ),
+    (True, 0): (
+        "{Ev}, whereas the acceptance criterion says: {acceptance}",
+        "{Ev}, contrary to the {mode} constraint on {name}.",
+        "The constraint is not met: {ev}.",
+    ),
+    (False, 1): (
+        "{Ev}, which is close enough to count as satisfying the {name} constraint.",
+        "{Ev}; the small deviation from the criterion is treated as acceptable.",
+    ),
+    (False, 0): (
+        "{Ev}, but a borderline element is read as not meeting the {name} constraint.",
+        "{Ev}, yet this is not accepted as satisfying the {mode} constraint on {name}.",
+    ),
 }
 
 
@@ -994,8 +1355,9 @@ def rationale(judge: str, correct: bool, label: int, c: ConstraintRecord, ev: st
     pool = RATIONALES[(bool(correct), int(label))]
     shuffled = sorted(range(len(pool)), key=lambda k: stable_uniform("rationale", k, *unit))
     template = pool[shuffled[(JUDGE_A, JUDGE_B).index(judge)]]
-    return template.format(Ev=ev[0].upper() + ev[1:], ev=ev, mode=c.mode, name=CATALOG[c.feature].name.lower(),
-                           acceptance=c.acceptance)
+    return template.format(
+        Ev=ev[0].upper() + ev[1:], ev=ev, mode=c.mode, name=CATALOG[c.feature].name.lower(), acceptance=c.acceptance
+    )
 
 
 # --------------------------------------------------------------------------- the bundle
@@ -1022,7 +1384,10 @@ def baseline_features(ob: dict, plan: Plan, q: Content) -> dict[str, str]:
         "line_breaks_and_spacing": (not ob["single"], "blocks separated by blank lines"),
         "direct_address": (ob["you"], "addresses the reader as 'you'"),
         "call_to_action": (plan.cta, "ends with a follow-up question"),
-        "summary_and_closure": (plan.summary, "ends with an 'In short' recap" if q.summary.startswith("In short") else "closing line"),
+        "summary_and_closure": (
+            plan.summary,
+            "ends with an 'In short' recap" if q.summary.startswith("In short") else "closing line",
+        ),
         "opening_lead": (plan.lead, "opens with background before the answer"),
         "answer_first": (not plan.lead, "first sentence gives the answer"),
         "examples_and_cases": (plan.examples, "gives a concrete example"),
@@ -1036,14 +1401,22 @@ def baseline_features(ob: dict, plan: Plan, q: Content) -> dict[str, str]:
 
 def _constraint(position: int, feature: str, mode: str, params: dict) -> ConstraintRecord:
     f = CATALOG[feature]
-    return ConstraintRecord(position=position, feature=feature, mode=mode, category=f.category,
-                            text=f.render(mode, **params), acceptance=f.render_acceptance(mode, **params), params=params)
+    return ConstraintRecord(
+        position=position,
+        feature=feature,
+        mode=mode,
+        category=f.category,
+        text=f.render(mode, **params),
+        acceptance=f.render_acceptance(mode, **params),
+        params=params,
+    )
 
 
 def _instruction(key: str, q: Content, condition: str, pair_group: str, constraints: list) -> InstructionRecord:
     text = f"{q.text}\n\nRequirements: " + " ".join(c.text for c in constraints)
-    return InstructionRecord(key=key, question=q.key, condition=condition, pair_group=pair_group, text=text,
-                             constraints=constraints)
+    return InstructionRecord(
+        key=key, question=q.key, condition=condition, pair_group=pair_group, text=text, constraints=constraints
+    )
 
 
 # Sizes (issue 34: the demo's Scores page shows informative intervals): besides its hand-written
@@ -1051,8 +1424,18 @@ def _instruction(key: str, q: Content, condition: str, pair_group: str, constrai
 # question's own targets recombined (distinct categories, no contradiction, no repeat of a
 # hand-written set), so the targets recur across more variants and every rate rests on more units.
 EXTRA_VARIANTS = 7
-BLOCKS = {"bullet_list", "numbered_enumeration", "section_headings", "table_or_grid", "key_value_fields",
-          "callout_or_note_block", "section_divider", "document_title", "code_block", "paragraph_or_sentence_count"}
+BLOCKS = {
+    "bullet_list",
+    "numbered_enumeration",
+    "section_headings",
+    "table_or_grid",
+    "key_value_fields",
+    "callout_or_note_block",
+    "section_divider",
+    "document_title",
+    "code_block",
+    "paragraph_or_sentence_count",
+}
 
 
 def _compatible(spec: tuple) -> bool:
@@ -1071,16 +1454,21 @@ def extra_variants(qk: str, variants: list, n: int = EXTRA_VARIANTS) -> list:
 
     pool = list({json.dumps(t, sort_keys=True): t for v in variants for t in v}.values())
     seen = {frozenset(json.dumps(t, sort_keys=True) for t in v) for v in variants}
-    spec = [list(c) for c in combinations(pool, 3) if _compatible(c)
-            and frozenset(json.dumps(t, sort_keys=True) for t in c) not in seen]
+    spec = [
+        list(c)
+        for c in combinations(pool, 3)
+        if _compatible(c) and frozenset(json.dumps(t, sort_keys=True) for t in c) not in seen
+    ]
     spec.sort(key=lambda c: stable_uniform("extra-variant", qk, *(json.dumps(t, sort_keys=True) for t in c)))
     return spec[:n]
 
 
 def all_variants() -> dict[str, list]:
     """The hand-written variants of each question followed by its :func:`extra_variants`."""
-    return {qk: variants + ([] if qk == WORKED_EXAMPLE[1] else extra_variants(qk, variants))
-            for qk, variants in VARIANTS.items()}
+    return {
+        qk: variants + ([] if qk == WORKED_EXAMPLE[1] else extra_variants(qk, variants))
+        for qk, variants in VARIANTS.items()
+    }
 
 
 def instructions() -> list[InstructionRecord]:
@@ -1105,14 +1493,18 @@ def respond(model: str, q: Content, inst: InstructionRecord | None) -> tuple[str
     if inst is not None:
         base_ob = observe(render(q, style, plan))
         base_plan = replace(plan)
-        layout_first = sorted(inst.constraints, key=lambda c: c.feature not in ("single_text_block", "paragraph_or_sentence_count"))
+        layout_first = sorted(
+            inst.constraints, key=lambda c: c.feature not in ("single_text_block", "paragraph_or_sentence_count")
+        )
         for c in layout_first:
             prob = style.weak.get((c.feature, c.mode), 0.9)
             if passes(c, base_ob, base_plan):
                 prob = max(prob, 0.96)  # already the model's habit
             if inst.condition != "main":
                 prob = min(0.98, prob + 0.08)
-            comply = FORCED.get((model, inst.key, c.position), stable_uniform("comply", model, inst.key, c.position) < prob)
+            comply = FORCED.get(
+                (model, inst.key, c.position), stable_uniform("comply", model, inst.key, c.position) < prob
+            )
             apply(plan, style, c.feature, c.mode, c.params, comply, stable_uniform("miss", model, inst.key, c.position))
     text = render(q, style, plan)
     return text, plan, observe(text)
@@ -1125,19 +1517,30 @@ FORCED = {("pixel-mini", f"q05-v{v}", j): not (v == 2 and j == 2) for v in (1, 2
 def build() -> dict[str, list]:
     """All bundle records, by file name."""
     insts = instructions()
-    models = [ModelRecord(name=s.name, provider="demo", settings={"style": s.description, "temperature": 0}) for s in STYLES]
+    models = [
+        ModelRecord(name=s.name, provider="demo", settings={"style": s.description, "temperature": 0}) for s in STYLES
+    ]
     judges = [
-        JudgeRecord(name=JUDGE_A, provider="openai", model="gpt-5.4-mini", prompt_version="demo-v1", config={"temperature": 0}),
-        JudgeRecord(name=JUDGE_B, provider="gemini", model="gemini-3.1-flash-lite", prompt_version="demo-v1",
-                    config={"temperature": 0}),
+        JudgeRecord(
+            name=JUDGE_A, provider="openai", model="gpt-5.4-mini", prompt_version="demo-v1", config={"temperature": 0}
+        ),
+        JudgeRecord(
+            name=JUDGE_B,
+            provider="gemini",
+            model="gemini-3.1-flash-lite",
+            prompt_version="demo-v1",
+            config={"temperature": 0},
+        ),
     ]
     responses, baseline, judgments, adjudications = [], [], [], []
     for s in STYLES:
         for q in QUESTIONS:
             text, plan, ob = respond(s.name, q, None)
             responses.append(ResponseRecord(model=s.name, question=q.key, text=text))
-            baseline += [BaselineFeatureRecord(model=s.name, question=q.key, feature=k, source="demo", evidence=ev)
-                         for k, ev in sorted(baseline_features(ob, plan, q).items())]
+            baseline += [
+                BaselineFeatureRecord(model=s.name, question=q.key, feature=k, source="demo", evidence=ev)
+                for k, ev in sorted(baseline_features(ob, plan, q).items())
+            ]
     for inst in insts:
         for s in STYLES:
             if inst.condition != "main" and s.name != SINGLE_MODEL:
@@ -1158,14 +1561,32 @@ def build() -> dict[str, list]:
                 for j in (JUDGE_A, JUDGE_B):
                     labels[j] = truth if j != wrong else 1 - truth
                     why = rationale(j, j != wrong, labels[j], c, ev, unit)
-                    judgments.append(JudgmentRecord(judge=j, model=s.name, instruction=inst.key, position=c.position,
-                                                    label=labels[j], rationale=why, prompt_version="demo-v1"))
+                    judgments.append(
+                        JudgmentRecord(
+                            judge=j,
+                            model=s.name,
+                            instruction=inst.key,
+                            position=c.position,
+                            label=labels[j],
+                            rationale=why,
+                            prompt_version="demo-v1",
+                        )
+                    )
                 if wrong and stable_uniform("review", *unit) < ADJUDICATED_SHARE:
                     who = "alice" if stable_uniform("who", *unit) < 0.5 else "bob"
-                    adjudications.append(AdjudicationRecord(
-                        judge_a=JUDGE_A, judge_b=JUDGE_B, model=s.name, instruction=inst.key, position=c.position,
-                        choice="A" if wrong == JUDGE_B else "B", annotator=who,
-                        seconds=round(25 + 120 * stable_uniform("seconds", *unit), 1), plan="demo"))
+                    adjudications.append(
+                        AdjudicationRecord(
+                            judge_a=JUDGE_A,
+                            judge_b=JUDGE_B,
+                            model=s.name,
+                            instruction=inst.key,
+                            position=c.position,
+                            choice="A" if wrong == JUDGE_B else "B",
+                            annotator=who,
+                            seconds=round(25 + 120 * stable_uniform("seconds", *unit), 1),
+                            plan="demo",
+                        )
+                    )
     # Two decisions where neither rationale holds up (the annotator found both judges' reasons off).
     for a in adjudications[3:12:6]:
         a.choice, a.note = "neither", "Both rationales misread the response; left for a second look."
@@ -1178,14 +1599,24 @@ def build() -> dict[str, list]:
             "habits, 2 judges (gpt-judge, gemini-judge) and a few adjudications. Worked example of docs/metrics.md#worked-example: "
             "pixel-mini on q05 — targets a = forbid bullet_list, b = require section_headings, c = forbid "
             "call_to_action with V(a) = {q05-v1, q05-v2, q05-v3}, V(b) = {q05-v1, q05-v2}, V(c) = {q05-v1}; all pass "
-            "except b in q05-v2 → R1 = 1/2, R2 = 1/3, R3 = 0, EMCR = 27.78 %, TCPR = 66.67 %."),
+            "except b in q05-v2 → R1 = 1/2, R2 = 1/3, R3 = 0, EMCR = 27.78 %, TCPR = 66.67 %."
+        ),
     )
     return {
-        "bundle.json": manifest, "extractions.jsonl": _extractions(baseline), "questions.jsonl": [
-            QuestionRecord(key=q.key, text=q.text, task_type=q.task_type, domain=q.domain, language="en",
-                           source="reform-demo") for q in QUESTIONS],
-        "instructions.jsonl": insts, "models.jsonl": models, "responses.jsonl": responses,
-        "baseline_features.jsonl": baseline, "judges.jsonl": judges, "judgments.jsonl": judgments,
+        "bundle.json": manifest,
+        "extractions.jsonl": _extractions(baseline),
+        "questions.jsonl": [
+            QuestionRecord(
+                key=q.key, text=q.text, task_type=q.task_type, domain=q.domain, language="en", source="reform-demo"
+            )
+            for q in QUESTIONS
+        ],
+        "instructions.jsonl": insts,
+        "models.jsonl": models,
+        "responses.jsonl": responses,
+        "baseline_features.jsonl": baseline,
+        "judges.jsonl": judges,
+        "judgments.jsonl": judgments,
         "adjudications.jsonl": adjudications,
     }
 
@@ -1199,8 +1630,11 @@ def _extractions(baseline: list) -> list:
         u = stable_uniform("extract", b.model, b.question, b.feature)
         match = "exact" if u < 0.8 else ("subtype" if u < 0.92 else "composite")
         label = b.feature if match == "exact" else f"{b.feature} ({'variant' if match == 'subtype' else 'combined'})"
-        out.append(ExtractionRecord(model=b.model, question=b.question, label=label, feature=b.feature, match=match,
-                                    source="demo"))
+        out.append(
+            ExtractionRecord(
+                model=b.model, question=b.question, label=label, feature=b.feature, match=match, source="demo"
+            )
+        )
         seen.add((b.model, b.question))
     for m, q in sorted(seen):
         if stable_uniform("uncovered", m, q) < 0.3:
@@ -1216,10 +1650,14 @@ def write(out: Path) -> dict[str, int]:
     counts = {}
     for name, records in build().items():
         if name == "bundle.json":
-            (out / name).write_text(json.dumps(records.model_dump(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+            (out / name).write_text(
+                json.dumps(records.model_dump(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+            )
             continue
-        lines = [json.dumps(r.model_dump(exclude_defaults=not isinstance(r, InstructionRecord)), ensure_ascii=False)
-                 for r in records]
+        lines = [
+            json.dumps(r.model_dump(exclude_defaults=not isinstance(r, InstructionRecord)), ensure_ascii=False)
+            for r in records
+        ]
         (out / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
         counts[name] = len(lines)
     return counts

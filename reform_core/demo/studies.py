@@ -25,20 +25,52 @@ import numpy as np
 from reform_core.construction import mosaic_gen, wise_gen
 
 MOSAIC_STUDY, WISE_STUDY = "demo-mosaic", "demo-wise"
-POOL = ("short_paragraphs", "short_body", "dash_lists", "boc_token", "eoc_token", "json", "use_keywords",
-        "avoid_keywords", "custom_variable", "vary_sentences", "short_sentences", "tone", "clear_purpose")
+POOL = (
+    "short_paragraphs",
+    "short_body",
+    "dash_lists",
+    "boc_token",
+    "eoc_token",
+    "json",
+    "use_keywords",
+    "avoid_keywords",
+    "custom_variable",
+    "vary_sentences",
+    "short_sentences",
+    "tone",
+    "clear_purpose",
+)
 MOSAIC_MODELS = {"helix-pro": ("primacy", 0.92), "quill-2": ("recency", 0.85), "pixel-mini": ("flat", 0.7)}
 WISE_MODELS = {"helix-pro": "helix", "quill-2": "quill", "pixel-mini": "pixel", "atlas-7": "atlas", "nova-lite": "nova"}
-WISE_TASKS = ("Say why the sky is blue.", "Describe a sourdough starter.", "Give one tip for a new investor.",
-              "Say what a houseplant needs.", "Describe a community garden.", "Explain what a password manager does.",
-              "Say why we have seasons.", "Describe a good meeting note.")
-FILLER = ("clear", "simple", "useful", "steady", "bright", "careful", "quick", "honest", "calm", "fresh", "solid",
-          "friendly")
+WISE_TASKS = (
+    "Say why the sky is blue.",
+    "Describe a sourdough starter.",
+    "Give one tip for a new investor.",
+    "Say what a houseplant needs.",
+    "Describe a community garden.",
+    "Explain what a password manager does.",
+    "Say why we have seasons.",
+    "Describe a good meeting note.",
+)
+FILLER = (
+    "clear",
+    "simple",
+    "useful",
+    "steady",
+    "bright",
+    "careful",
+    "quick",
+    "honest",
+    "calm",
+    "fresh",
+    "solid",
+    "friendly",
+)
 
 
 def _u(*key) -> float:
     """A stable uniform number in [0, 1) for ``key``."""
-    return int(hashlib.sha256("|".join(map(str, key)).encode()).hexdigest()[:12], 16) / 16 ** 12
+    return int(hashlib.sha256("|".join(map(str, key)).encode()).hexdigest()[:12], 16) / 16**12
 
 
 # ----------------------------------------------------------------------------- MOSAIC
@@ -52,8 +84,11 @@ def mosaic_prompts() -> list[dict]:
     for i in range(36):
         size = 1 + i % 8
         cons = tuple(str(c) for c in rng.choice(POOL, size=size, replace=False))
-        out.append(mosaic_gen.assemble(tasks[i % len(tasks)], products[(i * 3) % len(products)], cons, rng,
-                                       prompt_id=f"demo-{i + 1:02d}"))
+        out.append(
+            mosaic_gen.assemble(
+                tasks[i % len(tasks)], products[(i * 3) % len(products)], cons, rng, prompt_id=f"demo-{i + 1:02d}"
+            )
+        )
     return out
 
 
@@ -64,9 +99,16 @@ def _tries(model: str, prompt: str, position: int, size: int) -> bool:
     return _u("mosaic", model, prompt, position) < p
 
 
-NOUNS = {"smartphone": "phone", "wireless_earbuds": "earbuds", "savings_account": "account", "credit_card": "card",
-         "meditation_app": "app", "fitness_monitor": "tracker", "meals_subscription": "meal box",
-         "news_streaming": "news service"}
+NOUNS = {
+    "smartphone": "phone",
+    "wireless_earbuds": "earbuds",
+    "savings_account": "account",
+    "credit_card": "card",
+    "meditation_app": "app",
+    "fitness_monitor": "tracker",
+    "meals_subscription": "meal box",
+    "news_streaming": "news service",
+}
 VARIED = (6, 14, 8, 21, 5)
 
 
@@ -137,10 +179,26 @@ def wise_generations() -> list[dict]:
         for model, vendor in WISE_MODELS.items():
             p = skill[model] - penalty[r.form] * (1.6 if model in ("pixel-mini", "atlas-7") else 1.0)
             u = _u("wise", model, r.item, r.form, r.repetition)
-            miss = 0 if u < p else (-1 - int(3 * _u("dir", model, r.item, r.form)) if u < p + (1 - p) / 2
-                                     else 1 + int(3 * _u("size", model, r.item, r.form)))
+            miss = (
+                0
+                if u < p
+                else (
+                    -1 - int(3 * _u("dir", model, r.item, r.form))
+                    if u < p + (1 - p) / 2
+                    else 1 + int(3 * _u("size", model, r.item, r.form))
+                )
+            )
             count = max(1, n + miss)
             words = [FILLER[(k + len(r.item)) % len(FILLER)] for k in range(count)]
-            rows.append({"item": r.item, "model": model, "provider": vendor, "form": r.form, "target": r.target,
-                         "repetition": int(r.repetition), "output": " ".join(words).capitalize() + "."})
+            rows.append(
+                {
+                    "item": r.item,
+                    "model": model,
+                    "provider": vendor,
+                    "form": r.form,
+                    "target": r.target,
+                    "repetition": int(r.repetition),
+                    "output": " ".join(words).capitalize() + ".",
+                }
+            )
     return rows

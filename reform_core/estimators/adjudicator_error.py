@@ -71,8 +71,9 @@ class ErrorModel:
 
     def accuracy(self) -> pd.DataFrame:
         """Per annotator: estimated sensitivity, specificity, balanced accuracy and counts."""
-        out = pd.DataFrame({"annotator": self.alpha.index, "sensitivity": self.alpha.to_numpy(),
-                            "specificity": self.beta.to_numpy()})
+        out = pd.DataFrame(
+            {"annotator": self.alpha.index, "sensitivity": self.alpha.to_numpy(), "specificity": self.beta.to_numpy()}
+        )
         out["accuracy"] = (out["sensitivity"] + out["specificity"]) / 2
         out["decisions"] = out["annotator"].map(self.n_decisions).fillna(0).astype(int)
         out["double_items"] = out["annotator"].map(self.n_double).fillna(0).astype(int)
@@ -87,9 +88,17 @@ def perfect(annotators=()) -> ErrorModel:
     return ErrorModel(ones, ones.copy(), (1.0, 1.0), pd.Series(dtype=float), False, zero, zero.copy())
 
 
-def fit(decisions: pd.DataFrame, *, item: str = "iid", annotator: str = "annotator", label: str = "h",
-        group: str = "group", per_annotator: bool = True, prior_strength: float = PRIOR_STRENGTH,
-        pooled_prior_strength: float = POOLED_PRIOR[1]) -> ErrorModel:
+def fit(
+    decisions: pd.DataFrame,
+    *,
+    item: str = "iid",
+    annotator: str = "annotator",
+    label: str = "h",
+    group: str = "group",
+    per_annotator: bool = True,
+    prior_strength: float = PRIOR_STRENGTH,
+    pooled_prior_strength: float = POOLED_PRIOR[1],
+) -> ErrorModel:
     """Fit the two-class latent-class model by EM (module docstring).
 
     Parameters
@@ -125,17 +134,42 @@ def fit(decisions: pd.DataFrame, *, item: str = "iid", annotator: str = "annotat
         return perfect()
     identified = bool(doubled.any())
 
-    a, b, (a0, b0), rho = fit_arrays(h, item_code, ann_code, g_code, len(anns), len(groups),
-                                     per_annotator=per_annotator, prior_strength=prior_strength,
-                                     pooled_prior_strength=pooled_prior_strength)
-    return ErrorModel(pd.Series(a, index=anns), pd.Series(b, index=anns), (a0, b0),
-                      pd.Series(rho, index=groups), identified, n_dec, n_dbl)
+    a, b, (a0, b0), rho = fit_arrays(
+        h,
+        item_code,
+        ann_code,
+        g_code,
+        len(anns),
+        len(groups),
+        per_annotator=per_annotator,
+        prior_strength=prior_strength,
+        pooled_prior_strength=pooled_prior_strength,
+    )
+    return ErrorModel(
+        pd.Series(a, index=anns),
+        pd.Series(b, index=anns),
+        (a0, b0),
+        pd.Series(rho, index=groups),
+        identified,
+        n_dec,
+        n_dbl,
+    )
 
 
-def fit_arrays(h: np.ndarray, item_code: np.ndarray, ann_code: np.ndarray, item_group: np.ndarray, n_ann: int,
-               n_groups: int, *, per_annotator: bool = True, start: tuple | None = None,
-               prior_strength: float = PRIOR_STRENGTH, pooled_prior_strength: float = POOLED_PRIOR[1],
-               tol: float = TOL):
+def fit_arrays(
+    h: np.ndarray,
+    item_code: np.ndarray,
+    ann_code: np.ndarray,
+    item_group: np.ndarray,
+    n_ann: int,
+    n_groups: int,
+    *,
+    per_annotator: bool = True,
+    start: tuple | None = None,
+    prior_strength: float = PRIOR_STRENGTH,
+    pooled_prior_strength: float = POOLED_PRIOR[1],
+    tol: float = TOL,
+):
     """:func:`fit` on integer codes: decisions ``h`` of items ``item_code`` (0..n_items−1) by
     annotators ``ann_code``; ``item_group`` = group code of each item; ``start`` = optional
     (alpha, beta, pooled) to start EM from (a nearby fit, e.g. in a bootstrap); ``tol`` = EM stopping rule (largest change of a
@@ -143,22 +177,42 @@ def fit_arrays(h: np.ndarray, item_code: np.ndarray, ann_code: np.ndarray, item_
     ``(alpha, beta, (pooled_alpha, pooled_beta), rho)``."""
     n_items = len(item_group)
     p_start = (np.array([start[2][0]]), np.array([start[2][1]])) if start is not None else None
-    pooled = _em(h, item_code, np.zeros(len(h), dtype=np.int64), item_group, n_items, n_groups, 1,
-                 prior=(np.array([POOLED_PRIOR[0]]), np.array([POOLED_PRIOR[0]]), pooled_prior_strength), start=p_start,
-                 smooth_prevalence=pooled_prior_strength > 0, tol=tol)
+    pooled = _em(
+        h,
+        item_code,
+        np.zeros(len(h), dtype=np.int64),
+        item_group,
+        n_items,
+        n_groups,
+        1,
+        prior=(np.array([POOLED_PRIOR[0]]), np.array([POOLED_PRIOR[0]]), pooled_prior_strength),
+        start=p_start,
+        smooth_prevalence=pooled_prior_strength > 0,
+        tol=tol,
+    )
     a0, b0 = float(pooled[0][0]), float(pooled[1][0])
     if per_annotator and n_ann > 1:
-        a, b, rho = _em(h, item_code, ann_code, item_group, n_items, n_groups, n_ann,
-                        prior=(np.full(n_ann, a0), np.full(n_ann, b0), prior_strength),
-                        start=(start[0], start[1]) if start is not None else None,
-                        smooth_prevalence=prior_strength > 0, tol=tol)
+        a, b, rho = _em(
+            h,
+            item_code,
+            ann_code,
+            item_group,
+            n_items,
+            n_groups,
+            n_ann,
+            prior=(np.full(n_ann, a0), np.full(n_ann, b0), prior_strength),
+            start=(start[0], start[1]) if start is not None else None,
+            smooth_prevalence=prior_strength > 0,
+            tol=tol,
+        )
     else:
         a, b, rho = np.full(n_ann, a0), np.full(n_ann, b0), pooled[2]
     return a, b, (a0, b0), rho
 
 
-def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, start=None, smooth_prevalence=True,
-        tol=TOL):
+def _em(
+    h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, start=None, smooth_prevalence=True, tol=TOL
+):
     """EM for (α_j, β_j, ρ_g); prior = (mean α per annotator, mean β, pseudo-count)."""
     mean_a, mean_b, strength = prior
     a0, b0 = (mean_a, mean_b) if start is None else start
@@ -176,12 +230,16 @@ def _em(h, item_code, ann_code, g_code, n_items, n_groups, n_ann, *, prior, star
         post = 1.0 / (1.0 + np.exp(-np.clip(logit, -700, 700)))
         # M-step (smoothed)
         pd_ = post[item_code]
-        a = (np.bincount(ann_code, pd_ * h, minlength=n_ann) + strength * mean_a) / \
-            (np.bincount(ann_code, pd_, minlength=n_ann) + strength)
-        b = (np.bincount(ann_code, (1 - pd_) * (1 - h), minlength=n_ann) + strength * mean_b) / \
-            (np.bincount(ann_code, 1 - pd_, minlength=n_ann) + strength)
+        a = (np.bincount(ann_code, pd_ * h, minlength=n_ann) + strength * mean_a) / (
+            np.bincount(ann_code, pd_, minlength=n_ann) + strength
+        )
+        b = (np.bincount(ann_code, (1 - pd_) * (1 - h), minlength=n_ann) + strength * mean_b) / (
+            np.bincount(ann_code, 1 - pd_, minlength=n_ann) + strength
+        )
         half = 0.5 if smooth_prevalence else 0.0
-        rho = (np.bincount(item_group, post, minlength=n_groups) + half) / (np.bincount(item_group, minlength=n_groups) + 2 * half)
+        rho = (np.bincount(item_group, post, minlength=n_groups) + half) / (
+            np.bincount(item_group, minlength=n_groups) + 2 * half
+        )
         a, b = np.clip(a, 1e-6, 1 - 1e-9), np.clip(b, 1e-6, 1 - 1e-9)
         state = np.r_[a, b, rho]
         if prev is not None and np.max(np.abs(state - prev)) < tol:
@@ -200,8 +258,14 @@ def _depths(reference: pd.Series, depth: pd.Series | None) -> pd.Series:
     return depth.reindex(reference.index).fillna(2).astype(np.int64)
 
 
-def second_opinion_items(decisions: pd.DataFrame, reference: pd.Series | None, *, depth: pd.Series | None = None,
-                         item: str = "iid", label: str = "h") -> tuple[pd.Index, pd.Index]:
+def second_opinion_items(
+    decisions: pd.DataFrame,
+    reference: pd.Series | None,
+    *,
+    depth: pd.Series | None = None,
+    item: str = "iid",
+    label: str = "h",
+) -> tuple[pd.Index, pd.Index]:
     """Items under a second-opinion rule (``reference``: each item's reference label, NaN or
     absent = a fixed number of decisions; ``depth``: each item's most decisions, default 2):
     decisions are asked one after another while each differs from the reference, up to
@@ -279,8 +343,18 @@ class SequentialItems:
 
     CHUNK = 1 << 21  # items × assignments × leaves per block of arithmetic (bounds memory)
 
-    def __init__(self, d: pd.DataFrame, prior: pd.Series, reference: pd.Series, share: pd.Series,
-                 depth: pd.Series | None = None, *, item: str, annotator: str, label: str):
+    def __init__(
+        self,
+        d: pd.DataFrame,
+        prior: pd.Series,
+        reference: pd.Series,
+        share: pd.Series,
+        depth: pd.Series | None = None,
+        *,
+        item: str,
+        annotator: str,
+        label: str,
+    ):
         codes, items = pd.factorize(d[item], sort=False)
         self.items = items
         n = len(items)
@@ -349,7 +423,7 @@ class SequentialItems:
             step = max(1, self.CHUNK // size)
             fbar, p1, p0, e1, e0 = [], [], [], [], []
             for s0 in range(0, len(key_rows), step):
-                got = self._solve_keys(key_rows[s0:s0 + step], depth, a_all, b_all, n_ann)
+                got = self._solve_keys(key_rows[s0 : s0 + step], depth, a_all, b_all, n_ann)
                 for acc, x in zip((fbar, p1, p0, e1, e0), got):
                     acc.append(x)
             fbar, p1, p0, e1, e0 = (np.concatenate(x) for x in (fbar, p1, p0, e1, e0))
@@ -360,8 +434,10 @@ class SequentialItems:
             rho = self.rho[rows_d]
             post = rho * q1 / np.maximum(rho * q1 + (1 - rho) * q0, 1e-300)
             var[rows_d] = post * e1[inv] + (1 - post) * e0[inv]
-        return pd.DataFrame({"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": self.n_used,
-                             "h_mean": self.h_mean}, index=pd.Index(self.items, name=self.items.name))
+        return pd.DataFrame(
+            {"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": self.n_used, "h_mean": self.h_mean},
+            index=pd.Index(self.items, name=self.items.name),
+        )
 
     def _solve_keys(self, rows: np.ndarray, depth: int, a_all: np.ndarray, b_all: np.ndarray, n_ann: int):
         """For the items ``rows`` (one per distinct key): the leaf values averaged over the
@@ -384,8 +460,10 @@ class SequentialItems:
                 axis_shape = [1] * (1 + k_axes)
                 axis_shape[i] = c
                 a, b = a_all.reshape(axis_shape), b_all.reshape(axis_shape)
-            return (np.broadcast_to(np.where(rr == 1, a, 1 - a), shape),
-                    np.broadcast_to(np.where(rr == 1, 1 - b, b), shape))
+            return (
+                np.broadcast_to(np.where(rr == 1, a, 1 - a), shape),
+                np.broadcast_to(np.where(rr == 1, 1 - b, b), shape),
+            )
 
         qs = [at_position(i) for i in range(depth)]
         p1, p0 = rule_leaves([q[0] for q in qs]), rule_leaves([q[1] for q in qs])  # (n, C, …, C, leaves)
@@ -440,7 +518,7 @@ class FixedItems:
             B = b[rows].reshape(-1, kk)
             H = self.h[rows].reshape(-1, kk)
             r = self.rho[sel_items][:, None]
-            pats = ((np.arange(2 ** kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (P, kk)
+            pats = ((np.arange(2**kk)[:, None] >> np.arange(kk)[None, :]) & 1).astype(float)  # (P, kk)
             p1 = np.prod(np.where(pats[None] == 1, A[:, None, :], 1 - A[:, None, :]), axis=2)  # (n, P)
             p0 = np.prod(np.where(pats[None] == 1, 1 - B[:, None, :], B[:, None, :]), axis=2)
             f, w = unbiased_values(p1, p0, r)  # (n, P)
@@ -451,8 +529,10 @@ class FixedItems:
             idx = np.arange(len(sel_items))
             post = r[:, 0] * p1[idx, obs] / w[idx, obs]  # P(y = 1 | pattern): weights the two variances
             var[sel_items] = post * e1 + (1 - post) * e0
-        return pd.DataFrame({"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": self.k, "h_mean": self.h_mean},
-                            index=pd.Index(self.items, name=self.item))
+        return pd.DataFrame(
+            {"y_tilde": y_tilde, "var": np.maximum(var, 0.0), "n": self.k, "h_mean": self.h_mean},
+            index=pd.Index(self.items, name=self.item),
+        )
 
 
 class ItemLayout:
@@ -460,8 +540,17 @@ class ItemLayout:
     prior and the second-opinion references, so that estimates under many error models
     (the error model's bootstrap refits) cost only the rates' arithmetic."""
 
-    def __init__(self, decisions: pd.DataFrame, prior: pd.Series, reference: pd.Series | None = None, *,
-                 depth: pd.Series | None = None, item: str = "iid", annotator: str = "annotator", label: str = "h"):
+    def __init__(
+        self,
+        decisions: pd.DataFrame,
+        prior: pd.Series,
+        reference: pd.Series | None = None,
+        *,
+        depth: pd.Series | None = None,
+        item: str = "iid",
+        annotator: str = "annotator",
+        label: str = "h",
+    ):
         require_columns(decisions, [item, annotator, label], "decisions")
         seq_items, pending = second_opinion_items(decisions, reference, depth=depth, item=item, label=label)
         if len(pending):
@@ -472,17 +561,28 @@ class ItemLayout:
         if (~in_seq).any() or not in_seq.any():
             self.parts.append(FixedItems(decisions[~in_seq], prior, item=item, annotator=annotator, label=label))
         if in_seq.any():
-            self.parts.append(SequentialItems(decisions[in_seq], prior, reference, share, depth, item=item,
-                                          annotator=annotator, label=label))
+            self.parts.append(
+                SequentialItems(
+                    decisions[in_seq], prior, reference, share, depth, item=item, annotator=annotator, label=label
+                )
+            )
 
     def estimate(self, model: "ErrorModel") -> pd.DataFrame:
         got = [p.estimate(model) for p in self.parts]
         return got[0] if len(got) == 1 else pd.concat(got)
 
 
-def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series, *, item: str = "iid",
-                   annotator: str = "annotator", label: str = "h", reference: pd.Series | None = None,
-                   depth: pd.Series | None = None) -> pd.DataFrame:
+def item_estimates(
+    decisions: pd.DataFrame,
+    model: ErrorModel,
+    prior: pd.Series,
+    *,
+    item: str = "iid",
+    annotator: str = "annotator",
+    label: str = "h",
+    reference: pd.Series | None = None,
+    depth: pd.Series | None = None,
+) -> pd.DataFrame:
     """Unbiased truth estimate of each decided item with the smallest variance.
 
     For an item decided by annotators ``j_1..j_k`` with outcome pattern ``o ∈ {0,1}^k``,
@@ -525,12 +625,14 @@ def item_estimates(decisions: pd.DataFrame, model: ErrorModel, prior: pd.Series,
         Indexed by item: ``y_tilde`` (the estimate), ``var`` (its conditional variance,
         weighted by the prior), ``n`` (decisions used), ``h_mean``.
     """
-    return ItemLayout(decisions, prior, reference, depth=depth, item=item, annotator=annotator,
-                      label=label).estimate(model)
+    return ItemLayout(decisions, prior, reference, depth=depth, item=item, annotator=annotator, label=label).estimate(
+        model
+    )
 
 
-def debiased(decisions: pd.DataFrame, model: ErrorModel, *, item: str = "iid", annotator: str = "annotator",
-             label: str = "h") -> pd.DataFrame:
+def debiased(
+    decisions: pd.DataFrame, model: ErrorModel, *, item: str = "iid", annotator: str = "annotator", label: str = "h"
+) -> pd.DataFrame:
     """Per item: unbiased truth proxy ``y_tilde`` (mean of the decisions' ``ỹ``), its
     conditional variance ``var`` (given the posterior of the truth) and ``n`` decisions.
 
@@ -558,7 +660,9 @@ def debiased(decisions: pd.DataFrame, model: ErrorModel, *, item: str = "iid", a
     y_tilde = np.bincount(codes, yt, minlength=len(items)) / n
     # posterior-weighted conditional variance of each decision, then of the item mean
     p1 = np.clip(np.bincount(codes, h, minlength=len(items)) / n, 0.0, 1.0)[codes]
-    v = (p1 * a * (1 - a) + (1 - p1) * b * (1 - b)) / denom ** 2
-    var = np.bincount(codes, v, minlength=len(items)) / n ** 2
-    return pd.DataFrame({"y_tilde": y_tilde, "var": var, "n": n.astype(int),
-                         "h_mean": np.bincount(codes, h, minlength=len(items)) / n}, index=pd.Index(items, name=item))
+    v = (p1 * a * (1 - a) + (1 - p1) * b * (1 - b)) / denom**2
+    var = np.bincount(codes, v, minlength=len(items)) / n**2
+    return pd.DataFrame(
+        {"y_tilde": y_tilde, "var": var, "n": n.astype(int), "h_mean": np.bincount(codes, h, minlength=len(items)) / n},
+        index=pd.Index(items, name=item),
+    )

@@ -18,8 +18,9 @@ from reform_core.estimators.adjudicator_error import rule_leaves, unbiased_value
 from reform_core.estimators.design import Design, audit_groups
 
 
-def prior_wrong_rates(mean_label: np.ndarray, agree: np.ndarray, row_model: np.ndarray, nm: int,
-                      both_wrong: float) -> np.ndarray:
+def prior_wrong_rates(
+    mean_label: np.ndarray, agree: np.ndarray, row_model: np.ndarray, nm: int, both_wrong: float
+) -> np.ndarray:
     """Planning guess of the both-wrong rate of each model's agreed fails and agreed passes,
     ``(nm, 2)`` (column = agreed label), before any audit.
 
@@ -62,7 +63,9 @@ def second_opinion_noise(error: float, rho, depth: int = 2) -> np.ndarray:
         if len(uniq) < len(rho) // 4:
             return second_opinion_noise(error, uniq, depth)[inv.reshape(-1)]
     e = float(error)
-    p1 = rule_leaves([np.full_like(rho, 1 - e)] * int(depth))  # the agreed label right: a decision confirms it w.p. 1 − e
+    p1 = rule_leaves(
+        [np.full_like(rho, 1 - e)] * int(depth)
+    )  # the agreed label right: a decision confirms it w.p. 1 − e
     p0 = rule_leaves([np.full_like(rho, e)] * int(depth))
     f, _ = unbiased_values(p1, p0, rho[..., None])
     return rho * ((p1 * f * f).sum(-1) - 1) + (1 - rho) * (p0 * f * f).sum(-1)
@@ -110,8 +113,14 @@ def allocation_scores(design: Design, index, rows: pd.DataFrame, g: np.ndarray, 
     grads = index.gradients(mean_label)
     groups = None
     if design.audit_unit == "target":
-        groups = audit_groups(rows["model"], rows["question"], rows["feature"], rows["mode"],
-                              np.where(agree, np.nan_to_num(g), 0.0), keys=False)[0]
+        groups = audit_groups(
+            rows["model"],
+            rows["question"],
+            rows["feature"],
+            rows["mode"],
+            np.where(agree, np.nan_to_num(g), 0.0),
+            keys=False,
+        )[0]
     n_inst = np.bincount(index.inst_model, minlength=nm).astype(float)
     gt = grads["allpass"] / np.maximum(n_inst[row_model], 1.0)
     ge = np.zeros(len(rows))
@@ -121,8 +130,15 @@ def allocation_scores(design: Design, index, rows: pd.DataFrame, g: np.ndarray, 
     return _scaled_scores(gt, ge, sigma, agree, row_model, nm, groups)
 
 
-def _scaled_scores(gt: np.ndarray, ge: np.ndarray, sigma: np.ndarray, agree: np.ndarray, row_model: np.ndarray,
-                   nm: int, groups: np.ndarray | None) -> np.ndarray:
+def _scaled_scores(
+    gt: np.ndarray,
+    ge: np.ndarray,
+    sigma: np.ndarray,
+    agree: np.ndarray,
+    row_model: np.ndarray,
+    nm: int,
+    groups: np.ndarray | None,
+) -> np.ndarray:
     """Per model: ``|G_u| σ_u`` from the two derivatives scaled by their root mean square, plus the
     floor share of the mean; one root-mean-square score per audit group where plans audit by target."""
     out = np.zeros(len(gt))
@@ -132,14 +148,14 @@ def _scaled_scores(gt: np.ndarray, ge: np.ndarray, sigma: np.ndarray, agree: np.
             continue
         parts = []
         for gv in (gt[sel], ge[sel]):
-            rms = float(np.sqrt(np.mean(gv ** 2)))
+            rms = float(np.sqrt(np.mean(gv**2)))
             parts.append(gv / rms if rms > 0 else np.zeros(sel.sum()))
         score = np.sqrt((parts[0] ** 2 + parts[1] ** 2) / 2) * sigma[sel]
         mean = float(score.mean())
         score = score + AUDIT_FLOOR * mean if mean > 0 else np.ones(sel.sum())
         if groups is not None:  # one probability per audit group: its rows' root mean square score
             code = groups[sel]
-            score = np.sqrt(np.bincount(code, score ** 2) / np.maximum(np.bincount(code), 1))[code]
+            score = np.sqrt(np.bincount(code, score**2) / np.maximum(np.bincount(code), 1))[code]
         out[np.flatnonzero(sel)] = score
     return out
 

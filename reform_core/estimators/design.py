@@ -115,8 +115,21 @@ class Stream(IntEnum):
 
 
 # the keys a stored plan of the design may carry beyond the fields of Design (kept as they are)
-_FIELDS = ("design", "version", "condition", "audit_allocation", "cluster_pi", "cluster_pi0", "audit_pi",
-           "double_fraction", "second_opinion", "audit_unit", "audit_opinions", "folds", "seed")
+_FIELDS = (
+    "design",
+    "version",
+    "condition",
+    "audit_allocation",
+    "cluster_pi",
+    "cluster_pi0",
+    "audit_pi",
+    "double_fraction",
+    "second_opinion",
+    "audit_unit",
+    "audit_opinions",
+    "folds",
+    "seed",
+)
 
 
 @dataclass(frozen=True)
@@ -159,30 +172,44 @@ class Design:
         extra = {k: v for k, v in s.items() if k not in _FIELDS}
         for k in ("assumed_both_wrong", "assumed_human_error"):
             extra.pop(k, None)
-        return cls(cluster_pi=pi, seed=int(s.get("seed", 0)),
-                   cluster_pi0={str(k): float(v) for k, v in s["cluster_pi0"].items()} if "cluster_pi0" in s else None,
-                   audit_pi={str(k): float(v) for k, v in pa.items()} if isinstance(pa, dict) else float(pa),
-                   double_fraction=float(s.get("double_fraction", 0.0)),
-                   audit_allocation=str(s.get("audit_allocation", "uniform")),
-                   second_opinion=str(s.get("second_opinion", "none")),
-                   audit_unit="target" if s.get("audit_unit") == "target" else "row",
-                   audit_opinions=int(s.get("audit_opinions", 2)), folds=int(s.get("folds", DEFAULT_FOLDS)),
-                   condition=str(s.get("condition", "main")), version=int(s.get("version", 1)),
-                   assumed_both_wrong=float(s.get("assumed_both_wrong", ASSUMED_BOTH_WRONG)),
-                   assumed_human_error=float(s.get("assumed_human_error", ASSUMED_HUMAN_ERROR)), extra=extra)
+        return cls(
+            cluster_pi=pi,
+            seed=int(s.get("seed", 0)),
+            cluster_pi0={str(k): float(v) for k, v in s["cluster_pi0"].items()} if "cluster_pi0" in s else None,
+            audit_pi={str(k): float(v) for k, v in pa.items()} if isinstance(pa, dict) else float(pa),
+            double_fraction=float(s.get("double_fraction", 0.0)),
+            audit_allocation=str(s.get("audit_allocation", "uniform")),
+            second_opinion=str(s.get("second_opinion", "none")),
+            audit_unit="target" if s.get("audit_unit") == "target" else "row",
+            audit_opinions=int(s.get("audit_opinions", 2)),
+            folds=int(s.get("folds", DEFAULT_FOLDS)),
+            condition=str(s.get("condition", "main")),
+            version=int(s.get("version", 1)),
+            assumed_both_wrong=float(s.get("assumed_both_wrong", ASSUMED_BOTH_WRONG)),
+            assumed_human_error=float(s.get("assumed_human_error", ASSUMED_HUMAN_ERROR)),
+            extra=extra,
+        )
 
     def to_stored(self) -> dict:
         """The JSON stored with the plan (current version's keys, then ``extra``)."""
         pi0 = self.cluster_pi if self.cluster_pi0 is None else self.cluster_pi0
         pa = self.audit_pi
-        return {"design": DESIGN_NAME, "version": self.version, "condition": self.condition,
-                "audit_allocation": self.audit_allocation,
-                "cluster_pi": {str(k): float(v) for k, v in self.cluster_pi.items()},
-                "cluster_pi0": {str(k): float(v) for k, v in pi0.items()},
-                "audit_pi": {str(k): float(v) for k, v in pa.items()} if isinstance(pa, Mapping) else float(pa),
-                "double_fraction": float(self.double_fraction), "second_opinion": self.second_opinion,
-                "audit_unit": self.audit_unit, "audit_opinions": int(self.audit_opinions), "folds": int(self.folds),
-                "seed": int(self.seed), **dict(self.extra)}
+        return {
+            "design": DESIGN_NAME,
+            "version": self.version,
+            "condition": self.condition,
+            "audit_allocation": self.audit_allocation,
+            "cluster_pi": {str(k): float(v) for k, v in self.cluster_pi.items()},
+            "cluster_pi0": {str(k): float(v) for k, v in pi0.items()},
+            "audit_pi": {str(k): float(v) for k, v in pa.items()} if isinstance(pa, Mapping) else float(pa),
+            "double_fraction": float(self.double_fraction),
+            "second_opinion": self.second_opinion,
+            "audit_unit": self.audit_unit,
+            "audit_opinions": int(self.audit_opinions),
+            "folds": int(self.folds),
+            "seed": int(self.seed),
+            **dict(self.extra),
+        }
 
     def key(self) -> str:
         """A canonical string of the design (a cache key)."""
@@ -211,8 +238,9 @@ class Design:
 
     def sampled_clusters(self, model, question, has_disagreement) -> np.ndarray:
         """Whether each cluster (given by model, question) is in the plan's first-stage sample."""
-        return self.uniform(Stream.CLUSTERS, cluster_key(model, question)) < self.cluster_probability(model,
-                                                                                                   has_disagreement)
+        return self.uniform(Stream.CLUSTERS, cluster_key(model, question)) < self.cluster_probability(
+            model, has_disagreement
+        )
 
     def audit_probability(self, model) -> np.ndarray:
         """π_A of each row's model (``audit_pi``: one number, or one per model)."""
@@ -320,10 +348,21 @@ def required_annotators(stored, kind: str, iid: int, choices) -> Optional[int]:
     return None if design is None else design.required_annotators(kind, iid, choices)
 
 
-def create(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fraction: float, seed: int,
-           folds: int = DEFAULT_FOLDS, condition: str = "main", audit_allocation: str = DEFAULT_ALLOCATION,
-           second_opinion: str = DEFAULT_SECOND_OPINION, audit_unit: str = DEFAULT_AUDIT_UNIT,
-           audit_opinions: int = DEFAULT_AUDIT_OPINIONS, **extra) -> Design:
+def create(
+    cluster_pi: dict,
+    cluster_pi0: dict,
+    *,
+    audit_pi,
+    double_fraction: float,
+    seed: int,
+    folds: int = DEFAULT_FOLDS,
+    condition: str = "main",
+    audit_allocation: str = DEFAULT_ALLOCATION,
+    second_opinion: str = DEFAULT_SECOND_OPINION,
+    audit_unit: str = DEFAULT_AUDIT_UNIT,
+    audit_opinions: int = DEFAULT_AUDIT_OPINIONS,
+    **extra,
+) -> Design:
     """A new plan's design (current version), validated; ``extra``: what is stored with it too
     (its ``target``, the sizing inputs). ``audit_allocation``: "neyman" (default), "gradient" or
     "uniform" (:func:`reform_core.estimators.allocation.audit_row_probabilities`); ``second_opinion``:
@@ -340,23 +379,32 @@ def create(cluster_pi: dict, cluster_pi0: dict, *, audit_pi, double_fraction: fl
         bad = [k for k, v in probs.items() if not 0 <= float(v) <= 1]
         if bad:
             raise ValueError(f"{name}[{bad[0]!r}] must lie in [0, 1]")
-    for v in (audit_pi.values() if isinstance(audit_pi, dict) else [audit_pi]):
+    for v in audit_pi.values() if isinstance(audit_pi, dict) else [audit_pi]:
         if not 0 <= float(v) <= 1:
             raise ValueError(f"audit_pi must lie in [0, 1], got {v!r}")
     if not 0 <= float(double_fraction) <= 1:
         raise ValueError(f"double_fraction must lie in [0, 1], got {double_fraction!r}")
-    return Design(cluster_pi={str(k): float(v) for k, v in cluster_pi.items()}, seed=int(seed),
-                  cluster_pi0={str(k): float(v) for k, v in cluster_pi0.items()},
-                  audit_pi={str(k): float(v) for k, v in audit_pi.items()} if isinstance(audit_pi, dict)
-                  else float(audit_pi), double_fraction=float(double_fraction), audit_allocation=audit_allocation,
-                  second_opinion=second_opinion, audit_unit=audit_unit, audit_opinions=int(audit_opinions),
-                  folds=int(folds), condition=condition, extra=extra)
+    return Design(
+        cluster_pi={str(k): float(v) for k, v in cluster_pi.items()},
+        seed=int(seed),
+        cluster_pi0={str(k): float(v) for k, v in cluster_pi0.items()},
+        audit_pi={str(k): float(v) for k, v in audit_pi.items()} if isinstance(audit_pi, dict) else float(audit_pi),
+        double_fraction=float(double_fraction),
+        audit_allocation=audit_allocation,
+        second_opinion=second_opinion,
+        audit_unit=audit_unit,
+        audit_opinions=int(audit_opinions),
+        folds=int(folds),
+        condition=condition,
+        extra=extra,
+    )
 
 
 def judge_labels(instances: pd.DataFrame, judge_a: str, judge_b: str) -> tuple[np.ndarray, np.ndarray]:
     """The two judges' labels as float arrays (instances checked for the columns a design reads)."""
-    require_columns(instances, [INSTANCE_KEY, "model", "question", "feature", "category", "mode", judge_a, judge_b],
-                    "instances")
+    require_columns(
+        instances, [INSTANCE_KEY, "model", "question", "feature", "category", "mode", judge_a, judge_b], "instances"
+    )
     g = pd.to_numeric(instances[judge_a], errors="coerce").to_numpy(dtype=float)
     m = pd.to_numeric(instances[judge_b], errors="coerce").to_numpy(dtype=float)
     return g, m
@@ -385,26 +433,39 @@ def uniform(seed: int, keys) -> np.ndarray:
     if keys.dtype.kind in "iu":
         code = keys.astype(np.int64).view(np.uint64)
     else:
-        code = np.fromiter((int.from_bytes(hashlib.blake2b(str(k).encode(), digest_size=8).digest(), "big")
-                            for k in keys.tolist()), dtype=np.uint64, count=len(keys))
+        code = np.fromiter(
+            (int.from_bytes(hashlib.blake2b(str(k).encode(), digest_size=8).digest(), "big") for k in keys.tolist()),
+            dtype=np.uint64,
+            count=len(keys),
+        )
     with np.errstate(over="ignore"):
-        mixed = _splitmix64(_splitmix64(code ^ _splitmix64(np.full(len(code), int(seed) & (2**64 - 1), dtype=np.uint64))))
-    return (mixed >> np.uint64(11)).astype(np.float64) / 2.0 ** 53
+        mixed = _splitmix64(
+            _splitmix64(code ^ _splitmix64(np.full(len(code), int(seed) & (2**64 - 1), dtype=np.uint64)))
+        )
+    return (mixed >> np.uint64(11)).astype(np.float64) / 2.0**53
 
 
 def cluster_key(model, question) -> np.ndarray:
     """The string key ``model␟question`` of each row's cluster."""
-    return (pd.Series(np.asarray(model, dtype=object)).astype(str) + "\x1f"
-            + pd.Series(np.asarray(question, dtype=object)).astype(str)).to_numpy(dtype=object)
+    return (
+        pd.Series(np.asarray(model, dtype=object)).astype(str)
+        + "\x1f"
+        + pd.Series(np.asarray(question, dtype=object)).astype(str)
+    ).to_numpy(dtype=object)
 
 
 def agreement_stratum(model, label) -> np.ndarray:
     """Audit stratum key ``model|agree<label>`` of agreements."""
-    return (pd.Series(np.asarray(model, dtype=object)).astype(str) + "|agree"
-            + pd.Series(np.asarray(label, dtype=float)).astype(int).astype(str)).to_numpy(dtype=object)
+    return (
+        pd.Series(np.asarray(model, dtype=object)).astype(str)
+        + "|agree"
+        + pd.Series(np.asarray(label, dtype=float)).astype(int).astype(str)
+    ).to_numpy(dtype=object)
 
 
-def audit_groups(model, question, feature, mode, label, *, keys: bool = True) -> tuple[np.ndarray, Optional[np.ndarray]]:
+def audit_groups(
+    model, question, feature, mode, label, *, keys: bool = True
+) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Audit group of each agreement row: ``(codes, keys)`` with ``keys[codes]`` each row's key
     ``model␟question␟feature␟mode␟label`` — its (model, question) cluster, target (feature,
     mode) and agreed label. The key string is built once per group (a hashed draw needs it), not
@@ -417,8 +478,10 @@ def audit_groups(model, question, feature, mode, label, *, keys: bool = True) ->
     every such product of errors inside one draw, where it is observed, instead of leaving
     it to a prediction (:mod:`reform_core.estimators.cluster`, "Long products")."""
     # factorised column by column (a pandas column's strings are never turned into per-row Python objects)
-    factors = [pd.factorize(c if isinstance(c, pd.Series) else np.asarray(c, dtype=object))
-               for c in (model, question, feature, mode)]
+    factors = [
+        pd.factorize(c if isinstance(c, pd.Series) else np.asarray(c, dtype=object))
+        for c in (model, question, feature, mode)
+    ]
     combined = np.zeros(len(factors[0][0]), dtype=np.int64)
     for codes, uniq in factors:
         combined = combined * (len(uniq) + 1) + codes

@@ -35,15 +35,21 @@ def cluster_table(instances: pd.DataFrame, design: Design, *, judge_a: str, judg
     question, has_disagreement, sampled`` (under ``design``)."""
     g, m = judge_labels(instances, judge_a, judge_b)
     both = ~np.isnan(g) & ~np.isnan(m)
-    rows = pd.DataFrame({"model": instances["model"].astype(str).to_numpy()[both],
-                         "question": instances["question"].astype(str).to_numpy()[both], "dis": (g != m)[both]})
+    rows = pd.DataFrame(
+        {
+            "model": instances["model"].astype(str).to_numpy()[both],
+            "question": instances["question"].astype(str).to_numpy()[both],
+            "dis": (g != m)[both],
+        }
+    )
     c = rows.groupby(["model", "question"], sort=True)["dis"].any().rename("has_disagreement").reset_index()
     c["sampled"] = design.sampled_clusters(c["model"], c["question"], c["has_disagreement"])
     return c
 
 
-def extended_design(design: Design, instances: pd.DataFrame, questions: int, *, judge_a: str,
-                    judge_b: str) -> tuple[Design, pd.DataFrame]:
+def extended_design(
+    design: Design, instances: pd.DataFrame, questions: int, *, judge_a: str, judge_b: str
+) -> tuple[Design, pd.DataFrame]:
     """``design`` with ``questions`` more questions per model expected (module docstring), and per
     model ``model, questions, sampled_before, not_sampled, share`` (``f``), ``cluster_pi_before``,
     ``cluster_pi``."""
@@ -59,14 +65,25 @@ def extended_design(design: Design, instances: pd.DataFrame, questions: int, *, 
         before = float(pi.get(model, 0.0))
         pi[model] = before + f * (1.0 - before)
         pi0[model] = float(pi0.get(model, 0.0)) + f * (1.0 - float(pi0.get(model, 0.0)))
-        rows.append({"model": model, "questions": len(mine), "sampled_before": int(mine["sampled"].sum()),
-                     "not_sampled": left, "share": f, "cluster_pi_before": before, "cluster_pi": pi[model]})
+        rows.append(
+            {
+                "model": model,
+                "questions": len(mine),
+                "sampled_before": int(mine["sampled"].sum()),
+                "not_sampled": left,
+                "share": f,
+                "cluster_pi_before": before,
+                "cluster_pi": pi[model],
+            }
+        )
     return replace(design, cluster_pi=pi, cluster_pi0=pi0), pd.DataFrame(rows)
 
 
 def new_tasks(all_tasks: pd.DataFrame, known_iids) -> pd.DataFrame:
     """The tasks of the extended draw (:func:`reform_core.estimators.draws.draw`) that the plan
     does not hold yet, in their queue order (clusters in the design's random order)."""
-    return all_tasks[~pd.Index(all_tasks["iid"]).isin(pd.Index(np.asarray(known_iids, dtype=np.int64)))] \
-        .sort_values("queue_order", kind="stable").reset_index(drop=True)
-
+    return (
+        all_tasks[~pd.Index(all_tasks["iid"]).isin(pd.Index(np.asarray(known_iids, dtype=np.int64)))]
+        .sort_values("queue_order", kind="stable")
+        .reset_index(drop=True)
+    )

@@ -86,12 +86,23 @@ def variance_at(parts: pd.Series, pi: float, pi_a: float, *, measured: Optional[
             return value * shape / shape0
         return value * measured.pi_now / pi
 
-    return (carry(measured.sampling, s, s0) + carry(measured.audit, u, u0)
-            + measured.adjudicator_error * measured.pi_now / pi)
+    return (
+        carry(measured.sampling, s, s0)
+        + carry(measured.audit, u, u0)
+        + measured.adjudicator_error * measured.pi_now / pi
+    )
 
 
-def half_width_at(parts: pd.Series, pi: float, pi_a: float, *, measured: Optional[Measured], pi_a_now: float,
-                  clusters: int, level: float = 0.95) -> float:
+def half_width_at(
+    parts: pd.Series,
+    pi: float,
+    pi_a: float,
+    *,
+    measured: Optional[Measured],
+    pi_a_now: float,
+    clusters: int,
+    level: float = 0.95,
+) -> float:
     """The measurement half-width (pp) at (π, π_A): ``t_{df} √V`` with ``df`` one less than the
     questions expected fully decided at π (at least 1), as the estimator computes it."""
     n = measured.n_observed * pi / measured.pi_now if measured is not None else clusters * pi
@@ -100,9 +111,19 @@ def half_width_at(parts: pd.Series, pi: float, pi_a: float, *, measured: Optiona
     return float(stats.t.ppf(0.5 + level / 2, df) * math.sqrt(v)) if np.isfinite(v) else math.inf
 
 
-def way_forward(parts: pd.Series, *, target: float, pi_plan: float, pi_audit: float, clusters: int,
-                measured: Optional[Measured], awaiting: int, k_dis: float, k_aud: float,
-                level: float = 0.95) -> dict:
+def way_forward(
+    parts: pd.Series,
+    *,
+    target: float,
+    pi_plan: float,
+    pi_audit: float,
+    clusters: int,
+    measured: Optional[Measured],
+    awaiting: int,
+    k_dis: float,
+    k_aud: float,
+    level: float = 0.95,
+) -> dict:
     """One model's way to ``target`` (pp) at its plan's audit share ``pi_audit`` (module docstring):
     ``half_width`` now (None when nothing is measured), ``pi_needed`` (None when the target is not
     reachable with the benchmark's questions at this audit share), ``decisions_needed`` (None when
@@ -128,18 +149,33 @@ def way_forward(parts: pd.Series, *, target: float, pi_plan: float, pi_audit: fl
     def cost(pi: float) -> float:
         return pi * (k_dis * float(parts["disagreements"]) + k_aud * pi_audit * float(parts["agreements"]))
 
-    return {"half_width": now, "pi_needed": pi_need, "reachable": pi_need is not None,
-            "decisions_needed": (None if pi_need is None
-                                 else int(math.ceil(max(cost(pi_need) - cost(pi_now), 0.0) - 1e-9)) + int(awaiting)),
-            "questions_beyond_plan": (None if pi_need is None
-                                      else max(int(math.ceil(clusters * (pi_need - pi_plan) - 1e-9)), 0)),
-            "finish_half_width": half_width_at(parts, max(pi_plan, MIN_PI), pi_audit, **kw),
-            "best_half_width": half_width_at(parts, 1.0, 1.0, **kw), "plan_audit_half_width": at_one,
-            "calibrated": measured is not None}
+    return {
+        "half_width": now,
+        "pi_needed": pi_need,
+        "reachable": pi_need is not None,
+        "decisions_needed": (
+            None if pi_need is None else int(math.ceil(max(cost(pi_need) - cost(pi_now), 0.0) - 1e-9)) + int(awaiting)
+        ),
+        "questions_beyond_plan": (
+            None if pi_need is None else max(int(math.ceil(clusters * (pi_need - pi_plan) - 1e-9)), 0)
+        ),
+        "finish_half_width": half_width_at(parts, max(pi_plan, MIN_PI), pi_audit, **kw),
+        "best_half_width": half_width_at(parts, 1.0, 1.0, **kw),
+        "plan_audit_half_width": at_one,
+        "calibrated": measured is not None,
+    }
 
 
-def measured_inputs(rows: pd.DataFrame, smooth: pd.Series, both_wrong: pd.DataFrame, annotators: pd.DataFrame, *,
-                    judge_a: str, judge_b: str, assumed_error: float) -> tuple[pd.Series, float, float]:
+def measured_inputs(
+    rows: pd.DataFrame,
+    smooth: pd.Series,
+    both_wrong: pd.DataFrame,
+    annotators: pd.DataFrame,
+    *,
+    judge_a: str,
+    judge_b: str,
+    assumed_error: float,
+) -> tuple[pd.Series, float, float]:
     """The planner's working rates as measured so far: each disagreement stratum's pass rate
     (``model|A1B0|category|mode`` → mean point estimate of its rows' truths, ``smooth`` by iid),
     the pooled both-wrong rate among audited agreements with a Jeffreys half event ((x + ½)/(n + 1):
@@ -148,8 +184,15 @@ def measured_inputs(rows: pd.DataFrame, smooth: pd.Series, both_wrong: pd.DataFr
     g = pd.to_numeric(rows[judge_a], errors="coerce").to_numpy(dtype=float)
     m = pd.to_numeric(rows[judge_b], errors="coerce").to_numpy(dtype=float)
     dis = g != m
-    key = (rows["model"].astype(str) + "|" + np.where(g == 1, "A1B0", "A0B1") + "|" + rows["category"].astype(str)
-           + "|" + rows["mode"].astype(str)).to_numpy()[dis]
+    key = (
+        rows["model"].astype(str)
+        + "|"
+        + np.where(g == 1, "A1B0", "A0B1")
+        + "|"
+        + rows["category"].astype(str)
+        + "|"
+        + rows["mode"].astype(str)
+    ).to_numpy()[dis]
     truth = smooth.reindex(rows["iid"].to_numpy()[dis]).to_numpy(dtype=float)
     rates = pd.Series(truth).groupby(key).mean().dropna()
     audited = both_wrong["audited"].to_numpy(dtype=float)
@@ -162,38 +205,81 @@ def measured_inputs(rows: pd.DataFrame, smooth: pd.Series, both_wrong: pd.DataFr
     return rates, min(max(bw, 1e-4), 0.5), min(max(err, 1e-3), 0.45)
 
 
-def _measured(components: pd.DataFrame, model: str, *, has_interval: bool, n_observed: int,
-              pi_now: float) -> Optional[Measured]:
+def _measured(
+    components: pd.DataFrame, model: str, *, has_interval: bool, n_observed: int, pi_now: float
+) -> Optional[Measured]:
     """The model's measured components, or None where nothing can calibrate the planner (no
     measurement interval, fewer than two questions fully decided)."""
     c = components[components["model"].astype(str) == model]
     if not has_interval or c.empty or n_observed < 2 or not pi_now > 0:
         return None
     r = c.iloc[0]
-    return Measured(sampling=float(r["sampling"]), audit=float(r["audit"]),
-                    adjudicator_error=float(r["adjudicator_error"]), n_observed=int(n_observed), pi_now=float(pi_now))
+    return Measured(
+        sampling=float(r["sampling"]),
+        audit=float(r["audit"]),
+        adjudicator_error=float(r["adjudicator_error"]),
+        n_observed=int(n_observed),
+        pi_now=float(pi_now),
+    )
 
 
-def forward_table(instances: pd.DataFrame, index, design, *, metric: str, target: float, progress: pd.DataFrame,
-                  components: pd.DataFrame, scores: pd.DataFrame, both_wrong: pd.DataFrame,
-                  annotators: Optional[pd.DataFrame], smooth: pd.Series, judge_a: str = "label_a",
-                  judge_b: str = "label_b", level: float = 0.95) -> pd.DataFrame:
+def forward_table(
+    instances: pd.DataFrame,
+    index,
+    design,
+    *,
+    metric: str,
+    target: float,
+    progress: pd.DataFrame,
+    components: pd.DataFrame,
+    scores: pd.DataFrame,
+    both_wrong: pd.DataFrame,
+    annotators: Optional[pd.DataFrame],
+    smooth: pd.Series,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    level: float = 0.95,
+) -> pd.DataFrame:
     """Per model, :func:`way_forward` to ``target`` (pp of ``metric``) from a default estimate:
     ``instances`` the scored rows and ``index`` their unit index, ``design`` the plan's
     :class:`~reform_core.estimators.design.Design`, the other frames the estimate's reports
     (``progress``, ``components``, ``scores`` = its intervals, ``both_wrong``, ``annotators``) and
     ``smooth`` its rows' point estimates by iid. The planner's coefficients are computed at the
     measured rates (:func:`measured_inputs`)."""
-    rates, bw, err = measured_inputs(instances, smooth, both_wrong, annotators, judge_a=judge_a, judge_b=judge_b,
-                                     assumed_error=design.assumed_human_error)
+    rates, bw, err = measured_inputs(
+        instances,
+        smooth,
+        both_wrong,
+        annotators,
+        judge_a=judge_a,
+        judge_b=judge_b,
+        assumed_error=design.assumed_human_error,
+    )
     d = float(design.double_fraction)
     parts = planner.variance_parts(
-        instances, metric, judge_a=judge_a, judge_b=judge_b, rates=rates, both_wrong=bw, human_error=err,
-        decisions_per_item=1.0 + d, condition=None, seed=int(design.seed), second_opinion=design.second_opinion,
-        allocation=design.audit_allocation, audit_unit=design.audit_unit, audit_opinions=int(design.audit_opinions),
-        index=index).set_index("model")
-    k_dis, k_aud = planner.decisions_per_task(double_fraction=d, second_opinion=design.second_opinion,
-                                              audit_opinions=int(design.audit_opinions), human_error=err, both_wrong=bw)
+        instances,
+        metric,
+        judge_a=judge_a,
+        judge_b=judge_b,
+        rates=rates,
+        both_wrong=bw,
+        human_error=err,
+        decisions_per_item=1.0 + d,
+        condition=None,
+        seed=int(design.seed),
+        second_opinion=design.second_opinion,
+        allocation=design.audit_allocation,
+        audit_unit=design.audit_unit,
+        audit_opinions=int(design.audit_opinions),
+        index=index,
+    ).set_index("model")
+    k_dis, k_aud = planner.decisions_per_task(
+        double_fraction=d,
+        second_opinion=design.second_opinion,
+        audit_opinions=int(design.audit_opinions),
+        human_error=err,
+        both_wrong=bw,
+    )
     mine = scores[scores["metric"] == metric].set_index("model")
     rows = []
     for r in progress.itertuples(index=False):
@@ -203,10 +289,28 @@ def forward_table(instances: pd.DataFrame, index, design, *, metric: str, target
         pi_plan = float(design.cluster_pi.get(m, 0.0))
         pi_now = pi_plan * r.clusters_observed / r.clusters_sampled if r.clusters_sampled else 0.0
         has = m in mine.index and pd.notna(mine.loc[m, "measurement_lo"])
-        measured = _measured(components[components["metric"] == metric], m, has_interval=has,
-                             n_observed=int(r.clusters_observed), pi_now=pi_now)
-        rows.append({"model": m, **way_forward(parts.loc[m], target=target, pi_plan=pi_plan,
-                                               pi_audit=float(design.audit_probability([m])[0]),
-                                               clusters=int(r.clusters), measured=measured,
-                                               awaiting=int(r.awaiting_opinion), k_dis=k_dis, k_aud=k_aud, level=level)})
+        measured = _measured(
+            components[components["metric"] == metric],
+            m,
+            has_interval=has,
+            n_observed=int(r.clusters_observed),
+            pi_now=pi_now,
+        )
+        rows.append(
+            {
+                "model": m,
+                **way_forward(
+                    parts.loc[m],
+                    target=target,
+                    pi_plan=pi_plan,
+                    pi_audit=float(design.audit_probability([m])[0]),
+                    clusters=int(r.clusters),
+                    measured=measured,
+                    awaiting=int(r.awaiting_opinion),
+                    k_dis=k_dis,
+                    k_aud=k_aud,
+                    level=level,
+                ),
+            }
+        )
     return pd.DataFrame(rows)

@@ -51,9 +51,19 @@ class PhasedLayout:
     ``stratum`` — the second phase's strata (e.g. model × kind). :meth:`estimate` gives
     ``y_tilde, var`` per item under an error model (the bootstrap refits reuse the layout)."""
 
-    def __init__(self, decisions: pd.DataFrame, prior: pd.Series, reference: pd.Series, depth: pd.Series,
-                 required: pd.Series, stratum: pd.Series, *, item: str = "iid", annotator: str = "annotator",
-                 label: str = "h"):
+    def __init__(
+        self,
+        decisions: pd.DataFrame,
+        prior: pd.Series,
+        reference: pd.Series,
+        depth: pd.Series,
+        required: pd.Series,
+        stratum: pd.Series,
+        *,
+        item: str = "iid",
+        annotator: str = "annotator",
+        label: str = "h",
+    ):
         self.item, self.annotator, self.label = item, annotator, label
         self.items = pd.Index(pd.unique(decisions[item]), name=item)
         ref = reference.reindex(self.items).to_numpy(dtype=float)
@@ -70,10 +80,13 @@ class PhasedLayout:
         self.stop = np.where(self.rule, np.minimum(hit + 1, self.depth_rule), self.required)  # decisions the rule asks
         # items doubled from the start and items of the rule are apart: whether a later opinion is owed
         # depends on the answers under the rule, never for a doubled item
-        self.stratum = pd.factorize(stratum.reindex(self.items).astype(str).to_numpy() + np.where(self.rule, "|rule", ""))[0]
-        self.parts = {k: self._layouts(decisions, prior, reference, depth, k)
-                      for k in range(1, min(int(max(self.n_dec.max(initial=1), self.stop.max(initial=1))),
-                                             6) + 1)}
+        self.stratum = pd.factorize(
+            stratum.reindex(self.items).astype(str).to_numpy() + np.where(self.rule, "|rule", "")
+        )[0]
+        self.parts = {
+            k: self._layouts(decisions, prior, reference, depth, k)
+            for k in range(1, min(int(max(self.n_dec.max(initial=1), self.stop.max(initial=1))), 6) + 1)
+        }
 
     def _layouts(self, decisions, prior, reference, depth, k: int):
         """The estimators of the rule cut at ``k`` decisions, for the items whose cut outcome is known
@@ -129,7 +142,6 @@ class PhasedLayout:
             use = w > 0
             delta = np.where(use, fk - prev, 0.0)
             y = y + w * delta
-            v = np.where(use, vk + np.where(w > 1, (w - 1.0) * w * delta ** 2, 0.0), v)
+            v = np.where(use, vk + np.where(w > 1, (w - 1.0) * w * delta**2, 0.0), v)
             prev = np.where(np.isnan(fk), prev, fk)
         return pd.DataFrame({"y_tilde": y, "var": np.maximum(v, 0.0)}, index=self.items)
-

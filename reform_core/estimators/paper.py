@@ -44,8 +44,16 @@ def _percentile(reps: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]
     return lo, hi
 
 
-def _intervals(index: UnitIndex, pv: np.ndarray, row_param: np.ndarray, draws: np.ndarray, *, n_boot: int,
-               level: float, rng: np.random.Generator) -> pd.DataFrame:
+def _intervals(
+    index: UnitIndex,
+    pv: np.ndarray,
+    row_param: np.ndarray,
+    draws: np.ndarray,
+    *,
+    n_boot: int,
+    level: float,
+    rng: np.random.Generator,
+) -> pd.DataFrame:
     """Point, measurement and population intervals for rows whose ``p`` is a parameter.
 
     ``row_param[r]`` = index of the parameter carried by scored row r (-1: fixed);
@@ -55,17 +63,26 @@ def _intervals(index: UnitIndex, pv: np.ndarray, row_param: np.ndarray, draws: n
     ones = np.ones((n_boot, nq))
     boot = rng.multinomial(nq, np.full(nq, 1.0 / nq), size=n_boot).astype(float)
     has = row_param is not None and (row_param >= 0).any()
-    meas, pop = replicate_score_sets(index, pv, [ones, boot], row_stratum=row_param if has else None,
-                                     pi=draws if has else None)
+    meas, pop = replicate_score_sets(
+        index, pv, [ones, boot], row_stratum=row_param if has else None, pi=draws if has else None
+    )
     point = point_scores(index, pv)
     rows = []
     for metric in METRICS:
         mlo, mhi = _percentile(meas[metric], level)
         plo, phi = _percentile(pop[metric], level)
         for i, model in enumerate(index.models):
-            rows.append({"model": model, "metric": metric, "estimate": point[metric][i],
-                         "measurement_lo": mlo[i], "measurement_hi": mhi[i],
-                         "population_lo": plo[i], "population_hi": phi[i]})
+            rows.append(
+                {
+                    "model": model,
+                    "metric": metric,
+                    "estimate": point[metric][i],
+                    "measurement_lo": mlo[i],
+                    "measurement_hi": mhi[i],
+                    "population_lo": plo[i],
+                    "population_hi": phi[i],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -74,14 +91,23 @@ def mean_decisions(decisions: pd.DataFrame, *, iid: str = INSTANCE_KEY, label: s
     adjudicated instance whose annotators disagree counts ½). Columns ``iid, a, n``."""
     require_columns(decisions, [iid, label], "decisions")
     g = decisions.groupby(iid)[label]
-    return pd.DataFrame({iid: g.mean().index.to_numpy(), "a": g.mean().to_numpy(dtype=float),
-                         "n": g.size().to_numpy()})
+    return pd.DataFrame({iid: g.mean().index.to_numpy(), "a": g.mean().to_numpy(dtype=float), "n": g.size().to_numpy()})
 
 
-def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str = "label_a", judge_b: str = "label_b",
-               n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None,
-               index: UnitIndex | None = None, condition: str | None = "main", calibrated: pd.DataFrame | None = None,
-               rates: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def stratified(
+    instances: pd.DataFrame,
+    decisions: pd.DataFrame,
+    *,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+    index: UnitIndex | None = None,
+    condition: str | None = "main",
+    calibrated: pd.DataFrame | None = None,
+    rates: pd.DataFrame | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Stratified calibration (docs/metrics.md#stratified-calibration) with measurement and population intervals.
 
     Parameters
@@ -116,8 +142,11 @@ def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str
     reviewed = rates.reset_index(drop=True)
     code = pd.Index(reviewed["stratum"].astype(str))
     scored = cal.iloc[index.row_pos]
-    h = np.where(np.isin(scored["source"].to_numpy(), ("stratum", "fallback")),
-                 code.get_indexer(scored["stratum"].astype(str)), -1)
+    h = np.where(
+        np.isin(scored["source"].to_numpy(), ("stratum", "fallback")),
+        code.get_indexer(scored["stratum"].astype(str)),
+        -1,
+    )
     # Jeffreys posterior of each stratum's rate: Beta(s + ½, n − s + ½); a stratum with no review
     # yet (its point is the provisional fallback) draws from the prior Beta(½, ½): its rate is unknown
     n_ = reviewed["n_reviewed"].to_numpy(dtype=float)
@@ -126,9 +155,18 @@ def stratified(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str
     return _intervals(index, pv, h, draws, n_boot=n_boot, level=level, rng=rng), cal
 
 
-def pooled(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str = "label_a", judge_b: str = "label_b",
-           n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None,
-           index: UnitIndex | None = None, condition: str | None = "main") -> tuple[pd.DataFrame, pd.DataFrame]:
+def pooled(
+    instances: pd.DataFrame,
+    decisions: pd.DataFrame,
+    *,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+    index: UnitIndex | None = None,
+    condition: str | None = "main",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """App. A.3.2 pooled calibration with measurement and population intervals.
 
     ``W_A`` = share of the decisions on *disagreements* that side with judge A (decisions
@@ -147,7 +185,7 @@ def pooled(instances: pd.DataFrame, decisions: pd.DataFrame, *, judge_a: str = "
     d = decisions[decisions[INSTANCE_KEY].isin(g.index[(g != m).to_numpy()])]
     if d.empty:
         raise ValueError("pooled calibration needs decisions on disagreements to fix the judge weights")
-    with_a = (d["h"].to_numpy(dtype=float) == g.reindex(d[INSTANCE_KEY]).to_numpy())
+    with_a = d["h"].to_numpy(dtype=float) == g.reindex(d[INSTANCE_KEY]).to_numpy()
     k, n = float(with_a.sum()), float(len(with_a))
     w_a = k / n
     cal = calibrate_pooled(instances, w_a, judge_a=judge_a, judge_b=judge_b)
@@ -174,25 +212,45 @@ class PaperRule:
         self.name, self._fn, self.label, self.interval_method = name, fn, label, interval_method
 
     def estimate(self, data, options):
-        from reform_core.estimators.base import METRICS as SCORES, Estimate
+        from reform_core.estimators.base import METRICS as SCORES
+        from reform_core.estimators.base import Estimate
 
         rng = np.random.default_rng(int(options.seed))
         extra = {}
         if self.name == "stratified" and data.hints.get("calibrated") is not None:
             extra = {"calibrated": data.hints["calibrated"], "rates": data.hints["rates"], "index": data.index}
-        scores, cal = self._fn(data.instances, data.decisions[[INSTANCE_KEY, "h"]], judge_a=data.judge_a,
-                               judge_b=data.judge_b, n_boot=int(options.reps), level=options.level, rng=rng,
-                               condition=None, **extra)
+        scores, cal = self._fn(
+            data.instances,
+            data.decisions[[INSTANCE_KEY, "h"]],
+            judge_a=data.judge_a,
+            judge_b=data.judge_b,
+            n_boot=int(options.reps),
+            level=options.level,
+            rng=rng,
+            condition=None,
+            **extra,
+        )
         table = scores.pivot(index="model", columns="metric", values="estimate").reindex(columns=list(SCORES))
         rows = pd.Series(cal["p"].to_numpy(dtype=float), index=cal[INSTANCE_KEY].to_numpy())
-        return Estimate(estimator=self.name, table=table.reset_index(), intervals=scores,
-                        components=pd.DataFrame(columns=["model", "metric"]), rows=rows)
+        return Estimate(
+            estimator=self.name,
+            table=table.reset_index(),
+            intervals=scores,
+            components=pd.DataFrame(columns=["model", "metric"]),
+            rows=rows,
+        )
 
 
-_JEFFREYS = ("the calibration's rates drawn from their Jeffreys posteriors (a stratum reviewed at 0 % or 100 % "
-             "still varies); population: plus a cluster bootstrap over questions.")
-STRATIFIED = PaperRule("stratified", stratified, "the paper's stratified calibration (its main-results rule)",
-                       "Measurement: " + _JEFFREYS)
-POOLED = PaperRule("pooled", pooled,
-                   "the paper's pooled calibration (its auxiliary rule; W from decisions on disagreements)",
-                   "Measurement: the pooled weight W_A drawn from its Jeffreys posterior; population: " + _JEFFREYS.split("; ")[-1])
+_JEFFREYS = (
+    "the calibration's rates drawn from their Jeffreys posteriors (a stratum reviewed at 0 % or 100 % "
+    "still varies); population: plus a cluster bootstrap over questions."
+)
+STRATIFIED = PaperRule(
+    "stratified", stratified, "the paper's stratified calibration (its main-results rule)", "Measurement: " + _JEFFREYS
+)
+POOLED = PaperRule(
+    "pooled",
+    pooled,
+    "the paper's pooled calibration (its auxiliary rule; W from decisions on disagreements)",
+    "Measurement: the pooled weight W_A drawn from its Jeffreys posterior; population: " + _JEFFREYS.split("; ")[-1],
+)

@@ -22,8 +22,9 @@ PROVIDERS = ("openai", "gemini", "rules", "replay")
 LLM_PROVIDERS = ("openai", "gemini")
 
 
-def make_llm_judge(provider: str, *, model: str, api_key: Optional[str], base_url: Optional[str] = None,
-                   timeout: float = 120.0, **kw) -> LLMJudge:
+def make_llm_judge(
+    provider: str, *, model: str, api_key: Optional[str], base_url: Optional[str] = None, timeout: float = 120.0, **kw
+) -> LLMJudge:
     """An OpenAI or Gemini judge (the SDK module is imported only here)."""
     if provider == "openai":
         from reform_core.judges.openai_judge import OpenAIJudge
@@ -37,6 +38,16 @@ def make_llm_judge(provider: str, *, model: str, api_key: Optional[str], base_ur
 
 
 __all__ = [
-    "PROMPT_VERSION", "PROVIDERS", "LLM_PROVIDERS", "TASK_CONSTRAINTS", "TASK_PRESENCE",
-    "ConstraintSpec", "Judge", "JudgeItem", "JudgeResult", "LLMJudge", "Verdict", "make_llm_judge",
+    "PROMPT_VERSION",
+    "PROVIDERS",
+    "LLM_PROVIDERS",
+    "TASK_CONSTRAINTS",
+    "TASK_PRESENCE",
+    "ConstraintSpec",
+    "Judge",
+    "JudgeItem",
+    "JudgeResult",
+    "LLMJudge",
+    "Verdict",
+    "make_llm_judge",
 ]

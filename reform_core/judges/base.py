@@ -25,8 +25,17 @@ from reform_core.judges.pricing import cost_usd
 from reform_core.judges.ratelimit import RateLimits
 from reform_core.judges.retry import RetryPolicy, call_with_retry
 
-__all__ = ["TASK_CONSTRAINTS", "TASK_PRESENCE", "ConstraintSpec", "JudgeItem", "Verdict", "JudgeResult", "Judge",
-           "Completion", "LLMJudge"]
+__all__ = [
+    "TASK_CONSTRAINTS",
+    "TASK_PRESENCE",
+    "ConstraintSpec",
+    "JudgeItem",
+    "Verdict",
+    "JudgeResult",
+    "Judge",
+    "Completion",
+    "LLMJudge",
+]
 
 
 @dataclass(frozen=True)

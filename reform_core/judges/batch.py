@@ -66,7 +66,8 @@ def generation_config(messages: list[dict], schema: dict, max_tokens: int) -> di
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
     contents = [
         {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
-        for m in messages if m["role"] != "system"
+        for m in messages
+        if m["role"] != "system"
     ]
     config = {
         "system_instruction": system,
@@ -90,8 +91,12 @@ def openai_lines(items: Iterable[JudgeItem], *, model: str, max_tokens: int = 20
     lines = []
     for item in items:
         body = request_body(model, prompt_mod.build_messages(item), prompt_mod.response_schema(item), max_tokens)
-        lines.append(json.dumps({"custom_id": item_key(item), "method": "POST",
-                                 "url": "/v1/chat/completions", "body": body}, ensure_ascii=False))
+        lines.append(
+            json.dumps(
+                {"custom_id": item_key(item), "method": "POST", "url": "/v1/chat/completions", "body": body},
+                ensure_ascii=False,
+            )
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -145,8 +150,9 @@ class Ingested:
     missing: list[str] = field(default_factory=list)  # items with no line (left pending)
 
 
-def ingest(rows: Iterable[BatchRow], items: Iterable[JudgeItem], *, model: str,
-           prices: Optional[dict] = None) -> Ingested:
+def ingest(
+    rows: Iterable[BatchRow], items: Iterable[JudgeItem], *, model: str, prices: Optional[dict] = None
+) -> Ingested:
     """Results of a finished batch for the submitted ``items`` (see module docstring)."""
     by_key = {item_key(i): i for i in items}
     out = Ingested()
@@ -159,8 +165,12 @@ def ingest(rows: Iterable[BatchRow], items: Iterable[JudgeItem], *, model: str,
         seen.add(row.key)
         c = row.completion
         tin, tout = (c.input_tokens, c.output_tokens) if c else (0, 0)
-        acct = dict(input_tokens=tin, output_tokens=tout, requests=1,
-                    cost_usd=cost_usd(model, tin, tout, prices=prices, batch=True))
+        acct = dict(
+            input_tokens=tin,
+            output_tokens=tout,
+            requests=1,
+            cost_usd=cost_usd(model, tin, tout, prices=prices, batch=True),
+        )
         if c is None:
             out.results.append(JudgeResult.failed(item, row.error or "batch line failed", **acct))
             continue

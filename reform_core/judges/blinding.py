@@ -32,18 +32,40 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-VENDOR_NAMES = ("OpenAI", "ChatGPT", "GPT", "Gemini", "Google", "Anthropic", "Claude", "Llama", "Meta AI", "Mistral",
-                "Mixtral", "Qwen", "DeepSeek", "xAI", "Cohere", "Gemma")
+VENDOR_NAMES = (
+    "OpenAI",
+    "ChatGPT",
+    "GPT",
+    "Gemini",
+    "Google",
+    "Anthropic",
+    "Claude",
+    "Llama",
+    "Meta AI",
+    "Mistral",
+    "Mixtral",
+    "Qwen",
+    "DeepSeek",
+    "xAI",
+    "Cohere",
+    "Gemma",
+)
 MASK = "[judge]"
 MODE_MASK = "[mode]"
 MIN_NAME = 3  # a judge named "a" must not mask every "a"
 
 _MODE = r"(?:strict|loose)"
 _SIGNATURE = re.compile(r"\s*\[(?:[A-Za-z][\w.-]*(?::[\w.-]+)+(?:\s*,\s*" + _MODE + r")?|" + _MODE + r")\]", re.I)
-_VERDICT_TAG = re.compile(r"^\s*(?:(?:pass(?:es|ed)?|fail(?:s|ed)?)\s*[:.\-–—]"
-                          r"|(?:verdict|label|decision|answer)\s*[:=]\s*[\w-]+\s*[:.;,\-–—)]*)\s*", re.I)
-_MODE_PHRASES = re.compile(r"\b" + _MODE + r"[\s-]+(?:mode|rules?|checks?|checking|variant|evaluation)\b"
-                           r"|\b(?:mode|rules?)\s*[:=]\s*" + _MODE + r"\b|\(\s*" + _MODE + r"\s*\)", re.I)
+_VERDICT_TAG = re.compile(
+    r"^\s*(?:(?:pass(?:es|ed)?|fail(?:s|ed)?)\s*[:.\-–—]"
+    r"|(?:verdict|label|decision|answer)\s*[:=]\s*[\w-]+\s*[:.;,\-–—)]*)\s*",
+    re.I,
+)
+_MODE_PHRASES = re.compile(
+    r"\b" + _MODE + r"[\s-]+(?:mode|rules?|checks?|checking|variant|evaluation)\b"
+    r"|\b(?:mode|rules?)\s*[:=]\s*" + _MODE + r"\b|\(\s*" + _MODE + r"\s*\)",
+    re.I,
+)
 
 
 def _names_pattern(names: Iterable[str]) -> re.Pattern | None:

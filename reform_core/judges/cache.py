@@ -14,8 +14,15 @@ from typing import Any, Optional
 from reform_core.judges.constants import PROMPT_VERSION, TEMPERATURE
 
 
-def cache_key(provider: str, model: str, messages: list[dict], schema: dict, *,
-              prompt_version: str = PROMPT_VERSION, temperature: float = TEMPERATURE) -> str:
+def cache_key(
+    provider: str,
+    model: str,
+    messages: list[dict],
+    schema: dict,
+    *,
+    prompt_version: str = PROMPT_VERSION,
+    temperature: float = TEMPERATURE,
+) -> str:
     """SHA-256 hex digest of the canonical JSON of the call's inputs."""
     payload = {
         "provider": provider,

@@ -29,8 +29,11 @@ DEFAULT_API_VERSION = "v1beta"
 def provider_error(exc: Exception) -> Exception:
     if isinstance(exc, genai_errors.APIError):
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        return ProviderError(f"HTTP {exc.code}: {exc.message or exc.status}", status=exc.code,
-                             retry_after=parse_retry_after(dict(headers) if headers else None))
+        return ProviderError(
+            f"HTTP {exc.code}: {exc.message or exc.status}",
+            status=exc.code,
+            retry_after=parse_retry_after(dict(headers) if headers else None),
+        )
     if isinstance(exc, httpx2.TimeoutException):
         return ProviderError(f"timeout: {exc}", kind="timeout")
     if isinstance(exc, httpx2.TransportError):
@@ -38,10 +41,16 @@ def provider_error(exc: Exception) -> Exception:
     return exc
 
 
-def make_client(*, api_key: Optional[str] = None, base_url: Optional[str] = None,
-                api_version: str = DEFAULT_API_VERSION, timeout: float = 120.0,
-                vertexai: bool = False, project: Optional[str] = None,
-                location: Optional[str] = None) -> genai.Client:
+def make_client(
+    *,
+    api_key: Optional[str] = None,
+    base_url: Optional[str] = None,
+    api_version: str = DEFAULT_API_VERSION,
+    timeout: float = 120.0,
+    vertexai: bool = False,
+    project: Optional[str] = None,
+    location: Optional[str] = None,
+) -> genai.Client:
     if not vertexai and not api_key:
         raise ValueError("GOOGLE_API_KEY: no API key given (set it in the environment or settings)")
     http_options = types.HttpOptions(
@@ -71,12 +80,29 @@ def completion_from_response(resp: Any) -> Completion:
 class GeminiJudge(LLMJudge):
     provider = "gemini"
 
-    def __init__(self, *, model: str, api_key: Optional[str] = None, base_url: Optional[str] = None,
-                 api_version: str = DEFAULT_API_VERSION, timeout: float = 120.0, vertexai: bool = False,
-                 project: Optional[str] = None, location: Optional[str] = None, **kw):
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        api_version: str = DEFAULT_API_VERSION,
+        timeout: float = 120.0,
+        vertexai: bool = False,
+        project: Optional[str] = None,
+        location: Optional[str] = None,
+        **kw,
+    ):
         super().__init__(model=model, secrets=(api_key or "",), **kw)
-        self.client = make_client(api_key=api_key, base_url=base_url, api_version=api_version,
-                                  timeout=timeout, vertexai=vertexai, project=project, location=location)
+        self.client = make_client(
+            api_key=api_key,
+            base_url=base_url,
+            api_version=api_version,
+            timeout=timeout,
+            vertexai=vertexai,
+            project=project,
+            location=location,
+        )
 
     async def _complete(self, messages: list[dict], schema: dict) -> Completion:
         req = generation_config(messages, schema, self.max_output_tokens)
@@ -110,8 +136,9 @@ TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "J
 async def submit_batch(client: genai.Client, model: str, requests: list[dict], *, display_name: str = "") -> str:
     """Create a batch job from inline requests (see :func:`reform_core.judges.batch.gemini_requests`)."""
     inlined = [
-        types.InlinedRequest(contents=r["contents"], config=types.GenerateContentConfig(**r["config"]),
-                             metadata=r["metadata"])
+        types.InlinedRequest(
+            contents=r["contents"], config=types.GenerateContentConfig(**r["config"]), metadata=r["metadata"]
+        )
         for r in requests
     ]
     try:
@@ -133,7 +160,7 @@ async def poll_batch(client: genai.Client, name: str) -> BatchStatus:
     if state not in TERMINAL:
         return BatchStatus(state, False)
     rows = []
-    for r in (job.dest.inlined_responses if job.dest and job.dest.inlined_responses else []):
+    for r in job.dest.inlined_responses if job.dest and job.dest.inlined_responses else []:
         key = (r.metadata or {}).get("key", "")
         if r.error is not None:
             rows.append((key, None, f"{r.error.code}: {r.error.message}"))

@@ -88,8 +88,12 @@ def messages_for(item: GenItem, settings: GenerationSettings) -> list[dict]:
 def openai_request(model: str, messages: list[dict], s: GenerationSettings) -> dict:
     """The chat-completions body for these settings (pure)."""
     body: dict[str, Any] = {"model": model, "messages": messages}
-    for key, value in (("temperature", s.temperature), ("top_p", s.top_p), ("max_tokens", s.max_tokens),
-                       ("reasoning_effort", s.reasoning_effort)):
+    for key, value in (
+        ("temperature", s.temperature),
+        ("top_p", s.top_p),
+        ("max_tokens", s.max_tokens),
+        ("reasoning_effort", s.reasoning_effort),
+    ):
         if value is not None:
             body[key] = value
     return body
@@ -98,8 +102,11 @@ def openai_request(model: str, messages: list[dict], s: GenerationSettings) -> d
 def gemini_config(messages: list[dict], s: GenerationSettings) -> dict:
     """``contents`` and ``config`` keyword arguments for ``generate_content`` (pure)."""
     system = "\n".join(m["content"] for m in messages if m["role"] == "system")
-    contents = [{"role": "user" if m["role"] == "user" else "model", "parts": [{"text": m["content"]}]}
-                for m in messages if m["role"] != "system"]
+    contents = [
+        {"role": "user" if m["role"] == "user" else "model", "parts": [{"text": m["content"]}]}
+        for m in messages
+        if m["role"] != "system"
+    ]
     config: dict[str, Any] = {}
     for key, value in (("temperature", s.temperature), ("top_p", s.top_p), ("max_output_tokens", s.max_tokens)):
         if value is not None:
@@ -118,9 +125,19 @@ class Generator:
     :class:`GenResult` with ``error`` set.
     """
 
-    def __init__(self, provider: str, *, model: str, api_key: str, settings: GenerationSettings,
-                 base_url: Optional[str] = None, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
-                 limits: Optional[RateLimits] = None, rng: Optional[random.Random] = None):
+    def __init__(
+        self,
+        provider: str,
+        *,
+        model: str,
+        api_key: str,
+        settings: GenerationSettings,
+        base_url: Optional[str] = None,
+        timeout: float = 300.0,
+        retry: Optional[RetryPolicy] = None,
+        limits: Optional[RateLimits] = None,
+        rng: Optional[random.Random] = None,
+    ):
         if provider not in PROVIDERS:
             raise ValueError(f"provider: expected one of {PROVIDERS}, got {provider!r}")
         if not model:
@@ -147,8 +164,12 @@ class Generator:
                 raise mod.provider_error(exc) from None
             choice = resp.choices[0]
             u = resp.usage
-            return (choice.message.content or "", str(choice.finish_reason or ""),
-                    (u.prompt_tokens or 0) if u else 0, (u.completion_tokens or 0) if u else 0)
+            return (
+                choice.message.content or "",
+                str(choice.finish_reason or ""),
+                (u.prompt_tokens or 0) if u else 0,
+                (u.completion_tokens or 0) if u else 0,
+            )
         from google.genai import types
 
         req = gemini_config(messages, self.settings)
@@ -157,7 +178,8 @@ class Generator:
             cfg["thinking_config"] = types.ThinkingConfig(**cfg["thinking_config"])
         try:
             resp = await self.client.aio.models.generate_content(
-                model=self.model, contents=req["contents"], config=types.GenerateContentConfig(**cfg))
+                model=self.model, contents=req["contents"], config=types.GenerateContentConfig(**cfg)
+            )
         except Exception as exc:  # noqa: BLE001
             raise mod.provider_error(exc) from None
         finish = resp.candidates[0].finish_reason if resp.candidates else None

@@ -16,20 +16,26 @@ import math
 from reform_core.construction.prompts import json_object
 
 PROMPT_VERSION = "mosaic-rubric-v1"
-SYSTEM = ("You are an expert writing coach acting as a fair and strict judge. Your task is to evaluate a given "
-          "passage based on a provided rubric.")
-USER = ("### Passage ###\n{passage}\n\n### Rubric ###\nEvaluate the given passage on the following criterion on a "
-        "scale of 0 to 10: {rubric} (0 = completely disagree, 2 = somewhat disagree, 5 = neutral, 8 = somewhat "
-        "agree, 10 = completely agree).\n\n### Instructions ###\nProvide your output only in a JSON format with the "
-        "keys \"reasoning\" and \"score\".")
+SYSTEM = (
+    "You are an expert writing coach acting as a fair and strict judge. Your task is to evaluate a given "
+    "passage based on a provided rubric."
+)
+USER = (
+    "### Passage ###\n{passage}\n\n### Rubric ###\nEvaluate the given passage on the following criterion on a "
+    "scale of 0 to 10: {rubric} (0 = completely disagree, 2 = somewhat disagree, 5 = neutral, 8 = somewhat "
+    "agree, 10 = completely agree).\n\n### Instructions ###\nProvide your output only in a JSON format with the "
+    'keys "reasoning" and "score".'
+)
 
 
 def messages(passage: str, rubric: str) -> list[dict]:
     """System and user messages asking the judge to score ``passage`` against ``rubric``."""
     if not str(rubric or "").strip():
         raise ValueError("rubric: the constraint has no rubric for the judge")
-    return [{"role": "system", "content": SYSTEM},
-            {"role": "user", "content": USER.format(passage=passage or "", rubric=str(rubric).strip())}]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": USER.format(passage=passage or "", rubric=str(rubric).strip())},
+    ]
 
 
 def parse_score(text: str) -> tuple[float, str]:

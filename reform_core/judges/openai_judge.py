@@ -44,8 +44,7 @@ def make_client(*, api_key: str, base_url: Optional[str] = None, timeout: float 
 class OpenAIJudge(LLMJudge):
     provider = "openai"
 
-    def __init__(self, *, model: str, api_key: str, base_url: Optional[str] = None,
-                 timeout: float = 120.0, **kw):
+    def __init__(self, *, model: str, api_key: str, base_url: Optional[str] = None, timeout: float = 120.0, **kw):
         super().__init__(model=model, secrets=(api_key,), **kw)
         self.client = make_client(api_key=api_key, base_url=base_url, timeout=timeout)
 
@@ -88,7 +87,9 @@ async def submit_batch(client: AsyncOpenAI, jsonl: str, *, metadata: Optional[di
     try:
         f = await client.files.create(file=("judge-requests.jsonl", jsonl.encode("utf-8")), purpose="batch")
         batch = await client.batches.create(
-            input_file_id=f.id, endpoint="/v1/chat/completions", completion_window="24h",
+            input_file_id=f.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
             metadata=metadata or None,
         )
     except openai.OpenAIError as exc:

@@ -48,7 +48,9 @@ def _validated(prices: Mapping, where: str) -> dict[str, tuple[float, float]]:
         try:
             inp, outp = (float(x) for x in pair)
         except (TypeError, ValueError):
-            raise ValueError(f"{where}: price of {model!r} must be [input, output] USD per 1M tokens, got {pair!r}") from None
+            raise ValueError(
+                f"{where}: price of {model!r} must be [input, output] USD per 1M tokens, got {pair!r}"
+            ) from None
         if inp < 0 or outp < 0:
             raise ValueError(f"{where}: price of {model!r} must not be negative")
         out[str(model)] = (inp, outp)
@@ -59,8 +61,9 @@ def known(model: str, prices: Optional[Mapping] = None) -> bool:
     return model in price_table(prices)
 
 
-def cost_usd(model: str, input_tokens: int, output_tokens: int, *, prices: Optional[Mapping] = None,
-             batch: bool = False) -> float:
+def cost_usd(
+    model: str, input_tokens: int, output_tokens: int, *, prices: Optional[Mapping] = None, batch: bool = False
+) -> float:
     """Cost of one call in USD (0.0 for a model without a price)."""
     table = price_table(prices)
     if model not in table:

@@ -25,8 +25,9 @@ class ProviderError(Exception):
     kind: ``"http"`` (``status`` set), ``"timeout"`` or ``"connection"``.
     """
 
-    def __init__(self, message: str, *, kind: str = "http", status: Optional[int] = None,
-                 retry_after: Optional[float] = None):
+    def __init__(
+        self, message: str, *, kind: str = "http", status: Optional[int] = None, retry_after: Optional[float] = None
+    ):
         super().__init__(message)
         if kind not in ("http", "timeout", "connection"):
             raise ValueError(f"kind: unknown value {kind!r}")

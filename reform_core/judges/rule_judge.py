@@ -80,8 +80,14 @@ def _constraint_verdict(vid: str, text: str, c: ConstraintSpec, mode: str) -> Ve
     return Verdict(c.id, int(bool(result.passed)), evidence)
 
 
-def decide(text: str, c: ConstraintSpec, *, task: str, mode: str = "strict",
-           constraint_verifiers: Optional[Mapping[str, str]] = None) -> Verdict:
+def decide(
+    text: str,
+    c: ConstraintSpec,
+    *,
+    task: str,
+    mode: str = "strict",
+    constraint_verifiers: Optional[Mapping[str, str]] = None,
+) -> Verdict:
     """The rule verdict on one constraint (or presence question); see the module docstring."""
     vid = (constraint_verifiers or {}).get(c.feature)
     if vid is not None and task != TASK_PRESENCE:
@@ -128,6 +134,10 @@ class RuleJudge:
         self.constraint_verifiers = catalog_verifiers(catalogs)
 
     async def judge(self, item: JudgeItem) -> JudgeResult:
-        return JudgeResult(item, [decide(item.response, c, task=item.task, mode=self.mode,
-                                         constraint_verifiers=self.constraint_verifiers)
-                                  for c in item.constraints])
+        return JudgeResult(
+            item,
+            [
+                decide(item.response, c, task=item.task, mode=self.mode, constraint_verifiers=self.constraint_verifiers)
+                for c in item.constraints
+            ],
+        )

@@ -51,50 +51,100 @@ def pair_key(df: pd.DataFrame, pair_group: str = "pair_group", instruction: str 
 
 
 def _exclusion(analysis, model, group, instruction, reason, detail) -> dict:
-    return {"analysis": analysis, "model": str(model), "pair_group": str(group), "instruction": str(instruction),
-            "reason": reason, "detail": detail}
+    return {
+        "analysis": analysis,
+        "model": str(model),
+        "pair_group": str(group),
+        "instruction": str(instruction),
+        "reason": reason,
+        "detail": detail,
+    }
 
 
 def _signature(rows: pd.DataFrame) -> dict:
-    return {int(r.position): (str(r.feature), str(r.mode)) for r in rows[["position", "feature", "mode"]].itertuples(index=False)}
+    return {
+        int(r.position): (str(r.feature), str(r.mode))
+        for r in rows[["position", "feature", "mode"]].itertuples(index=False)
+    }
 
 
-def _check_group(analysis: str, other_name: str, model, key, main_rows: pd.DataFrame, other_rows: pd.DataFrame,
-                 p: str, missing_reason: str) -> dict | None:
+def _check_group(
+    analysis: str,
+    other_name: str,
+    model,
+    key,
+    main_rows: pd.DataFrame,
+    other_rows: pd.DataFrame,
+    p: str,
+    missing_reason: str,
+) -> dict | None:
     """Why one (model, pair group) cannot be compared, or None when it is complete and consistent."""
     main_instr = ", ".join(sorted(main_rows["instruction"].astype(str).unique())) if len(main_rows) else ""
     if main_rows.empty:
-        return _exclusion(analysis, model, key, ", ".join(sorted(other_rows["instruction"].astype(str).unique())),
-                          "incomplete group", f"{other_name} version(s) without their main instruction")
+        return _exclusion(
+            analysis,
+            model,
+            key,
+            ", ".join(sorted(other_rows["instruction"].astype(str).unique())),
+            "incomplete group",
+            f"{other_name} version(s) without their main instruction",
+        )
     if main_rows["instruction"].nunique() > 1:
-        return _exclusion(analysis, model, key, main_instr, "incomplete group",
-                          "several main instructions share this pair group")
+        return _exclusion(
+            analysis, model, key, main_instr, "incomplete group", "several main instructions share this pair group"
+        )
     if other_rows.empty:
         return _exclusion(analysis, model, key, main_instr, missing_reason, f"no {other_name} version")
     if other_rows["position"].duplicated().any():
         dup = sorted(other_rows.loc[other_rows["position"].duplicated(), "position"].astype(int).unique())
-        return _exclusion(analysis, model, key, main_instr, "incomplete group",
-                          f"more than one {other_name} version for position(s) {dup}")
+        return _exclusion(
+            analysis,
+            model,
+            key,
+            main_instr,
+            "incomplete group",
+            f"more than one {other_name} version for position(s) {dup}",
+        )
     sig_m, sig_o = _signature(main_rows), _signature(other_rows)
     if set(sig_m) != set(sig_o):
-        return _exclusion(analysis, model, key, main_instr, missing_reason,
-                          f"{other_name} versions for position(s) {sorted(sig_o)} of {sorted(sig_m)}")
+        return _exclusion(
+            analysis,
+            model,
+            key,
+            main_instr,
+            missing_reason,
+            f"{other_name} versions for position(s) {sorted(sig_o)} of {sorted(sig_m)}",
+        )
     bad = [pos for pos in sorted(sig_m) if sig_m[pos] != sig_o[pos]]
     if bad:
         pos = bad[0]
-        return _exclusion(analysis, model, key, main_instr, "feature mismatch",
-                          f"position {pos}: main {sig_m[pos][0]}:{sig_m[pos][1]}, {other_name} "
-                          f"{sig_o[pos][0]}:{sig_o[pos][1]}")
+        return _exclusion(
+            analysis,
+            model,
+            key,
+            main_instr,
+            "feature mismatch",
+            f"position {pos}: main {sig_m[pos][0]}:{sig_m[pos][1]}, {other_name} {sig_o[pos][0]}:{sig_o[pos][1]}",
+        )
     pv = pd.to_numeric(pd.concat([main_rows[p], other_rows[p]]), errors="coerce")
     if pv.isna().any():
-        return _exclusion(analysis, model, key, main_instr, "judge error",
-                          f"{int(pv.isna().sum())} constraint(s) without a usable label from either judge")
+        return _exclusion(
+            analysis,
+            model,
+            key,
+            main_instr,
+            "judge error",
+            f"{int(pv.isna().sum())} constraint(s) without a usable label from either judge",
+        )
     return None
 
 
-def _pairs(instances: pd.DataFrame, other: str, analysis: str, missing_reason: str, *, p: str, main: str,
-           all_main: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    _require(instances, ["model", "instruction", "pair_group", "position", "feature", "mode", "condition", p], "instances")
+def _pairs(
+    instances: pd.DataFrame, other: str, analysis: str, missing_reason: str, *, p: str, main: str, all_main: bool
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    _require(
+        instances, ["model", "instruction", "pair_group", "position", "feature", "mode", "condition", p], "instances"
+    )
     cond = instances["condition"].astype(str)
     o = instances[cond == other]
     keep_model = instances["model"].astype(str).isin(set(o["model"].astype(str)))
@@ -107,10 +157,18 @@ def _pairs(instances: pd.DataFrame, other: str, analysis: str, missing_reason: s
     cols = ["position", "feature", "mode", p]
     mg = pd.DataFrame({"_g": gm.to_numpy(), **{c: m[c].to_numpy() for c in cols}}).merge(
         pd.DataFrame({"_g": go.to_numpy(), **{c: o[c].to_numpy() for c in cols}}),
-        on=["_g", "position"], how="outer", suffixes=("_m", "_o"), indicator=True)
-    bad = ((mg["_merge"] != "both") | (mg["feature_m"].astype(str) != mg["feature_o"].astype(str))
-           | (mg["mode_m"].astype(str) != mg["mode_o"].astype(str))
-           | pd.to_numeric(mg[f"{p}_m"], errors="coerce").isna() | pd.to_numeric(mg[f"{p}_o"], errors="coerce").isna())
+        on=["_g", "position"],
+        how="outer",
+        suffixes=("_m", "_o"),
+        indicator=True,
+    )
+    bad = (
+        (mg["_merge"] != "both")
+        | (mg["feature_m"].astype(str) != mg["feature_o"].astype(str))
+        | (mg["mode_m"].astype(str) != mg["mode_o"].astype(str))
+        | pd.to_numeric(mg[f"{p}_m"], errors="coerce").isna()
+        | pd.to_numeric(mg[f"{p}_o"], errors="coerce").isna()
+    )
     suspects = set(mg.loc[bad.to_numpy(), "_g"])
     suspects |= set(go[o.assign(_g=go.to_numpy()).duplicated(["_g", "position"]).to_numpy()])
     n_inst = m.groupby(gm.to_numpy())["instruction"].nunique()
@@ -129,12 +187,15 @@ def _pairs(instances: pd.DataFrame, other: str, analysis: str, missing_reason: s
             bad_groups.add(g)
     good = candidates - bad_groups
     key_all = (instances["model"].astype(str) + "\x1f" + pair_key(instances)).to_numpy()
-    keep = (((cond == main).to_numpy() & keep_model.to_numpy()) | (cond == other).to_numpy()) & pd.Series(key_all).isin(good).to_numpy()
+    keep = (((cond == main).to_numpy() & keep_model.to_numpy()) | (cond == other).to_numpy()) & pd.Series(key_all).isin(
+        good
+    ).to_numpy()
     return instances[keep], pd.DataFrame(excluded, columns=EXCLUSION_COLUMNS)
 
 
-def composition_pairs(instances: pd.DataFrame, *, p: str = "p", single: str = "single",
-                      main: str = CONDITION_MAIN) -> tuple[pd.DataFrame, pd.DataFrame]:
+def composition_pairs(
+    instances: pd.DataFrame, *, p: str = "p", single: str = "single", main: str = CONDITION_MAIN
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The complete, consistent (main instruction, single-constraint versions) groups of
     the models with a single-constraint condition, and the groups left out (module doc).
 
@@ -150,8 +211,9 @@ def composition_pairs(instances: pd.DataFrame, *, p: str = "p", single: str = "s
     return _pairs(instances, single, "composition", "incomplete group", p=p, main=main, all_main=False)
 
 
-def prompting_pairs(instances: pd.DataFrame, *, p: str = "p", other: str = "prompted",
-                    main: str = CONDITION_MAIN) -> tuple[pd.DataFrame, pd.DataFrame]:
+def prompting_pairs(
+    instances: pd.DataFrame, *, p: str = "p", other: str = "prompted", main: str = CONDITION_MAIN
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The complete, consistent (main, prompted) instruction pairs of the models with a
     prompted condition; every main instruction of such a model is a candidate, so one
     without a prompted version is left out as ``missing prompted version``."""
@@ -177,7 +239,8 @@ class CompositionData:
         j = clean[clean["condition"] == main].assign(_key=lambda d: pair_key(d), _label=lambda d: d.index)
         keys = ["model", "_key", "position"]
         mg = s[keys + ["question", "feature", "mode", "baseline_opposed", p, "_label"]].merge(
-            j[keys + [p, "_label"]], on=keys, suffixes=("_s", "_j"))
+            j[keys + [p, "_label"]], on=keys, suffixes=("_s", "_j")
+        )
         mg = mg.sort_values(keys, kind="stable").reset_index(drop=True)
         self.frame = mg
         self.s_label, self.j_label = mg["_label_s"].to_numpy(), mg["_label_j"].to_numpy()
@@ -198,8 +261,9 @@ class CompositionData:
         self.pj = mg[f"{p}_j"].to_numpy(dtype=float)
 
 
-def composition_replicates(data: CompositionData, weights: np.ndarray, ps: np.ndarray | None = None,
-                           pj: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def composition_replicates(
+    data: CompositionData, weights: np.ndarray, ps: np.ndarray | None = None, pj: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Table 3 measures (%) per replicate: ``weights`` (B × questions of ``data``) and
     optionally replicate pass probabilities ``ps``/``pj`` (B × rows). Returns
     ``{measure_side: (B, models)}`` for measures all_pass / opposed / aligned / gap and
@@ -238,10 +302,21 @@ def per_target_rates(data: CompositionData) -> pd.DataFrame:
     feature, mode and baseline group (opposed / aligned / unknown)."""
     mg = data.frame
     group = np.where(data.opposed, "opposed", np.where(data.aligned, "aligned", "unknown"))
-    d = pd.DataFrame({"model": mg["model"].astype(str), "feature": mg["feature"].astype(str), "mode": mg["mode"].astype(str),
-                      "baseline": group, "separate": 100 * data.ps, "joint": 100 * data.pj})
-    out = d.groupby(["model", "feature", "mode", "baseline"], sort=True).agg(
-        separate=("separate", "mean"), joint=("joint", "mean"), n=("separate", "size")).reset_index()
+    d = pd.DataFrame(
+        {
+            "model": mg["model"].astype(str),
+            "feature": mg["feature"].astype(str),
+            "mode": mg["mode"].astype(str),
+            "baseline": group,
+            "separate": 100 * data.ps,
+            "joint": 100 * data.pj,
+        }
+    )
+    out = (
+        d.groupby(["model", "feature", "mode", "baseline"], sort=True)
+        .agg(separate=("separate", "mean"), joint=("joint", "mean"), n=("separate", "size"))
+        .reset_index()
+    )
     out["delta_pp"] = out["joint"] - out["separate"]
     return out
 
@@ -255,10 +330,19 @@ class CoverageGroups:
 
     def __init__(self, extracted: pd.DataFrame, *, questions: Sequence[str], models: Sequence[str]):
         mapping = extracted["mapping"].astype(str)
-        d = pd.DataFrame({"model": extracted["model"].astype(str), "question": extracted["question"].astype(str),
-                          "covered": mapping.isin(COVERED).to_numpy(), "uncovered": (mapping == "uncovered").to_numpy()})
-        g = d.groupby(["model", "question"], sort=True).agg(n=("covered", "size"), covered=("covered", "sum"),
-                                                              uncovered=("uncovered", "sum")).reset_index()
+        d = pd.DataFrame(
+            {
+                "model": extracted["model"].astype(str),
+                "question": extracted["question"].astype(str),
+                "covered": mapping.isin(COVERED).to_numpy(),
+                "uncovered": (mapping == "uncovered").to_numpy(),
+            }
+        )
+        g = (
+            d.groupby(["model", "question"], sort=True)
+            .agg(n=("covered", "size"), covered=("covered", "sum"), uncovered=("uncovered", "sum"))
+            .reset_index()
+        )
         self.models = list(models)
         self.model = pd.Index(self.models).get_indexer(g["model"])
         self.question = pd.Index(list(questions)).get_indexer(g["question"])
@@ -271,18 +355,27 @@ class CoverageGroups:
         replacement (a multinomial over covered / uncovered / not_format)."""
         pc = self.covered / self.n
         rest_n = self.n - self.covered
-        pu = np.divide(self.uncovered, rest_n, out=np.zeros(len(self.n)), where=rest_n > 0)  # P(uncovered | not covered)
+        pu = np.divide(
+            self.uncovered, rest_n, out=np.zeros(len(self.n)), where=rest_n > 0
+        )  # P(uncovered | not covered)
         cov = rng.binomial(self.n, pc, size=(n_boot, len(self.n)))
         unc = rng.binomial(self.n - cov, pu, size=(n_boot, len(self.n)))
         return cov.astype(float), unc.astype(float)
 
 
-def coverage_replicates(groups: CoverageGroups, question_weights: np.ndarray | None = None,
-                        covered: np.ndarray | None = None, uncovered: np.ndarray | None = None) -> np.ndarray:
+def coverage_replicates(
+    groups: CoverageGroups,
+    question_weights: np.ndarray | None = None,
+    covered: np.ndarray | None = None,
+    uncovered: np.ndarray | None = None,
+) -> np.ndarray:
     """Instance coverage (%) per replicate and model (last column: pooled) of Table A4:
     ``Σ_g w_q(g)·covered_g / Σ_g w_q(g)·valid_g`` (valid = covered + uncovered)."""
-    w = np.ones((1, groups.question.max() + 1 if len(groups.question) else 1)) if question_weights is None \
+    w = (
+        np.ones((1, groups.question.max() + 1 if len(groups.question) else 1))
+        if question_weights is None
         else np.asarray(question_weights, dtype=float)
+    )
     wg = w[:, groups.question]
     cov = groups.covered[None, :] if covered is None else covered
     unc = groups.uncovered[None, :] if uncovered is None else uncovered
@@ -333,8 +426,9 @@ def percentile_interval(reps: np.ndarray, level: float = 0.95) -> tuple[np.ndarr
 RHO_CLIP = 1 - 1e-12  # |ρ| = 1 has no Fisher z: replicates and points are clipped to ±RHO_CLIP first
 
 
-def fisher_z_interval(point: np.ndarray, replicates: np.ndarray | None = None, *, se: np.ndarray | None = None,
-                      level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def fisher_z_interval(
+    point: np.ndarray, replicates: np.ndarray | None = None, *, se: np.ndarray | None = None, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Interval for a correlation on Fisher's z scale, per column: ``tanh(atanh(ρ̂) ± z_{1−α/2} · se_z)``.
 
     The interval is symmetric in z around ``atanh(ρ̂)``, so it always contains ``ρ̂`` and stays

@@ -17,7 +17,6 @@ from reform_core.frames import require_columns as _require
 from reform_core.metrics.reform import group_sums, rates_from_sums
 from reform_core.unit_index import KS, build_index, opposition
 
-
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 
 
@@ -85,7 +84,9 @@ def composition_table(
     bad = groups.index.isin(single_groups) & ~groups.to_numpy()
     if bad.any():
         m, g = groups.index[bad][0]
-        raise ValueError(f"pair group {g!r} of model {m!r}: single-constraint positions do not match the joint instruction")
+        raise ValueError(
+            f"pair group {g!r} of model {m!r}: single-constraint positions do not match the joint instruction"
+        )
     merged = merged[merged["_merge"] == "both"].copy()
     merged["ps"] = _probabilities(merged, f"{p}_s")
     merged["pj"] = _probabilities(merged, f"{p}_j")
@@ -153,7 +154,9 @@ def prompting_comparison(
         raise ValueError(f"no instance has {condition_col} == {other!r}")
     keep = instances[model].isin(o[model].unique()).to_numpy()
     frame = instances[keep]
-    index = build_index(frame, condition=base, model=model, instruction=instruction, condition_col=condition_col, **roles)
+    index = build_index(
+        frame, condition=base, model=model, instruction=instruction, condition_col=condition_col, **roles
+    )
     b = frame[[model, pair_group, instruction, position]].iloc[index.row_pos]
     base_key = pd.MultiIndex.from_arrays([b[model].astype(str), _pair_key(b, pair_group, instruction), b[position]])
     o_key = pd.MultiIndex.from_arrays([o[model].astype(str), _pair_key(o, pair_group, instruction), o[position]])
@@ -162,7 +165,9 @@ def prompting_comparison(
     pos = o_key.get_indexer(base_key)
     if (pos < 0).any():
         r = b.iloc[int(np.flatnonzero(pos < 0)[0])]
-        raise ValueError(f"no {other!r} row for model {r[model]!r}, instruction {r[instruction]!r}, position {r[position]!r}")
+        raise ValueError(
+            f"no {other!r} row for model {r[model]!r}, instruction {r[instruction]!r}, position {r[position]!r}"
+        )
     pv_base = index.pass_vector(frame, p)
     pv_other = _probabilities(o, p)[pos]
     sb, so = group_sums(index, pv_base), group_sums(index, pv_other)
@@ -170,8 +175,14 @@ def prompting_comparison(
     n = {"tcpr": sb["n_inst"], **{f"r{k}": sb[f"units{k}"] for k in KS}}
     n["emcr"] = sum(sb[f"units{k}"] for k in KS)
     rows = [
-        {"model": m, "metric": metric, "base": rb[metric][i], "other": ro[metric][i],
-         "diff_pp": ro[metric][i] - rb[metric][i], "n": int(n[metric][i])}
+        {
+            "model": m,
+            "metric": metric,
+            "base": rb[metric][i],
+            "other": ro[metric][i],
+            "diff_pp": ro[metric][i] - rb[metric][i],
+            "n": int(n[metric][i]),
+        }
         for i, m in enumerate(index.models)
         for metric in METRICS
     ]

@@ -19,12 +19,13 @@ import pandas as pd
 
 from reform_core.frames import require_columns as _require
 
-
 COVERED = ("exact", "subtype", "composite")
 MAPPINGS = COVERED + ("uncovered", "not_format")
 
 
-def catalog_coverage(extracted: pd.DataFrame, *, model: str = "model", mapping: str = "mapping", pooled: str = "Pooled") -> pd.DataFrame:
+def catalog_coverage(
+    extracted: pd.DataFrame, *, model: str = "model", mapping: str = "mapping", pooled: str = "Pooled"
+) -> pd.DataFrame:
     """Instance coverage = covered / valid extracted instances (ReFormBench App. A.4, Table A4).
 
     ``exact``, ``subtype`` and ``composite`` count as covered; ``not_format`` instances are
@@ -50,7 +51,9 @@ def catalog_coverage(extracted: pd.DataFrame, *, model: str = "model", mapping: 
     out["covered"] = counts[list(COVERED)].sum(axis=1).to_numpy()
     out["uncovered"] = counts["uncovered"].to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["coverage"] = np.where(out["valid"] > 0, 100 * out["covered"] / out["valid"].where(out["valid"] > 0, 1), np.nan)
+        out["coverage"] = np.where(
+            out["valid"] > 0, 100 * out["covered"] / out["valid"].where(out["valid"] > 0, 1), np.nan
+        )
     return out
 
 
@@ -99,7 +102,9 @@ def feature_frequency(
     return freq
 
 
-def frequency_correlation(freq: pd.DataFrame, reference: Sequence[str], *, others: Sequence[str] | None = None, pooled: str = "Pooled") -> pd.DataFrame:
+def frequency_correlation(
+    freq: pd.DataFrame, reference: Sequence[str], *, others: Sequence[str] | None = None, pooled: str = "Pooled"
+) -> pd.DataFrame:
     """Spearman ρ of feature frequencies against the reference group's mean (ReFormBench
     App. A.4, Table 4).
 
@@ -210,8 +215,10 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     d = 1.0 / (d if abs(d) > tiny else tiny)
     h = d
     for m in range(1, 10_000):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for num in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             d = 1.0 + num * d
             d = 1.0 / (d if abs(d) > tiny else tiny)
             c = 1.0 + num / c

@@ -71,8 +71,9 @@ class MetricDescriptions:
         out, rs = [], [t for t in self.texts if t.metric in ("r1", "r2", "r3")]
         for t in self.texts:
             if t.metric == "r1":
-                out.append(MetricText("r", "R¹, R², R³", "joint correction rates at K = 1, 2, 3", f"{R_UNITS}.",
-                                      rs[0].tooltip))
+                out.append(
+                    MetricText("r", "R¹, R², R³", "joint correction rates at K = 1, 2, 3", f"{R_UNITS}.", rs[0].tooltip)
+                )
             elif t.metric not in ("r2", "r3"):
                 out.append(t)
         return out
@@ -94,39 +95,68 @@ def _tcpr(counts: tuple[int, ...], ifeval: bool) -> MetricText:
     unit = "instruction" if three else "prompt"
     remarks = ["= IFEval's prompt-level accuracy"] if ifeval else []
     if three:
-        name, meets, tip = ("three-constraint pass rate", "all three of its constraints",
-                            "Three-constraint pass rate: share of instructions meeting all three constraints (%).")
+        name, meets, tip = (
+            "three-constraint pass rate",
+            "all three of its constraints",
+            "Three-constraint pass rate: share of instructions meeting all three constraints (%).",
+        )
     elif counts == (1,):
-        name, meets, tip = ("constraint-set pass rate", "the prompt's constraint",
-                            "Share of prompts whose response meets the prompt's constraint (%).")
+        name, meets, tip = (
+            "constraint-set pass rate",
+            "the prompt's constraint",
+            "Share of prompts whose response meets the prompt's constraint (%).",
+        )
         remarks.insert(0, "each prompt has one here")
     else:
-        name, meets, tip = ("all-constraints pass rate", "all of the prompt's constraints",
-                            "All-constraints pass rate: share of prompts meeting all of the prompt's constraints (%).")
+        name, meets, tip = (
+            "all-constraints pass rate",
+            "all of the prompt's constraints",
+            "All-constraints pass rate: share of prompts meeting all of the prompt's constraints (%).",
+        )
         if len(counts) == 1:
             remarks.insert(0, f"each prompt has {_NUMBER_WORDS.get(counts[0], counts[0])} here")
         elif counts:
             remarks.insert(0, f"{_count_words(counts)} per prompt here")
     said = f" ({'; '.join(remarks)})" if remarks else ""
-    return MetricText("tcpr", "TCPR", name,
-                      f"the share of {unit}s whose response meets {meets}{said}; calibrated, each {unit} counts with "
-                      "the product of its constraints' pass probabilities.", tip)
+    return MetricText(
+        "tcpr",
+        "TCPR",
+        name,
+        f"the share of {unit}s whose response meets {meets}{said}; calibrated, each {unit} counts with "
+        "the product of its constraints' pass probabilities.",
+        tip,
+    )
 
 
-R_UNITS = ("an eligible unit is a set of K baseline-opposed targets of one question — formatting the model's own "
-           "answer to the question does not show where it is required, or shows where it is forbidden — that recur "
-           "across the question's variants; each R is the share of eligible units whose targets are all met in every "
-           "variant that asks for them")
+R_UNITS = (
+    "an eligible unit is a set of K baseline-opposed targets of one question — formatting the model's own "
+    "answer to the question does not show where it is required, or shows where it is forbidden — that recur "
+    "across the question's variants; each R is the share of eligible units whose targets are all met in every "
+    "variant that asks for them"
+)
 
 
 def _emcr_texts() -> list[MetricText]:
-    out = [MetricText(f"r{k}", f"R{k}", f"joint correction rate at K = {k}",
-                      f"at K = {k}, {R_UNITS}.",
-                      f"Joint correction rate at K = {k}: share of eligible units of {k} baseline-opposed target(s) "
-                      "met in every variant that asks for them (%).") for k in (1, 2, 3)]
-    out.append(MetricText("emcr", "EMCR", "equal-weight multi-constraint correction rate",
-                          "(R1 + R2 + R3) / 3; its denominator is the eligible units at K = 1, 2, 3.",
-                          "Equal-weight multi-constraint correction rate: (R¹ + R² + R³) / 3 (%)."))
+    out = [
+        MetricText(
+            f"r{k}",
+            f"R{k}",
+            f"joint correction rate at K = {k}",
+            f"at K = {k}, {R_UNITS}.",
+            f"Joint correction rate at K = {k}: share of eligible units of {k} baseline-opposed target(s) "
+            "met in every variant that asks for them (%).",
+        )
+        for k in (1, 2, 3)
+    ]
+    out.append(
+        MetricText(
+            "emcr",
+            "EMCR",
+            "equal-weight multi-constraint correction rate",
+            "(R1 + R2 + R3) / 3; its denominator is the eligible units at K = 1, 2, 3.",
+            "Equal-weight multi-constraint correction rate: (R¹ + R² + R³) / 3 (%).",
+        )
+    )
     return out
 
 
@@ -158,15 +188,33 @@ def describe_metrics(declared: Sequence[str], shape: DataShape) -> MetricDescrip
         texts += _emcr_texts()
     if "constraint_level" in declared or ifeval:
         alias = " (= IFEval's instruction-level accuracy)" if ifeval else ""
-        texts.append(MetricText("constraint_level", "constraint level", "constraint pass rate",
-                                f"the mean pass probability over all scored constraints{alias}.",
-                                "Mean pass over constraints (%)."))
+        texts.append(
+            MetricText(
+                "constraint_level",
+                "constraint level",
+                "constraint pass rate",
+                f"the mean pass probability over all scored constraints{alias}.",
+                "Mean pass over constraints (%).",
+            )
+        )
     for mode in ("strict", "loose"):
         if mode in declared:
-            texts.append(MetricText(mode, mode, f"IFEval's {mode} accuracies",
-                                    f"prompt- and instruction-level accuracy from the catalog's verifiers run as the "
-                                    f"rules judge in {mode} mode (IFEval's official rules).",
-                                    f"IFEval {mode} accuracy (%)."))
-    note = ("EMCR and R1–R3, declared by the catalog, need baseline annotations (which features a model's own answer "
-            "shows); this project has none, so they are not computed") if emcr_declared and not emcr else ""
+            texts.append(
+                MetricText(
+                    mode,
+                    mode,
+                    f"IFEval's {mode} accuracies",
+                    f"prompt- and instruction-level accuracy from the catalog's verifiers run as the "
+                    f"rules judge in {mode} mode (IFEval's official rules).",
+                    f"IFEval {mode} accuracy (%).",
+                )
+            )
+    note = (
+        (
+            "EMCR and R1–R3, declared by the catalog, need baseline annotations (which features a model's own answer "
+            "shows); this project has none, so they are not computed"
+        )
+        if emcr_declared and not emcr
+        else ""
+    )
     return MetricDescriptions(tuple(texts), emcr, emcr_declared, note)

@@ -36,8 +36,15 @@ def _question_matrix(index: UnitIndex, sums: dict[str, np.ndarray]) -> dict[str,
     return {key: sums[key].reshape(nm, nq) for key in _SUM_KEYS}
 
 
-def row_strata(index: UnitIndex, instances: pd.DataFrame, rates: pd.DataFrame, pv: np.ndarray, *,
-               stratum: str = "stratum", source: str = "source") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def row_strata(
+    index: UnitIndex,
+    instances: pd.DataFrame,
+    rates: pd.DataFrame,
+    pv: np.ndarray,
+    *,
+    stratum: str = "stratum",
+    source: str = "source",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Map scored rows to the reviewed strata whose π̂_h they carry.
 
     Parameters
@@ -54,7 +61,9 @@ def row_strata(index: UnitIndex, instances: pd.DataFrame, rates: pd.DataFrame, p
     """
     for col in (stratum, source):
         if col not in instances.columns:
-            raise ValueError(f"instances lack column {col!r}; resampling adjudications needs calibrate_stratified output")
+            raise ValueError(
+                f"instances lack column {col!r}; resampling adjudications needs calibrate_stratified output"
+            )
     for col in ("stratum", "n_reviewed", "pi_hat"):
         if col not in rates.columns:
             raise ValueError(f"rates lack column {col!r}; pass stratum_rates(...) output")
@@ -66,12 +75,20 @@ def row_strata(index: UnitIndex, instances: pd.DataFrame, rates: pd.DataFrame, p
     if (df[source].to_numpy() == "stratum").any() and (h[df[source].to_numpy() == "stratum"] < 0).any():
         raise ValueError("an unreviewed disagreement's stratum is not among the reviewed strata of rates")
     if (np.abs(pv[h >= 0] - pi_hat[h[h >= 0]]) > 1e-12).any():
-        raise ValueError("p of unreviewed disagreements differs from rates['pi_hat']: rates do not match the calibration")
+        raise ValueError(
+            "p of unreviewed disagreements differs from rates['pi_hat']: rates do not match the calibration"
+        )
     return h.astype(np.int64), pi_hat, reviewed["n_reviewed"].to_numpy(dtype=np.int64)
 
 
-def constraint_level_replicates(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *,
-                                row_stratum: np.ndarray | None = None, pi: np.ndarray | None = None) -> np.ndarray:
+def constraint_level_replicates(
+    index: UnitIndex,
+    pv: np.ndarray,
+    weights: np.ndarray,
+    *,
+    row_stratum: np.ndarray | None = None,
+    pi: np.ndarray | None = None,
+) -> np.ndarray:
     """The constraint level (%) of each replicate, (B, n_models): Σ_q w_q P*_q / Σ_q w_q C_q, where a
     row of an unreviewed disagreement of reviewed stratum h passes with π*_h (linear in the rows)."""
     nm, nq = len(index.models), len(index.questions)
@@ -85,10 +102,11 @@ def constraint_level_replicates(index: UnitIndex, pv: np.ndarray, weights: np.nd
     total = np.bincount(group, x, minlength=nm * nq).reshape(nm, nq)
     num, den = weights @ total.T, weights @ count.T
     if variable.any():
-        per = sp.csr_matrix((np.ones(int(variable.sum())), (group[variable], row_stratum[rows][variable])),
-                            shape=(nm * nq, pi.shape[0]))
+        per = sp.csr_matrix(
+            (np.ones(int(variable.sum())), (group[variable], row_stratum[rows][variable])), shape=(nm * nq, pi.shape[0])
+        )
         for m in range(nm):  # Σ_q w_q Σ_h n_{q,h} π*_h
-            num[:, m] += ((per[m * nq:(m + 1) * nq].T @ weights.T).T * pi.T).sum(axis=1)
+            num[:, m] += ((per[m * nq : (m + 1) * nq].T @ weights.T).T * pi.T).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, 100 * num / np.where(den > 0, den, 1), np.nan)
 
@@ -100,8 +118,15 @@ def point_scores(index: UnitIndex, pv: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, row_stratum: np.ndarray | None = None,
-                     pi: np.ndarray | None = None, chunk: int = 64) -> dict[str, np.ndarray]:
+def replicate_scores(
+    index: UnitIndex,
+    pv: np.ndarray,
+    weights: np.ndarray,
+    *,
+    row_stratum: np.ndarray | None = None,
+    pi: np.ndarray | None = None,
+    chunk: int = 64,
+) -> dict[str, np.ndarray]:
     """Scores (%) of bootstrap replicates given question weights and stratum rates.
 
     Parameters
@@ -124,9 +149,15 @@ def replicate_scores(index: UnitIndex, pv: np.ndarray, weights: np.ndarray, *, r
     return replicate_score_sets(index, pv, [weights], row_stratum=row_stratum, pi=pi, chunk=chunk)[0]
 
 
-def replicate_score_sets(index: UnitIndex, pv: np.ndarray, weight_sets: list[np.ndarray], *,
-                         row_stratum: np.ndarray | None = None, pi: np.ndarray | None = None,
-                         chunk: int = 64) -> list[dict[str, np.ndarray]]:
+def replicate_score_sets(
+    index: UnitIndex,
+    pv: np.ndarray,
+    weight_sets: list[np.ndarray],
+    *,
+    row_stratum: np.ndarray | None = None,
+    pi: np.ndarray | None = None,
+    chunk: int = 64,
+) -> list[dict[str, np.ndarray]]:
     """:func:`replicate_scores` for several question-weight matrices with the same rate draws
     ``pi`` (the measurement interval's unit weights and the population interval's bootstrap
     weights): the replicate pass probabilities ``exp(E @ log π*)`` are computed once for all."""
@@ -146,14 +177,18 @@ def replicate_score_sets(index: UnitIndex, pv: np.ndarray, weight_sets: list[np.
     if variable:
         n_inst, n_units = len(index.inst_starts), len(index.unit_k)
         inst_of_row = np.empty(len(pv), dtype=np.int64)
-        inst_of_row[index.inst_rows] = np.repeat(np.arange(n_inst), np.diff(np.r_[index.inst_starts, len(index.inst_rows)]))
+        inst_of_row[index.inst_rows] = np.repeat(
+            np.arange(n_inst), np.diff(np.r_[index.inst_starts, len(index.inst_rows)])
+        )
         unit_mem_starts = index.uv_starts[index.unit_uv_starts] if n_units else np.zeros(0, dtype=np.int64)
         unit_of_mem = np.repeat(np.arange(n_units), np.diff(np.r_[unit_mem_starts, len(index.mem_rows)]))
         H = pi.shape[0]
         rs = row_stratum >= 0
         e_inst = sp.csr_matrix((np.ones(rs.sum()), (inst_of_row[rs], row_stratum[rs])), shape=(n_inst, H))
         ms = row_stratum[index.mem_rows] >= 0
-        e_unit = sp.csr_matrix((np.ones(ms.sum()), (unit_of_mem[ms], row_stratum[index.mem_rows][ms])), shape=(n_units, H))
+        e_unit = sp.csr_matrix(
+            (np.ones(ms.sum()), (unit_of_mem[ms], row_stratum[index.mem_rows][ms])), shape=(n_units, H)
+        )
         var_inst, var_unit = np.diff(e_inst.indptr) > 0, np.diff(e_unit.indptr) > 0
         fixed_allpass, fixed_joint = np.where(var_inst, 0.0, allpass), np.where(var_unit, 0.0, joint)
     else:
@@ -274,6 +309,15 @@ def bootstrap_intervals(
         if ok.any():
             lo[ok], hi[ok] = np.nanpercentile(r[:, ok], [alpha, 100 - alpha], axis=0)
         for i, model in enumerate(index.models):
-            rows.append({"model": model, "metric": metric, "estimate": point[metric][i], "ci_low": lo[i],
-                         "ci_high": hi[i], "n_boot": n_boot, "n_valid": int(valid[:, i].sum())})
+            rows.append(
+                {
+                    "model": model,
+                    "metric": metric,
+                    "estimate": point[metric][i],
+                    "ci_low": lo[i],
+                    "ci_high": hi[i],
+                    "n_boot": n_boot,
+                    "n_valid": int(valid[:, i].sum()),
+                }
+            )
     return pd.DataFrame(rows)

@@ -114,8 +114,13 @@ def pcc(
             both = wide[[ci, cj]].dropna()
             if len(both):
                 rows.append(
-                    {**dict(zip(by, key)), "constraint_i": ci, "constraint_j": cj, "n": len(both),
-                     "pcc": float((both[ci] * both[cj]).mean())}
+                    {
+                        **dict(zip(by, key)),
+                        "constraint_i": ci,
+                        "constraint_j": cj,
+                        "n": len(both),
+                        "pcc": float((both[ci] * both[cj]).mean()),
+                    }
                 )
     return _finish(rows, by, ["constraint_i", "constraint_j", "n", "pcc"])
 
@@ -223,8 +228,15 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
 
 
-def _estimate(num: np.ndarray, den: np.ndarray, *, w: np.ndarray | None = None, reps: np.ndarray | None = None,
-              level: float, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _estimate(
+    num: np.ndarray,
+    den: np.ndarray,
+    *,
+    w: np.ndarray | None = None,
+    reps: np.ndarray | None = None,
+    level: float,
+    what: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Point ``Σ num / Σ den`` per column and the percentile interval of its replicates.
 
     Replicates are ``w @ num / w @ den`` for bootstrap weights ``w`` (float32 products of
@@ -307,8 +319,9 @@ def study_metrics(
     return {k: _finish(out[k], by, columns[k]) for k in columns}
 
 
-def _study_frame(df: pd.DataFrame, by: list[str], *, prompt: str, constraint: str, position: str,
-                 score: str) -> pd.DataFrame:
+def _study_frame(
+    df: pd.DataFrame, by: list[str], *, prompt: str, constraint: str, position: str, score: str
+) -> pd.DataFrame:
     """The checked rows with the binary outcome ``_y`` (:func:`_prepare`) and integer positions;
     ValueError on a position that is not an integer >= 1 or occurs twice in a prompt."""
     cols = {"response": prompt, "constraint": constraint, "position": position, "score": score}
@@ -342,22 +355,25 @@ def _pa_row(tag: dict, y: pd.DataFrame, w: np.ndarray | None, level: float) -> d
     followed = y.fillna(0).to_numpy(float)
     n_checked = present.sum(axis=1)
     row = {**tag, "n": len(y)}
-    for name, values in (("pa", followed.sum(axis=1) / n_checked),
-                         ("all_followed", (followed.sum(axis=1) == n_checked).astype(float))):
+    for name, values in (
+        ("pa", followed.sum(axis=1) / n_checked),
+        ("all_followed", (followed.sum(axis=1) == n_checked).astype(float)),
+    ):
         reps = None if w is None else _ratio(w.astype(float) @ values, w.sum(axis=1, dtype=float))
         est, lo, hi = _estimate(values[:, None], np.ones((len(y), 1)), reps=reps, level=level, what=name)
         row[name], row[f"{name}_low"], row[f"{name}_high"] = est[0], lo[0], hi[0]
     return row
 
 
-def _cell_rows(tag: dict, table: pd.DataFrame, label: str, what: str, w: np.ndarray | None,
-               level: float) -> list[dict]:
+def _cell_rows(tag: dict, table: pd.DataFrame, label: str, what: str, w: np.ndarray | None, level: float) -> list[dict]:
     """One group's rows of SCC (``table``: prompts × constraints) or PosCC (prompts ×
     positions): per column the share followed among the prompts checking it, with its interval."""
     pres = table.notna().to_numpy(float)
     est, lo, hi = _estimate(table.fillna(0).to_numpy(float), pres, w=w, level=level, what=what)
-    return [{**tag, label: c, "n": int(pres[:, j].sum()), what: est[j], "ci_low": lo[j], "ci_high": hi[j]}
-            for j, c in enumerate(table.columns)]
+    return [
+        {**tag, label: c, "n": int(pres[:, j].sum()), what: est[j], "ci_low": lo[j], "ci_high": hi[j]}
+        for j, c in enumerate(table.columns)
+    ]
 
 
 def _pcc_rows(tag: dict, y: pd.DataFrame, w: np.ndarray | None, level: float) -> list[dict]:
@@ -372,5 +388,15 @@ def _pcc_rows(tag: dict, y: pd.DataFrame, w: np.ndarray | None, level: float) ->
     both = present[:, a] * present[:, b]
     est, lo, hi = _estimate(followed[:, a] * followed[:, b], both, w=w, level=level, what="pcc")
     names = list(y.columns)
-    return [{**tag, "constraint_i": names[i], "constraint_j": names[j], "n": int(both[:, k].sum()), "pcc": est[k],
-             "ci_low": lo[k], "ci_high": hi[k]} for k, (i, j) in enumerate(pairs)]
+    return [
+        {
+            **tag,
+            "constraint_i": names[i],
+            "constraint_j": names[j],
+            "n": int(both[:, k].sum()),
+            "pcc": est[k],
+            "ci_low": lo[k],
+            "ci_high": hi[k],
+        }
+        for k, (i, j) in enumerate(pairs)
+    ]

@@ -81,16 +81,24 @@ def mark_baseline_opposed(
     if annotated is not None:
         _require(annotated, [model, question], "annotated")
         known = pd.MultiIndex.from_frame(instances[[model, question]].astype(str)).isin(
-            pd.MultiIndex.from_frame(annotated[[model, question]].astype(str)))
+            pd.MultiIndex.from_frame(annotated[[model, question]].astype(str))
+        )
         opposed[~known] = pd.NA
     result[out] = opposed
     return result
 
 
-def unknown_baseline_targets(instances: pd.DataFrame, *, condition: str | None = CONDITION_MAIN,
-                             model: str = "model", question: str = "question", feature: str = "feature",
-                             mode: str = "mode", opposed: str = "baseline_opposed",
-                             condition_col: str = "condition") -> pd.Series:
+def unknown_baseline_targets(
+    instances: pd.DataFrame,
+    *,
+    condition: str | None = CONDITION_MAIN,
+    model: str = "model",
+    question: str = "question",
+    feature: str = "feature",
+    mode: str = "mode",
+    opposed: str = "baseline_opposed",
+    condition_col: str = "condition",
+) -> pd.Series:
     """Per model, the targets (question, feature, mode) whose baseline opposition is unknown
     (no baseline annotation): they are left out of EMCR and counted here
     (docs/metrics.md#missing-data).
@@ -119,15 +127,20 @@ def group_sums(index: UnitIndex, pv: np.ndarray, group: str = "model") -> dict[s
     return aggregate(index, *index.evaluate(pv), group=group)
 
 
-def aggregate(index: UnitIndex, allpass: np.ndarray, joint: np.ndarray, spread: np.ndarray | None = None,
-              group: str = "model") -> dict[str, np.ndarray]:
+def aggregate(
+    index: UnitIndex, allpass: np.ndarray, joint: np.ndarray, spread: np.ndarray | None = None, group: str = "model"
+) -> dict[str, np.ndarray]:
     """Group sums of per-instruction ``allpass`` and per-unit ``joint`` / ``spread`` values
     (see :func:`group_sums`; ``spread``/``fail``/``cover`` keys only when ``spread`` is given)."""
     if group == "model":
         n, gi, gu = len(index.models), index.inst_model, index.unit_model
     elif group == "task":
         nt = len(index.tasks)
-        n, gi, gu = len(index.models) * nt, index.inst_model * nt + index.inst_task, index.unit_model * nt + index.unit_task
+        n, gi, gu = (
+            len(index.models) * nt,
+            index.inst_model * nt + index.inst_task,
+            index.unit_model * nt + index.unit_task,
+        )
     elif group == "question":
         nq = len(index.questions)
         n = len(index.models) * nq
@@ -167,7 +180,14 @@ def rates_from_sums(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def _table(s: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     r = rates_from_sums(s)
-    cols = {"tcpr": r["tcpr"], "emcr": r["emcr"], "r1": r["r1"], "r2": r["r2"], "r3": r["r3"], "n_instructions": s["n_inst"].astype(int)}
+    cols = {
+        "tcpr": r["tcpr"],
+        "emcr": r["emcr"],
+        "r1": r["r1"],
+        "r2": r["r2"],
+        "r3": r["r3"],
+        "n_instructions": s["n_inst"].astype(int),
+    }
     for k in KS:
         cols[f"n{k}"] = s[f"units{k}"].astype(int)
     return cols
@@ -267,7 +287,9 @@ def emcr(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = Non
     return pd.Series(t["emcr"].to_numpy(), index=pd.Index(t["model"], name="model"), name="emcr")
 
 
-def task_table(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, overall: str = "overall", **roles) -> pd.DataFrame:
+def task_table(
+    instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None = None, overall: str = "overall", **roles
+) -> pd.DataFrame:
     """Tables A6/A7: TCPR, EMCR, R^(K) and unit counts per model and task type.
 
     The overall row of each model pools the task sums (ReFormBench App. A.5.2): TCPR weights
@@ -288,12 +310,11 @@ def task_table(instances: pd.DataFrame, *, p: str = "p", index: UnitIndex | None
 
 def _task_from(index: UnitIndex, s: dict[str, np.ndarray], overall: str = "overall") -> pd.DataFrame:
     nm, nt = len(index.models), len(index.tasks)
-    per_task = pd.DataFrame(
-        {"model": np.repeat(index.models, nt), "task_type": np.tile(index.tasks, nm), **_table(s)}
-    )
+    per_task = pd.DataFrame({"model": np.repeat(index.models, nt), "task_type": np.tile(index.tasks, nm), **_table(s)})
     over = pd.DataFrame({"model": index.models, "task_type": overall, **_table(_model_sums(index, s))})
-    out = pd.concat([per_task[per_task["n_instructions"] > 0].assign(pooled=False), over.assign(pooled=True)],
-                    ignore_index=True)
+    out = pd.concat(
+        [per_task[per_task["n_instructions"] > 0].assign(pooled=False), over.assign(pooled=True)], ignore_index=True
+    )
     return out[["model", "task_type"] + TABLE2_COLUMNS[1:] + ["pooled"]]
 
 
@@ -303,9 +324,17 @@ def _rows_of(instances: pd.DataFrame, column: str, value) -> pd.DataFrame:
     return instances if keep.all() else instances[keep]
 
 
-def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str = "question", instruction: str = "instruction",
-                 task_type: str = "task_type", condition: str | None = CONDITION_MAIN, condition_col: str = "condition",
-                 counts: pd.DataFrame | None = None) -> pd.DataFrame:
+def task_summary(
+    task: pd.DataFrame,
+    instances: pd.DataFrame,
+    *,
+    question: str = "question",
+    instruction: str = "instruction",
+    task_type: str = "task_type",
+    condition: str | None = CONDITION_MAIN,
+    condition_col: str = "condition",
+    counts: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Table A5: per task type, question and instruction counts, mean TCPR and EMCR over
     models (equal weight per model, as in the paper) with how many models each mean covers
     (``models_tcpr``, ``models_emcr`` of ``models`` answering the task; a model whose task
@@ -332,12 +361,18 @@ def task_summary(task: pd.DataFrame, instances: pd.DataFrame, *, question: str =
     mean["models_tcpr"] = rows.groupby("task_type")["tcpr"].count()
     mean["models_emcr"] = rows.groupby("task_type")["emcr"].count()
     best = rows.dropna(subset=["emcr"]).sort_values(["task_type", "emcr"]).groupby("task_type").tail(1)
-    best = best[["task_type", "model", "emcr"]].set_index("task_type").rename(columns={"model": "best_model", "emcr": "best_emcr"})
+    best = (
+        best[["task_type", "model", "emcr"]]
+        .set_index("task_type")
+        .rename(columns={"model": "best_model", "emcr": "best_emcr"})
+    )
     out = counts.join(mean).join(best).reset_index().rename(columns={task_type: "task_type"})
     return out
 
 
-def coverage_table(instances: pd.DataFrame, *, index: UnitIndex | None = None, baseline: pd.DataFrame | None = None, **roles) -> pd.DataFrame:
+def coverage_table(
+    instances: pd.DataFrame, *, index: UnitIndex | None = None, baseline: pd.DataFrame | None = None, **roles
+) -> pd.DataFrame:
     """Table A8: eligible unit counts ``n{K}`` and mean variant coverage ``cover{K}`` =
     mean |I_{q,S}| per K (ReFormBench App. A.6), plus ``positive_annotations`` (rows of the
     BASELINE frame per model) when ``baseline`` is given.
@@ -350,7 +385,9 @@ def _coverage_from(index: UnitIndex, s: dict[str, np.ndarray], baseline: pd.Data
     out = pd.DataFrame({"model": index.models})
     if baseline is not None:
         _require(baseline, ["model"], "baseline")
-        out["positive_annotations"] = out["model"].map(baseline["model"].astype(str).value_counts()).fillna(0).astype(int)
+        out["positive_annotations"] = (
+            out["model"].map(baseline["model"].astype(str).value_counts()).fillna(0).astype(int)
+        )
     for k in KS:
         out[f"n{k}"] = s[f"units{k}"].astype(int)
         out[f"cover{k}"] = _ratio(s[f"cover{k}"], s[f"units{k}"])
@@ -434,8 +471,9 @@ def judge_agreement(
     return _a3_table(sums)
 
 
-def _a3_labels_part(df: pd.DataFrame, g: np.ndarray, m: np.ndarray, ids: np.ndarray, key: tuple, *,
-                    keep: bool) -> tuple:
+def _a3_labels_part(
+    df: pd.DataFrame, g: np.ndarray, m: np.ndarray, ids: np.ndarray, key: tuple, *, keep: bool
+) -> tuple:
     """Table A3's part that depends on the labels alone: ``(key, snapshot of the labels when
     ``keep``, model codes, model names, disagreement mask, per-model counts of rows judged by
     both / agreements / disagreements, (sorted disagreement ids, their rows) or None when ids
@@ -443,19 +481,37 @@ def _a3_labels_part(df: pd.DataFrame, g: np.ndarray, m: np.ndarray, ids: np.ndar
     both = ~np.isnan(g) & ~np.isnan(m)
     dis = both & (g != m)
     codes, models = pd.factorize(df["model"].astype(str).to_numpy(), sort=True)
-    base = {c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
-            for c, v in (("both", both), ("agree", both & (g == m)), ("dis", dis))}
+    base = {
+        c: np.bincount(codes, v, minlength=len(models)).astype(np.int64)
+        for c, v in (("both", both), ("agree", both & (g == m)), ("dis", dis))
+    }
     # the disagreements' ids sorted, and their rows in that order: decisions are looked up there
     dis_rows = np.flatnonzero(dis)
     order = np.argsort(ids[dis_rows], kind="stable")
     dis_ids, dis_rows = ids[dis_rows][order], dis_rows[order]
     unique = len(dis_ids) < 2 or not bool((dis_ids[1:] == dis_ids[:-1]).any())
-    return (key, snapshot(g, m, ids) if keep else None, codes.astype(np.int32),
-            np.asarray(models, dtype=object), dis, base, (dis_ids, dis_rows) if unique else None)
+    return (
+        key,
+        snapshot(g, m, ids) if keep else None,
+        codes.astype(np.int32),
+        np.asarray(models, dtype=object),
+        dis,
+        base,
+        (dis_ids, dis_rows) if unique else None,
+    )
 
 
-def _a3_adjudicated(adjudications: pd.DataFrame, ids: np.ndarray, g: np.ndarray, dis: np.ndarray, lookup, *,
-                    iid: str, choice: str | None, side_a: str) -> tuple[np.ndarray, np.ndarray]:
+def _a3_adjudicated(
+    adjudications: pd.DataFrame,
+    ids: np.ndarray,
+    g: np.ndarray,
+    dis: np.ndarray,
+    lookup,
+    *,
+    iid: str,
+    choice: str | None,
+    side_a: str,
+) -> tuple[np.ndarray, np.ndarray]:
     """The rows of the adjudicated disagreements (ascending; an id's last decision counts) and
     whether each decision agrees with judge A."""
     _require(adjudications, [iid] + ([choice] if choice else ["a"]), "adjudications")
@@ -521,10 +577,19 @@ def rank_comparison(table: pd.DataFrame, *, a: str = "tcpr", b: str = "emcr") ->
     return out
 
 
-def reform_tables(instances: pd.DataFrame, *, p: str = "p", baseline: pd.DataFrame | None = None,
-                  adjudications: pd.DataFrame | None = None, judge_a: str = "label_a", judge_b: str = "label_b",
-                  choice: str | None = None, index: UnitIndex | None = None, evaluation: tuple | None = None,
-                  **roles) -> dict[str, pd.DataFrame]:
+def reform_tables(
+    instances: pd.DataFrame,
+    *,
+    p: str = "p",
+    baseline: pd.DataFrame | None = None,
+    adjudications: pd.DataFrame | None = None,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    choice: str | None = None,
+    index: UnitIndex | None = None,
+    evaluation: tuple | None = None,
+    **roles,
+) -> dict[str, pd.DataFrame]:
     """Every ReFormBench table from one index and one evaluation of ``p``.
 
     ``evaluation``: ``index.evaluate`` of ``p``'s pass vector where the caller already has it
@@ -536,8 +601,11 @@ def reform_tables(instances: pd.DataFrame, *, p: str = "p", baseline: pd.DataFra
     label columns are present, ``a3`` (:func:`judge_agreement`).
     """
     index, pv = _index_and_p(instances, p, index, roles)
-    if evaluation is not None and tuple(map(len, evaluation)) == (len(index.inst_starts), len(index.unit_k),
-                                                                   len(index.unit_k)):
+    if evaluation is not None and tuple(map(len, evaluation)) == (
+        len(index.inst_starts),
+        len(index.unit_k),
+        len(index.unit_k),
+    ):
         task_sums = aggregate(index, *evaluation, group="task")
     else:
         task_sums = group_sums(index, pv, "task")
@@ -548,15 +616,26 @@ def reform_tables(instances: pd.DataFrame, *, p: str = "p", baseline: pd.DataFra
     out = {
         "table2": t2,
         "a2": _spread_from(index, s),
-        "a5": task_summary(task, instances, condition=condition,
-                           counts=_a5_counts(index, instances, condition, roles.get("condition_col", "condition"))),
+        "a5": task_summary(
+            task,
+            instances,
+            condition=condition,
+            counts=_a5_counts(index, instances, condition, roles.get("condition_col", "condition")),
+        ),
         "a6_a7": task,
         "a8": _coverage_from(index, s, baseline),
         "ranks": rank_comparison(t2),
     }
     if judge_a in instances.columns and judge_b in instances.columns:
-        out["a3"] = judge_agreement(instances, adjudications, judge_a=judge_a, judge_b=judge_b, choice=choice,
-                                    condition=condition, memo=index.memo)
+        out["a3"] = judge_agreement(
+            instances,
+            adjudications,
+            judge_a=judge_a,
+            judge_b=judge_b,
+            choice=choice,
+            condition=condition,
+            memo=index.memo,
+        )
     return out
 
 
@@ -566,8 +645,9 @@ def _a5_counts(index: UnitIndex, instances: pd.DataFrame, condition, condition_c
     if got is None or got[0] != condition:
         df = instances.iloc[index.row_pos]
         df = df if condition is None else _rows_of(df, condition_col, condition)
-        got = (condition, df.groupby("task_type").agg(questions=("question", "nunique"),
-                                                      instructions=("instruction", "nunique")))
+        got = (
+            condition,
+            df.groupby("task_type").agg(questions=("question", "nunique"), instructions=("instruction", "nunique")),
+        )
         index.memo["a5-counts"] = got
     return got[1]
-

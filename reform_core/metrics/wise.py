@@ -81,8 +81,9 @@ def _check_compliance(compliance: pd.DataFrame, reference: str | None, fn: str, 
 # --------------------------------------------------------------------------- compliance
 
 
-def model_compliance(df: pd.DataFrame, *, model: str = "model", form: str = "form",
-                     passed: str = "passed") -> pd.DataFrame:
+def model_compliance(
+    df: pd.DataFrame, *, model: str = "model", form: str = "form", passed: str = "passed"
+) -> pd.DataFrame:
     """Per-model compliance C̄_mf: the share of passing outputs over items × repetitions.
 
     WISE App. F, eq. 9. Returns rows = models, columns = forms (shares in [0, 1]); a
@@ -141,8 +142,9 @@ def model_robustness(compliance: pd.DataFrame, *, reference: str = "POS") -> pd.
     return pd.DataFrame([_robustness_row(row, reference) for _, row in c.iterrows()], index=c.index)
 
 
-def failure_directions(df: pd.DataFrame, *, model: str = "model", form: str = "form",
-                       direction: str = "direction") -> pd.DataFrame:
+def failure_directions(
+    df: pd.DataFrame, *, model: str = "model", form: str = "form", direction: str = "direction"
+) -> pd.DataFrame:
     """Failure-direction profile per form, equal weight per model (WISE Tables 4, 15, 16;
     docs/metrics.md#failure-direction).
 
@@ -241,8 +243,10 @@ def _cells(df, *, model, item, form, passed, fn):
     if g.isna().any().any():
         m, i = g.index[g.isna().any(axis=1)][0]
         lacking = list(g.columns[g.loc[(m, i)].isna()])
-        raise ValueError(f"{fn}: model {m!r}, item {i!r} has no output under form(s) {lacking}; "
-                         "the matched design needs every form for every (model, item)")
+        raise ValueError(
+            f"{fn}: model {m!r}, item {i!r} has no output under form(s) {lacking}; "
+            "the matched design needs every form for every (model, item)"
+        )
     models = list(g.index.get_level_values(0).unique())
     return models, list(g.columns), [g.loc[m] for m in models]
 
@@ -264,10 +268,18 @@ def _draw_instances(groups: list[np.ndarray], n_boot: int, rng) -> tuple[np.ndar
     return np.concatenate(reps), np.concatenate(models)
 
 
-def bootstrap_pooled(df: pd.DataFrame, *, scheme: str = "provider-model-item", n_boot: int = 2000,
-                     rng: np.random.Generator | None = None, provider: str = "provider",
-                     model: str = "model", item: str = "item", form: str = "form",
-                     passed: str = "passed") -> pd.DataFrame:
+def bootstrap_pooled(
+    df: pd.DataFrame,
+    *,
+    scheme: str = "provider-model-item",
+    n_boot: int = 2000,
+    rng: np.random.Generator | None = None,
+    provider: str = "provider",
+    model: str = "model",
+    item: str = "item",
+    form: str = "form",
+    passed: str = "passed",
+) -> pd.DataFrame:
     """Bootstrap replicates of the pooled per-form compliance C̄_f (WISE §4, App. P;
     docs/metrics.md#bootstrap-intervals-and-holm).
 
@@ -347,10 +359,20 @@ def holm(p_values) -> np.ndarray:
     return multipletests(p, method="holm")[1]
 
 
-def contrast_intervals(df: pd.DataFrame, *, reference: str = "POS", scheme: str = "provider-model-item",
-                       n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None,
-                       provider: str = "provider", model: str = "model", item: str = "item",
-                       form: str = "form", passed: str = "passed") -> pd.DataFrame:
+def contrast_intervals(
+    df: pd.DataFrame,
+    *,
+    reference: str = "POS",
+    scheme: str = "provider-model-item",
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+    provider: str = "provider",
+    model: str = "model",
+    item: str = "item",
+    form: str = "form",
+    passed: str = "passed",
+) -> pd.DataFrame:
     """Contrasts Δ_f against the reference with bootstrap intervals and Holm p-values.
 
     WISE §4 "Uncertainty", Tables 2, 4, 10, 23. The point values are the pooled
@@ -368,8 +390,9 @@ def contrast_intervals(df: pd.DataFrame, *, reference: str = "POS", scheme: str 
     if not 0 < level < 1:
         raise ValueError(f"{fn}: level must lie in (0, 1), got {level!r}")
     point = wording_contrasts(model_compliance(df, model=model, form=form, passed=passed), reference=reference)
-    reps = bootstrap_pooled(df, scheme=scheme, n_boot=n_boot, rng=rng, provider=provider, model=model,
-                            item=item, form=form, passed=passed)
+    reps = bootstrap_pooled(
+        df, scheme=scheme, n_boot=n_boot, rng=rng, provider=provider, model=model, item=item, form=form, passed=passed
+    )
     forms = [f for f in point.index if f != reference]
     rows = []
     for f in forms:
@@ -381,10 +404,18 @@ def contrast_intervals(df: pd.DataFrame, *, reference: str = "POS", scheme: str 
     return out
 
 
-def ranking_stability_intervals(df: pd.DataFrame, *, reference: str = "POS", n_boot: int = 2000,
-                                level: float = 0.95, rng: np.random.Generator | None = None,
-                                model: str = "model", item: str = "item", form: str = "form",
-                                passed: str = "passed") -> pd.DataFrame:
+def ranking_stability_intervals(
+    df: pd.DataFrame,
+    *,
+    reference: str = "POS",
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng: np.random.Generator | None = None,
+    model: str = "model",
+    item: str = "item",
+    form: str = "form",
+    passed: str = "passed",
+) -> pd.DataFrame:
     """Task-bootstrap intervals of :func:`ranking_stability` (WISE Table 5).
 
     Items are resampled jointly across models (all models kept), the model × form
@@ -431,8 +462,9 @@ def _defined_interval(reps: np.ndarray, level: float) -> tuple[float, float]:
 # --------------------------------------------------------------------------- floor regime
 
 
-def target_profile(df: pd.DataFrame, *, model: str = "model", target: str = "target",
-                   words: str = "words", passed: str = "passed") -> pd.DataFrame:
+def target_profile(
+    df: pd.DataFrame, *, model: str = "model", target: str = "target", words: str = "words", passed: str = "passed"
+) -> pd.DataFrame:
     """Exact compliance and mean observed length per model and requested target (Table 12).
 
     Returns one row per (model, target) with ``exact`` (share passing), ``mean_words`` and
@@ -449,9 +481,16 @@ def target_profile(df: pd.DataFrame, *, model: str = "model", target: str = "tar
     return out
 
 
-def floor_regime(profile: pd.DataFrame, *, model: str = "model", target: str = "target",
-                 exact: str = "exact", mean_words: str = "mean_words", max_exact: float = 0.01,
-                 max_word_change: float = 1.0) -> pd.DataFrame:
+def floor_regime(
+    profile: pd.DataFrame,
+    *,
+    model: str = "model",
+    target: str = "target",
+    exact: str = "exact",
+    mean_words: str = "mean_words",
+    max_exact: float = 0.01,
+    max_word_change: float = 1.0,
+) -> pd.DataFrame:
     """Saved-output floor diagnostic of WISE App. I.
 
     A model is in the floor regime when its exact compliance is at most ``max_exact`` (1 %)

@@ -256,7 +256,9 @@ def _raw(doc: Doc, *, cells: bool = False) -> _Lines:
     return _memo(
         doc,
         f"raw{cells}",
-        lambda: _Lines([(t.line, t.text) for t in doc.text_lines if t.where == "paragraph" or (cells and t.where == "cell")]),
+        lambda: _Lines(
+            [(t.line, t.text) for t in doc.text_lines if t.where == "paragraph" or (cells and t.where == "cell")]
+        ),
     )
 
 
@@ -299,7 +301,10 @@ def column_alignment(doc: Doc) -> CheckResult:
     number (>= 2) of short columns by tabs or runs of spaces (in paragraphs or plain code
     blocks)."""
     found = [ln for start, end in doc.tables for ln in range(start, end + 1)]
-    rows = _Lines(_raw_lines(doc) + [r for cb in doc.code_blocks if cb.lang in ("", "text", "txt", "plaintext") for r in cb.numbered_lines()])
+    rows = _Lines(
+        _raw_lines(doc)
+        + [r for cb in doc.code_blocks if cb.lang in ("", "text", "txt", "plaintext") for r in cb.numbered_lines()]
+    )
     text_at = dict(rows.pairs)
     ncols = {}
     for ln in rows.grep(_GAP_INSIDE, _GAP_NEEDLE):
@@ -432,7 +437,10 @@ _FRONT_LABEL = re.compile(
     r"^(abstract|executive summary|summary|tl;?dr|synopsis|overview|metadata|at a glance|key takeaways|摘要|概要|概述|提要)\b",
     re.I,
 )
-_META_KEY = re.compile(r"^(?:\*\*|__)?(author|authors|date|title|version|tags|subject|to|from|cc|re|keywords|status|作者|日期|标题|版本|关键词)(?:\*\*|__)?\s*[:：]", re.I)
+_META_KEY = re.compile(
+    r"^(?:\*\*|__)?(author|authors|date|title|version|tags|subject|to|from|cc|re|keywords|status|作者|日期|标题|版本|关键词)(?:\*\*|__)?\s*[:：]",
+    re.I,
+)
 
 
 @_detector("front_matter")
@@ -568,7 +576,9 @@ def checklist(doc: Doc) -> CheckResult:
 def nested_list(doc: Doc, depth: int = 2) -> CheckResult:
     """List items at nesting depth >= ``depth`` (default 2)."""
     found = [it.line for it in doc.items if it.depth >= depth]
-    return _result(found, f"list items nested {depth}+ levels", max_depth=max((it.depth for it in doc.items), default=0))
+    return _result(
+        found, f"list items nested {depth}+ levels", max_depth=max((it.depth for it in doc.items), default=0)
+    )
 
 
 _TEXT_ORDINAL = re.compile(
@@ -604,11 +614,7 @@ _NOT_A_KEY = re.compile(r"https?$|[.!?。！？]|^\d+$|^\W+$")
 
 def _is_field_key(key: str) -> bool:
     words = key.split()
-    return (
-        0 < len(words) <= 4
-        and not _NOT_A_KEY.search(key)
-        and not key[0].isspace()
-    )
+    return 0 < len(words) <= 4 and not _NOT_A_KEY.search(key) and not key[0].isspace()
 
 
 @_detector("key_value_fields")
@@ -693,8 +699,9 @@ _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+
 _TIME_LABEL = re.compile(
     r"^\s*(?:[-*+]\s+|\d+[.)]\s+|\|\s*)?(?:\*\*|__)?(?:"
     r"day\s*\d+|week\s*\d+|month\s*\d+|(?:mon|tues|wednes|thurs|fri|satur|sun)day|\d{1,2}[:.]\d{2}\s*(?:am|pm)?"
-    r"|\d{1,2}\s*(?:am|pm)\b|(?:early |late )?(?:morning|afternoon|evening|night|noon|midday)\b|" + _MONTHS +
-    r"|\d{4}-\d{2}-\d{2}|第[一二三四五六七八九十\d]+[天日周]|[上下]午|晚上|早上|\d{1,2}月\d{1,2}日)",
+    r"|\d{1,2}\s*(?:am|pm)\b|(?:early |late )?(?:morning|afternoon|evening|night|noon|midday)\b|"
+    + _MONTHS
+    + r"|\d{4}-\d{2}-\d{2}|第[一二三四五六七八九十\d]+[天日周]|[上下]午|晚上|早上|\d{1,2}月\d{1,2}日)",
     re.I,
 )
 
@@ -762,7 +769,10 @@ def typographic_emphasis(doc: Doc) -> CheckResult:
     return _result(found, "emphasised text")
 
 
-_TAG_START = re.compile(r"^[ \t]*(?:\[(?!\d+\])(?![ xX]\])[^\[\]]{1,20}\](?!\()\s*\S|【[^】]{1,20}】|(?:TODO|FIXME|NEW|DONE|WIP|BETA|HOT|TBD)[ \t]*[:\]])", re.M)
+_TAG_START = re.compile(
+    r"^[ \t]*(?:\[(?!\d+\])(?![ xX]\])[^\[\]]{1,20}\](?!\()\s*\S|【[^】]{1,20}】|(?:TODO|FIXME|NEW|DONE|WIP|BETA|HOT|TBD)[ \t]*[:\]])",
+    re.M,
+)
 _TAG_INLINE = re.compile(
     r"【[^】]{1,20}】|#(?<![\w#&]#)[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff-]*|\((?:required|optional|recommended|new|beta|deprecated|必填|可选)\)",
     re.I,
@@ -777,7 +787,9 @@ def labels_and_tags(doc: Doc) -> CheckResult:
     return _result(found, "labels or tags")
 
 
-_QUOTED = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|«[^»\n]+»|「[^」\n]+」|『[^』\n]+』|„[^“\n]+“|'(?<!\w')[^'\n]+'(?!\w)")
+_QUOTED = re.compile(
+    r"\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|«[^»\n]+»|「[^」\n]+」|『[^』\n]+』|„[^“\n]+“|'(?<!\w')[^'\n]+'(?!\w)"
+)
 _PAREN = re.compile(r"\([^()\n]+\)|（[^（）\n]+）")
 _PAREN_NEEDLE = re.compile(r"[(（]")
 
@@ -800,7 +812,9 @@ def direct_address(doc: Doc) -> CheckResult:
     return _result(_prose(doc).grep(_SECOND_PERSON, _SECOND_PERSON_NEEDLE), "second-person address")
 
 
-_ATTRIBUTION = re.compile(r"^(?:—|–|--|~)\s*\S.{0,40}$|^\[your name\]$|^(?:\*\*)?(?:signed|signature|署名)\s*[:：]", re.I)
+_ATTRIBUTION = re.compile(
+    r"^(?:—|–|--|~)\s*\S.{0,40}$|^\[your name\]$|^(?:\*\*)?(?:signed|signature|署名)\s*[:：]", re.I
+)
 
 
 @_detector("signature_and_sign_off")
@@ -905,7 +919,9 @@ def callout_or_note_block(doc: Doc) -> CheckResult:
     return _result(found, "callout blocks")
 
 
-_CAPTION = re.compile(r"^(?:\*\*|\*|_)?(?:figure|fig\.|table|listing|chart|diagram|image|caption|图|表)\s*\d*[:.：]", re.I)
+_CAPTION = re.compile(
+    r"^(?:\*\*|\*|_)?(?:figure|fig\.|table|listing|chart|diagram|image|caption|图|表)\s*\d*[:.：]", re.I
+)
 _ITALIC_LINE = re.compile(r"^([*_])[^*_].{0,150}\1$")
 
 
@@ -927,10 +943,16 @@ def captioned_content(doc: Doc) -> CheckResult:
     return _result(found, "captions")
 
 
-_CITATION = re.compile(r"\[\d+(?:\s*[,–-]\s*\d+)*\]|\([A-Z][A-Za-z'-]+(?: et al\.| and [A-Z][A-Za-z'-]+)?,? \d{4}[a-z]?\)")
-_SOURCES = re.compile(r"^(references|sources?|bibliography|further reading|citations|works cited|参考文献|参考资料|来源|出处)\b", re.I)
 _CITATION = re.compile(
-    _CITATION.pattern + r"|^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?i:source|sources|reference|来源|出处)(?:\*\*|__)?[ \t]*[:：]", re.M
+    r"\[\d+(?:\s*[,–-]\s*\d+)*\]|\([A-Z][A-Za-z'-]+(?: et al\.| and [A-Z][A-Za-z'-]+)?,? \d{4}[a-z]?\)"
+)
+_SOURCES = re.compile(
+    r"^(references|sources?|bibliography|further reading|citations|works cited|参考文献|参考资料|来源|出处)\b", re.I
+)
+_CITATION = re.compile(
+    _CITATION.pattern
+    + r"|^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?i:source|sources|reference|来源|出处)(?:\*\*|__)?[ \t]*[:：]",
+    re.M,
 )
 
 
@@ -945,12 +967,39 @@ def citations_and_links(doc: Doc) -> CheckResult:
 
 
 _HASH_LANGS = {
-    "", "python", "py", "python3", "bash", "sh", "shell", "zsh", "ruby", "rb", "r", "yaml", "yml", "perl", "toml",
-    "dockerfile", "make", "makefile", "powershell", "ps1", "ini", "conf", "julia", "elixir", "nim", "coffee", "tcl",
+    "",
+    "python",
+    "py",
+    "python3",
+    "bash",
+    "sh",
+    "shell",
+    "zsh",
+    "ruby",
+    "rb",
+    "r",
+    "yaml",
+    "yml",
+    "perl",
+    "toml",
+    "dockerfile",
+    "make",
+    "makefile",
+    "powershell",
+    "ps1",
+    "ini",
+    "conf",
+    "julia",
+    "elixir",
+    "nim",
+    "coffee",
+    "tcl",
 }
 _NOT_CODE = {"markdown", "md", "text", "txt", "plaintext", "output", "console", "json", "csv", "tsv", "mermaid"}
 _LINE_COMMENT = re.compile(r"^\s*(?://|/\*|\*/|\*\s|<!--|\"\"\"|'''|--\s|REM\s)")
-_HASH_COMMENT = re.compile(r"^\s*#(?![!\[]|include|define|if|ifdef|ifndef|endif|else|elif|pragma|import|undef|region|endregion)")
+_HASH_COMMENT = re.compile(
+    r"^\s*#(?![!\[]|include|define|if|ifdef|ifndef|endif|else|elif|pragma|import|undef|region|endregion)"
+)
 _TRAILING = re.compile(r"\S\s+//\s|;\s*//|\S\s+/\*")
 _TRAILING_HASH = re.compile(r"\S\s+#\s")
 
@@ -981,7 +1030,19 @@ def code_block(doc: Doc) -> CheckResult:
     return _result(found, "code blocks", blocks=len(doc.code_blocks))
 
 
-_DIAGRAM_LANGS = {"mermaid", "dot", "graphviz", "plantuml", "puml", "ascii", "flowchart", "diagram", "tree", "svgbob", "ditaa"}
+_DIAGRAM_LANGS = {
+    "mermaid",
+    "dot",
+    "graphviz",
+    "plantuml",
+    "puml",
+    "ascii",
+    "flowchart",
+    "diagram",
+    "tree",
+    "svgbob",
+    "ditaa",
+}
 _DIAGRAM_LINE = re.compile(
     r"[\u2500-\u257f]"  # box drawing
     r"|^[ \t]*(?:[|][ \t]*)*(?:\|--|\+--|`--|\|__)"  # ASCII tree branches
@@ -1033,7 +1094,24 @@ def files_and_modules(doc: Doc) -> CheckResult:
     return _result(found, "file-labelled code blocks")
 
 
-_DATA_LANGS = {"json", "jsonc", "json5", "jsonl", "ndjson", "geojson", "yaml", "yml", "xml", "csv", "tsv", "toml", "ini", "plist", "svg", "properties"}
+_DATA_LANGS = {
+    "json",
+    "jsonc",
+    "json5",
+    "jsonl",
+    "ndjson",
+    "geojson",
+    "yaml",
+    "yml",
+    "xml",
+    "csv",
+    "tsv",
+    "toml",
+    "ini",
+    "plist",
+    "svg",
+    "properties",
+}
 
 
 def _parses_as_data(s: str) -> bool:
@@ -1065,7 +1143,9 @@ def machine_readable_block(doc: Doc) -> CheckResult:
     return _result(found, "machine-readable blocks")
 
 
-_LATEX = re.compile(r"\\(?:frac|sqrt|sum|prod|int|lim|alpha|beta|gamma|delta|theta|lambda|mu|sigma|pi|infty|cdot|times|leq|geq|neq|approx|begin\{(?:equation|align))\b")
+_LATEX = re.compile(
+    r"\\(?:frac|sqrt|sum|prod|int|lim|alpha|beta|gamma|delta|theta|lambda|mu|sigma|pi|infty|cdot|times|leq|geq|neq|approx|begin\{(?:equation|align))\b"
+)
 _MATH = re.compile(
     _LATEX.pattern
     + r"|[∑∏∫√∞≈≠≤≥±∂∇∈∉⊂⊆⊃⊇∪∩∀∃≡∝⊥∠×÷]|\^(?<=\w\^)[\w{(]"  # symbols, x^2

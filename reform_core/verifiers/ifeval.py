@@ -193,9 +193,7 @@ def _first_word(paragraph: str) -> str:
     return "".join(c.lower() for c in re.split(r"[.,?!'\"]", word, maxsplit=1)[0])
 
 
-@_instruction(
-    "length_constraints:nth_paragraph_first_word", ("num_paragraphs", "nth_paragraph", "first_word")
-)
+@_instruction("length_constraints:nth_paragraph_first_word", ("num_paragraphs", "nth_paragraph", "first_word"))
 def _nth_paragraph_first_word(text, num_paragraphs, nth_paragraph, first_word):
     if not 1 <= nth_paragraph <= num_paragraphs:  # the reference draws a random paragraph
         raise ValueError(f"nth_paragraph: must be 1..num_paragraphs ({num_paragraphs}), got {nth_paragraph}")
@@ -248,8 +246,10 @@ def _postscript(text, postscript_marker):
 # ---------------------------------------------------------------- detectable format
 @_instruction("detectable_format:number_bullet_lists", ("num_bullets",))
 def _bullets(text, num_bullets):
-    found = [*re.finditer(r"^\s*\*[^\*].*$", text, flags=re.MULTILINE),
-             *re.finditer(r"^\s*-.*$", text, flags=re.MULTILINE)]
+    found = [
+        *re.finditer(r"^\s*\*[^\*].*$", text, flags=re.MULTILINE),
+        *re.finditer(r"^\s*-.*$", text, flags=re.MULTILINE),
+    ]
     lines = tuple(sorted({_line_of(text, _first_visible(m)) for m in found}))
     return _ok(
         len(found) == num_bullets,
@@ -420,7 +420,9 @@ def check(instruction_id: str, text: str, kwargs: dict | None = None, mode: str 
         else:
             res = fn(variant, **args)
         if res.passed:
-            return CheckResult(True, evidence=res.evidence, lines=res.lines if i == 0 else (), detail={**res.detail, "variant": i})
+            return CheckResult(
+                True, evidence=res.evidence, lines=res.lines if i == 0 else (), detail={**res.detail, "variant": i}
+            )
         first = first or res
     return CheckResult(False, evidence=first.evidence, lines=first.lines, detail={**first.detail, "variant": None})
 

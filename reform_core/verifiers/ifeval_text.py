@@ -19,7 +19,15 @@ from reform_core.verifiers.text_utils import detect_language
 NLTK_DATA = Path(__file__).resolve().parent / "data" / "nltk_data"
 PUNKT_ENGLISH = NLTK_DATA / "tokenizers" / "punkt_tab" / "english"
 
-__all__ = ["NLTK_DATA", "PUNKT_ENGLISH", "count_sentences", "count_words", "detect_language", "sentences", "word_tokens"]
+__all__ = [
+    "NLTK_DATA",
+    "PUNKT_ENGLISH",
+    "count_sentences",
+    "count_words",
+    "detect_language",
+    "sentences",
+    "word_tokens",
+]
 
 
 @lru_cache(maxsize=1)

@@ -44,8 +44,9 @@ def _inline_rule(state: StateCore) -> None:
                 tok.meta["plain"] = True
 
 
-def _make_parser(*, skip_plain_inline: bool = True, dollars: bool = True, brackets: bool = True,
-                 off: tuple[str, ...] = ()) -> MarkdownIt:
+def _make_parser(
+    *, skip_plain_inline: bool = True, dollars: bool = True, brackets: bool = True, off: tuple[str, ...] = ()
+) -> MarkdownIt:
     """The parser; ``dollars`` / ``brackets`` add the math plugins, ``off`` names rules to
     disable (see :func:`_parser_for`)."""
     md = MarkdownIt("commonmark").use(gfm_plugin, front_matter=True)

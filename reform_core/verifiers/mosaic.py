@@ -123,7 +123,9 @@ def _repair(body: str) -> str:
     """Fix the minor syntax slips: trailing commas, single quotes, Python literals."""
     body = re.sub(r",\s*([}\]])", r"\1", body)
     body = body.replace("'", '"')
-    return re.sub(r"\b(True|False|None)\b", lambda m: {"True": "true", "False": "false", "None": "null"}[m.group()], body)
+    return re.sub(
+        r"\b(True|False|None)\b", lambda m: {"True": "true", "False": "false", "None": "null"}[m.group()], body
+    )
 
 
 @_mosaic("json")
@@ -197,7 +199,11 @@ def keywords_use(text: str, *, keywords) -> CheckResult:
     """Share of ``keywords`` present (case-insensitive, whole words or phrases)."""
     kws = _keyword_list(keywords)
     missing = [k for k in kws if not _find_term(k, text)]
-    return _result(1 - len(missing) / len(kws), f"{len(kws) - len(missing)} of {len(kws)} keywords used; missing {missing}", missing=missing)
+    return _result(
+        1 - len(missing) / len(kws),
+        f"{len(kws) - len(missing)} of {len(kws)} keywords used; missing {missing}",
+        missing=missing,
+    )
 
 
 @_mosaic("keywords_avoid")
@@ -207,7 +213,12 @@ def keywords_avoid(text: str, *, keywords) -> CheckResult:
     hits = {k: _find_term(k, text) for k in kws}
     used = [k for k, m in hits.items() if m]
     lines = tuple(sorted({text.count("\n", 0, m.start()) + 1 for m in hits.values() if m}))
-    return _result(1 - len(used) / len(kws), f"{len(kws) - len(used)} of {len(kws)} keywords avoided; used {used}", lines, used=used)
+    return _result(
+        1 - len(used) / len(kws),
+        f"{len(kws) - len(used)} of {len(kws)} keywords avoided; used {used}",
+        lines,
+        used=used,
+    )
 
 
 @_mosaic("variable")

@@ -46,9 +46,9 @@ def demo_db(tmp_path_factory):
 def team(tmp_path, monkeypatch):
     """Password mode on a demo project with the accounts ``lead-a`` (password ``lead-password``)
     and ``ann-a`` (annotator, ``annotator-pw``)."""
-    from reform_core.services.project.setup import ensure_demo
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import create_user
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.project.setup import ensure_demo
 
     url = f"sqlite:///{tmp_path / 'team.db'}"
     monkeypatch.setenv("REFORM_DATABASE_URL", url)

@@ -25,7 +25,7 @@ def assert_rounded(shown, value: float, interval: str) -> None:
         assert re.fullmatch(r"-?\d+" + (rf"\.\d{{{d}}}" if d else ""), shown), f"{shown!r} is not to {d} places"
         shown = float(shown)
     assert round(shown, d) == shown, f"{shown} has more than {d} places (interval {interval!r})"
-    assert abs(shown - value) <= 0.5 * 10 ** -d + 1e-6, f"{shown} is not {value} to {d} places ({interval!r})"
+    assert abs(shown - value) <= 0.5 * 10**-d + 1e-6, f"{shown} is not {value} to {d} places ({interval!r})"
 
 
 def bounds(interval: str) -> tuple[float, float]:

@@ -58,12 +58,17 @@ def _move_lease_to_someone_else(url: str) -> None:
     with eng.begin() as conn:
         other = conn.execute(text("SELECT id FROM app_user WHERE username = 'someone-else'")).scalar()
         if other is None:
-            conn.execute(text("INSERT INTO app_user (username, display_name, role, password_hash, active, created_at) "
-                              "VALUES ('someone-else', '', 'annotator', '', TRUE, CURRENT_TIMESTAMP)"))
+            conn.execute(
+                text(
+                    "INSERT INTO app_user (username, display_name, role, password_hash, active, created_at) "
+                    "VALUES ('someone-else', '', 'annotator', '', TRUE, CURRENT_TIMESTAMP)"
+                )
+            )
             other = conn.execute(text("SELECT id FROM app_user WHERE username = 'someone-else'")).scalar()
         # single-annotator tasks (a second annotator may still decide a task that needs two)
-        conn.execute(text("UPDATE adjudication_task SET claimed_by = :o, required = 1 WHERE status = 'claimed'"),
-                     {"o": other})
+        conn.execute(
+            text("UPDATE adjudication_task SET claimed_by = :o, required = 1 WHERE status = 'claimed'"), {"o": other}
+        )
 
 
 def test_skip_and_undo_after_the_lease_moved_on_show_one_message(demo_db):
@@ -101,18 +106,16 @@ def test_a_click_acts_on_the_item_on_screen_only(demo_db):
 @pytest.fixture(scope="module")
 def sim_db(tmp_path_factory):
     """A simulated project (no demo) with one small plan; the test adds a big one."""
-    from tests.app.conftest import app_database
-
+    from reform_core.services.accounts.users import local_principal
     from reform_core.services.adjudication import adjudication as S
     from reform_core.services.data.simulated import simulate_into
     from reform_core.services.platform.uow import get_engine
-    from reform_core.services.accounts.users import local_principal
+    from tests.app.conftest import app_database
 
     with app_database(f"sqlite:///{tmp_path_factory.mktemp('adj') / 'adj.db'}", load_demo=False) as url:
         eng = get_engine(url)
         simulate_into(eng, seed=3, scale="small")
-        small = S.create_plan(eng, local_principal(eng), judge_a="judge_a", judge_b="judge_b", margin=0.3,
-                              name="small")
+        small = S.create_plan(eng, local_principal(eng), judge_a="judge_a", judge_b="judge_b", margin=0.3, name="small")
         yield url, small
 
 
@@ -135,9 +138,9 @@ def test_a_decision_costs_the_same_in_a_plan_of_any_size(sim_db):
     """Issue 16: the page read the plan's whole task list on every rerun (``my_progress`` and the
     plan list counted tasks): 415 ms at 51k tasks. Now a decision's rerun reads counters, so its
     database work does not grow with the plan, nor with other plans."""
+    from reform_core.services.accounts.users import local_principal
     from reform_core.services.adjudication import adjudication as S
     from reform_core.services.platform.uow import get_engine
-    from reform_core.services.accounts.users import local_principal
 
     url, small = sim_db
     eng = get_engine(url)
@@ -160,8 +163,9 @@ def test_a_decision_costs_the_same_in_a_plan_of_any_size(sim_db):
         return sorted(costs)[1]
 
     base = decision_cost(small.plan_id)
-    big = S.create_plan(eng, local_principal(eng), judge_a="judge_a", judge_b="judge_b", margin=0.001, audit=900,
-                        name="big")
+    big = S.create_plan(
+        eng, local_principal(eng), judge_a="judge_a", judge_b="judge_b", margin=0.001, audit=900, name="big"
+    )
     assert big.tasks > 20 * small.tasks
     assert decision_cost(small.plan_id) < 1.5 * base  # other plans' size does not matter
     assert decision_cost(big.plan_id) < 1.5 * base  # nor this plan's

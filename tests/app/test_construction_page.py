@@ -33,9 +33,15 @@ def page_env(demo_db, servers):
     there too, so the "official API" choice never leaves the machine in tests."""
     allowed, _ = servers
     mp = pytest.MonkeyPatch()
-    mp.setenv("REFORM_JUDGE_ENDPOINTS", json.dumps({
-        "lab": {"provider": "openai", "base_url": allowed.url + "/v1"},
-        "lab-gemini": {"provider": "gemini", "base_url": allowed.url}}))
+    mp.setenv(
+        "REFORM_JUDGE_ENDPOINTS",
+        json.dumps(
+            {
+                "lab": {"provider": "openai", "base_url": allowed.url + "/v1"},
+                "lab-gemini": {"provider": "gemini", "base_url": allowed.url},
+            }
+        ),
+    )
     mp.setenv("OPENAI_API_KEY", CANARY)
     mp.setenv("GOOGLE_API_KEY", GCANARY)
     mp.setenv("OPENAI_BASE_URL", allowed.url + "/v1")

@@ -38,10 +38,13 @@ def _sql_disagreements(url: str) -> int:
     from reform_core.services.platform.uow import get_engine
 
     with get_engine(url).connect() as conn:
-        return conn.execute(text(
-            "SELECT COUNT(*) FROM judgment a JOIN judgment b ON a.response_id = b.response_id "
-            "AND a.constraint_id = b.constraint_id AND a.judge_id < b.judge_id "
-            "WHERE a.status = 'ok' AND b.status = 'ok' AND a.label <> b.label")).scalar_one()
+        return conn.execute(
+            text(
+                "SELECT COUNT(*) FROM judgment a JOIN judgment b ON a.response_id = b.response_id "
+                "AND a.constraint_id = b.constraint_id AND a.judge_id < b.judge_id "
+                "WHERE a.status = 'ok' AND b.status = 'ok' AND a.label <> b.label"
+            )
+        ).scalar_one()
 
 
 def test_filters_page_and_count(demo_db):
@@ -60,8 +63,12 @@ def test_filters_page_and_count(demo_db):
 
 
 def test_link_restores_filters_and_opens_the_example(demo_db):
-    query = {**Filters(model="quill-2", opposed="opposed", p_max=0.5).to_params(),
-             "model": "quill-2", "question": "q02", "instruction": "q02-v2"}
+    query = {
+        **Filters(model="quill-2", opposed="opposed", p_max=0.5).to_params(),
+        "model": "quill-2",
+        "question": "q02",
+        "instruction": "q02-v2",
+    }
     at = _open(query)
     assert at.selectbox(key="explore_model").value == "quill-2"
     assert at.selectbox(key="explore_opposed").value == "opposed"
@@ -76,7 +83,8 @@ def test_link_restores_filters_and_opens_the_example(demo_db):
     assert lines, "per-constraint p_u badges"
     agreed = [ln for ln in lines if ln.count(": pass") == 2]
     assert agreed and all("p = 1.00" in ln for ln in agreed), (
-        "two agreeing passes give p_u = 1 (docs/metrics.md#stratified-calibration)")
+        "two agreeing passes give p_u = 1 (docs/metrics.md#stratified-calibration)"
+    )
     failed = [ln for ln in lines if ln.count(": fail") == 2]
     assert all("p = 0.00" in ln for ln in failed)
     at.toggle(key="explore_raw").set_value(True).run()

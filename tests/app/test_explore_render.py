@@ -22,6 +22,7 @@ def _tags(html_text: str) -> tuple[set[str], list]:
     P().feed(html_text)
     return tags, attrs
 
+
 HOSTILE = (
     "# Title\n\n<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n"
     "[click me](javascript:alert(3)) and [site](https://evil.example/p)\n\n![pixel](https://tracker.example/p.png)\n\n"
@@ -50,4 +51,4 @@ def test_label_text(value, text):
 
 @pytest.mark.parametrize("p, colour", [(1.0, "green"), (0.95, "green"), (0.5, "orange"), (0.02, "red")])
 def test_p_badge(p, colour):
-    assert render.p_badge(p).startswith(f":{colour}-badge[p = {p:.2f}]"[:len(colour) + 8])
+    assert render.p_badge(p).startswith(f":{colour}-badge[p = {p:.2f}]"[: len(colour) + 8])

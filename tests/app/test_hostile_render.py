@@ -44,19 +44,57 @@ def _bundle(root: Path) -> Path:
     def w(name, rows):
         (root / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
-    w("questions.jsonl", [{"key": "qx", "text": f"Question {HOSTILE}", "task_type": "<b>explain</b>", "domain": "<i>d</i>"}])
-    w("instructions.jsonl", [{"key": "qx-v1", "question": "qx", "text": f"Instruction {HOSTILE}", "constraints": [
-        {"position": 1, "feature": "bullet_list", "mode": "require", "text": PAYLOADS[0], "acceptance": PAYLOADS[1]},
-        {"position": 2, "feature": "code_block", "mode": "forbid", "text": PAYLOADS[2], "acceptance": PAYLOADS[4]},
-        {"position": 3, "feature": "section_headings", "mode": "require", "text": "x", "acceptance": "y"}]}])
+    w(
+        "questions.jsonl",
+        [{"key": "qx", "text": f"Question {HOSTILE}", "task_type": "<b>explain</b>", "domain": "<i>d</i>"}],
+    )
+    w(
+        "instructions.jsonl",
+        [
+            {
+                "key": "qx-v1",
+                "question": "qx",
+                "text": f"Instruction {HOSTILE}",
+                "constraints": [
+                    {
+                        "position": 1,
+                        "feature": "bullet_list",
+                        "mode": "require",
+                        "text": PAYLOADS[0],
+                        "acceptance": PAYLOADS[1],
+                    },
+                    {
+                        "position": 2,
+                        "feature": "code_block",
+                        "mode": "forbid",
+                        "text": PAYLOADS[2],
+                        "acceptance": PAYLOADS[4],
+                    },
+                    {"position": 3, "feature": "section_headings", "mode": "require", "text": "x", "acceptance": "y"},
+                ],
+            }
+        ],
+    )
     rows = [{"model": "<b onmouseover=alert(1)>m</b>", "question": "qx", "text": RESPONSES["resp-0"]}]
     for n, key in enumerate(list(RESPONSES)[1:], start=1):
         rows.append({"model": f"model-{n}", "question": "qx", "instruction": "qx-v1", "text": RESPONSES[key]})
     w("responses.jsonl", rows)
-    w("judgments.jsonl", [
-        {"judge": j, "model": f"model-{n}", "instruction": "qx-v1", "position": pos, "label": (n + pos + (j == "jb")) % 2,
-         "rationale": f"{j} {PAYLOADS[(n + pos) % len(PAYLOADS)]}"}
-        for j in ("ja", "jb") for n in range(1, len(PAYLOADS)) for pos in (1, 2, 3)])
+    w(
+        "judgments.jsonl",
+        [
+            {
+                "judge": j,
+                "model": f"model-{n}",
+                "instruction": "qx-v1",
+                "position": pos,
+                "label": (n + pos + (j == "jb")) % 2,
+                "rationale": f"{j} {PAYLOADS[(n + pos) % len(PAYLOADS)]}",
+            }
+            for j in ("ja", "jb")
+            for n in range(1, len(PAYLOADS))
+            for pos in (1, 2, 3)
+        ],
+    )
     return root
 
 
@@ -68,21 +106,55 @@ def _hostile_studies(eng, lead) -> None:
     """A MOSAIC and a WISE study whose names, models, forms, prompts and outputs are hostile."""
     from reform_core.services.studies import generations, mosaic
 
-    checks = [{"position": 1, "constraint": "<b>boc</b>", "category": PAYLOADS[0], "text": PAYLOADS[2],
-               "verifier": "mosaic:boc_token", "params": {}, "rubric": ""},
-              {"position": 2, "constraint": "[x](javascript:alert(1))", "category": "c", "text": PAYLOADS[4],
-               "verifier": "mosaic:eoc_token", "params": {}, "rubric": ""}]
-    prompt = {"id": "<script>p1</script>", "task": PAYLOADS[1], "product": PAYLOADS[3], "system": HOSTILE,
-              "user": HOSTILE, "checks": checks}
+    checks = [
+        {
+            "position": 1,
+            "constraint": "<b>boc</b>",
+            "category": PAYLOADS[0],
+            "text": PAYLOADS[2],
+            "verifier": "mosaic:boc_token",
+            "params": {},
+            "rubric": "",
+        },
+        {
+            "position": 2,
+            "constraint": "[x](javascript:alert(1))",
+            "category": "c",
+            "text": PAYLOADS[4],
+            "verifier": "mosaic:eoc_token",
+            "params": {},
+            "rubric": "",
+        },
+    ]
+    prompt = {
+        "id": "<script>p1</script>",
+        "task": PAYLOADS[1],
+        "product": PAYLOADS[3],
+        "system": HOSTILE,
+        "user": HOSTILE,
+        "checks": checks,
+    }
     mosaic.import_prompts(eng, lead, study=PAYLOADS[5], data=(json.dumps(prompt) + "\n").encode(), filename="p.jsonl")
     out = {"prompt": prompt["id"], "model": HOSTILE_MODEL, "output": RESPONSES["resp-1"]}
     mosaic.import_outputs(eng, lead, study=PAYLOADS[5], data=(json.dumps(out) + "\n").encode(), filename="o.jsonl")
     mosaic.run_checks(eng, lead, study=PAYLOADS[5])
-    gens = [{"item": f"<i>{i}</i>", "model": m, "provider": PAYLOADS[0], "form": f, "target": "3", "repetition": 0,
-             "output": RESPONSES["resp-2"] if (i + len(m)) % 2 else "one two three"}
-            for i in range(3) for m in (HOSTILE_MODEL, HOSTILE_HTML_MODEL) for f in ("POS", PAYLOADS[2])]
-    generations.import_generations(eng, lead, data="".join(json.dumps(g) + "\n" for g in gens).encode(),
-                               filename="g.jsonl", study=PAYLOADS[4])
+    gens = [
+        {
+            "item": f"<i>{i}</i>",
+            "model": m,
+            "provider": PAYLOADS[0],
+            "form": f,
+            "target": "3",
+            "repetition": 0,
+            "output": RESPONSES["resp-2"] if (i + len(m)) % 2 else "one two three",
+        }
+        for i in range(3)
+        for m in (HOSTILE_MODEL, HOSTILE_HTML_MODEL)
+        for f in ("POS", PAYLOADS[2])
+    ]
+    generations.import_generations(
+        eng, lead, data="".join(json.dumps(g) + "\n" for g in gens).encode(), filename="g.jsonl", study=PAYLOADS[4]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +168,8 @@ def hostile_db(tmp_path_factory):
     url = f"sqlite:///{d / 'app.db'}"
     eng = get_engine(url)
     import_bundle(eng, _bundle(d / "bundle"))
-    from reform_core.services.adjudication import adjudication
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.adjudication import adjudication
 
     adjudication.create_plan(eng, local_principal(eng), judge_a="ja", judge_b="jb", seed=1)
     _hostile_studies(eng, local_principal(eng))
@@ -288,11 +360,12 @@ def _markdown_strings(node) -> list[tuple[str, str]]:
         for field, value in msg.ListFields():
             name = field.name
             if field.type == field.TYPE_MESSAGE:
-                for v in ([value] if hasattr(value, "ListFields") else value):
+                for v in [value] if hasattr(value, "ListFields") else value:
                     walk(v, f"{path}.{name}")
             elif field.type == field.TYPE_STRING and (
-                    name in MARKDOWN_FIELDS or (name == "options" and kind in MARKDOWN_OPTIONS)):
-                for v in ([value] if isinstance(value, str) else value):
+                name in MARKDOWN_FIELDS or (name == "options" and kind in MARKDOWN_OPTIONS)
+            ):
+                for v in [value] if isinstance(value, str) else value:
                     out.append((f"{kind}{path}.{name}", v))
 
     walk(proto, "")
@@ -344,8 +417,12 @@ def test_hostile_names_and_url_parameters_render_as_text(hostile_names_db, path,
     at.switch_page(path).run()
     assert not at.exception, f"{path}: {at.exception}"
     _assert_inert(at, path)
-    bad = [(where, problem, text[:120]) for node in _walk(at._tree) for where, text in _markdown_strings(node)
-           for problem in live_markdown(text)]
+    bad = [
+        (where, problem, text[:120])
+        for node in _walk(at._tree)
+        for where, text in _markdown_strings(node)
+        for problem in live_markdown(text)
+    ]
     assert not bad, f"{path}: untrusted names interpreted as Markdown: {bad[:5]}"
 
 
@@ -355,9 +432,17 @@ def test_explore_example_and_data_question_with_hostile_names(hostile_names_db):
     from tests.hostile_names import write_bundle
 
     names = write_bundle(Path(hostile_names_db.removeprefix("sqlite:///")).parent / "names-again")
-    for path, params in (("pages/explore.py", {"model": names[("model", "helix-pro")], "question": names[("qkey", "q01")],
-                                               "instruction": names[("ikey", "q01-v1")]}),
-                         ("pages/data.py", {"q": names[("qkey", "q05")]})):
+    for path, params in (
+        (
+            "pages/explore.py",
+            {
+                "model": names[("model", "helix-pro")],
+                "question": names[("qkey", "q01")],
+                "instruction": names[("ikey", "q01-v1")],
+            },
+        ),
+        ("pages/data.py", {"q": names[("qkey", "q05")]}),
+    ):
         at = AppTest.from_file(APP, default_timeout=TIMEOUT)
         for k, v in params.items():
             at.query_params[k] = v

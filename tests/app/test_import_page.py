@@ -11,9 +11,11 @@ from reform_core.services.platform.uow import get_engine
 from tests.app.conftest import app_database
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-TABLE = (b"llm,pid,prompt,feature,mode,answer,gpt says,why\n"
-         b"m1,p1,Describe tides.,bullet_list,require,- a\\n- b,1,two bullets\n"
-         b"m1,p1,Describe tides.,checklist,forbid,- a\\n- b,0,\n")
+TABLE = (
+    b"llm,pid,prompt,feature,mode,answer,gpt says,why\n"
+    b"m1,p1,Describe tides.,bullet_list,require,- a\\n- b,1,two bullets\n"
+    b"m1,p1,Describe tides.,checklist,forbid,- a\\n- b,0,\n"
+)
 
 
 def _page(url: str) -> AppTest:
@@ -37,7 +39,10 @@ def test_import_page_maps_columns_and_writes_all_or_nothing(tmp_path):
         at.file_uploader[0].set_value(("bad.csv", TABLE.replace(b",0,\n", b",maybe,\n"), "text/csv")).run()
         # columns named like a field are preset; the others are mapped by hand
         assert {b.label: b.value for b in at.text_input}["Column prompt"] == "prompt"
-        _map(at, {"llm": "model", "pid": "question", "answer": "response", "gpt says": "label:gpt", "why": "rationale:gpt"})
+        _map(
+            at,
+            {"llm": "model", "pid": "question", "answer": "response", "gpt says": "label:gpt", "why": "rationale:gpt"},
+        )
         at.button(key="import_go").click().run()
         assert not at.exception, at.exception
         assert any("Nothing was written" in e.value for e in at.error)
@@ -46,19 +51,28 @@ def test_import_page_maps_columns_and_writes_all_or_nothing(tmp_path):
             assert conn.execute(text("SELECT COUNT(*) FROM question")).scalar() == 0
 
         at.file_uploader[0].set_value(("good.csv", TABLE, "text/csv")).run()
-        _map(at, {"llm": "model", "pid": "question", "answer": "response", "gpt says": "label:gpt", "why": "rationale:gpt"})
+        _map(
+            at,
+            {"llm": "model", "pid": "question", "answer": "response", "gpt says": "label:gpt", "why": "rationale:gpt"},
+        )
         at.button(key="import_go").click().run()
         assert not at.exception, at.exception
-        assert any("Imported 2 row(s) against catalog reformbench" in s.value for s in at.success), [e.value for e in at.error]
+        assert any("Imported 2 row(s) against catalog reformbench" in s.value for s in at.success), [
+            e.value for e in at.error
+        ]
         with get_engine(url).connect() as conn:
-            rows = conn.execute(text("SELECT g.label, g.rationale, r.text FROM judgment g JOIN response r "
-                                     "ON r.id = g.response_id ORDER BY g.id")).all()
+            rows = conn.execute(
+                text(
+                    "SELECT g.label, g.rationale, r.text FROM judgment g JOIN response r "
+                    "ON r.id = g.response_id ORDER BY g.id"
+                )
+            ).all()
         assert rows == [(1, "two bullets", "- a\\n- b"), (0, "", "- a\\n- b")]
 
 
 def test_annotators_cannot_open_the_import_page(demo_db):
-    from reform_core.services.accounts.auth import Principal
     from pages.components.session import PRINCIPAL_KEY
+    from reform_core.services.accounts.auth import Principal
 
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state[PRINCIPAL_KEY] = Principal(user_id=999, username="ann", role="annotator")
@@ -68,9 +82,11 @@ def test_annotators_cannot_open_the_import_page(demo_db):
     assert any("annotator" in e.value for e in at.error), [e.value for e in at.error]
 
 
-OWN_TABLE = (b"model,question,prompt,feature,mode,gpt\n"
-             b"m1,p1,Describe tides.,numbered_steps,require,1\n"
-             b"m1,p1,Describe tides.,plain_words,forbid,0\n")
+OWN_TABLE = (
+    b"model,question,prompt,feature,mode,gpt\n"
+    b"m1,p1,Describe tides.,numbered_steps,require,1\n"
+    b"m1,p1,Describe tides.,plain_words,forbid,0\n"
+)
 OWN_CATALOG = """\
 name: tides
 version: "1"
@@ -108,16 +124,22 @@ def test_import_page_takes_an_own_catalog_file_checked_with_located_errors(tmp_p
         at.file_uploader(key="import_catalog_file").set_value(("tides.yaml", broken.encode(), "text/yaml")).run()
         assert any("This catalog cannot be used" in e.value for e in at.error)
         line = broken.splitlines().index("    category: style") + 1
-        assert any(f"tides.yaml:{line}: features.1.category: feature 'plain_words': unknown category 'style'" in c.value
-                   for c in at.code), [c.value for c in at.code]
+        assert any(
+            f"tides.yaml:{line}: features.1.category: feature 'plain_words': unknown category 'style'" in c.value
+            for c in at.code
+        ), [c.value for c in at.code]
         assert not any(b.key == "import_go" for b in at.button)  # nothing to import with a broken catalog
 
         at.file_uploader(key="import_catalog_file").set_value(("tides.yaml", OWN_CATALOG.encode(), "text/yaml")).run()
         _map(at, {"gpt": "label:gpt"})
         at.button(key="import_go").click().run()
         assert not at.exception, at.exception
-        assert any("Imported 2 row(s) against catalog tides" in s.value for s in at.success), [e.value for e in at.error]
+        assert any("Imported 2 row(s) against catalog tides" in s.value for s in at.success), [
+            e.value for e in at.error
+        ]
         with get_engine(url).connect() as conn:
             assert conn.execute(text("SELECT name, filename FROM catalog_document")).all() == [("tides", "tides.yaml")]
             assert conn.execute(text("SELECT text FROM constraint_item ORDER BY position")).scalars().all() == [
-                "Number the steps.", "Do not use jargon."]
+                "Number the steps.",
+                "Do not use jargon.",
+            ]

@@ -20,10 +20,9 @@ from streamlit.testing.v1 import AppTest
 from db.models import Job, utcnow
 from reform_core.config import get_settings
 from reform_core.judges.retry import RetryPolicy
-from reform_core.services.platform import jobs
 from reform_core.services.judging import judging as svc
+from reform_core.services.platform import jobs
 from reform_core.services.platform.uow import get_engine, unit_of_work
-
 from tests.integration.fake_servers import FakeServer
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -51,9 +50,15 @@ def page_env(demo_db, allowed):
     """Two configured endpoints on the allowed loopback server; the SDKs' default base URLs
     point there too, so the "official API" choice never leaves the machine in tests."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("REFORM_JUDGE_ENDPOINTS", json.dumps({
-        "lab": {"provider": "openai", "base_url": allowed.url + "/v1"},
-        "lab-gemini": {"provider": "gemini", "base_url": allowed.url}}))
+    mp.setenv(
+        "REFORM_JUDGE_ENDPOINTS",
+        json.dumps(
+            {
+                "lab": {"provider": "openai", "base_url": allowed.url + "/v1"},
+                "lab-gemini": {"provider": "gemini", "base_url": allowed.url},
+            }
+        ),
+    )
     mp.setenv("OPENAI_API_KEY", CANARY)
     mp.setenv("GOOGLE_API_KEY", GCANARY)
     mp.setenv("OPENAI_BASE_URL", allowed.url + "/v1")
@@ -78,8 +83,16 @@ def _widget(seq, label):
     return next(w for w in seq if w.label == label)
 
 
-def _start(at: AppTest, *, provider: str, endpoint: str | None = None, model: str = "", name: str = "",
-           limit: int = 0, concurrency: int = 1) -> AppTest:
+def _start(
+    at: AppTest,
+    *,
+    provider: str,
+    endpoint: str | None = None,
+    model: str = "",
+    name: str = "",
+    limit: int = 0,
+    concurrency: int = 1,
+) -> AppTest:
     _widget(at.selectbox, "Provider").set_value(provider)
     at.run()
     if endpoint is not None:
@@ -152,14 +165,16 @@ def test_a_run_outlives_the_script_and_every_session_sees_it(page_env, allowed):
     engine = get_engine(page_env)
     allowed.delay = 0.6  # 8 calls, one at a time: ~5 s, longer than a new session takes to render
     try:
-        at = _start(_page(), provider="openai", endpoint="lab", model="gpt-4o-mini", name="bg", limit=8)
+        _start(_page(), provider="openai", endpoint="lab", model="gpt-4o-mini", name="bg", limit=8)
         [job] = [v for v in jobs.recent(engine, kind="judge") if v.params.get("name") == "bg"]
         assert job.active and job.created_by == "local" and job.params["endpoint"] == "lab"
         assert "base_url" not in job.params
         other = _page()  # another session (a reload, another tab)
         assert any("judge:bg" in _unescape(p.proto.text) for p in other.get("progress")), (
-            [p.proto.text for p in other.get("progress")], jobs.recent(engine, kind="judge")[:1],
-            [e.value for e in other.error])
+            [p.proto.text for p in other.get("progress")],
+            jobs.recent(engine, kind="judge")[:1],
+            [e.value for e in other.error],
+        )
         assert _wait(engine, "bg").state == "done"
         _page(other)
         [ok] = [_unescape(s.value) for s in other.success]
@@ -189,19 +204,34 @@ def test_summary_separates_abstentions_and_is_never_stale(page_env, allowed):
     assert _wait(engine, "rx").state == "done"
     _page(at)
     with engine.connect() as conn:  # the truth, by plain SQL over the rows written
-        labels, abstentions, calls = conn.execute(text(
-            "SELECT COUNT(g.label), COUNT(*) - COUNT(g.label), COUNT(DISTINCT g.response_id) FROM judgment g "
-            "JOIN judge j ON j.id = g.judge_id WHERE j.name = 'rx'")).one()
+        labels, abstentions, calls = conn.execute(
+            text(
+                "SELECT COUNT(g.label), COUNT(*) - COUNT(g.label), COUNT(DISTINCT g.response_id) FROM judgment g "
+                "JOIN judge j ON j.id = g.judge_id WHERE j.name = 'rx'"
+            )
+        ).one()
         answered = conn.execute(text("SELECT COUNT(*) FROM response WHERE instruction_id IS NOT NULL")).scalar()
     assert calls == answered and abstentions > labels > 0  # the demo: 1,227 rows over 417 responses
     row = _summary(at).loc["rx"]
     assert (row["labels"], row["abstentions"], row["errors"], row["state"]) == (labels, abstentions, 0, "ok")
-    assert any(f"{calls} calls: {labels} labels, {abstentions} abstentions, 0 errors ({labels + abstentions:,} "
-               "judgment rows written)" in _unescape(s.value) for s in at.success)
+    assert any(
+        f"{calls} calls: {labels} labels, {abstentions} abstentions, 0 errors ({labels + abstentions:,} "
+        "judgment rows written)" in _unescape(s.value)
+        for s in at.success
+    )
     # rows rewritten in place (errors retried by a run outside the page) are not missed
     allowed.push("500")
-    out = svc.run_judge(engine, provider="openai", model="m", name="flaky", base_url=allowed.url + "/v1",
-                        api_key="k", limit=1, concurrency=1, retry=RetryPolicy(max_attempts=1))
+    out = svc.run_judge(
+        engine,
+        provider="openai",
+        model="m",
+        name="flaky",
+        base_url=allowed.url + "/v1",
+        api_key="k",
+        limit=1,
+        concurrency=1,
+        retry=RetryPolicy(max_attempts=1),
+    )
     assert out["errors"] > 0
     _page(at)
     assert _summary(at).loc["flaky", "state"] == "errors only"
@@ -213,16 +243,25 @@ def test_summary_separates_abstentions_and_is_never_stale(page_env, allowed):
 def test_a_stale_run_can_be_resumed(page_env):
     engine = get_engine(page_env)
     with unit_of_work(engine) as s:
-        s.add(Job(kind="judge", lock_key="judge:stale-rules", owner="gone-host:1", created_by="local",
-                  params={"provider": "rules", "model": "verifiers", "name": "stale-rules", "concurrency": 4},
-                  heartbeat_at=utcnow() - timedelta(hours=1)))
+        s.add(
+            Job(
+                kind="judge",
+                lock_key="judge:stale-rules",
+                owner="gone-host:1",
+                created_by="local",
+                params={"provider": "rules", "model": "verifiers", "name": "stale-rules", "concurrency": 4},
+                heartbeat_at=utcnow() - timedelta(hours=1),
+            )
+        )
     at = _page()
     assert any("stopped without finishing" in _unescape(w.value) for w in at.warning)
     before = {v.id for v in jobs.recent(engine, kind="judge")}
     _widget(at.button, "Resume").click()
     at.run()
     new = _wait(engine, "stale-rules")
-    assert new.id not in before and new.state == "done" and new.result["calls"] == 417  # demo: 456 responses - 39 baselines
+    assert (
+        new.id not in before and new.state == "done" and new.result["calls"] == 417
+    )  # demo: 456 responses - 39 baselines
 
 
 def test_tables_show_no_raw_none_dicts_or_microseconds(page_env):

@@ -55,7 +55,7 @@ def test_control_flow_passes_through(shown_errors):
 
 def test_a_fragment_is_guarded(shown_errors, caplog):
     """A fragment reruns on its own, outside the page: its body is wrapped as well."""
-    script = '''
+    script = """
 import streamlit as st
 from pages.components import errors
 
@@ -66,11 +66,13 @@ def part():
 
 part()
 st.write("after the fragment")
-'''
+"""
     at = AppTest.from_string(script, default_timeout=30)
     with caplog.at_level(logging.ERROR, logger="reform.pages"):
         at.run()
     assert not at.exception
     assert any("error id" in e.value for e in at.error)
     assert any("after the fragment" in m.value for m in at.markdown)
-    assert any("fragment broke" in logging.Formatter().formatException(r.exc_info) for r in caplog.records if r.exc_info)
+    assert any(
+        "fragment broke" in logging.Formatter().formatException(r.exc_info) for r in caplog.records if r.exc_info
+    )

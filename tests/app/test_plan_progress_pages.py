@@ -22,8 +22,11 @@ def _page(path: str) -> AppTest:
 
 def _verdict(at, prefix: str = "") -> str:
     shown = [x.value.replace("\\", "") for x in (*at.success, *at.warning)]  # Markdown-escaped
-    found = [x for x in shown if x.startswith(prefix)
-             and any(k in x for k in ("Not yet", "Precise enough", "In progress:", "Closed on"))]
+    found = [
+        x
+        for x in shown
+        if x.startswith(prefix) and any(k in x for k in ("Not yet", "Precise enough", "In progress:", "Closed on"))
+    ]
     assert len(found) == 1, found
     return found[0].removeprefix(prefix)
 
@@ -32,18 +35,22 @@ def _task_counts(url: str, plan: str) -> dict:
     from reform_core.services.platform.uow import get_engine
 
     with get_engine(url).connect() as conn:
-        rows = conn.execute(text(
-            "SELECT m.name, COUNT(*), SUM(CASE WHEN t.decided >= t.required THEN 1 ELSE 0 END), "
-            "SUM(CASE WHEN t.decided > 0 AND t.decided < t.required THEN 1 ELSE 0 END) FROM adjudication_task t "
-            "JOIN sample_plan p ON p.id = t.plan_id JOIN response r ON r.id = t.response_id "
-            "JOIN eval_model m ON m.id = r.model_id WHERE p.name = :n GROUP BY m.name"), {"n": plan}).all()
+        rows = conn.execute(
+            text(
+                "SELECT m.name, COUNT(*), SUM(CASE WHEN t.decided >= t.required THEN 1 ELSE 0 END), "
+                "SUM(CASE WHEN t.decided > 0 AND t.decided < t.required THEN 1 ELSE 0 END) FROM adjudication_task t "
+                "JOIN sample_plan p ON p.id = t.plan_id JOIN response r ON r.id = t.response_id "
+                "JOIN eval_model m ON m.id = r.model_id WHERE p.name = :n GROUP BY m.name"
+            ),
+            {"n": plan},
+        ).all()
     return {m: (int(n), int(d), int(w)) for m, n, d, w in rows}
 
 
 def test_scores_in_progress_with_counts_and_one_verdict_everywhere(demo_db):
-    from reform_core.services.scoring.scoring import score, score_json
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.scoring.scoring import score, score_json
 
     scores = _page("pages/scores.py")
     note = next(w.value for w in scores.warning if w.value.startswith("In progress")).replace("\\", "")  # escaped names
@@ -64,13 +71,14 @@ def test_scores_in_progress_with_counts_and_one_verdict_everywhere(demo_db):
 
 
 def test_a_lead_extends_then_closes_a_plan_on_the_sampling_page(demo_db):
+    from reform_core.services.accounts.users import local_principal
     from reform_core.services.adjudication.planning import create_cluster_plan
     from reform_core.services.platform.uow import get_engine
-    from reform_core.services.accounts.users import local_principal
 
     eng = get_engine(demo_db)
-    made = create_cluster_plan(eng, local_principal(eng), judge_a="gpt-judge", judge_b="gemini-judge", margin=0.2,
-                               name="pilot")
+    made = create_cluster_plan(
+        eng, local_principal(eng), judge_a="gpt-judge", judge_b="gemini-judge", margin=0.2, name="pilot"
+    )
     at = _page("pages/sampling.py")
     assert at.selectbox[-1].format_func(at.selectbox[-1].value) == "pilot"
     at.number_input(key="plan_extend_questions").set_value(2)
@@ -91,4 +99,3 @@ def test_a_lead_extends_then_closes_a_plan_on_the_sampling_page(demo_db):
     assert "budget spent \\*for now\\*" in info  # the reason is shown inertly (Markdown escaped)
     assert _verdict(at).startswith("Closed on")
     assert not any(b.label in ("Close the plan", "Extend the plan") for b in at.button)
-

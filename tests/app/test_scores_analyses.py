@@ -14,8 +14,17 @@ from tests.app.shown import bounds, places
 from tests.integration.analyses_project import write_broken_project
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
-TABS = {"A8 eligible units", "A2 violation spread", "A3 judge agreement", "A5 tasks", "A6/A7 per task",
-        "Table 3 composition", "Prompting comparison", "A4 coverage", "Table 4 frequencies"}
+TABS = {
+    "A8 eligible units",
+    "A2 violation spread",
+    "A3 judge agreement",
+    "A5 tasks",
+    "A6/A7 per task",
+    "Table 3 composition",
+    "Prompting comparison",
+    "A4 coverage",
+    "Table 4 frequencies",
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +62,24 @@ def test_every_analysis_has_its_plot_and_readable_table(broken_app):
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
     text = json.dumps(specs)
     # the axis titles of Table 3, prompting, A4, ρ and the frequencies
-    for title in ("pass rate %", "prompted − main (pp)", "coverage %", "Spearman ρ (95 % interval, Fisher z)",
-                  "% of questions"):
+    for title in (
+        "pass rate %",
+        "prompted − main (pp)",
+        "coverage %",
+        "Spearman ρ (95 % interval, Fisher z)",
+        "% of questions",
+    ):
         assert json.dumps(title)[1:-1] in text, title
     assert len(specs) == 2 + 5, "two heatmaps plus one chart per analysis (Table 4: two)"
     frames = [d.value for d in at.dataframe]
-    raw = [c for f in frames for c in f.columns if str(c).endswith(("_low", "_high", "_pop", "_meas")) or c == "delta_pp"]
+    raw = [
+        c for f in frames for c in f.columns if str(c).endswith(("_low", "_high", "_pop", "_meas")) or c == "delta_pp"
+    ]
     assert raw == [], raw
     t3 = next(f for f in frames if "separate %" in f.columns)
-    assert {"separate pop.", "separate meas.", "joint %", "joint pop.", "joint meas.", "Δ pp", "Δ pop."} <= set(t3.columns)
+    assert {"separate pop.", "separate meas.", "joint %", "joint pop.", "joint meas.", "Δ pp", "Δ pop."} <= set(
+        t3.columns
+    )
     for v, iv in zip(t3["separate %"], t3["separate pop."]):
         if not iv.startswith("too "):
             assert round(v, places(iv)) == v
@@ -120,8 +138,9 @@ def test_new_extractions_reach_the_coverage_tab(tmp_path):
         b = tmp_path / "more"
         b.mkdir()
         (b / "questions.jsonl").write_text("")
-        (b / "extractions.jsonl").write_text(_json.dumps({"model": "model-01", "question": "q0001", "label": "new thing",
-                                                          "match": "uncovered"}) + "\n")
+        (b / "extractions.jsonl").write_text(
+            _json.dumps({"model": "model-01", "question": "q0001", "label": "new thing", "match": "uncovered"}) + "\n"
+        )
         import_bundle(get_engine(url), b)
         at.run()
         after = [d.value for d in at.dataframe if "coverage %" in d.value.columns][0]

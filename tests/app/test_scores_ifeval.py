@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.shown import assert_rounded
-
 from reform_core.services.accounts.auth import Principal
 from reform_core.services.data.ifeval_import import import_ifeval
 from reform_core.services.judging.judging import run_judge
-from reform_core.services.scoring.scoring import score, score_json, set_pair
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.scoring.scoring import score, score_json, set_pair
 from tests.app.conftest import app_database
+from tests.app.shown import assert_rounded
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 DATA = Path(__file__).resolve().parents[1] / "data" / "ifeval"
@@ -26,8 +25,11 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "ifeval"
 def ifeval_app_db(tmp_path_factory):
     with app_database(f"sqlite:///{tmp_path_factory.mktemp('ifeval_app') / 'app.db'}", load_demo=False) as url:
         eng = get_engine(url)
-        import_ifeval(eng, input_path=DATA / "input_data.jsonl",
-                      responses={"gpt4": DATA / "input_response_data_gpt4_20231107_145030.jsonl"})
+        import_ifeval(
+            eng,
+            input_path=DATA / "input_data.jsonl",
+            responses={"gpt4": DATA / "input_response_data_gpt4_20231107_145030.jsonl"},
+        )
         for mode in ("strict", "loose"):
             run_judge(eng, provider="rules", mode=mode, name=mode)
         set_pair(eng, Principal(0, "lead", "lead"), "strict", "loose")
@@ -45,8 +47,11 @@ def test_ifeval_accuracies_on_the_scores_page(ifeval_app_db):
     for mode in ("strict", "loose"):  # rules judges: nothing estimated, no interval: one decimal (docs/display.md)
         assert_rounded(table.loc["gpt4", f"prompt level ({mode})"], expected[mode]["prompt_level"], "—")
         assert_rounded(table.loc["gpt4", f"instruction level ({mode})"], expected[mode]["instruction_level"], "—")
-    assert_rounded(table.loc["gpt4", "prompt level (calibrated)"], expected["prompt_level"],
-                   table.loc["gpt4", "prompt level 95% measurement"])
+    assert_rounded(
+        table.loc["gpt4", "prompt level (calibrated)"],
+        expected["prompt_level"],
+        table.loc["gpt4", "prompt level 95% measurement"],
+    )
     for level, value in (("prompt", expected["prompt_level"]), ("instruction", expected["instruction_level"])):
         for kind in ("measurement", "population"):  # the calibrated accuracies come with both intervals
             lo, hi = map(float, re.findall(r"\d+(?:\.\d+)?", table.loc["gpt4", f"{level} level 95% {kind}"]))

@@ -18,10 +18,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from reform_core.services.accounts.auth import Principal
-from reform_core.services.judging.judging import run_judge
-from reform_core.services.scoring.scoring import set_pair
 from reform_core.services.data.status import status
+from reform_core.services.judging.judging import run_judge
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.scoring.scoring import set_pair
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -73,8 +73,9 @@ def test_other_pairs_decisions_and_an_unset_pair(demo_with_rules):
     assert not at.exception, at.exception
     decided = status(eng)["adjudications"]  # every demo decision was made on the (gpt-judge, gemini-judge) plan
     assert decided > 0
-    assert any(f"{decided} adjudication decision(s) belong to plans over other judge pairs" in i
-               for i in _texts(at, "info")), _texts(at, "info")
+    assert any(
+        f"{decided} adjudication decision(s) belong to plans over other judge pairs" in i for i in _texts(at, "info")
+    ), _texts(at, "info")
     set_pair(eng, lead, "gpt-judge", "gemini-judge")
 
 

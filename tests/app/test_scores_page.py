@@ -35,7 +35,8 @@ def _raw_tcpr(url: str, judge: str) -> dict[str, float]:
         "SELECT m.name AS model, r.id AS rid, g.label FROM response r JOIN eval_model m ON m.id = r.model_id "
         "JOIN instruction i ON i.id = r.instruction_id JOIN constraint_item c ON c.instruction_id = i.id "
         "LEFT JOIN judgment g ON g.response_id = r.id AND g.constraint_id = c.id AND g.status = 'ok' "
-        "AND g.judge_id = (SELECT id FROM judge WHERE name = :j) WHERE i.condition = 'main'")
+        "AND g.judge_id = (SELECT id FROM judge WHERE name = :j) WHERE i.condition = 'main'"
+    )
     with get_engine(url).connect() as conn:
         rows = conn.execute(sql, {"j": judge}).all()
     per: dict[tuple, list] = {}
@@ -60,8 +61,11 @@ def test_table2_has_intervals_and_counts(scores_app):
     assert {"instructions", "units", "n1", "n2", "n3"} <= set(t2.columns)
     assert (t2["units"] == t2["n1"] + t2["n2"] + t2["n3"]).all()
     r3 = t2.set_index("model")
-    assert all(r3.loc[m, "R3 measurement"] == f"too few units (n = {r3.loc[m, 'n3']})" for m in r3.index
-               if r3.loc[m, "n3"] < 10), "fewer than 10 units: too few, never a bare 0–100"
+    assert all(
+        r3.loc[m, "R3 measurement"] == f"too few units (n = {r3.loc[m, 'n3']})"
+        for m in r3.index
+        if r3.loc[m, "n3"] < 10
+    ), "fewer than 10 units: too few, never a bare 0–100"
     for table in (t2, pop):
         for _, r in table.iterrows():
             for kind in ("measurement", "population"):
@@ -74,9 +78,9 @@ def test_default_estimator_shows_intervals_verdict_audit_and_annotators(scores_a
     """Issue 13 'Done when': on first start the demo's Scores page shows the default estimator,
     both intervals with one sentence each, the planner's verdict, the audit's both-wrong rate per
     model and (to the lead) each annotator's estimated accuracy — the same numbers as the CLI."""
-    from reform_core.services.scoring.scoring import score, score_json
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.scoring.scoring import score, score_json
 
     at = scores_app
     assert at.radio(key="scores_labels").value.startswith("Default estimator")
@@ -160,4 +164,6 @@ def test_failing_units_link_to_the_explorer(scores_app, demo_db):
 def test_composition_tab_when_single_conditions_exist(scores_app):
     labels = [t.label for t in scores_app.tabs]
     assert {"Table 3 composition", "Prompting comparison", "A4 coverage", "Table 4 frequencies"} <= set(labels)
-    assert any("has no" in i.value and "prompted" in i.value for i in scores_app.info)  # the demo has no prompted condition
+    assert any(
+        "has no" in i.value and "prompted" in i.value for i in scores_app.info
+    )  # the demo has no prompted condition

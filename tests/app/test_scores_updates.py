@@ -24,12 +24,12 @@ def fresh_demo(tmp_path):
 
 
 def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_demo, monkeypatch):
-    from reform_core.services.adjudication import adjudication as S
-    from reform_core.services.project import explore
-    from reform_core.services.scoring import scoring
-    from reform_core.services.project.setup import DEMO_PLAN
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.project import explore
+    from reform_core.services.project.setup import DEMO_PLAN
+    from reform_core.services.scoring import scoring
 
     gate, calls = threading.Event(), []
     real = explore.score_intervals
@@ -66,7 +66,9 @@ def test_new_decision_updates_points_now_and_intervals_in_the_background(fresh_d
     # 20 decisions need not change: the exact estimates did move, and the page shows the new ones)
     assert not exact_before["tcpr"].equals(expected["tcpr"]), "the decisions moved some score"
     assert any("Intervals updating" in c.value for c in at.caption)
-    assert now["TCPR measurement"].tolist() == before["TCPR measurement"].tolist(), "the last intervals, marked updating"
+    assert now["TCPR measurement"].tolist() == before["TCPR measurement"].tolist(), (
+        "the last intervals, marked updating"
+    )
 
     gate.set()
     from pages.components import state
@@ -86,10 +88,10 @@ def test_a_decision_recomputes_the_auxiliary_analyses_but_not_a4_and_table4(fres
     page recomputes the decision-dependent analyses only (issue 16: Table 4's bootstrap was
     most of the page's time after a decision)."""
     from pages.components import analyses_view
-    from reform_core.services.adjudication import adjudication as S
-    from reform_core.services.project.setup import DEMO_PLAN
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.adjudication import adjudication as S
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.project.setup import DEMO_PLAN
 
     calls = {"static": 0, "all": 0}
     real_static, real_all = analyses_view.static_analyses, analyses_view.analyses

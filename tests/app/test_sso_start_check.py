@@ -31,15 +31,25 @@ def _closed_port() -> int:
         return s.getsockname()[1]  # closed again when the block ends: nothing answers there
 
 
-AUTH = {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "s" * 40, "client_id": "reform",
-        "client_secret": "client-secret-never-shown", "expose_tokens": ["access"]}
+AUTH = {
+    "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+    "cookie_secret": "s" * 40,
+    "client_id": "reform",
+    "client_secret": "client-secret-never-shown",
+    "expose_tokens": ["access"],
+}
 
 
-@pytest.mark.parametrize("auth, expected", [
-    ({k: v for k, v in AUTH.items() if k != "client_secret"}, "lacks client_secret, server_metadata_url"),
-    ({**AUTH, "server_metadata_url": "http://127.0.0.1:{port}/.well-known/openid-configuration"},
-     "cannot read the provider's metadata at http://127.0.0.1:{port}/"),
-])
+@pytest.mark.parametrize(
+    "auth, expected",
+    [
+        ({k: v for k, v in AUTH.items() if k != "client_secret"}, "lacks client_secret, server_metadata_url"),
+        (
+            {**AUTH, "server_metadata_url": "http://127.0.0.1:{port}/.well-known/openid-configuration"},
+            "cannot read the provider's metadata at http://127.0.0.1:{port}/",
+        ),
+    ],
+)
 def test_an_unusable_configuration_refuses_every_page_with_one_line(oidc_app, auth, expected):
     port = _closed_port()
     at = AppTest.from_file(APP, default_timeout=60)

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.shown import assert_rounded
-
 from reform_core import display
-from reform_core.services.studies import mosaic
-from reform_core.services.studies import wise
-from reform_core.services.platform.uow import get_engine
 from reform_core.services.accounts.users import local_principal
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.studies import mosaic, wise
+from tests.app.shown import assert_rounded
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TIMEOUT = 90
@@ -73,8 +70,11 @@ def test_wording_results_shows_the_demo_wise_study(demo_db):
             continue
         assert forms.loc[form, "Holm p"] == display.p_value_text(f["p_holm"], replicates=2000)
         assert_rounded(forms.loc[form, "τ_b"], f["tau_b"], forms.loc[form, "τ_b 95% CI"])
-        for column, key, scale in (("reversals % 95% CI", "reversal_rate", 100), ("top-3 95% CI", "top3_jaccard", 1),
-                                   ("shift 95% CI", "max_rank_shift", 1)):
+        for column, key, scale in (
+            ("reversals % 95% CI", "reversal_rate", 100),
+            ("top-3 95% CI", "top3_jaccard", 1),
+            ("shift 95% CI", "max_rank_shift", 1),
+        ):
             lo, hi = f[f"{key}_interval"]
             lo, hi = scale * lo, scale * hi
             if scale == 100 and hi - lo > display.MAX_WIDTH_PP:  # a share: too uncertain, greyed

@@ -36,19 +36,31 @@ def untidy(df: pd.DataFrame) -> list[tuple[str, object]]:
                 bad.append((col, v))
             elif isinstance(v, (dict, list, tuple, set)):
                 bad.append((col, v))
-            elif isinstance(v, str) and (re.search(r"\d\d:\d\d:\d\d\.\d", v) or v in ("None", "nan", "True", "False")
-                                         or v.startswith("{")):
+            elif isinstance(v, str) and (
+                re.search(r"\d\d:\d\d:\d\d\.\d", v) or v in ("None", "nan", "True", "False") or v.startswith("{")
+            ):
                 bad.append((col, v))
-        if str(col) in ("active", "locked", "provisional", "answered") and len(series) and \
-                set(map(str, series)) <= {"0", "1"}:
+        if (
+            str(col) in ("active", "locked", "provisional", "answered")
+            and len(series)
+            and set(map(str, series)) <= {"0", "1"}
+        ):
             bad.append((col, "a 1/0 flag"))
     return bad
 
 
 def test_the_checker_and_tidy():
-    raw = pd.DataFrame({"a": [1.0, None], "flag": [1, 0], "b": [True, False], "d": [{"k": 1}, None],
-                        "t": ["2026-12-01 20:15:02.383823+00:00", "2026-12-01 20:15:02"], "w": [2.0, 3.0],
-                        "x": [0.12345, 1.5]})
+    raw = pd.DataFrame(
+        {
+            "a": [1.0, None],
+            "flag": [1, 0],
+            "b": [True, False],
+            "d": [{"k": 1}, None],
+            "t": ["2026-12-01 20:15:02.383823+00:00", "2026-12-01 20:15:02"],
+            "w": [2.0, 3.0],
+            "x": [0.12345, 1.5],
+        }
+    )
     assert {c for c, _ in untidy(raw)} == {"a", "b", "d", "t", "w"}
     shown = tidy(raw, flags=("flag",))
     assert not untidy(shown)
@@ -61,21 +73,31 @@ def test_the_checker_and_tidy():
 @pytest.fixture(scope="module")
 def project(demo_db):
     """The demo (sample plans with and without decisions) and a human wording study with ratings."""
-    from reform_core.services.studies import wording
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import create_user, local_principal
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.studies import wording
 
     eng = get_engine(demo_db)
     lead = local_principal(eng)
     create_user(eng, lead, username="ann-tables", password="annotator-password-1", role="annotator")
-    forms = [{"key": "POS", "template": "Answer using exactly {N} words."},
-             {"key": "NEG", "template": "Do not use more or fewer than {N} words."}]
+    forms = [
+        {"key": "POS", "template": "Answer using exactly {N} words."},
+        {"key": "NEG", "template": "Do not use more or fewer than {N} words."},
+    ]
     wording.create_study(eng, lead, name="tables", forms=forms, targets=[5, 8])
     sid = int(wording.list_studies(eng, lead)["id"].max())
     queue = wording.annotator_queue(eng, lead, study_id=sid)
     for n, r in enumerate(queue.itertuples()):
-        wording.save_rating(eng, lead, item_id=int(r.item_id), requires_exact=bool(n % 2), clarity=1 + n % 5,
-                            naturalness=3, ambiguity=2, complexity=4)
+        wording.save_rating(
+            eng,
+            lead,
+            item_id=int(r.item_id),
+            requires_exact=bool(n % 2),
+            clarity=1 + n % 5,
+            naturalness=3,
+            ambiguity=2,
+            complexity=4,
+        )
     return demo_db
 
 
@@ -95,9 +117,11 @@ def _preview(at: AppTest) -> None:
     at.run()
 
 
-@pytest.mark.parametrize("path, prepare", [("pages/sampling.py", _preview), ("pages/users.py", None),
-                                           ("pages/wording_results.py", None)],
-                         ids=["sampling", "users", "wording_results"])
+@pytest.mark.parametrize(
+    "path, prepare",
+    [("pages/sampling.py", _preview), ("pages/users.py", None), ("pages/wording_results.py", None)],
+    ids=["sampling", "users", "wording_results"],
+)
 def test_tables_read_like_text_not_python(project, path, prepare):
     for frame in _tables(path, prepare):
         assert not untidy(frame), f"{path}: {untidy(frame)[:6]}\n{frame.head(3)}"
@@ -117,6 +141,10 @@ def test_no_internal_paper_or_spec_references_on_screen(project, path):
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.switch_page(path).run()
     assert not at.exception, at.exception
-    found = [(where, text[:120]) for node in _walk(at._tree) for where, text in _markdown_strings(node)
-             if INTERNAL_REFERENCE.search(text)]
+    found = [
+        (where, text[:120])
+        for node in _walk(at._tree)
+        for where, text in _markdown_strings(node)
+        if INTERNAL_REFERENCE.search(text)
+    ]
     assert not found, f"{path}: {found}"

@@ -64,8 +64,11 @@ def test_lead_manages_an_account_and_its_open_session_ends(team):
     with pytest.raises(SignInError):
         sign_in(team, "ann-a", "annotator-pw")
 
-    _apply(lead, Access="Activate", **{"New password (optional, at least 8 characters)": "fresh-password",
-                                       "Repeat new password": "fresh-password"})
+    _apply(
+        lead,
+        Access="Activate",
+        **{"New password (optional, at least 8 characters)": "fresh-password", "Repeat new password": "fresh-password"},
+    )
     assert any("active, password reset" in s.value for s in lead.success)
     for _ in range(MAX_ATTEMPTS):
         with pytest.raises(SignInError):

@@ -16,12 +16,12 @@ from streamlit.testing.v1 import AppTest
 from db.repo.users import insert_user
 from reform_core import agreement as A
 from reform_core import display
-from tests.app.shown import assert_rounded
 from reform_core.config import get_settings
-from reform_core.services.studies import generations
-from reform_core.services.studies import wording as w
 from reform_core.services.accounts.auth import Principal
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.studies import generations
+from reform_core.services.studies import wording as w
+from tests.app.shown import assert_rounded
 
 REPO = Path(__file__).resolve().parents[2]
 PRINCIPAL_KEY = "reform_principal"  # pages/components/session.py
@@ -38,9 +38,16 @@ def app_env(tmp_path, monkeypatch):
     st.cache_resource.clear()  # the page's engine() must open this test's database
     eng = get_engine(url)
     with eng.begin() as conn:
-        users = {name: Principal(insert_user(conn, username=name, role=role, password_hash=""), name, role)
-                 for name, role in [("lead", "lead"), ("ana", "analyst"), ("ann0", "annotator"),
-                                    ("ann1", "annotator"), ("ann2", "annotator")]}
+        users = {
+            name: Principal(insert_user(conn, username=name, role=role, password_hash=""), name, role)
+            for name, role in [
+                ("lead", "lead"),
+                ("ana", "analyst"),
+                ("ann0", "annotator"),
+                ("ann1", "annotator"),
+                ("ann2", "annotator"),
+            ]
+        }
     yield eng, users
     get_settings.cache_clear()
     st.cache_resource.clear()
@@ -67,8 +74,10 @@ def _answer(at: AppTest, values: dict) -> None:
 
 
 def _values(rng, base: dict, item: int) -> dict:
-    return {w.ANSWER: bool(rng.random() < 0.75),
-            **{r: int(np.clip(base[item][r] + rng.integers(-1, 2), 1, 5)) for r in w.RATINGS}}
+    return {
+        w.ANSWER: bool(rng.random() < 0.75),
+        **{r: int(np.clip(base[item][r] + rng.integers(-1, 2), 1, 5)) for r in w.RATINGS},
+    }
 
 
 def test_three_annotators_complete_a_study_and_results_match_the_library(app_env):
@@ -131,8 +140,14 @@ def test_three_annotators_complete_a_study_and_results_match_the_library(app_env
     _shown_as(shown.loc[(w.ANSWER, "Fleiss' kappa")], k)
     for r in w.RATINGS:
         for kind in ("2,1", "2,k"):
-            e = A.icc(df.assign(**{r: df[r].astype(float)}), target="item", rating=r, kind=kind, bootstrap=2000,
-                      rng=np.random.default_rng(0))
+            e = A.icc(
+                df.assign(**{r: df[r].astype(float)}),
+                target="item",
+                rating=r,
+                kind=kind,
+                bootstrap=2000,
+                rng=np.random.default_rng(0),
+            )
             _shown_as(shown.loc[(r, f"ICC({kind})")], e)
     alpha = A.krippendorff_alpha_ci(df, label=w.ANSWER, level="nominal", n_boot=2000, rng=np.random.default_rng(0))
     _shown_as(shown.loc[(w.ANSWER, w.ALPHA_STATISTIC)], alpha)
@@ -154,13 +169,28 @@ def _shown_as(row, expected) -> None:
 
 def test_results_page_shows_compliance_charts_and_designer_is_for_leads(app_env):
     eng, users = app_env
-    forms = [{"key": "POS", "template": "Answer using exactly {N} words."},
-             {"key": "AVOID1", "template": "Avoid using any number of words other than {N}."}]
+    forms = [
+        {"key": "POS", "template": "Answer using exactly {N} words."},
+        {"key": "AVOID1", "template": "Avoid using any number of words other than {N}."},
+    ]
     w.create_study(eng, users["lead"], name="s", forms=forms, targets=[5, 8])
-    rows = [{"item": f"t{t}", "model": m, "provider": "p", "form": f, "target": t, "repetition": 0,
-             "output": " ".join(["w"] * (t + (1 if (m, f) == ("m2", "AVOID1") else 0)))}
-            for t in (5, 8) for m in ("m1", "m2") for f in ("POS", "AVOID1")]
-    generations.import_generations(eng, users["lead"], data=pd.DataFrame(rows).to_csv(index=False).encode(), filename="g.csv")
+    rows = [
+        {
+            "item": f"t{t}",
+            "model": m,
+            "provider": "p",
+            "form": f,
+            "target": t,
+            "repetition": 0,
+            "output": " ".join(["w"] * (t + (1 if (m, f) == ("m2", "AVOID1") else 0))),
+        }
+        for t in (5, 8)
+        for m in ("m1", "m2")
+        for f in ("POS", "AVOID1")
+    ]
+    generations.import_generations(
+        eng, users["lead"], data=pd.DataFrame(rows).to_csv(index=False).encode(), filename="g.csv"
+    )
     at = _page("wording_results.py", users["lead"])
     rec = next(d.value for d in at.dataframe if "compliance" in d.value.columns)
     assert rec.loc["AVOID1", "compliance"] == pytest.approx(0.5) and rec.loc["AVOID1", "delta"] == pytest.approx(-0.5)

@@ -62,14 +62,28 @@ def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 60) -> None
 
 
 @contextmanager
-def streamlit_app(env: dict[str, str], *args: str, port: int | None = None,
-                  host: str = "127.0.0.1") -> Iterator[str]:
+def streamlit_app(env: dict[str, str], *args: str, port: int | None = None, host: str = "127.0.0.1") -> Iterator[str]:
     """Run ``streamlit run app.py [args]`` from the repository root; yield its base URL."""
     port = port or free_port()
     full_env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **env}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), *args],
-                            cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            *args,
+        ],
+        cwd=ROOT,
+        env=full_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://{host}:{port}"
     try:
         wait_healthy(f"http://127.0.0.1:{port}", proc)

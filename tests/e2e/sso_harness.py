@@ -44,8 +44,11 @@ def _unavailable(why: str) -> None:
 def _installed(target: Path) -> bool:
     """Whether ``target`` holds the locked install (its lock file equals the repository's)."""
     lock = target / "package-lock.json"
-    return ((target / "node_modules" / "oidc-provider" / "package.json").exists() and lock.exists()
-            and lock.read_bytes() == (PACKAGE_DIR / "package-lock.json").read_bytes())
+    return (
+        (target / "node_modules" / "oidc-provider" / "package.json").exists()
+        and lock.exists()
+        and lock.read_bytes() == (PACKAGE_DIR / "package-lock.json").read_bytes()
+    )
 
 
 def require_oidc_provider() -> Path:
@@ -59,8 +62,13 @@ def require_oidc_provider() -> Path:
         target.mkdir(parents=True, exist_ok=True)
         for name in ("package.json", "package-lock.json"):
             shutil.copyfile(PACKAGE_DIR / name, target / name)
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=target,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=target,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if done.returncode != 0 or not _installed(target):
             _unavailable(f"npm ci of the OIDC test provider failed in {target}: {done.stderr.strip()[-500:]}")
     shutil.copyfile(PACKAGE_DIR / "provider.mjs", target / "provider.mjs")  # resolves oidc-provider from there
@@ -87,13 +95,20 @@ def oidc_provider(tmp: Path, redirect_uri: str, *, claims_in_id_token: bool = Fa
     issuer = f"http://127.0.0.1:{port}"
     provider = Provider(issuer, tmp / f"accounts-{port}.json")
     provider.set_accounts({})
-    cfg = {"port": port, "issuer": issuer, "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET,
-           "redirect_uri": redirect_uri, "accounts_file": str(provider.accounts_file),
-           "claims_in_id_token": claims_in_id_token}
+    cfg = {
+        "port": port,
+        "issuer": issuer,
+        "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET,
+        "redirect_uri": redirect_uri,
+        "accounts_file": str(provider.accounts_file),
+        "claims_in_id_token": claims_in_id_token,
+    }
     log = tmp / f"provider-{port}.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(["node", str(target / "provider.mjs"), json.dumps(cfg)], cwd=target,
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            ["node", str(target / "provider.mjs"), json.dumps(cfg)], cwd=target, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + 30
         while "ready " not in log.read_text():
@@ -114,22 +129,33 @@ def secrets_toml(redirect_uri: str, issuer: str) -> str:
     """The ``[auth]`` section the tests use: docs/operations.md's generic snippet, pointed here."""
     from tests.sso_docs import filled
 
-    return filled("generic", **{"https://REFORM_HOST/oauth2callback": redirect_uri, "https://IDP_HOST": issuer,
-                                "AT-LEAST-32-RANDOM-CHARACTERS-SAME-ON-EVERY-PROCESS": COOKIE_SECRET,
-                                "CLIENT_ID": CLIENT_ID, "CLIENT_SECRET": CLIENT_SECRET})
+    return filled(
+        "generic",
+        **{
+            "https://REFORM_HOST/oauth2callback": redirect_uri,
+            "https://IDP_HOST": issuer,
+            "AT-LEAST-32-RANDOM-CHARACTERS-SAME-ON-EVERY-PROCESS": COOKIE_SECRET,
+            "CLIENT_ID": CLIENT_ID,
+            "CLIENT_SECRET": CLIENT_SECRET,
+        },
+    )
 
 
 @contextmanager
-def sso_app(tmp: Path, db_url: str, *, claims_in_id_token: bool = False,
-            load_demo: bool = False) -> Iterator[tuple[str, Provider]]:
+def sso_app(
+    tmp: Path, db_url: str, *, claims_in_id_token: bool = False, load_demo: bool = False
+) -> Iterator[tuple[str, Provider]]:
     """A provider and ``streamlit run app.py`` signing in through it; yields (app URL, provider)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with oidc_provider(tmp, f"{base}/oauth2callback", claims_in_id_token=claims_in_id_token) as provider:
         secrets = tmp / f"secrets-{port}.toml"
         secrets.write_text(secrets_toml(f"{base}/oauth2callback", provider.issuer), encoding="utf-8")
-        env = {"REFORM_AUTH_MODE": "oidc", "REFORM_DATABASE_URL": db_url,
-               "REFORM_LOAD_DEMO": "true" if load_demo else "false"}
+        env = {
+            "REFORM_AUTH_MODE": "oidc",
+            "REFORM_DATABASE_URL": db_url,
+            "REFORM_LOAD_DEMO": "true" if load_demo else "false",
+        }
         with streamlit_app(env, "--secrets.files", str(secrets), port=port) as url:
             yield url, provider
 

@@ -25,22 +25,35 @@ def keys_app(tmp_path_factory):
     """The demo with a plan of its disagreements and 25 audits of agreements (the newest plan:
     the one Adjudicate opens on), in local mode."""
     require_chromium()
-    from reform_core.services.studies import wording
-    from reform_core.services.adjudication.adjudication import create_plan
-    from reform_core.services.project.setup import ensure_demo
-    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.adjudication.adjudication import create_plan
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.studies import wording
 
     url = f"sqlite:///{tmp_path_factory.mktemp('keys') / 'keys.db'}"
     eng = get_engine(url)
     ensure_demo(eng)
     lead = local_principal(eng)
     plan = create_plan(eng, lead, judge_a="gpt-judge", judge_b="gemini-judge", seed=3, audit=25, name="keys")
-    wording.create_study(eng, lead, name="twenty", targets=[5, 8, 10, 12], forms=[
-        {"key": f"F{k}", "template": t} for k, t in enumerate((
-            "Answer using exactly {N} words.", "Do not use more or fewer than {N} words.",
-            "Your answer should have no length other than {N} words.", "Write {N} words, no more, no less.",
-            "Keep the answer at precisely {N} words."))])
+    wording.create_study(
+        eng,
+        lead,
+        name="twenty",
+        targets=[5, 8, 10, 12],
+        forms=[
+            {"key": f"F{k}", "template": t}
+            for k, t in enumerate(
+                (
+                    "Answer using exactly {N} words.",
+                    "Do not use more or fewer than {N} words.",
+                    "Your answer should have no length other than {N} words.",
+                    "Write {N} words, no more, no less.",
+                    "Keep the answer at precisely {N} words.",
+                )
+            )
+        ],
+    )
     dispose_engines()
     with streamlit_app(_local(url)) as base:
         yield base, url, plan.plan_id
@@ -50,11 +63,17 @@ def _decisions(url: str, plan_id: int) -> list[tuple]:
     from reform_core.services.platform.uow import get_engine
 
     with get_engine(url).connect() as conn:
-        return [tuple(r) for r in conn.execute(text(
-            "SELECT t.kind, d.choice, d.label, d.note, (SELECT j.label FROM judgment j WHERE j.id = d.judgment_a_id) "
-            "FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id JOIN app_user u ON u.id = d.user_id "
-            "WHERE t.plan_id = :p AND u.username = 'local' AND d.choice <> 'retracted' ORDER BY d.id"),
-            {"p": plan_id}).all()]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT t.kind, d.choice, d.label, d.note, (SELECT j.label FROM judgment j WHERE j.id = d.judgment_a_id) "
+                    "FROM adjudication d JOIN adjudication_task t ON t.id = d.task_id JOIN app_user u ON u.id = d.user_id "
+                    "WHERE t.plan_id = :p AND u.username = 'local' AND d.choice <> 'retracted' ORDER BY d.id"
+                ),
+                {"p": plan_id},
+            ).all()
+        ]
 
 
 def _in_view(page, locator, *, first_px: float = 0.0) -> None:
@@ -67,8 +86,9 @@ def _in_view(page, locator, *, first_px: float = 0.0) -> None:
 
 def _task(page) -> str:
     """The id of the task on screen (its constraint box is keyed by it)."""
-    return re.search(r"st-key-adj_constraint_(\d+)",
-                     page.locator("[class*='st-key-adj_constraint_']").get_attribute("class")).group(1)
+    return re.search(
+        r"st-key-adj_constraint_(\d+)", page.locator("[class*='st-key-adj_constraint_']").get_attribute("class")
+    ).group(1)
 
 
 IDLE = """() => !document.querySelector('[data-stale="true"]')
@@ -179,9 +199,9 @@ def test_twenty_wording_items_rated_by_keys_only(keys_app):
     (saving this one) — 20 items, keys only."""
     from playwright.sync_api import expect
 
-    from reform_core.services.studies import wording
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.studies import wording
 
     base, url, _ = keys_app
     given = {}
@@ -234,24 +254,30 @@ def ifeval_app(tmp_path_factory):
     require_chromium()
     from pathlib import Path
 
+    from reform_core.services.accounts.users import local_principal
     from reform_core.services.adjudication.adjudication import create_plan
     from reform_core.services.data.ifeval_import import import_ifeval
     from reform_core.services.judging.judging import run_judge
     from reform_core.services.platform.uow import dispose_engines, get_engine
-    from reform_core.services.accounts.users import local_principal
 
     data = Path(__file__).resolve().parents[1] / "data" / "ifeval"
     url = f"sqlite:///{tmp_path_factory.mktemp('ifeval') / 'ifeval.db'}"
     eng = get_engine(url)
-    import_ifeval(eng, input_path=data / "input_data.jsonl",
-                  responses={"gpt4": data / "input_response_data_gpt4_20231107_145030.jsonl"})
+    import_ifeval(
+        eng,
+        input_path=data / "input_data.jsonl",
+        responses={"gpt4": data / "input_response_data_gpt4_20231107_145030.jsonl"},
+    )
     for mode in ("strict", "loose"):
         run_judge(eng, provider="rules", mode=mode, name=mode)
     with eng.begin() as conn:
-        conn.execute(text(
-            "UPDATE judgment SET rationale = 'The ' || j.name || ' judge (' || j.model || ', rules provider): ' "
-            "|| rationale || ' [ifeval:' || (SELECT c.feature FROM constraint_item c WHERE c.id = constraint_id) "
-            "|| ', ' || j.name || ']' FROM judge j WHERE j.id = judgment.judge_id AND judgment.id % 2 = 0"))
+        conn.execute(
+            text(
+                "UPDATE judgment SET rationale = 'The ' || j.name || ' judge (' || j.model || ', rules provider): ' "
+                "|| rationale || ' [ifeval:' || (SELECT c.feature FROM constraint_item c WHERE c.id = constraint_id) "
+                "|| ', ' || j.name || ']' FROM judge j WHERE j.id = judgment.judge_id AND judgment.id % 2 = 0"
+            )
+        )
     plan = create_plan(eng, local_principal(eng), judge_a="strict", judge_b="loose", seed=5, audit=20)
     assert plan.tasks >= 30 and plan.name == "strict vs loose #1"
     dispose_engines()

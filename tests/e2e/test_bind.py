@@ -31,7 +31,7 @@ def _listening_addresses(port: int) -> list[str]:
                 continue
             raw = bytes.fromhex(addr)
             # /proc prints each 32-bit word in host (little-endian) order
-            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
             out.append(str(ipaddress.ip_address(raw)))
     return out
 
@@ -53,8 +53,9 @@ def test_streamlit_run_app_listens_on_loopback_only(tmp_path):
     with streamlit_app({**LOCAL, "REFORM_DATABASE_URL": f"sqlite:///{tmp_path / 'bind.db'}"}, port=port):
         addresses = _listening_addresses(port)
         assert addresses, f"nothing listens on port {port}"
-        assert all(ipaddress.ip_address(a).is_loopback for a in addresses), \
+        assert all(ipaddress.ip_address(a).is_loopback for a in addresses), (
             f"streamlit run app.py listens on {addresses}, not only on loopback"
+        )
         other = _non_loopback_ipv4()
         if other:
             with pytest.raises(OSError):

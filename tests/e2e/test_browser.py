@@ -27,8 +27,11 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-PASSWORDS = {"lead1": ("lead", "lead-password-1"), "ann1": ("annotator", "annotator-password-1"),
-             "ann2": ("annotator", "annotator-password-2")}
+PASSWORDS = {
+    "lead1": ("lead", "lead-password-1"),
+    "ann1": ("annotator", "annotator-password-1"),
+    "ann2": ("annotator", "annotator-password-2"),
+}
 
 
 def _free_port() -> int:
@@ -40,30 +43,55 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     require_chromium()  # skips locally, fails in CI
-    from reform_core.services.project.setup import ensure_demo
-    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.services.accounts.users import create_user
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.project.setup import ensure_demo
 
     url = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'e2e.db'}"
     engine = get_engine(url)
     ensure_demo(engine)
-    users = {name: create_user(engine, None, username=name, password=password, role=role)
-             for name, (role, password) in PASSWORDS.items()}
+    users = {
+        name: create_user(engine, None, username=name, password=password, role=role)
+        for name, (role, password) in PASSWORDS.items()
+    }
     from reform_core.services.adjudication.adjudication import create_plan
 
     create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=1, name="e2e")
-    create_plan(engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=2)  # "gpt-judge vs gemini-judge #1"
+    create_plan(
+        engine, users["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=2
+    )  # "gpt-judge vs gemini-judge #1"
     from sqlalchemy import text
 
     with engine.begin() as conn:  # every response opens with a top-level heading (demoted on the adjudication page)
         conn.execute(text("UPDATE response SET text = '# Response heading' || char(10) || char(10) || text"))
     dispose_engines()
     port = _free_port()
-    env = {**os.environ, "REFORM_DATABASE_URL": url, "REFORM_AUTH_MODE": "password", "REFORM_LOAD_DEMO": "false",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "REFORM_DATABASE_URL": url,
+        "REFORM_AUTH_MODE": "password",
+        "REFORM_LOAD_DEMO": "false",
+        "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -204,8 +232,13 @@ def test_adjudication_screen_cannot_mislead(page, server):
     first = counter.inner_text()
 
     # full labels: no button text is cut off
-    for label in ("Judge A is better supported", "Judge B is better supported", "Neither / unsure", "Skip",
-                  "Undo my last decision"):
+    for label in (
+        "Judge A is better supported",
+        "Judge B is better supported",
+        "Neither / unsure",
+        "Skip",
+        "Undo my last decision",
+    ):
         button = page.get_by_role("button", name=label)
         expect(button).to_be_visible()
         cut = button.evaluate("b => [...b.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1)")

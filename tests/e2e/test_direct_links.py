@@ -20,8 +20,11 @@ LEAD_PAGES = ("Users", "Export", "Judges", "Construction", "Sampling", "Wording 
 def test_first_request_of_a_fresh_process_goes_through_the_app(tmp_path, mode):
     from playwright.sync_api import expect
 
-    env = {"REFORM_AUTH_MODE": mode, "REFORM_LOAD_DEMO": "true",
-           "REFORM_DATABASE_URL": f"sqlite:///{tmp_path / 'direct.db'}"}
+    env = {
+        "REFORM_AUTH_MODE": mode,
+        "REFORM_LOAD_DEMO": "true",
+        "REFORM_DATABASE_URL": f"sqlite:///{tmp_path / 'direct.db'}",
+    }
     with streamlit_app(env) as base, browser_context() as context:
         page = context.new_page()
         page.goto(f"{base}/users")  # the very first request this process serves

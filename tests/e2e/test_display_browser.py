@@ -23,8 +23,11 @@ SIZES = """() => {
 
 @pytest.fixture(scope="module")
 def demo_app(tmp_path_factory):
-    env = {"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "true",
-           "REFORM_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('display') / 'demo.db'}"}
+    env = {
+        "REFORM_AUTH_MODE": "local",
+        "REFORM_LOAD_DEMO": "true",
+        "REFORM_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('display') / 'demo.db'}",
+    }
     with streamlit_app(env) as base:
         yield base
 

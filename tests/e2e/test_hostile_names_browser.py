@@ -62,9 +62,17 @@ def _visits(names) -> list[tuple[str, str, dict]]:
     bad = {"q": URL_VALUE, "f_model": URL_VALUE, "f_p_min": URL_VALUE, "plan": URL_VALUE, "study": URL_VALUE}
     out = [(spec.title, _url_path(spec), bad) for spec in PAGES]
     out.append(("Explore, unknown example", "explore", {"model": URL_VALUE, "question": URL_VALUE}))
-    out.append(("Explore, example", "explore", {"model": names[("model", "helix-pro")],
-                                                "question": names[("qkey", "q01")],
-                                                "instruction": names[("ikey", "q01-v1")]}))
+    out.append(
+        (
+            "Explore, example",
+            "explore",
+            {
+                "model": names[("model", "helix-pro")],
+                "question": names[("qkey", "q01")],
+                "instruction": names[("ikey", "q01-v1")],
+            },
+        )
+    )
     out.append(("Data, question", "data", {"q": names[("qkey", "q05")]}))
     return out
 

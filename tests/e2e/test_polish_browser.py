@@ -21,8 +21,11 @@ GRID = """df => { const t = df.querySelector('table'), sc = df.querySelector('.d
 
 @pytest.fixture(scope="module")
 def demo_app(tmp_path_factory):
-    env = {"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "true",
-           "REFORM_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('polish') / 'demo.db'}"}
+    env = {
+        "REFORM_AUTH_MODE": "local",
+        "REFORM_LOAD_DEMO": "true",
+        "REFORM_DATABASE_URL": f"sqlite:///{tmp_path_factory.mktemp('polish') / 'demo.db'}",
+    }
     with streamlit_app(env) as base:
         yield base
 
@@ -47,8 +50,11 @@ def test_table2_fits_the_page_and_its_metrics_are_defined(demo_app):
         assert "meas." in grid["shown"]
         pop = _grid(page, 1)  # the same rates with their population intervals, right below
         assert "pop." in pop["shown"] and pop["scroll"] <= pop["width"], pop
-        for term in ("three-constraint pass rate", "joint correction rates at K = 1, 2, 3",
-                     "equal-weight multi-constraint correction rate"):
+        for term in (
+            "three-constraint pass rate",
+            "joint correction rates at K = 1, 2, 3",
+            "equal-weight multi-constraint correction rate",
+        ):
             expect(page.get_by_text(term)).to_be_visible()
 
 
@@ -60,9 +66,20 @@ def test_explore_key_columns_are_on_screen_and_name_the_judges(demo_app):
         page.goto(f"{demo_app}/explore")
         expect(page.get_by_text("matching instances")).to_be_visible(timeout=90_000)
         shown = _grid(page)["shown"]
-        key = ["model", "question", "instruction", "#", "feature", "mode", "A: gpt-judge", "B: gemini-judge", "agree",
-               "adjudicated", "p"]
-        assert shown[:len(key)] == key, shown
+        key = [
+            "model",
+            "question",
+            "instruction",
+            "#",
+            "feature",
+            "mode",
+            "A: gpt-judge",
+            "B: gemini-judge",
+            "agree",
+            "adjudicated",
+            "p",
+        ]
+        assert shown[: len(key)] == key, shown
         assert len(shown) > len(key), "the column after the key columns is (partly) on screen too: they fit"
 
 
@@ -82,25 +99,36 @@ def test_no_deploy_button(demo_app, tmp_path):
     button on every page; the same check finds it under Streamlit's developer toolbar."""
     for path in ("", "scores", "adjudicate"):
         assert _deploy_buttons(demo_app, path) == 0, f"/{path} shows a Deploy button"
-    env = {"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "false", "REFORM_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}"}
+    env = {
+        "REFORM_AUTH_MODE": "local",
+        "REFORM_LOAD_DEMO": "false",
+        "REFORM_DATABASE_URL": f"sqlite:///{tmp_path / 'd.db'}",
+    }
     with streamlit_app(env, "--client.toolbarMode", "developer") as control:
         assert _deploy_buttons(control, "") > 0, "the check cannot see a Deploy button"
 
 
 @pytest.fixture(scope="module")
 def rating_app(tmp_path_factory):
-    from reform_core.services.studies import wording
-    from reform_core.services.project.setup import ensure_demo
-    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.project.setup import ensure_demo
+    from reform_core.services.studies import wording
 
     url = f"sqlite:///{tmp_path_factory.mktemp('rating') / 'rating.db'}"
     engine = get_engine(url)
     ensure_demo(engine)
     lead = local_principal(engine)
-    wording.create_study(engine, lead, name="scale", targets=[5, 8], forms=[
-        {"key": "POS", "template": "Answer using exactly {N} words."},
-        {"key": "NEG", "template": "Do not use more or fewer than {N} words."}])
+    wording.create_study(
+        engine,
+        lead,
+        name="scale",
+        targets=[5, 8],
+        forms=[
+            {"key": "POS", "template": "Answer using exactly {N} words."},
+            {"key": "NEG", "template": "Do not use more or fewer than {N} words."},
+        ],
+    )
     dispose_engines()
     with streamlit_app({"REFORM_AUTH_MODE": "local", "REFORM_LOAD_DEMO": "false", "REFORM_DATABASE_URL": url}) as base:
         yield base, url
@@ -111,9 +139,9 @@ def test_wording_scale_does_not_wrap_and_keys_save_once_per_item(rating_app):
     were no keyboard shortcuts: now each scale is one line, S saves the item once, → moves on."""
     from playwright.sync_api import expect
 
-    from reform_core.services.studies import wording
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.platform.uow import get_engine
+    from reform_core.services.studies import wording
 
     base, url = rating_app
     with browser_context(viewport={"width": 1400, "height": 1000}) as context:
@@ -124,8 +152,10 @@ def test_wording_scale_does_not_wrap_and_keys_save_once_per_item(rating_app):
         groups = page.get_by_role("radiogroup")
         expect(groups).to_have_count(5)
         for g in range(1, 5):  # the four 1–5 scales
-            tops = [page.get_by_role("radiogroup").nth(g).get_by_text(str(k), exact=True).bounding_box()["y"]
-                    for k in range(1, 6)]
+            tops = [
+                page.get_by_role("radiogroup").nth(g).get_by_text(str(k), exact=True).bounding_box()["y"]
+                for k in range(1, 6)
+            ]
             assert max(tops) - min(tops) < 2, f"scale {g} wraps: label tops {tops}"
         page.get_by_role("radiogroup").nth(0).get_by_text("Yes", exact=True).click()
         for g in range(1, 5):

@@ -29,13 +29,16 @@ IDENTITIES = {
     "u-dave": {"email": HOSTILE, "email_verified": True, "name": "Dave"},  # not invited
     "u-mallory": {"email": "alice@example.com", "email_verified": False, "name": "Mallory"},
 }
-ACCOUNTS = {"alice": ("lead", "alice@example.com"), "carol": ("annotator", "carol@example.com"),
-            "bob": ("analyst", "bob@example.com")}
+ACCOUNTS = {
+    "alice": ("lead", "alice@example.com"),
+    "carol": ("annotator", "carol@example.com"),
+    "bob": ("analyst", "bob@example.com"),
+}
 
 
 def _database(tmp) -> str:
-    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.services.accounts.users import create_user
+    from reform_core.services.platform.uow import dispose_engines, get_engine
 
     url = f"sqlite:///{tmp / 'sso.db'}"
     engine = get_engine(url)
@@ -154,8 +157,8 @@ def test_unverified_and_uninvited_identities_are_refused_saying_why(userinfo_app
 def test_role_change_and_deactivation_take_effect_at_the_next_action(userinfo_app, browser):
     from playwright.sync_api import expect
 
-    from reform_core.services.platform.uow import get_engine
     from reform_core.services.accounts.users import cli_principal, update_user
+    from reform_core.services.platform.uow import get_engine
 
     base, provider, url = userinfo_app
     engine = get_engine(url)

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     chromium = require_chromium()  # skips locally, fails in CI
-    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.platform.uow import dispose_engines, get_engine
 
     url = f"sqlite:///{tmp_path_factory.mktemp('studies-e2e') / 'e2e.db'}"
     engine = get_engine(url)
@@ -28,8 +28,20 @@ def server(tmp_path_factory):
         yield base, chromium
 
 
-HOSTILE_ELEMENTS = ("[onerror]", "[onload]", "[onmouseover]", "img[src='x']", "iframe", "a[href^='javascript']",
-                    "img[src*='attacker.invalid']", "main script", "main style", "main svg[onload]", "main b", "main i")
+HOSTILE_ELEMENTS = (
+    "[onerror]",
+    "[onload]",
+    "[onmouseover]",
+    "img[src='x']",
+    "iframe",
+    "a[href^='javascript']",
+    "img[src*='attacker.invalid']",
+    "main script",
+    "main style",
+    "main svg[onload]",
+    "main b",
+    "main i",
+)
 
 
 def _visit(server, path: str, ready) -> None:
@@ -56,7 +68,9 @@ def test_mosaic_results_page_renders_hostile_study_inert(server):
     from playwright.sync_api import expect
 
     def ready(page):  # the output, verbatim as text in a code block
-        expect(page.locator("code").filter(has_text=RESPONSES["resp-1"].splitlines()[1]).first).to_be_attached(timeout=90_000)
+        expect(page.locator("code").filter(has_text=RESPONSES["resp-1"].splitlines()[1]).first).to_be_attached(
+            timeout=90_000
+        )
 
     _visit(server, "mosaic_results", ready)
 

@@ -17,16 +17,21 @@ from tests.e2e.harness import ARGS, require_chromium, streamlit_app
 
 pytestmark = pytest.mark.e2e
 
-USERS = {"lead1": ("lead", "lead-password-1"), "ann1": ("annotator", "annotator-password-1"),
-         "ana1": ("analyst", "analyst-password-1")}
+USERS = {
+    "lead1": ("lead", "lead-password-1"),
+    "ann1": ("annotator", "annotator-password-1"),
+    "ana1": ("analyst", "analyst-password-1"),
+}
 
 
 def _decisions(url: str, username: str) -> int:
     from reform_core.services.platform.uow import dispose_engines, get_engine
 
     with get_engine(url).connect() as conn:
-        n = conn.execute(text("SELECT COUNT(*) FROM adjudication a JOIN app_user u ON u.id = a.user_id "
-                              "WHERE u.username = :u"), {"u": username}).scalar_one()
+        n = conn.execute(
+            text("SELECT COUNT(*) FROM adjudication a JOIN app_user u ON u.id = a.user_id WHERE u.username = :u"),
+            {"u": username},
+        ).scalar_one()
     dispose_engines()
     return int(n)
 
@@ -50,10 +55,10 @@ def test_password_mode_walkthrough(tmp_path):
     from playwright.sync_api import expect, sync_playwright
 
     chromium = require_chromium()
-    from reform_core.services.adjudication.adjudication import create_plan
-    from reform_core.services.project.setup import ensure_demo
-    from reform_core.services.platform.uow import dispose_engines, get_engine
     from reform_core.services.accounts.users import create_user
+    from reform_core.services.adjudication.adjudication import create_plan
+    from reform_core.services.platform.uow import dispose_engines, get_engine
+    from reform_core.services.project.setup import ensure_demo
 
     url = f"sqlite:///{tmp_path / 'walk.db'}"
     engine = get_engine(url)
@@ -61,8 +66,12 @@ def test_password_mode_walkthrough(tmp_path):
     made = {n: create_user(engine, None, username=n, password=pw, role=r) for n, (r, pw) in USERS.items()}
     create_plan(engine, made["lead1"], judge_a="gpt-judge", judge_b="gemini-judge", seed=1, name="walk")
     dispose_engines()
-    env = {"REFORM_DATABASE_URL": url, "REFORM_AUTH_MODE": "password", "REFORM_LOAD_DEMO": "false",
-           "REFORM_SESSION_SECRET": "walkthrough-signing-secret"}
+    env = {
+        "REFORM_DATABASE_URL": url,
+        "REFORM_AUTH_MODE": "password",
+        "REFORM_LOAD_DEMO": "false",
+        "REFORM_SESSION_SECRET": "walkthrough-signing-secret",
+    }
     expect.set_options(timeout=30_000)
     with streamlit_app(env) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=ARGS)

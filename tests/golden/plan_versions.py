@@ -32,10 +32,26 @@ def _base(inst: pd.DataFrame) -> dict:
 def stored_plans(inst: pd.DataFrame) -> dict[str, dict]:
     b = _base(inst)
     v1 = {**b, "version": 1, "audit_pi": 0.1, "double_fraction": 1.0, "folds": 5, "seed": SEED}
-    v2 = {**b, "version": 2, "audit_allocation": "gradient", "audit_pi": 0.1, "double_fraction": 1.0, "folds": 5,
-          "seed": SEED}
-    v3a = {**b, "version": 3, "audit_allocation": "neyman", "audit_pi": 0.3, "double_fraction": 0.1,
-           "second_opinion": "audit", "audit_unit": "target", "folds": 5, "seed": SEED}
+    v2 = {
+        **b,
+        "version": 2,
+        "audit_allocation": "gradient",
+        "audit_pi": 0.1,
+        "double_fraction": 1.0,
+        "folds": 5,
+        "seed": SEED,
+    }
+    v3a = {
+        **b,
+        "version": 3,
+        "audit_allocation": "neyman",
+        "audit_pi": 0.3,
+        "double_fraction": 0.1,
+        "second_opinion": "audit",
+        "audit_unit": "target",
+        "folds": 5,
+        "seed": SEED,
+    }
     v3b = {**v3a, "second_opinion": "all"}
     v3 = {**v3b, "audit_opinions": 3, "target": {"metric": "tcpr", "half_width": 3.0, "source": "Cochran margin"}}
     return {"v1": v1, "v2": v2, "v3_two_opinions_audit": v3a, "v3_two_opinions_all": v3b, "v3": v3}
@@ -53,24 +69,30 @@ def score_version(inst: pd.DataFrame, params: dict) -> dict:
     """Tasks drawn from the stored parameters, simulated decisions (5 % error, the plan's
     opinion rule followed), the default estimator's table, variance components and both-wrong
     rates."""
+    from bench.validation import simulated_decisions
     from reform_core.estimators import cluster, draws
     from reform_core.estimators.design import Design
-    from bench.validation import simulated_decisions
 
     ja, jb = "label_judge_a", "label_judge_b"
     params = Design.from_stored(params)
     tasks = draws.draw(inst, params, judge_a=ja, judge_b=jb)
     by_iid = inst.set_index("iid")
     at = tasks["iid"].to_numpy()
-    reference = pd.Series(params.second_opinion_reference(at, tasks["kind"],
-                                                          by_iid[ja].reindex(at).to_numpy(dtype=float)), index=at)
+    reference = pd.Series(
+        params.second_opinion_reference(at, tasks["kind"], by_iid[ja].reindex(at).to_numpy(dtype=float)), index=at
+    )
     depth = pd.Series(params.opinion_depth(tasks["kind"]), index=at)
     rng = np.random.default_rng(SEED)
     dec = simulated_decisions(by_iid["truth"].astype(float), tasks, 0.05, rng, reference=reference, depth=depth)
     est = cluster.estimate(inst, tasks, dec, params, judge_a=ja, judge_b=jb, rng=rng, error_boot=5)
-    return {"tasks": int(len(tasks)), "decisions": int(len(dec)), "table": est.table.to_dict("records"),
-            "components": est.components.to_dict("records"), "both_wrong": est.both_wrong.to_dict("records"),
-            "notes": list(est.notes)}
+    return {
+        "tasks": int(len(tasks)),
+        "decisions": int(len(dec)),
+        "table": est.table.to_dict("records"),
+        "components": est.components.to_dict("records"),
+        "both_wrong": est.both_wrong.to_dict("records"),
+        "notes": list(est.notes),
+    }
 
 
 def snapshot() -> dict:

@@ -34,14 +34,33 @@ PAIR = "judge_a,judge_b"
 ANNOTATORS = ("ext1", "ext2", "ext3", "ext4", "ext5")
 ERROR = 0.05
 # values that differ between two runs on the same inputs (clock, durations, environment)
-VOLATILE_KEYS = {"exported_at", "dataset_sha256", "app_version", "created_at", "decided_at", "seconds_elapsed",
-                 "elapsed", "duration_s", "python", "platform", "versions", "sha256", "files", "out"}
+VOLATILE_KEYS = {
+    "exported_at",
+    "dataset_sha256",
+    "app_version",
+    "created_at",
+    "decided_at",
+    "seconds_elapsed",
+    "elapsed",
+    "duration_s",
+    "python",
+    "platform",
+    "versions",
+    "sha256",
+    "files",
+    "out",
+}
 VOLATILE_COLUMNS = {"created_at", "decided_at", "seconds", "claimed_at", "updated_at"}
 
 
 def cli(*args) -> dict | str:
-    r = subprocess.run([sys.executable, "-m", "reform_core", *map(str, args)], capture_output=True, text=True,
-                       cwd=REPO, env={**os.environ, "REFORM_DEBUG": "1"})
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "REFORM_DEBUG": "1"},
+    )
     if r.returncode != 0:
         raise RuntimeError(f"reform_core {' '.join(map(str, args))} failed:\n{r.stderr}")
     return json.loads(r.stdout) if "--json" in args else r.stdout
@@ -50,7 +69,7 @@ def cli(*args) -> dict | str:
 def _flip(key: tuple, round_: int) -> bool:
     """A simulated annotator's error, fixed by the item and the round (no global random state)."""
     h = hashlib.sha256(repr((key, round_)).encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2 ** 64 < ERROR
+    return int.from_bytes(h[:8], "big") / 2**64 < ERROR
 
 
 def _decide(db: str, work: Path, labels: pd.DataFrame, truth: pd.Series, round_: int, *, keep=None) -> int:
@@ -64,16 +83,22 @@ def _decide(db: str, work: Path, labels: pd.DataFrame, truth: pd.Series, round_:
     for x in lines:
         key = (x["model"], x["instruction"], x["position"])
         y, la = int(truth.loc[key]), int(labels.loc[key])
-        names = ANNOTATORS[:x["required"]] if round_ == 0 else (ANNOTATORS[round_ + 1],)
+        names = ANNOTATORS[: x["required"]] if round_ == 0 else (ANNOTATORS[round_ + 1],)
         for slot, who in enumerate(names):
             h = 1 - y if _flip(key, round_ * 10 + slot) else y
             if x["kind"] == "audit":
                 choice = "neither" if h != la else "A"
             else:
                 choice = "A" if h == la else "B"
-            rows.append({k: x[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")}
-                        | {"annotator": who, "choice": choice, "seconds": 10.0,
-                           "note": "both judges are wrong" if choice == "neither" else ""})
+            rows.append(
+                {k: x[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")}
+                | {
+                    "annotator": who,
+                    "choice": choice,
+                    "seconds": 10.0,
+                    "note": "both judges are wrong" if choice == "neither" else "",
+                }
+            )
     if not rows:
         return 0
     bundle = work / f"decisions-{round_}"
@@ -90,8 +115,13 @@ def _simulated(db: str, work: Path, seed: int, *extra) -> tuple[pd.Series, pd.Se
     from reform_core.simulate import simulate
 
     conditions = ("single" in " ".join(map(str, extra)), "prompted" in " ".join(map(str, extra)))
-    inst = simulate(seed=seed, scale="small", single_constraint=conditions[0], prompted=conditions[1],
-                    extractions="--extractions" in extra).instances()
+    inst = simulate(
+        seed=seed,
+        scale="small",
+        single_constraint=conditions[0],
+        prompted=conditions[1],
+        extractions="--extractions" in extra,
+    ).instances()
     labels = inst.set_index(["model", "instruction", "position"])["label_judge_a"]
     return labels, truth.set_index(["model", "instruction", "position"])["truth"]
 
@@ -111,8 +141,9 @@ def build(name: str, work: Path) -> str:
         cli("plan", "--db", db, "--judges", PAIR, "--seed", 4, "--json")
         _decide(db, work, labels, truth, 0, keep=lambda i: i % 2 == 0)
     elif name == "paper":
-        labels, truth = _simulated(db, work, 7, "--conditions", "main,single,prompted", "--extractions",
-                                 "--adjudicate", 15)
+        labels, truth = _simulated(
+            db, work, 7, "--conditions", "main,single,prompted", "--extractions", "--adjudicate", 15
+        )
         cli("plan", "--db", db, "--judges", PAIR, "--design", "stratified", "--seed", 2, "--json")
         for round_ in range(3):
             if not _decide(db, work, labels, truth, round_):
@@ -160,8 +191,11 @@ def snapshot(name: str, db: str, work: Path) -> dict:
         out["score_stratified"] = cli("score", "--db", db, "--calibration", "stratified", *reps, "--json")
     exp = work / "export"
     cli("export", "--db", db, "--out", exp, "--json")
-    out["export"] = {p.name: (_csv(p) if p.suffix == ".csv" else json.loads(p.read_text(encoding="utf-8")))
-                     for p in sorted(exp.iterdir()) if p.suffix in (".csv", ".json")}
+    out["export"] = {
+        p.name: (_csv(p) if p.suffix == ".csv" else json.loads(p.read_text(encoding="utf-8")))
+        for p in sorted(exp.iterdir())
+        if p.suffix in (".csv", ".json")
+    }
     out["score_export"] = cli("score-export", exp, "--json")
     return _clean(out)
 

@@ -7,14 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reform_core.services.data.simulated import simulation_frames
 from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.data.simulated import simulation_frames
 from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
 
 # main instruction -> what is broken about its versions
-BROKEN = {"incomplete group": "i00003", "feature mismatch": "i00005", "judge error": "i00007",
-          "missing prompted version": "i00009"}
+BROKEN = {
+    "incomplete group": "i00003",
+    "feature mismatch": "i00005",
+    "judge error": "i00007",
+    "missing prompted version": "i00009",
+}
 
 
 def _drop_instructions(frames: dict, keys: set[str]) -> None:
@@ -34,12 +38,16 @@ def broken_frames(seed: int = 5) -> dict:
     key = BROKEN["feature mismatch"] + "-s2"
     used = set(cons.loc[cons["instruction"].str.startswith(BROKEN["feature mismatch"]), "feature"])
     other = next(f for f in cons["feature"].unique() if f not in used)
-    frames["constraints"] = cons.assign(feature=np.where(cons["instruction"] == key, other, cons["feature"]),
-                                        category="")
+    frames["constraints"] = cons.assign(
+        feature=np.where(cons["instruction"] == key, other, cons["feature"]), category=""
+    )
     jd = frames["judgments"]
     err = (jd["instruction"] == BROKEN["judge error"] + "-s1").to_numpy()
-    jd = jd.assign(label=pd.Series(jd["label"], dtype=object).where(~err, None),
-                   status=np.where(err, "error", "ok"), error=np.where(err, "HTTP 500 from the provider", ""))
+    jd = jd.assign(
+        label=pd.Series(jd["label"], dtype=object).where(~err, None),
+        status=np.where(err, "error", "ok"),
+        error=np.where(err, "HTTP 500 from the provider", ""),
+    )
     frames["judgments"] = jd
     if "adjudications" in frames:
         adj = frames["adjudications"]
@@ -49,5 +57,7 @@ def broken_frames(seed: int = 5) -> dict:
 
 def write_broken_project(url: str, seed: int = 5):
     frames, sim = broken_frames(seed)
-    import_bundle_obj(get_engine(url), frames_bundle(frames, source="broken", construction_models=tuple(sim.construction_models)))
+    import_bundle_obj(
+        get_engine(url), frames_bundle(frames, source="broken", construction_models=tuple(sim.construction_models))
+    )
     return sim

@@ -1,7 +1,6 @@
 """Fixtures shared by the integration tests."""
 
 import pytest
-
 from fake_servers import FakeServer
 
 

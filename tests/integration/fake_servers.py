@@ -75,8 +75,15 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeServer:
-    def __init__(self, *, delay: float = 0.0, labeler: Optional[Callable] = None,
-                 batch_fail_every: int = 0, batch_polls: int = 1, port: int = 0):
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        labeler: Optional[Callable] = None,
+        batch_fail_every: int = 0,
+        batch_polls: int = 1,
+        port: int = 0,
+    ):
         self.delay = delay
         self.labeler = labeler or (lambda ids, prompt: {i: 1 for i in ids})
         self.batch_fail_every = batch_fail_every  # every n-th batch line fails (0: none)
@@ -126,10 +133,17 @@ class FakeServer:
     @staticmethod
     def _openai_body(model: str, text: str) -> dict:
         return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text, "refusal": None}}],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text, "refusal": None},
+                }
+            ],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
         }
 
@@ -152,8 +166,15 @@ class FakeServer:
             def log_message(self, *args):  # quiet
                 pass
 
-            def _send(self, status: int, obj=None, *, raw: Optional[bytes] = None, headers: Optional[dict] = None,
-                      ctype: str = "application/json"):
+            def _send(
+                self,
+                status: int,
+                obj=None,
+                *,
+                raw: Optional[bytes] = None,
+                headers: Optional[dict] = None,
+                ctype: str = "application/json",
+            ):
                 data = raw if raw is not None else json.dumps(obj).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
@@ -180,8 +201,14 @@ class FakeServer:
             def _generate(self, body: dict, gemini: bool, model: str):
                 with server.lock:
                     fault = server.script.popleft() if server.script else ""
-                    server.calls.append({"path": self.path, "headers": dict(self.headers), "body": body,
-                                         "marker": (MARKER.findall(_prompt_text(body)) or [""])[0]})
+                    server.calls.append(
+                        {
+                            "path": self.path,
+                            "headers": dict(self.headers),
+                            "body": body,
+                            "marker": (MARKER.findall(_prompt_text(body)) or [""])[0],
+                        }
+                    )
                 delay = server.delay
                 if fault.startswith("sleep:"):
                     delay, fault = float(fault.split(":")[1]), ""
@@ -234,15 +261,26 @@ class FakeServer:
             # --- OpenAI batch ---
             def _upload(self, raw: bytes):
                 msg = email.parser.BytesParser().parsebytes(
-                    b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + raw)
+                    b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + raw
+                )
                 content = b""
                 for part in msg.walk():
                     if part.get_param("name", header="content-disposition") == "file":
                         content = part.get_payload(decode=True)
                 fid = f"file-{uuid.uuid4().hex[:10]}"
                 server.files[fid] = content
-                self._send(200, {"id": fid, "object": "file", "bytes": len(content), "created_at": int(time.time()),
-                                 "filename": "judge-requests.jsonl", "purpose": "batch", "status": "processed"})
+                self._send(
+                    200,
+                    {
+                        "id": fid,
+                        "object": "file",
+                        "bytes": len(content),
+                        "created_at": int(time.time()),
+                        "filename": "judge-requests.jsonl",
+                        "purpose": "batch",
+                        "status": "processed",
+                    },
+                )
 
             def _create_openai_batch(self, body: dict):
                 bid = f"batch_{uuid.uuid4().hex[:10]}"
@@ -251,27 +289,60 @@ class FakeServer:
                 for n, line in enumerate((ln for ln in lines if ln.strip()), 1):
                     req = json.loads(line)
                     with server.lock:
-                        server.calls.append({"path": "batch", "headers": {}, "body": req["body"],
-                                             "marker": (MARKER.findall(_prompt_text(req["body"])) or [""])[0]})
+                        server.calls.append(
+                            {
+                                "path": "batch",
+                                "headers": {},
+                                "body": req["body"],
+                                "marker": (MARKER.findall(_prompt_text(req["body"])) or [""])[0],
+                            }
+                        )
                     if server._batch_line_fails(n):
-                        err.append({"id": f"r{n}", "custom_id": req["custom_id"],
-                                    "response": {"status_code": 500, "request_id": "x",
-                                                 "body": {"error": {"message": "fake line failure"}}},
-                                    "error": None})
+                        err.append(
+                            {
+                                "id": f"r{n}",
+                                "custom_id": req["custom_id"],
+                                "response": {
+                                    "status_code": 500,
+                                    "request_id": "x",
+                                    "body": {"error": {"message": "fake line failure"}},
+                                },
+                                "error": None,
+                            }
+                        )
                         continue
                     text = server._verdicts(req["body"])
-                    out.append({"id": f"r{n}", "custom_id": req["custom_id"], "error": None,
-                                "response": {"status_code": 200, "request_id": "x",
-                                             "body": server._openai_body(req["body"]["model"], text)}})
+                    out.append(
+                        {
+                            "id": f"r{n}",
+                            "custom_id": req["custom_id"],
+                            "error": None,
+                            "response": {
+                                "status_code": 200,
+                                "request_id": "x",
+                                "body": server._openai_body(req["body"]["model"], text),
+                            },
+                        }
+                    )
                 ofid, efid = f"file-{uuid.uuid4().hex[:10]}", f"file-{uuid.uuid4().hex[:10]}"
                 server.files[ofid] = "\n".join(json.dumps(o) for o in out).encode()
                 server.files[efid] = "\n".join(json.dumps(e) for e in err).encode()
-                server.batches[bid] = {"kind": "openai", "polls": 0, "obj": {
-                    "id": bid, "object": "batch", "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
-                    "completion_window": body["completion_window"], "created_at": int(time.time()),
-                    "status": "validating", "output_file_id": ofid if out else None,
-                    "error_file_id": efid if err else None,
-                    "request_counts": {"total": len(out) + len(err), "completed": len(out), "failed": len(err)}}}
+                server.batches[bid] = {
+                    "kind": "openai",
+                    "polls": 0,
+                    "obj": {
+                        "id": bid,
+                        "object": "batch",
+                        "endpoint": body["endpoint"],
+                        "input_file_id": body["input_file_id"],
+                        "completion_window": body["completion_window"],
+                        "created_at": int(time.time()),
+                        "status": "validating",
+                        "output_file_id": ofid if out else None,
+                        "error_file_id": efid if err else None,
+                        "request_counts": {"total": len(out) + len(err), "completed": len(out), "failed": len(err)},
+                    },
+                }
                 self._send(200, {**server.batches[bid]["obj"], "output_file_id": None, "error_file_id": None})
 
             # --- Gemini batch ---
@@ -281,19 +352,38 @@ class FakeServer:
                 inlined = []
                 for n, r in enumerate(reqs, 1):
                     with server.lock:
-                        server.calls.append({"path": "batch", "headers": {}, "body": r["request"],
-                                             "marker": (MARKER.findall(_prompt_text(r["request"])) or [""])[0]})
+                        server.calls.append(
+                            {
+                                "path": "batch",
+                                "headers": {},
+                                "body": r["request"],
+                                "marker": (MARKER.findall(_prompt_text(r["request"])) or [""])[0],
+                            }
+                        )
                     if server._batch_line_fails(n):
-                        inlined.append({"error": {"code": 13, "message": "fake line failure"},
-                                        "metadata": r.get("metadata")})
+                        inlined.append(
+                            {"error": {"code": 13, "message": "fake line failure"}, "metadata": r.get("metadata")}
+                        )
                     else:
-                        inlined.append({"response": server._gemini_body(server._verdicts(r["request"])),
-                                        "metadata": r.get("metadata")})
-                server.batches[bid] = {"kind": "gemini", "polls": 0, "obj": {
-                    "name": f"batches/{bid}",
-                    "metadata": {"@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
-                                 "model": f"models/{model}", "state": "BATCH_STATE_PENDING",
-                                 "output": {"inlinedResponses": {"inlinedResponses": inlined}}}}}
+                        inlined.append(
+                            {
+                                "response": server._gemini_body(server._verdicts(r["request"])),
+                                "metadata": r.get("metadata"),
+                            }
+                        )
+                server.batches[bid] = {
+                    "kind": "gemini",
+                    "polls": 0,
+                    "obj": {
+                        "name": f"batches/{bid}",
+                        "metadata": {
+                            "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+                            "model": f"models/{model}",
+                            "state": "BATCH_STATE_PENDING",
+                            "output": {"inlinedResponses": {"inlinedResponses": inlined}},
+                        },
+                    },
+                }
                 obj = json.loads(json.dumps(server.batches[bid]["obj"]))
                 del obj["metadata"]["output"]
                 self._send(200, obj)
@@ -341,12 +431,26 @@ def seed_project(engine, *, responses: int, constraints: int = 3, baseline: int 
             s.add(ins)
             s.flush()
             for p in range(1, constraints + 1):
-                s.add(Constraint(instruction_id=ins.id, position=p, feature=f"feat{p}", category="cat",
-                                 mode="require" if p % 2 else "forbid", text=f"Constraint {p}.",
-                                 acceptance=f"criteria {p}"))
+                s.add(
+                    Constraint(
+                        instruction_id=ins.id,
+                        position=p,
+                        feature=f"feat{p}",
+                        category="cat",
+                        mode="require" if p % 2 else "forbid",
+                        text=f"Constraint {p}.",
+                        acceptance=f"criteria {p}",
+                    )
+                )
                 out["constraints"] += 1
-            r = Response(model_id=m.id, question_id=q.id, instruction_id=ins.id, variant=ins.key,
-                         kind="constrained", text=f"RESP-{n} - item a\n- item b")
+            r = Response(
+                model_id=m.id,
+                question_id=q.id,
+                instruction_id=ins.id,
+                variant=ins.key,
+                kind="constrained",
+                text=f"RESP-{n} - item a\n- item b",
+            )
             s.add(r)
             s.flush()
             out["responses"].append(r.id)

@@ -20,8 +20,18 @@ import pandas as pd
 from hypothesis import strategies as st
 
 # features of the bundled catalog (reformbench): a table or bundle naming them needs no catalog of its own
-FEATURES = ("bullet_list", "checklist", "nested_list", "section_headings", "code_block", "table_or_grid",
-            "numbered_enumeration", "typographic_emphasis", "key_value_fields", "document_title")
+FEATURES = (
+    "bullet_list",
+    "checklist",
+    "nested_list",
+    "section_headings",
+    "code_block",
+    "table_or_grid",
+    "numbered_enumeration",
+    "typographic_emphasis",
+    "key_value_fields",
+    "document_title",
+)
 
 
 @dataclass(frozen=True)
@@ -38,21 +48,29 @@ class Shape:
     seed: int
 
     def describe(self) -> str:
-        return (f"{self.models} model(s) × {self.questions} question(s) × {self.variants} variant(s), "
-                f"{self.min_constraints}–{self.max_constraints} constraints, forbid={self.forbid}, "
-                f"baseline={self.baseline}, missing={self.missing}, calm={self.calm_models}, seed={self.seed}")
+        return (
+            f"{self.models} model(s) × {self.questions} question(s) × {self.variants} variant(s), "
+            f"{self.min_constraints}–{self.max_constraints} constraints, forbid={self.forbid}, "
+            f"baseline={self.baseline}, missing={self.missing}, calm={self.calm_models}, seed={self.seed}"
+        )
 
 
 @st.composite
 def shapes(draw) -> Shape:
     models = draw(st.integers(1, 5))
     lo = draw(st.integers(1, 6))
-    return Shape(models=models,
-                 questions=draw(st.one_of(st.just(1), st.integers(1, 12), st.integers(1, 200))),
-                 variants=draw(st.integers(1, 3)), min_constraints=lo, max_constraints=draw(st.integers(lo, 6)),
-                 forbid=draw(st.booleans()), baseline=draw(st.booleans()),
-                 missing=draw(st.sampled_from((0.0, 0.0, 0.03, 0.2))),
-                 calm_models=draw(st.integers(0, models)), seed=draw(st.integers(0, 2 ** 16)))
+    return Shape(
+        models=models,
+        questions=draw(st.one_of(st.just(1), st.integers(1, 12), st.integers(1, 200))),
+        variants=draw(st.integers(1, 3)),
+        min_constraints=lo,
+        max_constraints=draw(st.integers(lo, 6)),
+        forbid=draw(st.booleans()),
+        baseline=draw(st.booleans()),
+        missing=draw(st.sampled_from((0.0, 0.0, 0.03, 0.2))),
+        calm_models=draw(st.integers(0, models)),
+        seed=draw(st.integers(0, 2**16)),
+    )
 
 
 def benchmark(shape: Shape) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -67,8 +85,15 @@ def benchmark(shape: Shape) -> tuple[pd.DataFrame, pd.DataFrame]:
             picked = rng.choice(len(FEATURES), size=k, replace=False)
             for pos, f in enumerate(picked, 1):
                 mode = "forbid" if shape.forbid and rng.random() < 0.4 else "require"
-                rows.append({"question": q, "instruction": f"{q}-v{vi + 1}", "position": pos, "feature": FEATURES[f],
-                             "mode": mode})
+                rows.append(
+                    {
+                        "question": q,
+                        "instruction": f"{q}-v{vi + 1}",
+                        "position": pos,
+                        "feature": FEATURES[f],
+                        "mode": mode,
+                    }
+                )
     cons = pd.DataFrame(rows)
     out = []
     for mi in range(shape.models):
@@ -96,28 +121,50 @@ def _jsonl(path: Path, rows) -> None:
 
 def write_bundle(rows: pd.DataFrame, baseline: pd.DataFrame, root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "bundle.json").write_text(json.dumps({"format": "reform-bundle", "version": 1, "name": "any shape",
-                                                  "catalog": "reformbench"}), encoding="utf-8")
+    (root / "bundle.json").write_text(
+        json.dumps({"format": "reform-bundle", "version": 1, "name": "any shape", "catalog": "reformbench"}),
+        encoding="utf-8",
+    )
     cons = rows.drop_duplicates(["instruction", "position"])
     _jsonl(root / "questions.jsonl", [{"key": q, "text": f"Question {q}."} for q in cons["question"].unique()])
-    _jsonl(root / "instructions.jsonl", [
-        {"key": i, "question": g["question"].iloc[0], "text": f"Prompt {i}.",
-         "constraints": [{"position": int(r.position), "feature": r.feature, "mode": r.mode} for r in g.itertuples()]}
-        for i, g in cons.groupby("instruction", sort=True)])
+    _jsonl(
+        root / "instructions.jsonl",
+        [
+            {
+                "key": i,
+                "question": g["question"].iloc[0],
+                "text": f"Prompt {i}.",
+                "constraints": [
+                    {"position": int(r.position), "feature": r.feature, "mode": r.mode} for r in g.itertuples()
+                ],
+            }
+            for i, g in cons.groupby("instruction", sort=True)
+        ],
+    )
     models = sorted(rows["model"].unique())
     _jsonl(root / "models.jsonl", [{"name": m} for m in models])
-    resp = [{"model": m, "question": q, "instruction": i, "text": f"answer of {m} to {i}"}
-            for (m, q, i) in rows[["model", "question", "instruction"]].drop_duplicates().itertuples(index=False)]
+    resp = [
+        {"model": m, "question": q, "instruction": i, "text": f"answer of {m} to {i}"}
+        for (m, q, i) in rows[["model", "question", "instruction"]].drop_duplicates().itertuples(index=False)
+    ]
     if len(baseline):
-        resp += [{"model": m, "question": q, "text": f"baseline of {m} to {q}"}
-                 for m in models for q in cons["question"].unique()]
+        resp += [
+            {"model": m, "question": q, "text": f"baseline of {m} to {q}"}
+            for m in models
+            for q in cons["question"].unique()
+        ]
         _jsonl(root / "baseline_features.jsonl", baseline.to_dict("records"))
     _jsonl(root / "responses.jsonl", resp)
     _jsonl(root / "judges.jsonl", [{"name": j, "provider": "replay"} for j in ("ja", "jb")])
-    _jsonl(root / "judgments.jsonl", [
-        {"judge": j, "model": r.model, "instruction": r.instruction, "position": int(r.position), "label": int(lab)}
-        for j, col in (("ja", "label_a"), ("jb", "label_b")) for r, lab in zip(rows.itertuples(), rows[col])
-        if not np.isnan(lab)])
+    _jsonl(
+        root / "judgments.jsonl",
+        [
+            {"judge": j, "model": r.model, "instruction": r.instruction, "position": int(r.position), "label": int(lab)}
+            for j, col in (("ja", "label_a"), ("jb", "label_b"))
+            for r, lab in zip(rows.itertuples(), rows[col])
+            if not np.isnan(lab)
+        ],
+    )
     return root
 
 
@@ -126,13 +173,37 @@ def write_table(rows: pd.DataFrame, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["model", "question", "instruction", "prompt", "instruction_text", "position", "feature", "mode",
-                    "response", "label:ja", "label:jb"])
+        w.writerow(
+            [
+                "model",
+                "question",
+                "instruction",
+                "prompt",
+                "instruction_text",
+                "position",
+                "feature",
+                "mode",
+                "response",
+                "label:ja",
+                "label:jb",
+            ]
+        )
         for r in rows.itertuples():
-            w.writerow([r.model, r.question, r.instruction, f"Question {r.question}.", f"Prompt {r.instruction}.",
-                        int(r.position), r.feature,
-                        r.mode, f"answer of {r.model} to {r.instruction}",
-                        "" if np.isnan(r.label_a) else int(r.label_a), "" if np.isnan(r.label_b) else int(r.label_b)])
+            w.writerow(
+                [
+                    r.model,
+                    r.question,
+                    r.instruction,
+                    f"Question {r.question}.",
+                    f"Prompt {r.instruction}.",
+                    int(r.position),
+                    r.feature,
+                    r.mode,
+                    f"answer of {r.model} to {r.instruction}",
+                    "" if np.isnan(r.label_a) else int(r.label_a),
+                    "" if np.isnan(r.label_b) else int(r.label_b),
+                ]
+            )
     return path
 
 
@@ -147,6 +218,8 @@ def literal_scores(rows: pd.DataFrame) -> dict[str, dict[str, float]]:
                 continue
             allpass.append(all(int(t) == 1 for t in g["truth"]))
             cons.extend(int(t) for t in g["truth"])
-        out[m] = {"tcpr": 100 * sum(allpass) / len(allpass) if allpass else float("nan"),
-                  "constraint_level": 100 * sum(cons) / len(cons) if cons else float("nan")}
+        out[m] = {
+            "tcpr": 100 * sum(allpass) / len(allpass) if allpass else float("nan"),
+            "constraint_level": 100 * sum(cons) / len(cons) if cons else float("nan"),
+        }
     return out

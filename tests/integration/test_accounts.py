@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from reform_core.services.accounts.auth import AccessDenied
-from reform_core.services.platform.uow import get_engine
 from reform_core.services.accounts import users
+from reform_core.services.accounts.auth import AccessDenied
 from reform_core.services.accounts.users import (
     MAX_ATTEMPTS,
     SignInError,
@@ -29,6 +28,7 @@ from reform_core.services.accounts.users import (
     sign_in,
     update_user,
 )
+from reform_core.services.platform.uow import get_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 PW = "annotator-pw"
@@ -93,10 +93,12 @@ def test_throttle_holds_across_processes(accounts):
     the old throttle lived in one process's memory."""
     eng, _, _ = accounts
     url = eng.url.render_as_string(hide_password=False)
-    code = ("import sys; from reform_core.services.platform.uow import get_engine; "
-            "from reform_core.services.accounts.users import SignInError, sign_in\n"
-            "try:\n    sign_in(get_engine(sys.argv[1]), 'ann', 'wrong-password')\n"
-            "except SignInError as exc:\n    print(exc)\n")
+    code = (
+        "import sys; from reform_core.services.platform.uow import get_engine; "
+        "from reform_core.services.accounts.users import SignInError, sign_in\n"
+        "try:\n    sign_in(get_engine(sys.argv[1]), 'ann', 'wrong-password')\n"
+        "except SignInError as exc:\n    print(exc)\n"
+    )
     for _ in range(MAX_ATTEMPTS):
         out = subprocess.run([sys.executable, "-c", code, url], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert out.stdout.startswith("Wrong username or password"), out.stderr
@@ -114,8 +116,10 @@ def test_throttle_window_expires_and_success_clears(accounts):
         with pytest.raises(SignInError, match="Wrong"):
             sign_in(eng, "ann", "wrong-password")
     with eng.begin() as conn:  # the window began 6 minutes ago
-        conn.execute(text("UPDATE signin_throttle SET window_start = :t"),
-                      {"t": users._now() - __import__("datetime").timedelta(minutes=6)})
+        conn.execute(
+            text("UPDATE signin_throttle SET window_start = :t"),
+            {"t": users._now() - __import__("datetime").timedelta(minutes=6)},
+        )
     assert sign_in(eng, "ann", PW) == ann
 
 
@@ -144,9 +148,14 @@ def test_session_token_survives_until_revoked(accounts, monkeypatch):
     token = issue_session(eng, ann)
     assert session_principal(eng, token) == ann
     sid, secret, exp, mac = token.split(".")
-    for bad in (None, "", "garbage", f"{sid}.{secret}.{exp}.{'0' * 64}",  # wrong signature
-                f"{sid}.{secret[:-2]}xx.{exp}.{users._mac(f'{sid}.{secret[:-2]}xx.{exp}')}",  # signed, wrong secret
-                f"{sid}.{secret}.{int(exp) + 9999}.{mac}"):  # a longer expiry breaks the signature
+    for bad in (
+        None,
+        "",
+        "garbage",
+        f"{sid}.{secret}.{exp}.{'0' * 64}",  # wrong signature
+        f"{sid}.{secret[:-2]}xx.{exp}.{users._mac(f'{sid}.{secret[:-2]}xx.{exp}')}",  # signed, wrong secret
+        f"{sid}.{secret}.{int(exp) + 9999}.{mac}",
+    ):  # a longer expiry breaks the signature
         assert session_principal(eng, bad) is None
     end_session(eng, token)
     assert session_principal(eng, token) is None  # sign-out
@@ -196,8 +205,15 @@ def test_usernames_validated_and_builtins_are_not_accounts(accounts):
 def _cli(url: str, *args: str, env: dict | None = None, input: str | None = None):
     full = {k: v for k, v in os.environ.items() if k != "REFORM_NEW_PASSWORD"}
     full.update({"REFORM_DATABASE_URL": url, **(env or {})})
-    return subprocess.run([sys.executable, "-m", "reform_core", *args], cwd=ROOT, env=full, capture_output=True,
-                          text=True, timeout=120, input=input)
+    return subprocess.run(
+        [sys.executable, "-m", "reform_core", *args],
+        cwd=ROOT,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=input,
+    )
 
 
 def test_cli_user_set_and_reset_password(sqlite_url):
@@ -208,8 +224,15 @@ def test_cli_user_set_and_reset_password(sqlite_url):
     create_user(eng, None, username="ann", password=PW, role="annotator")
     r = _cli(sqlite_url, "user-set", "ann", "--role", "analyst")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"username": "ann", "display_name": "ann", "role": "analyst", "active": True,
-                                    "locked": False, "email": None, "sso_bound": False}
+    assert json.loads(r.stdout) == {
+        "username": "ann",
+        "display_name": "ann",
+        "role": "analyst",
+        "active": True,
+        "locked": False,
+        "email": None,
+        "sso_bound": False,
+    }
     r = _cli(sqlite_url, "user-set", "ann", "--deactivate")
     assert r.returncode == 0 and json.loads(r.stdout)["active"] is False
     with pytest.raises(SignInError):
@@ -226,11 +249,18 @@ def test_cli_user_set_and_reset_password(sqlite_url):
     r = _cli(sqlite_url, "user-reset-password", "ann", env={"REFORM_NEW_PASSWORD": "brand-new-pw"})
     assert r.returncode == 0, r.stderr
     assert sign_in(eng, "ann", "brand-new-pw").username == "ann"
-    for args, msg in ((("user-set", "ann", "--role", "admin"), "role"), (("user-set", "cli", "--role", "annotator"), "built-in"),
-                      (("user-set", "ghost", "--deactivate"), "no account"), (("user-set", "ann"), "nothing to change"),
-                      (("user-set", "ann", "--activate", "--deactivate"), "choose one"),
-                      (("user-add", "new user!", "--role", "annotator"), "username")):
+    for args, msg in (
+        (("user-set", "ann", "--role", "admin"), "role"),
+        (("user-set", "cli", "--role", "annotator"), "built-in"),
+        (("user-set", "ghost", "--deactivate"), "no account"),
+        (("user-set", "ann"), "nothing to change"),
+        (("user-set", "ann", "--activate", "--deactivate"), "choose one"),
+        (("user-add", "new user!", "--role", "annotator"), "username"),
+    ):
         r = _cli(sqlite_url, *args, env={"REFORM_NEW_PASSWORD": "12345678"})
-        assert r.returncode == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and msg in r.stderr, (args, r.stderr)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and msg in r.stderr, (
+            args,
+            r.stderr,
+        )
     r = _cli(sqlite_url, "user-reset-password", "ann", env={"REFORM_NEW_PASSWORD": "short"})
     assert r.returncode == 1 and "at least 8" in r.stderr

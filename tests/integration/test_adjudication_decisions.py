@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
-from reform_core.services.data.simulated import simulate_into
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.instances import load_adjudications
+from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
 
 
@@ -21,8 +21,10 @@ def project(any_db_url):
     eng = get_engine(any_db_url)
     simulate_into(eng, seed=11, scale="small")
     with write_tx(eng) as conn:
-        users = {name: Principal(ensure_user(conn, username=name, role=role), name, role)
-                 for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"))}
+        users = {
+            name: Principal(ensure_user(conn, username=name, role=role), name, role)
+            for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"))
+        }
     plan = S.create_plan(eng, users["lead"], judge_a="judge_a", judge_b="judge_b", seed=1).plan_id
     return eng, users, plan
 
@@ -31,15 +33,21 @@ def _rerun_judges(eng, task_id: int) -> None:
     """A judge re-run while the item is on screen: both judges get a newer judgment (new prompt
     version) of the item with the opposite label."""
     with write_tx(eng) as conn:
-        r, c = conn.execute(text("SELECT response_id, constraint_id FROM adjudication_task WHERE id = :t"),
-                            {"t": task_id}).one()
-        old = conn.execute(text("SELECT judge_id, label FROM judgment WHERE response_id = :r AND constraint_id = :c"),
-                           {"r": r, "c": c}).all()
+        r, c = conn.execute(
+            text("SELECT response_id, constraint_id FROM adjudication_task WHERE id = :t"), {"t": task_id}
+        ).one()
+        old = conn.execute(
+            text("SELECT judge_id, label FROM judgment WHERE response_id = :r AND constraint_id = :c"), {"r": r, "c": c}
+        ).all()
         for judge_id, label in old:
-            conn.execute(text("INSERT INTO judgment (judge_id, response_id, constraint_id, label, rationale, status, "
-                              "error, prompt_version, input_tokens, output_tokens, cost_usd, created_at) VALUES "
-                              "(:j, :r, :c, :l, 'v2', 'ok', '', 'v2', 0, 0, 0, CURRENT_TIMESTAMP)"),
-                         {"j": judge_id, "r": r, "c": c, "l": 1 - int(label)})
+            conn.execute(
+                text(
+                    "INSERT INTO judgment (judge_id, response_id, constraint_id, label, rationale, status, "
+                    "error, prompt_version, input_tokens, output_tokens, cost_usd, created_at) VALUES "
+                    "(:j, :r, :c, :l, 'v2', 'ok', '', 'v2', 0, 0, 0, CURRENT_TIMESTAMP)"
+                ),
+                {"j": judge_id, "r": r, "c": c, "l": 1 - int(label)},
+            )
 
 
 def test_decision_keeps_the_judgments_that_were_shown(project):
@@ -52,9 +60,13 @@ def test_decision_keeps_the_judgments_that_were_shown(project):
     d = S.decide(eng, u["ann1"], item.task_id, "A", seconds=2, shown=item.shown)
     assert d.label == item.judge_a.label
     with eng.connect() as conn:
-        a_left, label, ja, jb = conn.execute(text(
-            "SELECT t.a_left, d.label, d.judgment_a_id, d.judgment_b_id FROM adjudication d "
-            "JOIN adjudication_task t ON t.id = d.task_id WHERE d.id = :i"), {"i": d.adjudication_id}).one()
+        a_left, label, ja, jb = conn.execute(
+            text(
+                "SELECT t.a_left, d.label, d.judgment_a_id, d.judgment_b_id FROM adjudication d "
+                "JOIN adjudication_task t ON t.id = d.task_id WHERE d.id = :i"
+            ),
+            {"i": d.adjudication_id},
+        ).one()
     left_right = (ja, jb) if a_left == "A" else (jb, ja)
     assert left_right == item.shown and label == item.judge_a.label
     assert load_adjudications(eng, "judge_a", "judge_b").set_index("iid").loc[d.iid, "a"] == item.judge_a.label
@@ -84,10 +96,12 @@ def test_two_simultaneous_undos_withdraw_once(project):
         for t in threads:
             t.join()
         with eng.connect() as conn:
-            n = conn.execute(text("SELECT COUNT(*) FROM adjudication WHERE supersedes_id = :i"),
-                             {"i": d.adjudication_id}).scalar_one()
-            status, decided = conn.execute(text("SELECT status, decided FROM adjudication_task WHERE id = :t"),
-                                           {"t": item.task_id}).one()
+            n = conn.execute(
+                text("SELECT COUNT(*) FROM adjudication WHERE supersedes_id = :i"), {"i": d.adjudication_id}
+            ).scalar_one()
+            status, decided = conn.execute(
+                text("SELECT status, decided FROM adjudication_task WHERE id = :t"), {"t": item.task_id}
+            ).one()
         assert n == 1, f"decision {d.adjudication_id} withdrawn {n} times"
         assert sorted(r is None for r in results) == [False, True]
         assert (status, decided) == ("claimed", 0)  # back with ann1, who now has no decision at all

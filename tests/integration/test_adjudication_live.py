@@ -9,8 +9,8 @@ import pytest
 from db.repo.adjudication import ensure_user, write_tx
 from reform_core.calibration import calibrate_stratified
 from reform_core.metrics.reform import table2
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
@@ -28,8 +28,9 @@ def _check(live: S.LiveScores, inst: pd.DataFrame, current: dict) -> None:
     ref = _scratch(inst, current)
     got = live.scores.set_index("model")
     for col in ("tcpr", "emcr", "r1", "r2", "r3", "n1", "n2", "n3"):
-        np.testing.assert_allclose(got.loc[ref.index, col].to_numpy(float), ref[col].to_numpy(float), rtol=1e-12,
-                                   err_msg=col)
+        np.testing.assert_allclose(
+            got.loc[ref.index, col].to_numpy(float), ref[col].to_numpy(float), rtol=1e-12, err_msg=col
+        )
     adj = pd.DataFrame({"iid": list(current), "a": list(current.values())})
     p = calibrate_stratified(inst, adj, judge_a=LA, judge_b=LB)["p"].to_numpy()
     np.testing.assert_allclose(live.p, p, rtol=0, atol=1e-12)

@@ -15,11 +15,11 @@ from scipy.stats import norm
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
-from reform_core.services.data.simulated import simulate_into
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.importer import import_bundle
 from reform_core.services.data.instances import load_adjudications, load_instances
+from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
 
@@ -90,8 +90,9 @@ def test_tiny_bundle_baseline_opposition_and_imported_adjudication(tmp_path, any
 
 def test_stored_plan_sizes_allocation_and_reproducibility(project):
     eng, lead, _ = project
-    made = S.create_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", seed=3, margin=0.05, audit=6,
-                         overlap_fraction=0.25)
+    made = S.create_plan(
+        eng, lead, judge_a="judge_a", judge_b="judge_b", seed=3, margin=0.05, audit=6, overlap_fraction=0.25
+    )
     inst = load_instances(eng, "judge_a", "judge_b")
     dis = inst[inst["label_judge_a"] != inst["label_judge_b"]].copy()
     dis["direction"] = np.where(dis["label_judge_a"] == 1, "A1B0", "A0B1")
@@ -118,12 +119,24 @@ def test_stored_plan_sizes_allocation_and_reproducibility(project):
     with eng.connect() as conn:
         params = conn.execute(text("SELECT params FROM sample_plan WHERE id = :p"), {"p": made.plan_id}).scalar()
     params = json.loads(params) if isinstance(params, str) else params
-    for k, v in {"judge_a": "judge_a", "judge_b": "judge_b", "confidence": 0.95, "p": 0.5, "margin": 0.05, "seed": 3,
-                 "audit": 6, "overlap_fraction": 0.25}.items():
+    for k, v in {
+        "judge_a": "judge_a",
+        "judge_b": "judge_b",
+        "confidence": 0.95,
+        "p": 0.5,
+        "margin": 0.05,
+        "seed": 3,
+        "audit": 6,
+        "overlap_fraction": 0.25,
+    }.items():
         assert params[k] == v, k
     # the same seed draws the same items in the same order with the same sides; another seed does not
-    again = _tasks(eng, S.create_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", seed=3, margin=0.05, audit=6,
-                                      overlap_fraction=0.25).plan_id)
+    again = _tasks(
+        eng,
+        S.create_plan(
+            eng, lead, judge_a="judge_a", judge_b="judge_b", seed=3, margin=0.05, audit=6, overlap_fraction=0.25
+        ).plan_id,
+    )
     cols = ["response_id", "constraint_id", "stratum", "kind", "required", "order_key", "a_left"]
     assert tasks[cols].equals(again[cols])
     other = _tasks(eng, S.create_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", seed=4, margin=0.05).plan_id)
@@ -155,6 +168,7 @@ def test_plan_summary_counts(project):
     assert (m.loc["Total", "agrees_a"], m.loc["Total", "agrees_b"]) == (with_a, 6 - with_a)
     st = summary.strata
     assert st["reviewed"].sum() == 6 and st["planned"].sum() == made.tasks
+
     def stratum(r):
         return f"{r['model']}|{'A1B0' if r['label_judge_a'] == 1 else 'A0B1'}|{r['category']}|{r['mode']}"
 
@@ -167,13 +181,37 @@ def test_plan_summary_counts(project):
 
 def test_cli_plan_size_and_plan(tmp_path):
     for n, expected in ((1308, "588"), (1416, "609")):
-        r = subprocess.run([sys.executable, "-m", "reform_core", "plan-size", "--population", str(n)],
-                           capture_output=True, text=True, cwd=REPO)
+        r = subprocess.run(
+            [sys.executable, "-m", "reform_core", "plan-size", "--population", str(n)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
         assert r.returncode == 0 and r.stdout.strip() == expected, r.stderr
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     simulate_into(get_engine(db), seed=2, scale="small")
-    r = subprocess.run([sys.executable, "-m", "reform_core", "plan", "--db", db, "--judges", "judge_a,judge_b",
-                        "--design", "stratified", "--seed", "1", "--margin", "0.1", "--json"], capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reform_core",
+            "plan",
+            "--db",
+            db,
+            "--judges",
+            "judge_a,judge_b",
+            "--design",
+            "stratified",
+            "--seed",
+            "1",
+            "--margin",
+            "0.1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)["models"]
     inst = load_instances(get_engine(db), "judge_a", "judge_b")
@@ -182,6 +220,10 @@ def test_cli_plan_size_and_plan(tmp_path):
     for model, d in out.items():
         assert set(d) == {"disagreements", "planned", "strata"}
         assert d["disagreements"] == n_pop[model] and d["planned"] == _cochran(int(n_pop[model]), e=0.1)
-    r = subprocess.run([sys.executable, "-m", "reform_core", "plan", "--db", db, "--judges", "judge_a", "--json"],
-                       capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", "plan", "--db", db, "--judges", "judge_a", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert r.returncode != 0 and "expected two judge names" in r.stderr

@@ -10,29 +10,41 @@ from sqlalchemy import text
 
 from db.repo import adjudication as repo
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.simulated import simulate_into
-from reform_core.services.project.operations import doctor
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.project.operations import doctor
 
 
 def _recount(eng, plan_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Stratum and per-annotator counts straight from the task and decision rows, in pandas."""
     with eng.connect() as conn:
-        tasks = pd.DataFrame(conn.execute(text(
-            "SELECT id, stratum, required, status FROM adjudication_task WHERE plan_id = :p"), {"p": plan_id}).all(),
-            columns=["id", "stratum", "required", "status"])
-        adj = pd.DataFrame(conn.execute(text(
-            "SELECT id, task_id, user_id, annotator, choice, supersedes_id, seconds FROM adjudication")).all(),
-            columns=["id", "task_id", "user_id", "annotator", "choice", "supersedes_id", "seconds"])
+        tasks = pd.DataFrame(
+            conn.execute(
+                text("SELECT id, stratum, required, status FROM adjudication_task WHERE plan_id = :p"), {"p": plan_id}
+            ).all(),
+            columns=["id", "stratum", "required", "status"],
+        )
+        adj = pd.DataFrame(
+            conn.execute(
+                text("SELECT id, task_id, user_id, annotator, choice, supersedes_id, seconds FROM adjudication")
+            ).all(),
+            columns=["id", "task_id", "user_id", "annotator", "choice", "supersedes_id", "seconds"],
+        )
     cur = adj[~adj["id"].isin(adj["supersedes_id"].dropna().astype(int)) & (adj["choice"] != "retracted")]
     cur = cur[cur["task_id"].isin(tasks["id"])].copy()
-    cur["who"] = [f"u{int(u)}" if u == u and u is not None else f"x{a}" for u, a in zip(cur["user_id"], cur["annotator"])]
+    cur["who"] = [
+        f"u{int(u)}" if u == u and u is not None else f"x{a}" for u, a in zip(cur["user_id"], cur["annotator"])
+    ]
     decided = cur.groupby("task_id")["who"].nunique().reindex(tasks["id"]).fillna(0).astype(int).to_numpy()
     tasks = tasks.assign(decided=decided, filled=[min(d, r) for d, r in zip(decided, tasks["required"])])
-    strata = tasks.groupby("stratum").agg(tasks=("id", "size"), needed=("required", "sum"),
-                                          done=("status", lambda s: int((s == "done").sum())), filled=("filled", "sum"))
+    strata = tasks.groupby("stratum").agg(
+        tasks=("id", "size"),
+        needed=("required", "sum"),
+        done=("status", lambda s: int((s == "done").sum())),
+        filled=("filled", "sum"),
+    )
     assert ((tasks["status"] == "done") == (tasks["decided"] >= tasks["required"])).all()
     cur = cur.merge(tasks[["id", "stratum"]], left_on="task_id", right_on="id")
     per = cur.groupby(["who", "stratum"]).agg(decided=("task_id", "size"), seconds=("seconds", "sum"))
@@ -41,12 +53,23 @@ def _recount(eng, plan_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _stored(eng, plan_id: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     with eng.connect() as conn:
-        strata = pd.DataFrame(conn.execute(text(
-            "SELECT stratum, tasks, needed, done, filled FROM plan_stratum_count WHERE plan_id = :p"),
-            {"p": plan_id}).all(), columns=["stratum", "tasks", "needed", "done", "filled"]).set_index("stratum")
-        per = pd.DataFrame(conn.execute(text(
-            "SELECT user_id, annotator, stratum, decided, seconds FROM plan_annotator_count WHERE plan_id = :p "
-            "AND decided <> 0"), {"p": plan_id}).all(), columns=["user_id", "annotator", "stratum", "decided", "seconds"])
+        strata = pd.DataFrame(
+            conn.execute(
+                text("SELECT stratum, tasks, needed, done, filled FROM plan_stratum_count WHERE plan_id = :p"),
+                {"p": plan_id},
+            ).all(),
+            columns=["stratum", "tasks", "needed", "done", "filled"],
+        ).set_index("stratum")
+        per = pd.DataFrame(
+            conn.execute(
+                text(
+                    "SELECT user_id, annotator, stratum, decided, seconds FROM plan_annotator_count WHERE plan_id = :p "
+                    "AND decided <> 0"
+                ),
+                {"p": plan_id},
+            ).all(),
+            columns=["user_id", "annotator", "stratum", "decided", "seconds"],
+        )
     per["who"] = [f"u{u}" if u else f"x{a}" for u, a in zip(per["user_id"], per["annotator"])]
     return strata.sort_index(), per.set_index(["who", "stratum"])[["decided", "seconds"]].sort_index()
 
@@ -66,17 +89,19 @@ def project(any_db_url):
     eng = get_engine(any_db_url)
     simulate_into(eng, seed=3, scale="small")
     with write_tx(eng) as conn:
-        users = {name: Principal(ensure_user(conn, username=name, role=role), name, role)
-                 for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"),
-                                    ("ann3", "annotator"))}
+        users = {
+            name: Principal(ensure_user(conn, username=name, role=role), name, role)
+            for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"), ("ann3", "annotator"))
+        }
     return eng, users
 
 
 def test_counters_follow_claim_decide_skip_undo(project):
     """Every queue action keeps the counters equal to a recount (and doctor says ok)."""
     eng, u = project
-    plan = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, audit=12,
-                         overlap_fraction=0.5).plan_id
+    plan = S.create_plan(
+        eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, audit=12, overlap_fraction=0.5
+    ).plan_id
     assert_counters_match(eng, plan)
     seconds = iter(range(1, 10_000))
     for k in range(30):
@@ -86,8 +111,15 @@ def test_counters_follow_claim_decide_skip_undo(project):
             S.skip(eng, who, item.task_id)
             continue
         choice = ("A", "B", "neither")[k % 3]
-        S.decide(eng, who, item.task_id, choice, note="both miss it" if choice == "neither" else "",
-                 seconds=next(seconds), shown=item.shown)
+        S.decide(
+            eng,
+            who,
+            item.task_id,
+            choice,
+            note="both miss it" if choice == "neither" else "",
+            seconds=next(seconds),
+            shown=item.shown,
+        )
         if k % 5 == 4:
             S.undo_last(eng, who, plan)
             if k % 10 == 9:  # decide the item again after the undo
@@ -96,8 +128,9 @@ def test_counters_follow_claim_decide_skip_undo(project):
     assert_counters_match(eng, plan)
     pr = S.plan_progress(eng, u["ann1"], plan)
     want_s, want_a = _recount(eng, plan)
-    assert (pr.tasks, pr.done, pr.needed, pr.filled) == tuple(int(want_s[c].sum()) for c in
-                                                              ("tasks", "done", "needed", "filled"))
+    assert (pr.tasks, pr.done, pr.needed, pr.filled) == tuple(
+        int(want_s[c].sum()) for c in ("tasks", "done", "needed", "filled")
+    )
     assert pr.mine == int(want_a.loc[f"u{u['ann1'].user_id}", "decided"].sum())
     mine = S.my_progress(eng, u["ann2"], plan)
     assert mine.decided == int(want_a.loc[f"u{u['ann2'].user_id}", "decided"].sum())
@@ -108,9 +141,9 @@ def test_counters_follow_claim_decide_skip_undo(project):
 
 def test_migration_backfills_the_counters(project):
     """Plans stored before the counters existed get them from the upgrade."""
-    from db.engine import upgrade
     from alembic import command
-    from db.engine import alembic_config
+
+    from db.engine import alembic_config, upgrade
 
     eng, u = project
     plan = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=2, overlap_fraction=0.3).plan_id
@@ -132,8 +165,13 @@ def test_doctor_notices_a_counter_that_drifted(project):
     eng, u = project
     plan = S.create_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=2).plan_id
     with eng.begin() as conn:
-        conn.execute(text("UPDATE plan_stratum_count SET done = done + 1 WHERE plan_id = :p "
-                          "AND id = (SELECT MIN(id) FROM plan_stratum_count)"), {"p": plan})
+        conn.execute(
+            text(
+                "UPDATE plan_stratum_count SET done = done + 1 WHERE plan_id = :p "
+                "AND id = (SELECT MIN(id) FROM plan_stratum_count)"
+            ),
+            {"p": plan},
+        )
         assert repo.counter_mismatches(conn) == 2  # the stored row lacks a recount twin, and vice versa
     bad = [c["check"] for c in doctor(eng)["checks"] if not c["ok"]]
     assert bad == ["progress counters"]
@@ -148,14 +186,18 @@ def test_a_first_decision_against_the_reference_asks_a_second_annotator(project)
     from reform_core.services.adjudication.planning import create_cluster_plan
 
     eng, u = project
-    plan = create_cluster_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0).plan_id
+    plan = create_cluster_plan(
+        eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0
+    ).plan_id
     with eng.connect() as conn:
         tasks = repo.plan_tasks(conn, plan_id=plan).set_index("id")
     assert set(tasks["required"]) == {1}
 
     def required(task_id: int) -> int:
         with eng.connect() as conn:
-            return int(conn.execute(text("SELECT required FROM adjudication_task WHERE id = :t"), {"t": task_id}).scalar())
+            return int(
+                conn.execute(text("SELECT required FROM adjudication_task WHERE id = :t"), {"t": task_id}).scalar()
+            )
 
     def shown(task_id: int, plan_side: str) -> str:  # the side as shown (tasks keep a random left/right order)
         return plan_side if tasks.loc[task_id, "a_left"] == "A" else {"A": "B", "B": "A"}[plan_side]
@@ -168,7 +210,9 @@ def test_a_first_decision_against_the_reference_asks_a_second_annotator(project)
         if want is None:
             S.skip(eng, u["ann1"], item.task_id)
             continue
-        choice = {"audit": "neither", "disagreement": shown(item.task_id, "B"), "confirm": shown(item.task_id, "A")}[want]
+        choice = {"audit": "neither", "disagreement": shown(item.task_id, "B"), "confirm": shown(item.task_id, "A")}[
+            want
+        ]
         note = "both judges are wrong" if choice == "neither" else ""
         done = S.decide(eng, u["ann1"], item.task_id, choice, note=note, seconds=5.0, shown=item.shown).task_done
         firsts[want] = item.task_id
@@ -192,8 +236,9 @@ def test_a_first_decision_against_the_reference_asks_a_second_annotator(project)
         if item is None or not pending:
             break
         if item.task_id in pending:
-            assert S.decide(eng, u["ann2"], item.task_id, shown(item.task_id, "A"), seconds=4.0,
-                            shown=item.shown).task_done
+            assert S.decide(
+                eng, u["ann2"], item.task_id, shown(item.task_id, "A"), seconds=4.0, shown=item.shown
+            ).task_done
             pending.discard(item.task_id)
         else:
             S.skip(eng, u["ann2"], item.task_id)
@@ -209,11 +254,15 @@ def test_an_audit_whose_first_two_annotators_find_the_judges_wrong_asks_a_third(
     from reform_core.services.adjudication.planning import create_cluster_plan
 
     eng, u = project
-    plan = create_cluster_plan(eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0).plan_id
+    plan = create_cluster_plan(
+        eng, u["lead"], judge_a="judge_a", judge_b="judge_b", seed=4, double_fraction=0.0
+    ).plan_id
 
     def required(task_id: int) -> int:
         with eng.connect() as conn:
-            return int(conn.execute(text("SELECT required FROM adjudication_task WHERE id = :t"), {"t": task_id}).scalar())
+            return int(
+                conn.execute(text("SELECT required FROM adjudication_task WHERE id = :t"), {"t": task_id}).scalar()
+            )
 
     with eng.connect() as conn:
         tasks = repo.plan_tasks(conn, plan_id=plan).set_index("id")

@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import AccessDenied, Principal
-from reform_core.services.data.simulated import simulate_into
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.instances import load_adjudications
+from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
 
 
@@ -20,8 +20,10 @@ def project(sqlite_url):
     eng = get_engine(sqlite_url)
     simulate_into(eng, seed=11, scale="small")
     with write_tx(eng) as conn:
-        users = {name: Principal(ensure_user(conn, username=name, role=role), name, role)
-                 for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"), ("ana", "analyst"))}
+        users = {
+            name: Principal(ensure_user(conn, username=name, role=role), name, role)
+            for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"), ("ana", "analyst"))
+        }
     return eng, users
 
 
@@ -41,7 +43,7 @@ def test_claim_is_refresh_safe_and_exclusive(project):
     assert S.claim_next(eng, u["ann1"], plan).task_id == first.task_id  # a refresh gets the same item
     other = S.claim_next(eng, u["ann2"], plan)
     assert other.task_id != first.task_id
-    (status, by), = _rows(eng, "SELECT status, claimed_by FROM adjudication_task WHERE id = :t", t=first.task_id)
+    ((status, by),) = _rows(eng, "SELECT status, claimed_by FROM adjudication_task WHERE id = :t", t=first.task_id)
     assert (status, by) == ("claimed", u["ann1"].user_id)
 
 
@@ -67,9 +69,12 @@ def test_decision_label_follows_the_shown_side(project):
     item = S.claim_next(eng, u["ann1"], plan)
     d = S.decide(eng, u["ann1"], item.task_id, "A", seconds=4.5)
     assert d.label == item.judge_a.label and d.task_done
-    (a_left, choice, label, seconds, user), = _rows(
-        eng, "SELECT t.a_left, d.choice, d.label, d.seconds, d.user_id FROM adjudication d "
-             "JOIN adjudication_task t ON t.id = d.task_id WHERE d.id = :i", i=d.adjudication_id)
+    ((a_left, choice, label, seconds, user),) = _rows(
+        eng,
+        "SELECT t.a_left, d.choice, d.label, d.seconds, d.user_id FROM adjudication d "
+        "JOIN adjudication_task t ON t.id = d.task_id WHERE d.id = :i",
+        i=d.adjudication_id,
+    )
     assert choice == a_left and label == item.judge_a.label and seconds == 4.5 and user == u["ann1"].user_id
     item2 = S.claim_next(eng, u["ann1"], plan)
     with pytest.raises(ValueError, match="note is required"):
@@ -89,17 +94,34 @@ def test_items_are_blinded_and_both_sides_occur(project):
     assert sorted(lefts) == [("A",), ("B",)]
     for _ in range(5):
         item = S.claim_next(eng, u["ann1"], plan)
-        assert set(vars(item)) == {"task_id", "instruction", "constraint", "other_constraints", "response",
-                                   "judge_a", "judge_b", "lease_until", "kind"}
+        assert set(vars(item)) == {
+            "task_id",
+            "instruction",
+            "constraint",
+            "other_constraints",
+            "response",
+            "judge_a",
+            "judge_b",
+            "lease_until",
+            "kind",
+        }
         # every value but the response text itself (the simulator writes "Synthetic response of <model>")
         shown = repr([item.instruction, item.constraint, item.other_constraints, item.judge_a, item.judge_b])
         assert not any(s in shown for s in secret), shown
         assert item.constraint["text"] and item.constraint["acceptance"] and len(item.other_constraints) == 2
         # the judgment shown as Judge A is the plan's judge A exactly when a_left == 'A'
-        (a_left, resp, con), = _rows(eng, "SELECT a_left, response_id, constraint_id FROM adjudication_task "
-                                          "WHERE id = :t", t=item.task_id)
-        labels = dict(_rows(eng, "SELECT j.name, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id "
-                                 "WHERE g.response_id = :r AND g.constraint_id = :c", r=resp, c=con))
+        ((a_left, resp, con),) = _rows(
+            eng, "SELECT a_left, response_id, constraint_id FROM adjudication_task WHERE id = :t", t=item.task_id
+        )
+        labels = dict(
+            _rows(
+                eng,
+                "SELECT j.name, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id "
+                "WHERE g.response_id = :r AND g.constraint_id = :c",
+                r=resp,
+                c=con,
+            )
+        )
         left_judge = "judge_a" if a_left == "A" else "judge_b"
         assert item.judge_a.label == labels[left_judge]
         S.decide(eng, u["ann1"], item.task_id, "B", seconds=1)
@@ -116,8 +138,9 @@ def test_undo_is_append_only_and_hands_the_item_back(project):
     assert _rows(eng, "SELECT * FROM adjudication WHERE id = :i", i=d.adjudication_id) == before  # untouched
     hist = _rows(eng, "SELECT choice, supersedes_id FROM adjudication WHERE task_id = :t ORDER BY id", t=item.task_id)
     assert hist == [(before[0][3], None), ("retracted", d.adjudication_id)]
-    (status, decided, by), = _rows(eng, "SELECT status, decided, claimed_by FROM adjudication_task WHERE id = :t",
-                                    t=item.task_id)
+    ((status, decided, by),) = _rows(
+        eng, "SELECT status, decided, claimed_by FROM adjudication_task WHERE id = :t", t=item.task_id
+    )
     assert (status, decided, by) == ("claimed", 0, u["ann1"].user_id)
     assert d.iid not in set(load_adjudications(eng, "judge_a", "judge_b")["iid"])
     assert S.claim_next(eng, u["ann1"], plan).task_id == item.task_id
@@ -140,7 +163,8 @@ def test_overlap_needs_two_distinct_annotators(project):
     assert second.task_id == item.task_id  # first in queue order and free again
     assert S.decide(eng, u["ann2"], item.task_id, "B").task_done
     assert _rows(eng, "SELECT status, decided, required FROM adjudication_task WHERE id = :t", t=item.task_id) == [
-        ("done", 2, 2)]
+        ("done", 2, 2)
+    ]
 
 
 def test_skip_moves_the_item_to_the_end_and_release_keeps_its_place(project):
@@ -148,8 +172,8 @@ def test_skip_moves_the_item_to_the_end_and_release_keeps_its_place(project):
     plan = _plan(eng, u)
     item = S.claim_next(eng, u["ann1"], plan)
     S.skip(eng, u["ann1"], item.task_id)
-    (key,), = _rows(eng, "SELECT order_key FROM adjudication_task WHERE id = :t", t=item.task_id)
-    (top,), = _rows(eng, "SELECT MAX(order_key) FROM adjudication_task WHERE plan_id = :p", p=plan)
+    ((key,),) = _rows(eng, "SELECT order_key FROM adjudication_task WHERE id = :t", t=item.task_id)
+    ((top,),) = _rows(eng, "SELECT MAX(order_key) FROM adjudication_task WHERE plan_id = :p", p=plan)
     assert key == top
     nxt = S.claim_next(eng, u["ann1"], plan)
     assert nxt.task_id != item.task_id

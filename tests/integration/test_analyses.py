@@ -35,10 +35,18 @@ def out(broken_url):
 
 
 def test_every_failure_route_is_counted_and_listed(out):
-    assert out["excluded"]["composition"] == {"incomplete group": 1, "missing prompted version": 0,
-                                              "feature mismatch": 1, "judge error": 1}
-    assert out["excluded"]["prompting"] == {"incomplete group": 0, "missing prompted version": 1,
-                                            "feature mismatch": 0, "judge error": 0}
+    assert out["excluded"]["composition"] == {
+        "incomplete group": 1,
+        "missing prompted version": 0,
+        "feature mismatch": 1,
+        "judge error": 1,
+    }
+    assert out["excluded"]["prompting"] == {
+        "incomplete group": 0,
+        "missing prompted version": 1,
+        "feature mismatch": 0,
+        "judge error": 0,
+    }
     ex = pd.DataFrame(out["exclusions"])
     got = {(r.analysis, r.reason): r.pair_group for r in ex.itertuples()}
     for reason in ("incomplete group", "feature mismatch", "judge error"):
@@ -49,8 +57,14 @@ def test_every_failure_route_is_counted_and_listed(out):
 
 def test_tables_rules_and_intervals(out):
     t = out["tables"]
-    assert {"table3_composition", "composition_targets", "prompting", "table_a4_coverage", "table4_frequency",
-            "table4_correlation"} <= set(t)
+    assert {
+        "table3_composition",
+        "composition_targets",
+        "prompting",
+        "table_a4_coverage",
+        "table4_frequency",
+        "table4_correlation",
+    } <= set(t)
     t3 = pd.DataFrame(t["table3_composition"])
     assert set(t3["measure"]) == {"all_pass", "opposed", "aligned", "gap"}
     assert t3.loc[t3["measure"] == "all_pass", "n"].iloc[0] == 120 - 3  # 120 groups of the single model, 3 left out

@@ -14,10 +14,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from reform_core import display
-from reform_core.services.scoring.analyses import N_BOOT
-from reform_core.services.project.export import export
-from reform_core.services.platform.uow import dispose_engines, get_engine
 from reform_core.services.accounts.users import local_principal
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.project.export import export
+from reform_core.services.scoring.analyses import N_BOOT
 from tests.app.conftest import app_database
 from tests.integration.analyses_project import write_broken_project
 
@@ -30,8 +30,13 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("one_number")
     url = f"sqlite:///{root / 'p.db'}"
     write_broken_project(url)
-    cli = subprocess.run([sys.executable, "-m", "reform_core", "analyses", "--db", url, "--json"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=300)
+    cli = subprocess.run(
+        [sys.executable, "-m", "reform_core", "analyses", "--db", url, "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cli.returncode == 0, cli.stderr
     manifest = export(get_engine(url), root / "out", principal=local_principal(get_engine(url)))  # its defaults
     yield url, json.loads(cli.stdout), manifest, root / "out"
@@ -58,8 +63,9 @@ def test_the_page_shows_the_exports_intervals(project):
     assert not at.exception, at.exception
     assert any(f"({N_BOOT} replicates, seed 0)" in c.value for c in at.caption)
     t3 = next(d.value for d in at.dataframe if "separate %" in d.value.columns)
-    exported = pd.DataFrame(json.loads((out / f"{manifest['analyses']['files']['table3_composition']}.json")
-                                       .read_text(encoding="utf-8")))
+    exported = pd.DataFrame(
+        json.loads((out / f"{manifest['analyses']['files']['table3_composition']}.json").read_text(encoding="utf-8"))
+    )
     assert len(t3) == len(exported) > 0
     for (_, page), (_, ref) in zip(t3.iterrows(), exported.iterrows()):
         for col, label in (("separate", "separate"), ("joint", "joint"), ("delta_pp", "Δ")):

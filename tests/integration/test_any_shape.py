@@ -33,7 +33,8 @@ runner = CliRunner()
 def cli(*args) -> dict:
     r = runner.invoke(app, [str(a) for a in args], catch_exceptions=True)
     assert r.exception is None or isinstance(r.exception, SystemExit) and r.exit_code == 0, (
-        f"{' '.join(map(str, args))} raised {r.exception!r}\n{r.output}")
+        f"{' '.join(map(str, args))} raised {r.exception!r}\n{r.output}"
+    )
     assert r.exit_code == 0, f"{' '.join(map(str, args))} exited {r.exit_code}:\n{r.output}"
     return json.loads(r.stdout) if "--json" in args else {}
 
@@ -49,8 +50,11 @@ def _decide(db: str, work: Path, rows, round_: int) -> int:
         agrees = int(r["label_a"]) == int(r["truth"])
         choice = ("A" if agrees else "neither") if line["kind"] == "audit" else ("A" if agrees else "B")
         who = [f"ann{round_}-{k}" for k in range(line["required"])]
-        out += [{k: line[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")}
-                | {"annotator": a, "choice": choice} for a in who]
+        out += [
+            {k: line[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")}
+            | {"annotator": a, "choice": choice}
+            for a in who
+        ]
     if out:
         bundle = work / f"decisions{round_}"
         bundle.mkdir()
@@ -125,16 +129,27 @@ def _run(fmt: str, rows, baseline, shape, work: Path, *, everything: bool) -> No
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, print_blob=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-          phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: each example takes seconds
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)  # no shrinking: each example takes seconds
 @given(shape=shapes(), everything=__import__("hypothesis").strategies.booleans())
 def test_every_shape_imports_plans_scores_and_exports(shape, everything, tmp_path_factory):
     rows, baseline = benchmark(shape)
     root = tmp_path_factory.mktemp("shape")
     _run("bundle", rows, baseline, shape, root / "bundle", everything=everything)
-    _run("table", rows, baseline.iloc[0:0], shape if not shape.baseline else _no_baseline(shape), root / "table",
-         everything=everything)
+    _run(
+        "table",
+        rows,
+        baseline.iloc[0:0],
+        shape if not shape.baseline else _no_baseline(shape),
+        root / "table",
+        everything=everything,
+    )
 
 
 def _no_baseline(shape):

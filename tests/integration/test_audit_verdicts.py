@@ -17,15 +17,15 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
-from reform_core.services.data.simulated import simulate_into
+from reform_core.services.accounts.users import cli_principal
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.adjudication.planning import create_cluster_plan
 from reform_core.services.data.importer import import_bundle
 from reform_core.services.data.reading import ImportFailed
-from reform_core.services.adjudication.planning import create_cluster_plan
-from reform_core.services.scoring.scoring import score, score_json
+from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
-from reform_core.services.accounts.users import cli_principal
+from reform_core.services.scoring.scoring import score, score_json
 from reform_core.simulate import simulate
 
 KEY = ("model", "instruction", "position")
@@ -64,8 +64,16 @@ def _answers(lines: list[dict], truth: pd.Series, rng: np.random.Generator, who:
     for x in lines:
         y = int(truth.loc[tuple(x[k] for k in KEY)])
         said = 1 - y if rng.random() < ERROR else y
-        out.append({**{k: x[k] for k in ITEM}, "kind": x["kind"], "answer": x["answer"], "said": said,
-                    "annotator": who, "seconds": float(rng.integers(5, 90))})
+        out.append(
+            {
+                **{k: x[k] for k in ITEM},
+                "kind": x["kind"],
+                "answer": x["answer"],
+                "said": said,
+                "annotator": who,
+                "seconds": float(rng.integers(5, 90)),
+            }
+        )
     return out
 
 
@@ -101,9 +109,15 @@ def _import(eng, root: Path, rows: list[dict]) -> None:
 
 def _stored(eng) -> list[tuple]:
     with eng.connect() as conn:
-        return [tuple(r) for r in conn.execute(text(
-            "SELECT task_id, annotator, choice, label, note, seconds, supersedes_id, judgment_a_id, judgment_b_id "
-            "FROM adjudication ORDER BY id")).all()]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT task_id, annotator, choice, label, note, seconds, supersedes_id, judgment_a_id, judgment_b_id "
+                    "FROM adjudication ORDER BY id"
+                )
+            ).all()
+        ]
 
 
 def test_verdicts_store_and_score_exactly_as_choices(twins, tmp_path):
@@ -167,8 +181,15 @@ def test_a_verdict_given_in_the_app_stores_what_a_choice_stored(twins):
         same = (verdict == "pass") == (agreed == 1)
         with eb.connect() as conn:  # the side on screen that is the plan's judge A (both say the same)
             left = conn.execute(text("SELECT a_left FROM adjudication_task WHERE id = :t"), {"t": ib.task_id}).scalar()
-        S.decide(eb, ub, ib.task_id, ("A" if left == "A" else "B") if same else "neither", note=note, seconds=12.0,
-                 shown=ib.shown)
+        S.decide(
+            eb,
+            ub,
+            ib.task_id,
+            ("A" if left == "A" else "B") if same else "neither",
+            note=note,
+            seconds=12.0,
+            shown=ib.shown,
+        )
         answered += 1
     assert answered > 5
     assert _stored(ea) == _stored(eb)
@@ -185,10 +206,12 @@ def test_verdict_refusals(twins, tmp_path):
     dis = next(x for x in lines if x["kind"] == "disagreement")
     audit = next(x for x in lines if x["kind"] == "audit")
     before = _stored(ea)
-    bad = [{**{k: audit[k] for k in ITEM}, "verdict": "fail", "choice": "A", "annotator": "ext1"},
-           {**{k: audit[k] for k in ITEM}, "annotator": "ext1"},
-           {**{k: audit[k] for k in ITEM}, "verdict": "maybe", "annotator": "ext1"},
-           {**{k: audit[k] for k in ITEM}, "verdict": "pass", "annotator": "ext1"}]
+    bad = [
+        {**{k: audit[k] for k in ITEM}, "verdict": "fail", "choice": "A", "annotator": "ext1"},
+        {**{k: audit[k] for k in ITEM}, "annotator": "ext1"},
+        {**{k: audit[k] for k in ITEM}, "verdict": "maybe", "annotator": "ext1"},
+        {**{k: audit[k] for k in ITEM}, "verdict": "pass", "annotator": "ext1"},
+    ]
     with pytest.raises(ImportFailed) as info:
         _import(ea, tmp_path / "bad", bad)
     assert info.value.errors == [
@@ -196,14 +219,18 @@ def test_verdict_refusals(twins, tmp_path):
         "verdict (pass | fail); not both",
         "adjudications.jsonl:2: verdict: give either choice (A | B | neither) or, on an audit of an agreement, "
         "verdict (pass | fail)",
-        "adjudications.jsonl:3: verdict: Input should be 'pass' or 'fail'"]
-    lines_ok = [{**{k: audit[k] for k in ITEM}, "verdict": "pass", "annotator": "ext1"},
-                {**{k: dis[k] for k in ITEM}, "verdict": "pass", "annotator": "ext1"}]
+        "adjudications.jsonl:3: verdict: Input should be 'pass' or 'fail'",
+    ]
+    lines_ok = [
+        {**{k: audit[k] for k in ITEM}, "verdict": "pass", "annotator": "ext1"},
+        {**{k: dis[k] for k in ITEM}, "verdict": "pass", "annotator": "ext1"},
+    ]
     with pytest.raises(ImportFailed) as info:
         _import(ea, tmp_path / "bad2", lines_ok)
     assert info.value.errors == [
         "adjudications.jsonl:2: verdict: a verdict answers an audit of an agreement, but the judges do not agree "
-        "on this instance: give choice (A | B | neither)"]
+        "on this instance: give choice (A | B | neither)"
+    ]
     assert _stored(ea) == before
 
     with write_tx(ea) as conn:

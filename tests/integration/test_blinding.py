@@ -18,11 +18,11 @@ from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
 from reform_core.judges.blinding import blind_rationale
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.simulated import simulate_into
-from reform_core.services.project.overview import overview
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.project.overview import overview
 
 
 @pytest.fixture
@@ -30,8 +30,10 @@ def project(sqlite_url):
     eng = get_engine(sqlite_url)
     simulate_into(eng, seed=11, scale="small")
     with write_tx(eng) as conn:
-        users = {name: Principal(ensure_user(conn, username=name, role=role), name, role)
-                 for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ana", "analyst"))}
+        users = {
+            name: Principal(ensure_user(conn, username=name, role=role), name, role)
+            for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ana", "analyst"))
+        }
     default = S.create_plan(eng, users["lead"], judge_a="judge_a", judge_b="judge_b", seed=1)
     named = S.create_plan(eng, users["lead"], judge_a="judge_b", judge_b="judge_a", seed=2, name="judge_b first")
     return eng, users, (default, named)
@@ -89,13 +91,16 @@ MODE_WORDS = re.compile(r"\b(strict|loose)\b", re.I)
 def ifeval_pair(tmp_path_factory):
     """IFEval (GPT-4's responses) judged by the rules judge strict and loose, named after their
     modes as the README's walkthrough does, and a plan over the pair."""
+    from reform_core.services.accounts.users import cli_principal
     from reform_core.services.data.ifeval_import import import_ifeval
     from reform_core.services.judging.judging import run_judge
-    from reform_core.services.accounts.users import cli_principal
 
     eng = get_engine(f"sqlite:///{tmp_path_factory.mktemp('ifeval') / 'ifeval.db'}")
-    import_ifeval(eng, input_path=IFEVAL / "input_data.jsonl",
-                  responses={"gpt4": IFEVAL / "input_response_data_gpt4_20231107_145030.jsonl"})
+    import_ifeval(
+        eng,
+        input_path=IFEVAL / "input_data.jsonl",
+        responses={"gpt4": IFEVAL / "input_response_data_gpt4_20231107_145030.jsonl"},
+    )
     for mode in ("strict", "loose"):
         run_judge(eng, provider="rules", mode=mode, name=mode)
     plan = S.create_plan(eng, cli_principal(eng), judge_a="strict", judge_b="loose", seed=4, audit=30, margin=0.05)
@@ -104,9 +109,15 @@ def ifeval_pair(tmp_path_factory):
 
 def _rationales(eng) -> list[tuple[str, str, str]]:
     with eng.connect() as conn:
-        return [tuple(r) for r in conn.execute(text(
-            "SELECT j.name, c.feature, g.rationale FROM judgment g JOIN judge j ON j.id = g.judge_id "
-            "JOIN constraint_item c ON c.id = g.constraint_id ORDER BY g.id")).all()]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT j.name, c.feature, g.rationale FROM judgment g JOIN judge j ON j.id = g.judge_id "
+                    "JOIN constraint_item c ON c.id = g.constraint_id ORDER BY g.id"
+                )
+            ).all()
+        ]
 
 
 def test_the_rules_judge_writes_no_mode_and_the_filter_removes_old_signatures(ifeval_pair):
@@ -128,18 +139,22 @@ def test_items_shown_carry_no_judge_mode_or_provider_name(ifeval_pair):
     eng, plan = ifeval_pair
     with write_tx(eng) as conn:
         ann = Principal(ensure_user(conn, username="blind-ann", role="annotator"), "blind-ann", "annotator")
-        conn.execute(text(
-            "UPDATE judgment SET rationale = j.name || ' (' || j.model || ', rules provider) says: ' || rationale "
-            "|| ' [ifeval:' || (SELECT feature FROM constraint_item c WHERE c.id = constraint_id) || ', ' || j.name || ']' "
-            "FROM judge j WHERE j.id = judgment.judge_id"))
+        conn.execute(
+            text(
+                "UPDATE judgment SET rationale = j.name || ' (' || j.model || ', rules provider) says: ' || rationale "
+                "|| ' [ifeval:' || (SELECT feature FROM constraint_item c WHERE c.id = constraint_id) || ', ' || j.name || ']' "
+                "FROM judge j WHERE j.id = judgment.judge_id"
+            )
+        )
     secrets = re.compile(r"\b(strict|loose|rules|verifiers(-loose)?)\b|ifeval:", re.I)
     seen = 0
     while (item := S.claim_next(eng, ann, plan.plan_id)) is not None and seen < 200:
         for j in (item.judge_a, item.judge_b):
             assert not secrets.search(j.rationale), j.rationale
             assert j.rationale.startswith("[judge] ([judge], [judge] provider) says: ")
-        S.skip(eng, ann, item.task_id) if seen % 2 else S.decide(eng, ann, item.task_id, "neither", note="x",
-                                                                 shown=item.shown)
+        S.skip(eng, ann, item.task_id) if seen % 2 else S.decide(
+            eng, ann, item.task_id, "neither", note="x", shown=item.shown
+        )
         seen += 1
     assert seen >= 30
 
@@ -147,8 +162,10 @@ def test_items_shown_carry_no_judge_mode_or_provider_name(ifeval_pair):
 OLD_DEMO = [  # rationales of the demo bundle before issue 33: judge B opened every one with a verdict tag
     ("gemini-judge", "Pass: the response has 3 bulleted items, as the forbid constraint on bullet list asks."),
     ("gemini-judge", "Fail: no line starts with a bullet marker, contrary to the require constraint on bullet list."),
-    ("gpt-judge", "The response uses 2 section headings ('Overview', 'Why it happens'), which meets the acceptance "
-                  "criterion."),
+    (
+        "gpt-judge",
+        "The response uses 2 section headings ('Overview', 'Why it happens'), which meets the acceptance criterion.",
+    ),
 ]
 
 
@@ -160,22 +177,27 @@ def test_the_filter_removes_verdict_tags_and_names(judge, why):
     assert out[0].isupper() and out.endswith("([judge], [judge])")
 
 
-@pytest.mark.parametrize(("raw", "shown"), [
-    ("followed [ifeval:punctuation:no_comma, strict]", "followed"),
-    ("FAIL - too short", "Too short"),
-    ("Verdict: fail. The response uses commas.", "The response uses commas."),
-    ("Fails to mention the keyword", "Fails to mention the keyword"),
-    ("No comma appears.", "No comma appears."),
-    ("In strict mode (loose) it passes; rules: strict", "In [mode] [mode] it passes; [mode]"),
-    ("As GPT-4o and Claude's rival, Googled; Philosophy", "As [judge] and [judge]'s rival, Googled; Philosophy"),
-    ("[10:30] meeting", "[10:30] meeting"),
-])
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("followed [ifeval:punctuation:no_comma, strict]", "followed"),
+        ("FAIL - too short", "Too short"),
+        ("Verdict: fail. The response uses commas.", "The response uses commas."),
+        ("Fails to mention the keyword", "Fails to mention the keyword"),
+        ("No comma appears.", "No comma appears."),
+        ("In strict mode (loose) it passes; rules: strict", "In [mode] [mode] it passes; [mode]"),
+        ("As GPT-4o and Claude's rival, Googled; Philosophy", "As [judge] and [judge]'s rival, Googled; Philosophy"),
+        ("[10:30] meeting", "[10:30] meeting"),
+    ],
+)
 def test_the_documented_patterns(raw, shown):
     assert blind_rationale(raw) == shown
 
 
-STYLE_FEATURES = {"first word": lambda words: words[0].lower(),
-                  "last three words": lambda words: tuple(w.lower() for w in words[-3:])}
+STYLE_FEATURES = {
+    "first word": lambda words: words[0].lower(),
+    "last three words": lambda words: tuple(w.lower() for w in words[-3:]),
+}
 
 
 def _style_accuracy(rationales: list[tuple[str, tuple, str]]) -> float:

@@ -18,8 +18,10 @@ from reform_core.services.platform.uow import get_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "reform_core" / "demo" / "bundle"
-KEYS_SQL = ("SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
-            "WHERE contype = 'f' ORDER BY 1, 2")
+KEYS_SQL = (
+    "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE contype = 'f' ORDER BY 1, 2"
+)
 
 
 def _keys(engine) -> list[tuple]:
@@ -43,9 +45,14 @@ def test_import_keeps_every_foreign_key(postgres_url, every_load_bulk):
     with eng.connect() as conn:  # the keys are enforced again: an unknown response is refused
         judge, cons = conn.execute(text("SELECT judge_id, constraint_id FROM judgment LIMIT 1")).one()
         with pytest.raises(Exception, match="foreign key"):
-            conn.execute(text("INSERT INTO judgment (judge_id, response_id, constraint_id, prompt_version, label, "
-                              "rationale, status, error, raw, input_tokens, output_tokens, cost_usd, created_at) "
-                              "VALUES (:j, 999999, :c, 'x', 1, '', 'ok', '', '', 0, 0, 0, now())"), {"j": judge, "c": cons})
+            conn.execute(
+                text(
+                    "INSERT INTO judgment (judge_id, response_id, constraint_id, prompt_version, label, "
+                    "rationale, status, error, raw, input_tokens, output_tokens, cost_usd, created_at) "
+                    "VALUES (:j, 999999, :c, 'x', 1, '', 'ok', '', '', 0, 0, 0, now())"
+                ),
+                {"j": judge, "c": cons},
+            )
 
 
 def test_a_bad_reference_fails_the_revalidation(postgres_url, every_load_bulk):
@@ -54,8 +61,11 @@ def test_a_bad_reference_fails_the_revalidation(postgres_url, every_load_bulk):
     with pytest.raises(Exception, match="foreign key"):
         with eng.begin() as conn:
             with repo.bulk_load(conn, "baseline_feature", 1):
-                repo.bulk_insert(conn, "baseline_feature", [{"response_id": 424242, "feature": "bullet_list",
-                                                             "present": True, "source": "t", "evidence": ""}])
+                repo.bulk_insert(
+                    conn,
+                    "baseline_feature",
+                    [{"response_id": 424242, "feature": "bullet_list", "present": True, "source": "t", "evidence": ""}],
+                )
     assert _keys(eng) == before
     with eng.connect() as conn:
         assert conn.execute(text("SELECT COUNT(*) FROM baseline_feature")).scalar_one() == 0
@@ -103,8 +113,19 @@ def test_a_role_that_does_not_own_the_table_keeps_the_row_checks(postgres_url, e
             with eng.begin() as conn:
                 conn.execute(text(f"SET LOCAL ROLE {role}"))
                 with repo.bulk_load(conn, "baseline_feature", 1):  # not the owner: nothing dropped
-                    repo.bulk_insert(conn, "baseline_feature", [{"response_id": 424242, "feature": "bullet_list",
-                                                                 "present": True, "source": "t", "evidence": ""}])
+                    repo.bulk_insert(
+                        conn,
+                        "baseline_feature",
+                        [
+                            {
+                                "response_id": 424242,
+                                "feature": "bullet_list",
+                                "present": True,
+                                "source": "t",
+                                "evidence": "",
+                            }
+                        ],
+                    )
     finally:
         with eng.begin() as conn:
             conn.execute(text(f"REVOKE ALL ON baseline_feature FROM {role}"))

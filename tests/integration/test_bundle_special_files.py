@@ -30,8 +30,15 @@ def _limit() -> None:  # pragma: no cover - runs in the child
 def _import(bundle: Path, url: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "REFORM_DATABASE_URL": url}
     try:
-        return subprocess.run([sys.executable, "-m", "reform_core", "import", str(bundle), "--json"], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=120, preexec_fn=_limit)
+        return subprocess.run(
+            [sys.executable, "-m", "reform_core", "import", str(bundle), "--json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_limit,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("the import hung")
 
@@ -72,8 +79,12 @@ def test_special_bundle_files_are_refused_without_reading(tmp_path, sqlite_url, 
     lines = r.stderr.strip().splitlines()
     mine = [line for line in lines if f"{fname}:" in line]
     assert len(mine) == 1, lines
-    expected = {"dev_zero": "outside the bundle directory", "fifo": "is a FIFO (named pipe), not a regular file",
-                "link_out": "outside the bundle directory", "etc_shadow": "outside the bundle directory"}[kind]
+    expected = {
+        "dev_zero": "outside the bundle directory",
+        "fifo": "is a FIFO (named pipe), not a regular file",
+        "link_out": "outside the bundle directory",
+        "etc_shadow": "outside the bundle directory",
+    }[kind]
     assert f"{fname}:0: (file): cannot read: " in mine[0] and expected in mine[0], mine[0]
     assert "nothing read" in mine[0]
     for n in range(1, 6):  # no line of the target is ever located (no line count revealed)

@@ -33,8 +33,14 @@ print("\\n@@" + json.dumps({{"code": code, "mods": sorted(m.split(".")[0] for m 
 
 
 def _probe(argv: list[str], env: dict | None = None) -> tuple[str, int, set[str]]:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, **(env or {})}, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
     body, _, tail = out.stdout.rpartition("\n@@")
     info = json.loads(tail)
     return body, info["code"], set(info["mods"])
@@ -53,11 +59,11 @@ def test_help_imports_nothing_heavy():
 
 
 def test_status_reads_a_current_sqlite_file_with_sqlite3_alone(tmp_path):
+    from reform_core.services.accounts.users import cli_principal
     from reform_core.services.adjudication import adjudication as S
     from reform_core.services.data.simulated import simulate_into
-    from reform_core.services.scoring.scoring import set_pair
     from reform_core.services.platform.uow import dispose_engines, get_engine
-    from reform_core.services.accounts.users import cli_principal
+    from reform_core.services.scoring.scoring import set_pair
 
     url = f"sqlite:///{tmp_path / 'p.db'}"
     eng = get_engine(url)
@@ -70,8 +76,10 @@ def test_status_reads_a_current_sqlite_file_with_sqlite3_alone(tmp_path):
     assert code == 0
     out = json.loads(body)
     assert out["pair"] == ["judge_b", "judge_a"]
-    assert out["plans"] == [{"name": "simulated-oracle", "judge_a": "judge_a", "judge_b": "judge_b", "tasks": 15, "done": 15},
-                            {"name": "p1", "judge_a": "judge_a", "judge_b": "judge_b", "tasks": plan.tasks, "done": 0}]
+    assert out["plans"] == [
+        {"name": "simulated-oracle", "judge_a": "judge_a", "judge_b": "judge_b", "tasks": 15, "done": 15},
+        {"name": "p1", "judge_a": "judge_a", "judge_b": "judge_b", "tasks": plan.tasks, "done": 0},
+    ]
     assert out["questions"] == 30 and out["instructions"] == 120 and out["models"] == 3
     assert out["adjudications"] == 15 and out["disagreements"] > 0
     assert not mods & set(HEAVY), sorted(mods & set(HEAVY))
@@ -85,7 +93,8 @@ def test_status_reads_a_current_sqlite_file_with_sqlite3_alone(tmp_path):
 
     with sqlite3.connect(tmp_path / "p.db") as conn:  # the count reads the covering index, not the rows
         assert "COVERING INDEX ix_judgment_response_constraint_label" in str(
-            conn.execute("EXPLAIN QUERY PLAN " + DISAGREEMENTS_SQL).fetchall())
+            conn.execute("EXPLAIN QUERY PLAN " + DISAGREEMENTS_SQL).fetchall()
+        )
 
     # a file whose schema is older than the code's: status upgrades it through the engine
     from db.engine import SCHEMA_HEAD, make_engine, upgrade
@@ -115,11 +124,14 @@ def test_status_of_a_postgresql_project_uses_sqlalchemy_only(postgres_url):
     assert not mods & {"numpy", "pandas", "scipy", "sqlmodel", "pydantic_settings"}, mods
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({}, "default"),
-    ({"REFORM_DATABASE_URL": "sqlite:///x.db"}, "sqlite:///x.db"),
-    ({"reform_database_url": "sqlite:///lower.db"}, "sqlite:///lower.db"),  # the settings match without case
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, "default"),
+        ({"REFORM_DATABASE_URL": "sqlite:///x.db"}, "sqlite:///x.db"),
+        ({"reform_database_url": "sqlite:///lower.db"}, "sqlite:///lower.db"),  # the settings match without case
+    ],
+)
 def test_cli_default_database_is_the_settings_one(monkeypatch, env, expected):
     from reform_core.commands.common import db_url
     from reform_core.config import Settings
@@ -145,6 +157,7 @@ def test_normal_quantile_matches_scipy(confidence):
     assert NormalDist().inv_cdf(q) == pytest.approx(float(norm.ppf(q)), abs=1e-12)
     for n in (1, 50, 1308, 10**6):
         z = float(norm.ppf(q))
-        n0 = z * z * 0.25 / 0.03 ** 2
+        n0 = z * z * 0.25 / 0.03**2
         import math
+
         assert cochran_size(n, confidence=confidence) == min(max(math.ceil(n0 / (1 + (n0 - 1) / n) - 1e-9), 1), n)

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from reform_core.cli import one_line_error
-from reform_core.services.project.operations import doctor
 from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.project.operations import doctor
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "reform_core" / "demo" / "bundle"
@@ -32,8 +32,17 @@ def test_two_simultaneous_imports(any_db_url):
     env = {**os.environ, "REFORM_DATABASE_URL": any_db_url}
     get_engine(any_db_url)  # migrate once, so both imports race on the data, not the schema
     dispose_engines()
-    procs = [subprocess.Popen([sys.executable, "-m", "reform_core", "import", str(BUNDLE), "--json"], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "reform_core", "import", str(BUNDLE), "--json"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     results = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
     for rc, _, err in results:
         assert rc == 0 or (rc == 1 and err.startswith("error: ") and err.count("\n") == 1 and len(err) < 600), err
@@ -41,8 +50,14 @@ def test_two_simultaneous_imports(any_db_url):
     assert any(rc == 0 for rc, _, _ in results)
     once = _counts(any_db_url)
     assert all(once[t] > 0 for t in ("question", "response", "judgment")), once
-    r = subprocess.run([sys.executable, "-m", "reform_core", "import", str(BUNDLE), "--json"], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", "import", str(BUNDLE), "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert _counts(any_db_url) == once  # nothing imported twice
     assert doctor(get_engine(any_db_url))["ok"]

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reform_core.services.data.simulated import simulation_frames
 from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.data.simulated import simulation_frames
 from reform_core.services.platform.uow import get_engine
 from reform_core.simulate import simulate
 
@@ -77,14 +77,19 @@ def test_imported_decisions_and_live_scores_keep_conditions_apart(projects):
 
     eng = get_engine(projects["with_single"])
     with eng.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT t.stratum, i.condition FROM adjudication_task t JOIN constraint_item c ON c.id = t.constraint_id "
-            "JOIN instruction i ON i.id = c.instruction_id WHERE t.kind = 'disagreement'")).all()
+        rows = conn.execute(
+            text(
+                "SELECT t.stratum, i.condition FROM adjudication_task t JOIN constraint_item c ON c.id = t.constraint_id "
+                "JOIN instruction i ON i.id = c.instruction_id WHERE t.kind = 'disagreement'"
+            )
+        ).all()
     assert {c for _, c in rows} == {"main", "single"}
     for stratum, cond in rows:
         assert stratum.endswith("|single") == (cond == "single")
-    live = {name: LiveScores.from_engine(get_engine(url), "judge_a", "judge_b").scores.set_index("model")
-            for name, url in projects.items()}
+    live = {
+        name: LiveScores.from_engine(get_engine(url), "judge_a", "judge_b").scores.set_index("model")
+        for name, url in projects.items()
+    }
     pd.testing.assert_frame_equal(live["with_single"], live["main_only"])
 
 
@@ -92,15 +97,16 @@ def test_stratified_intervals_reuse_the_scoring_run(projects):
     """The stratified intervals start from the scoring run's calibration, its main-condition
     stratum rates and its unit index instead of calibrating again (issue 16): the same numbers, to the last digit,
     on a project whose other condition has strata and decisions of its own."""
+    from reform_core.services.accounts.users import cli_principal
     from reform_core.services.scoring import estimates
     from reform_core.services.scoring.scoring import score
-    from reform_core.services.accounts.users import cli_principal
 
     eng = get_engine(projects["with_single"])
     r = score(eng, cli_principal(eng), calibration="stratified")
     assert (r.rates["condition"] != "main").any()  # the other condition's strata are there to be left out
     main = r.instances[r.instances["condition"] == "main"]
     again = estimates.paper_intervals(main, r.frames.adjudications, "stratified", reps=300, seed=4)
-    reused = estimates.paper_intervals(main, r.frames.adjudications, "stratified", reps=300, seed=4, rates=r.rates,
-                                       index=r.index)
+    reused = estimates.paper_intervals(
+        main, r.frames.adjudications, "stratified", reps=300, seed=4, rates=r.rates, index=r.index
+    )
     pd.testing.assert_frame_equal(again, reused)

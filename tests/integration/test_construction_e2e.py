@@ -12,16 +12,15 @@ import pytest
 from typer.testing import CliRunner
 
 from reform_core.cli import app
-from reform_core.services.adjudication import adjudication
-from reform_core.services.judging import collection
-from reform_core.services.studies import construction
-from reform_core.services.project import setup as data
-from reform_core.services.project import export
-from reform_core.services.judging import judging
-from reform_core.services.scoring import scoring
-from reform_core.services.data.importer import frames_bundle, import_bundle_obj
-from reform_core.services.platform.uow import dispose_engines, get_engine
 from reform_core.services.accounts.users import local_principal
+from reform_core.services.adjudication import adjudication
+from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.judging import collection, judging
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.project import export
+from reform_core.services.project import setup as data
+from reform_core.services.scoring import scoring
+from reform_core.services.studies import construction
 from tests.integration.fake_servers import FakeServer, _find_ids, _prompt_text
 
 KEY = "sk-test-construction"
@@ -38,10 +37,25 @@ class ChatServer(FakeServer):
             question = prompt.split("Question:\n", 1)[1].split("\n\nFormatting requirements", 1)[0]
             return json.dumps({"instruction": f"{question} (integrated, three formatting requirements)"})
         if "You annotate the formatting" in prompt:
-            return json.dumps({"features": [
-                {"name": "Bullet list", "description": "dash items", "mapping": "exact", "catalog_features": []},
-                {"name": "Inline code spans", "description": "`x`", "mapping": "uncovered", "catalog_features": []},
-                {"name": "Upbeat tone", "description": "tone", "mapping": "not_format", "catalog_features": []}]})
+            return json.dumps(
+                {
+                    "features": [
+                        {
+                            "name": "Bullet list",
+                            "description": "dash items",
+                            "mapping": "exact",
+                            "catalog_features": [],
+                        },
+                        {
+                            "name": "Inline code spans",
+                            "description": "`x`",
+                            "mapping": "uncovered",
+                            "catalog_features": [],
+                        },
+                        {"name": "Upbeat tone", "description": "tone", "mapping": "not_format", "catalog_features": []},
+                    ]
+                }
+            )
         if "contents" in body:  # the Gemini-served model writes prose
             return "Tides rise and fall twice a day because the Moon pulls on the oceans."
         return "## Answer\n\n- The Moon pulls the water.\n- The Earth turns under the bulge."
@@ -66,41 +80,66 @@ def engine(tmp_path):
 def test_questions_to_exported_scores(engine, servers, tmp_path):
     a, b = servers
     data.init_project(engine)
-    qs = pd.DataFrame({"key": ["q1", "q2", "q3"], "task_type": "explain",
-                       "text": ["Why are there tides?", "How do vaccines work?", "What causes seasons?"]})
+    qs = pd.DataFrame(
+        {
+            "key": ["q1", "q2", "q3"],
+            "task_type": "explain",
+            "text": ["Why are there tides?", "How do vaccines work?", "What causes seasons?"],
+        }
+    )
     import_bundle_obj(engine, frames_bundle({"questions": qs}))
 
     settings = collection.GenerationSettings(temperature=0.0, max_tokens=256)
     for model, provider in (("alpha", "openai"), ("beta", "gemini")):
-        out = collection.collect(engine, model=model, provider=provider, conditions=["baseline"], settings=settings,
-                                 base_url=f"{a.url}/v1" if provider == "openai" else a.url, api_key=KEY)
+        out = collection.collect(
+            engine,
+            model=model,
+            provider=provider,
+            conditions=["baseline"],
+            settings=settings,
+            base_url=f"{a.url}/v1" if provider == "openai" else a.url,
+            api_key=KEY,
+        )
         assert out["written"] == 3 and out["errors"] == 0
 
-    ext = construction.extract_features(engine, provider="openai", model="extractor", base_url=f"{a.url}/v1",
-                                        api_key=KEY, open_ended=True)
+    ext = construction.extract_features(
+        engine, provider="openai", model="extractor", base_url=f"{a.url}/v1", api_key=KEY, open_ended=True
+    )
     assert ext["annotation"]["rule"] > 0
     pooled = {r["model"]: r for r in ext["coverage"]}["Pooled"]
     assert pooled["valid"] == 12 and pooled["coverage"] == pytest.approx(50.0)  # bullets covered, code spans not
     # the extractions stay in the project: analyses (and the Scores page) show the same Table A4 (issue 17)
-    from reform_core.services.scoring.analyses import analyses as run_analyses
     from reform_core.services.accounts.users import cli_principal
+    from reform_core.services.scoring.analyses import analyses as run_analyses
 
     assert ext["stored"] == ext["extracted"]
     a4 = run_analyses(engine, cli_principal(engine), n_boot=5).tables["table_a4_coverage"].set_index("model")
     assert a4.loc["Pooled", "valid"] == 12 and a4.loc["Pooled", "coverage"] == pytest.approx(50.0)
 
-    built = construction.build_variants(engine, per_question=4, seed=1, single=True, prompted=True,
-                                        integrate={"provider": "openai", "model": "writer",
-                                                   "base_url": f"{a.url}/v1", "api_key": KEY})
+    built = construction.build_variants(
+        engine,
+        per_question=4,
+        seed=1,
+        single=True,
+        prompted=True,
+        integrate={"provider": "openai", "model": "writer", "base_url": f"{a.url}/v1", "api_key": KEY},
+    )
     assert built["integrated"] == 12 and built["integration_errors"] == 0
     assert built["instructions"] == 12 + 36 + 12
 
     est = collection.estimate(engine, model="alpha", conditions=["main", "single", "prompted"], settings=settings)
     assert est["calls"] == 60 and est["max_output_tokens"] == 60 * 256
     for model, provider in (("alpha", "openai"), ("beta", "gemini")):
-        out = collection.collect(engine, model=model, provider=provider, conditions=["main", "single", "prompted"],
-                                 settings=settings, base_url=f"{a.url}/v1" if provider == "openai" else a.url,
-                                 api_key=KEY, concurrency=4)
+        out = collection.collect(
+            engine,
+            model=model,
+            provider=provider,
+            conditions=["main", "single", "prompted"],
+            settings=settings,
+            base_url=f"{a.url}/v1" if provider == "openai" else a.url,
+            api_key=KEY,
+            concurrency=4,
+        )
         assert out["written"] == 60 and out["truncated"] == 0
     # resume: nothing left to ask
     assert collection.pending_items(engine, model="alpha", conditions=["baseline", "main", "single", "prompted"]) == []
@@ -109,8 +148,9 @@ def test_questions_to_exported_scores(engine, servers, tmp_path):
     assert all(c["body"].get("temperature", 0) == 0 for c in a.calls if c["path"] == "/v1/chat/completions")
 
     for name, srv in (("judge-a", a), ("judge-b", b)):
-        res = judging.run_judge(engine, provider="openai", model="gpt-fake", name=name, base_url=f"{srv.url}/v1",
-                                api_key=KEY)
+        res = judging.run_judge(
+            engine, provider="openai", model="gpt-fake", name=name, base_url=f"{srv.url}/v1", api_key=KEY
+        )
         assert res["errors"] == 0 and res["written"] == 2 * (12 * 3 + 36 + 12 * 3)
 
     lead = local_principal(engine)
@@ -158,12 +198,21 @@ def test_collection_records_settings_truncation_retries_and_resumes(engine):
         srv.push("429", "400")  # first call retried, second fails for good (4xx)
         settings = collection.GenerationSettings(temperature=0.3, max_tokens=64, reasoning_effort="low")
         retry = collection.RetryPolicy(max_attempts=3, base_delay=0.0)
-        out = collection.collect(engine, model="m", provider="openai", base_url=f"{srv.url}/v1", api_key=KEY,
-                                 settings=settings, retry=retry, concurrency=1)
+        out = collection.collect(
+            engine,
+            model="m",
+            provider="openai",
+            base_url=f"{srv.url}/v1",
+            api_key=KEY,
+            settings=settings,
+            retry=retry,
+            concurrency=1,
+        )
         assert (out["written"], out["errors"], out["truncated"]) == (2, 1, 2)
         assert "HTTP 400" in out["first_error"] and KEY not in out["first_error"]
-        out = collection.collect(engine, model="m", provider="openai", base_url=f"{srv.url}/v1", api_key=KEY,
-                                 settings=settings, retry=retry)
+        out = collection.collect(
+            engine, model="m", provider="openai", base_url=f"{srv.url}/v1", api_key=KEY, settings=settings, retry=retry
+        )
         assert (out["pending"], out["written"]) == (1, 1)
         body = srv.calls[-1]["body"]
         assert body["temperature"] == 0.3 and body["max_tokens"] == 64 and body["reasoning_effort"] == "low"
@@ -186,8 +235,21 @@ def test_cli_generators_and_estimate(tmp_path):
     assert json.loads(r.output)["prompts"] == 420 and len(out.read_text().splitlines()) == 420
     tasks = tmp_path / "tasks.txt"
     tasks.write_text("Name the largest planet.\nSay what a cell is.\n", encoding="utf-8")
-    r = runner.invoke(app, ["wise-generate", "--tasks", str(tasks), "--out", str(tmp_path / "wise"),
-                            "--panel", "constructional_control", "--repetitions", "2", "--json"])
+    r = runner.invoke(
+        app,
+        [
+            "wise-generate",
+            "--tasks",
+            str(tasks),
+            "--out",
+            str(tmp_path / "wise"),
+            "--panel",
+            "constructional_control",
+            "--repetitions",
+            "2",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["items"] == 2 * 4 * 2
     db = f"sqlite:///{tmp_path / 'cli.db'}"

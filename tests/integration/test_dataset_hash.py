@@ -10,9 +10,9 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from reform_core.services.project.export_files import dataset_hash
 from reform_core.services.data.importer import import_bundle
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.project.export_files import dataset_hash
 
 BUNDLE = Path(__file__).resolve().parents[2] / "reform_core" / "demo" / "bundle"
 QUERIES = [
@@ -42,7 +42,11 @@ def test_dataset_hash_is_the_row_by_row_hash(any_db_url):
     first = dataset_hash(eng)
     assert first == _literal(eng)
     with eng.begin() as conn:
-        conn.execute(text("UPDATE judgment SET label = 1 - label WHERE id = (SELECT MIN(id) FROM judgment WHERE label IS NOT NULL)"))
+        conn.execute(
+            text(
+                "UPDATE judgment SET label = 1 - label WHERE id = (SELECT MIN(id) FROM judgment WHERE label IS NOT NULL)"
+            )
+        )
     assert dataset_hash(eng) == _literal(eng) != first
 
 
@@ -67,7 +71,9 @@ def test_the_hash_started_beside_the_export_is_the_same_hash(any_db_url, monkeyp
     try:
         calls = []
         monkeypatch.setattr(X, "dataset_hash", lambda e: calls.append(e) or want)
-        assert X.dataset_hash_started(eng)() == want and calls == [eng]  # in place: forking a threaded process is unsafe
+        assert X.dataset_hash_started(eng)() == want and calls == [
+            eng
+        ]  # in place: forking a threaded process is unsafe
     finally:
         stop.set()
         other.join()

@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from bench.loop_reference import loop_table2
-from reform_core.services.data.simulated import simulate_into
-from reform_core.services.scoring.scoring import score, score_json
-from reform_core.services.platform.uow import get_engine
 from reform_core.services.accounts.users import cli_principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.scoring.scoring import score, score_json
 
 REPO = Path(__file__).resolve().parents[2]
 PAIR = "judge_a,judge_b"
@@ -52,8 +52,16 @@ def _decisions(lines: list[dict], truth: pd.DataFrame, *, wrong_audit=(), annota
         y = int(t.loc[key])
         forced = x["kind"] == "audit" and key in set(wrong_audit)
         for who in annotators[: x["required"]]:
-            out.append({**{k: x[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")},
-                        "annotator": who, "seconds": 10.0, "_truth": y, "_forced": forced, "_audit": x["kind"] == "audit"})
+            out.append(
+                {
+                    **{k: x[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")},
+                    "annotator": who,
+                    "seconds": 10.0,
+                    "_truth": y,
+                    "_forced": forced,
+                    "_audit": x["kind"] == "audit",
+                }
+            )
     return out
 
 
@@ -120,13 +128,19 @@ def test_default_plan_tasks_import_score_round_trip(simulated, tmp_path):
     t = truth.set_index(["model", "instruction", "position"])["truth"]
     lab = main.set_index(["model", "instruction", "position"])["label_judge_a"]
     key = lambda x: (x["model"], x["instruction"], x["position"])  # noqa: E731
-    against = {key(x) for x in lines if x["required"] == 1
-               and (key(x) in forced or int(lab.loc[key(x)]) != int(t.loc[key(x)]))}
+    against = {
+        key(x) for x in lines if x["required"] == 1 and (key(x) in forced or int(lab.loc[key(x)]) != int(t.loc[key(x)]))
+    }
     assert against  # the simulated judges err, and three audits are forced
     status = _cli("status", "--db", db, "--json")
     plan = next(p for p in status["plans"] if p["name"] == made["plan"])
-    assert plan == {"name": made["plan"], "judge_a": "judge_a", "judge_b": "judge_b", "tasks": made["tasks"],
-                    "done": made["tasks"] - len(against)}
+    assert plan == {
+        "name": made["plan"],
+        "judge_a": "judge_a",
+        "judge_b": "judge_b",
+        "tasks": made["tasks"],
+        "done": made["tasks"] - len(against),
+    }
     mid = _cli("score", "--db", db, "--json")
     assert any("await another opinion" in n for n in mid["notes"])
     second = tmp_path / "second.jsonl"
@@ -188,8 +202,9 @@ def test_plan_by_target_half_width_and_bad_options(simulated):
     strat = _cli("plan", "--db", db, "--judges", PAIR, "--design", "stratified", "--json")
     assert strat["design"] == "stratified" and all("strata" in d for d in strat["models"].values())
     assert "--design must be one of" in _cli_fails("plan", "--db", db, "--judges", PAIR, "--design", "nope")
-    assert "--metric must be tcpr or emcr" in _cli_fails("plan", "--db", db, "--judges", PAIR,
-                                                          "--target-half-width", "3", "--metric", "r1")
+    assert "--metric must be tcpr or emcr" in _cli_fails(
+        "plan", "--db", db, "--judges", PAIR, "--target-half-width", "3", "--metric", "r1"
+    )
     assert "audits a share" in _cli_fails("plan", "--db", db, "--judges", PAIR, "--audit", "5")
 
 
@@ -204,8 +219,20 @@ def test_everything_adjudicated_twice_in_agreement_gives_the_exact_score(sqlite_
 
     inst = simulate(seed=5, scale="small").instances()
     main = inst[inst["condition"] == "main"]
-    made = _cli("plan", "--db", sqlite_url, "--judges", PAIR, "--margin", "0.0001", "--audit-share", "1", "--overlap", "1",
-                "--json")
+    made = _cli(
+        "plan",
+        "--db",
+        sqlite_url,
+        "--judges",
+        PAIR,
+        "--margin",
+        "0.0001",
+        "--audit-share",
+        "1",
+        "--overlap",
+        "1",
+        "--json",
+    )
     out = tmp_path / "tasks.jsonl"
     _cli("tasks", "--db", sqlite_url, "--plan", made["plan"], "--out", str(out))
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]

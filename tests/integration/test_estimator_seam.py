@@ -15,10 +15,10 @@ import pytest
 
 from bench.loop_reference import loop_table2
 from reform_core.estimators import base
-from reform_core.services.data.simulated import simulate_into
-from reform_core.services.scoring.scoring import ScoringError, score, score_json
-from reform_core.services.platform.uow import get_engine
 from reform_core.services.accounts.users import cli_principal
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.scoring.scoring import ScoringError, score, score_json
 
 
 class JudgeA:
@@ -36,14 +36,19 @@ class JudgeA:
         t2 = table2(inst, p="p", index=data.index)
         level = inst.groupby("model")["p"].mean() * 100
         table = t2[["model", "tcpr", "emcr", "r1", "r2", "r3"]].assign(
-            constraint_level=t2["model"].map(level).to_numpy())
+            constraint_level=t2["model"].map(level).to_numpy()
+        )
         long = table.melt(id_vars="model", var_name="metric", value_name="estimate")
         for col in base.INTERVAL_COLUMNS[3:]:
             long[col] = np.nan
-        return base.Estimate(estimator=self.name, table=table, intervals=long[base.INTERVAL_COLUMNS],
-                             components=pd.DataFrame(columns=["model", "metric"]),
-                             rows=pd.Series(inst["p"].to_numpy(), index=inst["iid"].to_numpy()),
-                             notes=["toy estimator: judge A taken as truth"])
+        return base.Estimate(
+            estimator=self.name,
+            table=table,
+            intervals=long[base.INTERVAL_COLUMNS],
+            components=pd.DataFrame(columns=["model", "metric"]),
+            rows=pd.Series(inst["p"].to_numpy(), index=inst["iid"].to_numpy()),
+            notes=["toy estimator: judge A taken as truth"],
+        )
 
 
 @pytest.fixture

@@ -14,15 +14,27 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reform_core.services.project.setup import ensure_demo
+from reform_core.services.accounts.users import local_principal
+from reform_core.services.platform.uow import dispose_engines, get_engine
 from reform_core.services.project.explore import export_archive
 from reform_core.services.project.export import export
-from reform_core.services.platform.uow import dispose_engines, get_engine
-from reform_core.services.accounts.users import local_principal
+from reform_core.services.project.setup import ensure_demo
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC_COLUMNS = ["model", "question", "instruction", "condition", "pair_group", "task_type", "position", "feature",
-                "category", "mode", "baseline_opposed", "p"]
+SPEC_COLUMNS = [
+    "model",
+    "question",
+    "instruction",
+    "condition",
+    "pair_group",
+    "task_type",
+    "position",
+    "feature",
+    "category",
+    "mode",
+    "baseline_opposed",
+    "p",
+]
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +46,9 @@ def demo(tmp_path_factory):
 
 
 def _cli(*args: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "reform_core", *args], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "reform_core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -55,14 +68,28 @@ def test_manifest_lists_every_file_and_hashes_match(exported):
     assert sorted(listed["files"]) == sorted(on_disk)
     for name, digest in manifest["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest, name
-    assert {"table2.csv", "table_a8_units.csv", "intervals.csv", "instances.csv", "estimator_clusters.csv",
-            "both_wrong.csv", "annotators.csv"} <= on_disk
+    assert {
+        "table2.csv",
+        "table_a8_units.csv",
+        "intervals.csv",
+        "instances.csv",
+        "estimator_clusters.csv",
+        "both_wrong.csv",
+        "annotators.csv",
+    } <= on_disk
     assert manifest["calibration"]["rule"] == manifest["estimator"] == "cluster"  # the demo opens a default plan
     assert manifest["estimator_plan"] == "demo queue" and manifest["verdict"]["metric"] == "tcpr"
     assert set(manifest["intervals"]) >= {"measurement", "population", "replicates", "seed", "level"}
     ci = pd.read_csv(out / "intervals.csv")
-    assert list(ci.columns) == ["model", "metric", "estimate", "measurement_lo", "measurement_hi", "population_lo",
-                                "population_hi"]
+    assert list(ci.columns) == [
+        "model",
+        "metric",
+        "estimate",
+        "measurement_lo",
+        "measurement_hi",
+        "population_lo",
+        "population_hi",
+    ]
     for m, r in manifest["models"].items():
         assert set(r["intervals"]) == {"measurement", "population"} and "both_wrong" in r, m
     assert {a["annotator"] for a in manifest["annotators"]} == {"alice", "bob", "carol"}
@@ -74,7 +101,9 @@ def test_stratified_export_keeps_the_paper_files(demo, tmp_path):
     assert manifest["estimator"] == "stratified" and "strata.csv" in manifest["files"]
     assert "estimator_clusters.csv" not in manifest["files"]
     ci = pd.read_csv(tmp_path / "intervals.csv")
-    assert (ci["measurement_lo"] <= ci["estimate"] + 1e-9).all() and (ci["estimate"] <= ci["population_hi"] + 1e-9).all()
+    assert (ci["measurement_lo"] <= ci["estimate"] + 1e-9).all() and (
+        ci["estimate"] <= ci["population_hi"] + 1e-9
+    ).all()
     recomputed = _cli("score-export", str(tmp_path), "--json")["models"]
     t2 = pd.read_csv(tmp_path / "table2.csv").set_index("model")
     for model, r in recomputed.items():
@@ -87,8 +116,9 @@ def test_instances_csv_has_exactly_the_spec_columns(exported, demo):
     inst = pd.read_csv(out / "instances.csv")
     judges = json.loads((out / "manifest.json").read_text())["judge_pair"]
     assert len(judges) == 2
-    assert list(inst.columns) == (SPEC_COLUMNS + [f"label_{j}" for j in judges]
-                                  + ["source", "provisional", "stratum", "p_auxiliary"])
+    assert list(inst.columns) == (
+        SPEC_COLUMNS + [f"label_{j}" for j in judges] + ["source", "provisional", "stratum", "p_auxiliary"]
+    )
     assert inst["p"].between(0, 1).all()
     status = _cli("status", "--db", demo, "--json")
     assert len(inst) * 2 == status["judgments"], "one row per judged (response, constraint) pair, two judges each"

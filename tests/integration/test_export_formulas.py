@@ -12,12 +12,12 @@ import json
 import pandas as pd
 import pytest
 
-from reform_core.services.scoring import scoring
-from reform_core.services.studies import generations
-from reform_core.services.project.export import export, recompute
+from reform_core.services.accounts.users import local_principal
 from reform_core.services.data.importer import import_bundle
 from reform_core.services.platform.uow import dispose_engines, get_engine
-from reform_core.services.accounts.users import local_principal
+from reform_core.services.project.export import export, recompute
+from reform_core.services.scoring import scoring
+from reform_core.services.studies import generations
 from tests.hostile_names import FORMULA_NOTE, write_formula_bundle
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -41,9 +41,22 @@ def exported(tmp_path_factory):
     import_bundle(eng, root / "bundle")
     lead = local_principal(eng)
     scoring.set_pair(eng, lead, names[("judge", "gpt-judge")], names[("judge", "gemini-judge")])
-    gens = pd.DataFrame([{"item": f"@item{t}", "model": m, "provider": "-p", "form": f, "target": t, "repetition": 0,
-                          "output": " ".join(["w"] * t)}
-                         for t in (5, 8) for m in ("=cmd|' /C calc'!A0", "+m2") for f in ("POS", "NEG")])
+    gens = pd.DataFrame(
+        [
+            {
+                "item": f"@item{t}",
+                "model": m,
+                "provider": "-p",
+                "form": f,
+                "target": t,
+                "repetition": 0,
+                "output": " ".join(["w"] * t),
+            }
+            for t in (5, 8)
+            for m in ("=cmd|' /C calc'!A0", "+m2")
+            for f in ("POS", "NEG")
+        ]
+    )
     generations.import_generations(eng, lead, data=gens.to_csv(index=False).encode(), filename="g.csv", study="=study")
     out = root / "out"
     export(eng, out, principal=lead, calibration="stratified", n_boot=50, seed=0)

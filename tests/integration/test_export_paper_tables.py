@@ -13,9 +13,21 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PAPER_TABLES = ["table2", "table3_composition", "figure4_composition_targets", "prompting", "table4_frequency",
-                "table4_correlation", "table_a2_violation_spread", "table_a3_judge_agreement", "table_a4_coverage",
-                "table_a5_task_summary", "table_a6_a7_tasks", "table_a8_units", "analysis_exclusions"]
+PAPER_TABLES = [
+    "table2",
+    "table3_composition",
+    "figure4_composition_targets",
+    "prompting",
+    "table4_frequency",
+    "table4_correlation",
+    "table_a2_violation_spread",
+    "table_a3_judge_agreement",
+    "table_a4_coverage",
+    "table_a5_task_summary",
+    "table_a6_a7_tasks",
+    "table_a8_units",
+    "analysis_exclusions",
+]
 
 
 def _cli(*args):
@@ -26,8 +38,21 @@ def _cli(*args):
 def export_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("paper_tables")
     url = f"sqlite:///{root / 'p.db'}"
-    r = _cli("simulate", "--db", url, "--scale", "small", "--seed", "2", "--conditions", "main,single,prompted",
-             "--extractions", "--adjudicate", "15", "--json")
+    r = _cli(
+        "simulate",
+        "--db",
+        url,
+        "--scale",
+        "small",
+        "--seed",
+        "2",
+        "--conditions",
+        "main,single,prompted",
+        "--extractions",
+        "--adjudicate",
+        "15",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     counts = json.loads(r.stdout)
     assert counts["extractions"] > 0

@@ -37,9 +37,14 @@ from tests.integration.test_import import make_bundle
 LOCATED = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+): (?P<rest>[^\n]+)$")
 # no shrink phase: CI time stays bounded even when a bug is found (the test_known_*
 # cases below are the shrunk reproductions)
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-                # state deliberately carries over between examples (one database per test)
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    # state deliberately carries over between examples (one database per test)
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -89,29 +94,119 @@ def attempt(engine, run, files: dict[str, int]) -> str:
 # ----------------------------------------------------------------------------- strategies
 
 TRICKY = [
-    "", " ", "\x00", "a\x00b", "\\ud800", "\\udfff\\ud800", "\u202eevil", "line\nbreak", "tab\tx",
-    "<script>alert(1)</script>", "' OR 1=1 --", "${jndi:x}", "%s%n", "../../etc/passwd",
-    "q1", "q2", "q9", "q1-v1", "q2-v1", "m1", "m9", "ja", "jb", "zz", "bullet_list", "nope",
+    "",
+    " ",
+    "\x00",
+    "a\x00b",
+    "\\ud800",
+    "\\udfff\\ud800",
+    "\u202eevil",
+    "line\nbreak",
+    "tab\tx",
+    "<script>alert(1)</script>",
+    "' OR 1=1 --",
+    "${jndi:x}",
+    "%s%n",
+    "../../etc/passwd",
+    "q1",
+    "q2",
+    "q9",
+    "q1-v1",
+    "q2-v1",
+    "m1",
+    "m9",
+    "ja",
+    "jb",
+    "zz",
+    "bullet_list",
+    "nope",
 ]
-scalars = (st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70)
-           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20) | st.sampled_from(TRICKY))
-json_values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
-                           max_leaves=6)
-FIELDS = ["key", "text", "question", "instruction", "model", "judge", "judge_a", "judge_b", "position",
-          "label", "status", "feature", "mode", "constraints", "params", "settings", "meta", "choice",
-          "seconds", "plan", "present", "name", "catalog", "format", "version", "prompt_version", "a\nb: c"]
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20)
+    | st.sampled_from(TRICKY)
+)
+json_values = st.recursive(
+    scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=6
+)
+FIELDS = [
+    "key",
+    "text",
+    "question",
+    "instruction",
+    "model",
+    "judge",
+    "judge_a",
+    "judge_b",
+    "position",
+    "label",
+    "status",
+    "feature",
+    "mode",
+    "constraints",
+    "params",
+    "settings",
+    "meta",
+    "choice",
+    "seconds",
+    "plan",
+    "present",
+    "name",
+    "catalog",
+    "format",
+    "version",
+    "prompt_version",
+    "a\nb: c",
+]
 
 
-RAW_LINES = [b"[" * 50_000, b'{"a": ' * 2000, b"1" * 5000, b"\xff\xfe", b"\x00" * 8, b"null", b"[]", b"1", b'"s"',
-             b'{"key": "q1", "key": "q1"}', b"\xef\xbb\xbf{}", b"{\"key\": \"\\ud800\"}"]
+RAW_LINES = [
+    b"[" * 50_000,
+    b'{"a": ' * 2000,
+    b"1" * 5000,
+    b"\xff\xfe",
+    b"\x00" * 8,
+    b"null",
+    b"[]",
+    b"1",
+    b'"s"',
+    b'{"key": "q1", "key": "q1"}',
+    b"\xef\xbb\xbf{}",
+    b'{"key": "\\ud800"}',
+]
 
 
 @st.composite
 def corruption(draw, files: list[str]):
-    kind = draw(st.sampled_from(["set", "set", "set", "delete_field", "raw_line", "bytes", "dupe_key",
-                                 "dupe_line", "huge", "drop_file", "dir_file", "constraint"]))
-    return (kind, draw(st.sampled_from(files)), draw(st.integers(0, 20)), draw(st.sampled_from(FIELDS)),
-            draw(json_values), draw(st.binary(max_size=24) | st.sampled_from(RAW_LINES)))
+    kind = draw(
+        st.sampled_from(
+            [
+                "set",
+                "set",
+                "set",
+                "delete_field",
+                "raw_line",
+                "bytes",
+                "dupe_key",
+                "dupe_line",
+                "huge",
+                "drop_file",
+                "dir_file",
+                "constraint",
+            ]
+        )
+    )
+    return (
+        kind,
+        draw(st.sampled_from(files)),
+        draw(st.integers(0, 20)),
+        draw(st.sampled_from(FIELDS)),
+        draw(json_values),
+        draw(st.binary(max_size=24) | st.sampled_from(RAW_LINES)),
+    )
 
 
 def _lines(p: Path) -> list[bytes]:
@@ -140,7 +235,7 @@ def apply(root: Path, corr) -> None:
     if kind == "raw_line" or not isinstance(rec, dict):
         lines[i] = json.dumps(value).encode() if kind != "bytes" else raw
     elif kind == "bytes":
-        lines[i] = lines[i][: len(lines[i]) // 2] + raw + lines[i][len(lines[i]) // 2:]
+        lines[i] = lines[i][: len(lines[i]) // 2] + raw + lines[i][len(lines[i]) // 2 :]
     elif kind == "set":
         rec[fld] = value
         lines[i] = json.dumps(rec).encode()
@@ -203,11 +298,24 @@ def test_fuzz_harness_detects_real_changes(seeded, tmp_path):
 # ----------------------------------------------------------------------------- IFEval
 
 IFEVAL_INPUT = [
-    {"key": 1001, "prompt": "Plan a trip to Japan. No commas.", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]},
-    {"key": 1005, "prompt": "Write a resume with 12 placeholders.", "instruction_id_list": ["detectable_content:number_placeholders"],
-     "kwargs": [{"num_placeholders": 12}]},
-    {"key": 1019, "prompt": "Ask a question in lowercase.", "instruction_id_list": ["change_case:english_lowercase", "punctuation:no_comma"],
-     "kwargs": [{}, {}]},
+    {
+        "key": 1001,
+        "prompt": "Plan a trip to Japan. No commas.",
+        "instruction_id_list": ["punctuation:no_comma"],
+        "kwargs": [{}],
+    },
+    {
+        "key": 1005,
+        "prompt": "Write a resume with 12 placeholders.",
+        "instruction_id_list": ["detectable_content:number_placeholders"],
+        "kwargs": [{"num_placeholders": 12}],
+    },
+    {
+        "key": 1019,
+        "prompt": "Ask a question in lowercase.",
+        "instruction_id_list": ["change_case:english_lowercase", "punctuation:no_comma"],
+        "kwargs": [{}, {}],
+    },
 ]
 
 
@@ -215,7 +323,9 @@ def make_ifeval(root: Path) -> tuple[Path, Path]:
     root.mkdir(parents=True, exist_ok=True)
     inp, resp = root / "input_data.jsonl", root / "responses_m.jsonl"
     inp.write_text("".join(json.dumps(d) + "\n" for d in IFEVAL_INPUT))
-    resp.write_text("".join(json.dumps({"prompt": d["prompt"], "response": f"answer {d['key']}"}) + "\n" for d in IFEVAL_INPUT))
+    resp.write_text(
+        "".join(json.dumps({"prompt": d["prompt"], "response": f"answer {d['key']}"}) + "\n" for d in IFEVAL_INPUT)
+    )
     return inp, resp
 
 
@@ -254,14 +364,33 @@ BUNDLE_BUGS = {
     "manifest_unknown_catalog": ("bundle.json", b'{"catalog": "no-such-catalog"}\n'),
     # an adjudication whose model has no response to the instruction passes validation,
     # then _adjudications() looks it up in ``rid`` -> KeyError
-    "adjudication_without_response": ("adjudications.jsonl", json.dumps(
-        {"judge_a": "ja", "judge_b": "jb", "model": "m9", "instruction": "q1-v1", "position": 2, "choice": "A"}).encode() + b"\n"),
+    "adjudication_without_response": (
+        "adjudications.jsonl",
+        json.dumps(
+            {"judge_a": "ja", "judge_b": "jb", "model": "m9", "instruction": "q1-v1", "position": 2, "choice": "A"}
+        ).encode()
+        + b"\n",
+    ),
     # an unknown field name is printed raw: a newline in it forges a second "located" line
     "field_name_with_newline": ("questions.jsonl", b'{"key": "q1", "x\\nquestions.jsonl:1: key: forged": 1}\n'),
     # an infinite ``seconds`` is accepted and stored (should be a finite number >= 0)
-    "seconds_infinite": ("adjudications.jsonl", json.dumps(
-        {"judge_a": "ja", "judge_b": "jb", "model": "m1", "instruction": "q1-v1", "position": 2, "choice": "A",
-         "seconds": 1e400}).replace("Infinity", "1e400").encode() + b"\n"),
+    "seconds_infinite": (
+        "adjudications.jsonl",
+        json.dumps(
+            {
+                "judge_a": "ja",
+                "judge_b": "jb",
+                "model": "m1",
+                "instruction": "q1-v1",
+                "position": 2,
+                "choice": "A",
+                "seconds": 1e400,
+            }
+        )
+        .replace("Infinity", "1e400")
+        .encode()
+        + b"\n",
+    ),
 }
 
 
@@ -296,14 +425,28 @@ IFEVAL_BUGS = {
     "responses_not_utf8": ("responses_m.jsonl", b"\xfe\n"),
     "input_line_not_object": ("input_data.jsonl", b"1\n"),
     "responses_line_not_object": ("responses_m.jsonl", b"[1]\n"),
-    "kwargs_not_list": ("input_data.jsonl", b'{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": 3}\n'),
-    "kwargs_entry_not_object": ("input_data.jsonl", b'{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": ["x"]}\n'),
-    "instruction_id_not_string": ("input_data.jsonl", b'{"key": 1, "prompt": "p", "instruction_id_list": [{}], "kwargs": [{}]}\n'),
-    "prompt_not_string": ("input_data.jsonl", b'{"key": 1, "prompt": {}, "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}\n'),
+    "kwargs_not_list": (
+        "input_data.jsonl",
+        b'{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": 3}\n',
+    ),
+    "kwargs_entry_not_object": (
+        "input_data.jsonl",
+        b'{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": ["x"]}\n',
+    ),
+    "instruction_id_not_string": (
+        "input_data.jsonl",
+        b'{"key": 1, "prompt": "p", "instruction_id_list": [{}], "kwargs": [{}]}\n',
+    ),
+    "prompt_not_string": (
+        "input_data.jsonl",
+        b'{"key": 1, "prompt": {}, "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}\n',
+    ),
     # duplicate keys are reported against questions.jsonl / instructions.jsonl, files the user never gave
-    "duplicate_key_names_wrong_file": ("input_data.jsonl",
-                                       b'{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}\n'
-                                       b'{"key": 1, "prompt": "p2", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}\n'),
+    "duplicate_key_names_wrong_file": (
+        "input_data.jsonl",
+        b'{"key": 1, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}\n'
+        b'{"key": 1, "prompt": "p2", "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}\n',
+    ),
     "responses_file_missing": ("responses_m.jsonl", None),
     # json.loads raises RecursionError / a plain ValueError, not JSONDecodeError
     "input_deeply_nested": ("input_data.jsonl", b"[" * 100_000 + b"\n"),

@@ -22,19 +22,73 @@ from tests.integration.test_fuzz_importers import FUZZ, TRICKY, attempt
 
 HEADER = ["model", "key", "prompt", "instruction_id", "kwargs", "response", "gpt", "why", "gem"]
 ROWS = [
-    ["m1", "1", "Write a poem", "length_constraints:number_words", '{"num_words": 300, "relation": "at least"}',
-     "short poem", "0", "too short", "1"],
+    [
+        "m1",
+        "1",
+        "Write a poem",
+        "length_constraints:number_words",
+        '{"num_words": 300, "relation": "at least"}',
+        "short poem",
+        "0",
+        "too short",
+        "1",
+    ],
     ["m1", "1", "Write a poem", "punctuation:no_comma", "{}", "short poem", "1", "", ""],
-    ["m2", "1", "Write a poem", "length_constraints:number_words", '{"num_words": 300, "relation": "at least"}',
-     "long, poem", "1", "", "yes"],
+    [
+        "m2",
+        "1",
+        "Write a poem",
+        "length_constraints:number_words",
+        '{"num_words": 300, "relation": "at least"}',
+        "long, poem",
+        "1",
+        "",
+        "yes",
+    ],
     ["m2", "1", "Write a poem", "punctuation:no_comma", "", "long, poem", "0", "comma", "false"],
-    ["m1", "2", "Say hi\nin two lines", "keywords:forbidden_words", '{"forbidden_words": ["rock"]}', "hi", "1", "", "1"],
+    [
+        "m1",
+        "2",
+        "Say hi\nin two lines",
+        "keywords:forbidden_words",
+        '{"forbidden_words": ["rock"]}',
+        "hi",
+        "1",
+        "",
+        "1",
+    ],
 ]
-MAP = parse_mapping(["key=question", "instruction_id=feature", "kwargs=params", "gpt=label:gpt", "why=rationale:gpt",
-                     "gem=label:gem"])
-CELL = st.sampled_from(TRICKY) | st.text(max_size=12) | st.sampled_from(
-    ["", "1", "0", "2", "maybe", "{", "[]", '{"num_words": "x"}', '{"nope": 1}', "forbid", "require",
-     "punctuation:no_comma", "ifeval", "51", "-1", "1.5", "m1", "2", "\"", "a,b"])
+MAP = parse_mapping(
+    ["key=question", "instruction_id=feature", "kwargs=params", "gpt=label:gpt", "why=rationale:gpt", "gem=label:gem"]
+)
+CELL = (
+    st.sampled_from(TRICKY)
+    | st.text(max_size=12)
+    | st.sampled_from(
+        [
+            "",
+            "1",
+            "0",
+            "2",
+            "maybe",
+            "{",
+            "[]",
+            '{"num_words": "x"}',
+            '{"nope": 1}',
+            "forbid",
+            "require",
+            "punctuation:no_comma",
+            "ifeval",
+            "51",
+            "-1",
+            "1.5",
+            "m1",
+            "2",
+            '"',
+            "a,b",
+        ]
+    )
+)
 
 
 @st.composite

@@ -22,7 +22,9 @@ def test_differences_finds_a_moved_number_and_a_changed_text():
     want = {"a": [1.0, {"b": "x"}], "c": 2}
     assert _differences(want, {"a": [1.0 + 1e-13, {"b": "x"}], "c": 2}) == []
     assert _differences(want, {"a": [1.0 + 1e-9, {"b": "y"}], "c": 2}) == [
-        "/a[0]: 1.000000001, pinned 1.0", "/a[1]/b: 'y', pinned 'x'"]
+        "/a[0]: 1.000000001, pinned 1.0",
+        "/a[1]/b: 'y', pinned 'x'",
+    ]
 
 
 @pytest.mark.slow

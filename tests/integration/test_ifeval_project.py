@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import text
 
 from reform_core import ifeval_eval
-from reform_core.services.data.reading import ImportFailed
 from reform_core.services.data.ifeval_import import import_ifeval
+from reform_core.services.data.reading import ImportFailed
 from reform_core.services.judging.judging import prompt_for_display, run_judge
 from reform_core.services.platform.uow import get_engine
 
@@ -39,16 +39,23 @@ def ifeval_db(tmp_path_factory):
 
 def _constraints(eng, key: str) -> list[tuple]:
     with eng.connect() as conn:
-        return conn.execute(text(
-            "SELECT c.feature, c.mode, c.text, c.acceptance FROM constraint_item c JOIN instruction i "
-            "ON i.id = c.instruction_id WHERE i.key = :k ORDER BY c.position"), {"k": f"ifeval-{key}"}).all()
+        return conn.execute(
+            text(
+                "SELECT c.feature, c.mode, c.text, c.acceptance FROM constraint_item c JOIN instruction i "
+                "ON i.id = c.instruction_id WHERE i.key = :k ORDER BY c.position"
+            ),
+            {"k": f"ifeval-{key}"},
+        ).all()
 
 
 def test_constraint_texts_name_their_parameters(ifeval_db):
     # key 1000: no comma, 3 highlighted sections, at least 300 words
     rows = _constraints(ifeval_db, "1000")
-    assert [r[0] for r in rows] == ["punctuation:no_comma", "detectable_format:number_highlighted_sections",
-                                    "length_constraints:number_words"]
+    assert [r[0] for r in rows] == [
+        "punctuation:no_comma",
+        "detectable_format:number_highlighted_sections",
+        "length_constraints:number_words",
+    ]
     assert rows[2][2] == "Answer with at least 300 words." and rows[2][3] == "The word count is at least 300."
     assert "Highlight at least 3 sections" in rows[1][2]
     # a natural mode: every IFEval instruction is a requirement ("require: refrain from commas")
@@ -56,9 +63,12 @@ def test_constraint_texts_name_their_parameters(ifeval_db):
     assert rows[0][2] == "In your entire response, refrain from the use of any commas."
     # no constraint anywhere is a bare instruction id or lacks acceptance criteria
     with ifeval_db.connect() as conn:
-        bad = conn.execute(text("SELECT COUNT(*) FROM constraint_item WHERE text = feature OR acceptance = ''")).scalar()
-        forbidden = conn.execute(text(
-            "SELECT c.text, c.params FROM constraint_item c WHERE c.feature = 'keywords:forbidden_words'")).all()
+        bad = conn.execute(
+            text("SELECT COUNT(*) FROM constraint_item WHERE text = feature OR acceptance = ''")
+        ).scalar()
+        forbidden = conn.execute(
+            text("SELECT c.text, c.params FROM constraint_item c WHERE c.feature = 'keywords:forbidden_words'")
+        ).all()
     assert bad == 0
     for t, params in forbidden:
         words = (json.loads(params) if isinstance(params, str) else params)["forbidden_words"]
@@ -69,8 +79,11 @@ def test_the_judge_prompt_shows_the_numbers(ifeval_db):
     """What an LLM judge receives for key 1000 (docs/metrics.md#what-a-judge-sees: constraints with
     acceptance criteria)."""
     with ifeval_db.connect() as conn:
-        rid = conn.execute(text("SELECT r.id FROM response r JOIN instruction i ON i.id = r.instruction_id "
-                                "WHERE i.key = 'ifeval-1000'")).scalar()
+        rid = conn.execute(
+            text(
+                "SELECT r.id FROM response r JOIN instruction i ON i.id = r.instruction_id WHERE i.key = 'ifeval-1000'"
+            )
+        ).scalar()
     prompt = prompt_for_display(ifeval_db, response_id=rid)["text"]
     assert "(require) Answer with at least 300 words." in prompt
     assert "Acceptance criteria: The word count is at least 300." in prompt
@@ -78,8 +91,12 @@ def test_the_judge_prompt_shows_the_numbers(ifeval_db):
 
 
 def test_kwargs_are_checked_with_located_errors(tmp_path, sqlite_url):
-    bad = {"key": 7, "prompt": "Write.", "instruction_id_list": ["length_constraints:number_words", "keywords:existence"],
-           "kwargs": [{"num_words": "300", "relation": "at least"}, {"keyword": ["x"]}]}
+    bad = {
+        "key": 7,
+        "prompt": "Write.",
+        "instruction_id_list": ["length_constraints:number_words", "keywords:existence"],
+        "kwargs": [{"num_words": "300", "relation": "at least"}, {"keyword": ["x"]}],
+    }
     inp, resp = tmp_path / "in.jsonl", tmp_path / "r.jsonl"
     inp.write_text(json.dumps(bad) + "\n")
     resp.write_text(json.dumps({"prompt": "Write.", "response": "ok"}) + "\n")
@@ -87,9 +104,13 @@ def test_kwargs_are_checked_with_located_errors(tmp_path, sqlite_url):
     with pytest.raises(ImportFailed) as exc:
         import_ifeval(eng, input_path=inp, responses={"m": resp})
     errors = exc.value.errors
-    assert any(e.startswith("in.jsonl:1: kwargs: length_constraints:number_words: num_words must be of type int")
-               for e in errors), errors
-    assert any(e.startswith("in.jsonl:1: kwargs: keywords:existence: unexpected kwargs ['keyword']") for e in errors), errors
+    assert any(
+        e.startswith("in.jsonl:1: kwargs: length_constraints:number_words: num_words must be of type int")
+        for e in errors
+    ), errors
+    assert any(e.startswith("in.jsonl:1: kwargs: keywords:existence: unexpected kwargs ['keyword']") for e in errors), (
+        errors
+    )
     with eng.connect() as conn:
         assert conn.execute(text("SELECT COUNT(*) FROM question")).scalar() == 0
 
@@ -101,13 +122,24 @@ def test_rules_judge_runs_the_ifeval_verifiers(ifeval_db, mode):
     assert out["abstentions"] == 0 and out["errors"] == 0 and out["labels"] == 832
     run = ifeval_eval.evaluate(ifeval_eval.read_inputs(INPUT), ifeval_eval.read_responses(RESPONSES), mode=mode)
     expected = run.verdicts.assign(position=run.verdicts.groupby("key").cumcount() + 1)
-    expected = {(f"ifeval-{k}", int(p)): int(v) for k, p, v in zip(expected["key"], expected["position"], expected["passed"])}
+    expected = {
+        (f"ifeval-{k}", int(p)): int(v) for k, p, v in zip(expected["key"], expected["position"], expected["passed"])
+    }
     with ifeval_db.connect() as conn:
-        got = {(r[0], int(r[1])): r[2] for r in conn.execute(text(
-            "SELECT i.key, c.position, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id "
-            "JOIN constraint_item c ON c.id = g.constraint_id JOIN instruction i ON i.id = c.instruction_id "
-            "WHERE j.name = :n"), {"n": f"rules-{mode}"})}
-        config = json.loads(conn.execute(text("SELECT config FROM judge WHERE name = :n"), {"n": f"rules-{mode}"}).scalar())
+        got = {
+            (r[0], int(r[1])): r[2]
+            for r in conn.execute(
+                text(
+                    "SELECT i.key, c.position, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id "
+                    "JOIN constraint_item c ON c.id = g.constraint_id JOIN instruction i ON i.id = c.instruction_id "
+                    "WHERE j.name = :n"
+                ),
+                {"n": f"rules-{mode}"},
+            )
+        }
+        config = json.loads(
+            conn.execute(text("SELECT config FROM judge WHERE name = :n"), {"n": f"rules-{mode}"}).scalar()
+        )
     assert got == expected
     assert config["mode"] == mode
     with pytest.raises(ValueError, match="exists with provider='rules', model='verifiers"):

@@ -32,9 +32,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from reform_core.services.accounts.users import create_user, local_principal
 from reform_core.services.adjudication import adjudication
 from reform_core.services.platform.uow import dispose_engines, get_engine
-from reform_core.services.accounts.users import create_user, local_principal
 from tests.integration.fake_servers import FakeServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,8 +45,10 @@ RESPONSES = DATA / "input_response_data_gpt4_20231107_145030.jsonl"
 
 def _labeler(seed: str):
     """A deterministic fake LLM: fails about one constraint in six, differently per server."""
+
     def label(ids, prompt):
         return {i: int(hashlib.sha256(f"{seed}|{i}|{prompt}".encode()).digest()[0] % 6 != 0) for i in ids}
+
     return label
 
 
@@ -60,8 +62,9 @@ def servers():
 
 def _cli(*args, ok: bool = True):
     env = {**os.environ, "OPENAI_API_KEY": "sk-test", "GOOGLE_API_KEY": "g-test"}
-    r = subprocess.run([sys.executable, "-m", "reform_core", *map(str, args)], capture_output=True, text=True, cwd=REPO,
-                       env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", *map(str, args)], capture_output=True, text=True, cwd=REPO, env=env
+    )
     if ok:
         assert r.returncode == 0, r.stderr
     return r
@@ -98,15 +101,23 @@ def _adjudicate(url: str, plan_name: str, truth: dict, annotators: tuple[str, ..
     who = [create_user(engine, lead, username=a, password="annotator-pass-1", role="annotator") for a in annotators]
     plans = adjudication.list_plans(engine, lead)
     plan_id = int(plans.loc[plans["name"] == plan_name, "id"].iloc[0])
-    prompt_key = {json.loads(line)["prompt"]: f"ifeval-{json.loads(line)['key']}"
-                  for line in INPUT.read_text(encoding="utf-8").splitlines()}
+    prompt_key = {
+        json.loads(line)["prompt"]: f"ifeval-{json.loads(line)['key']}"
+        for line in INPUT.read_text(encoding="utf-8").splitlines()
+    }
     decided = 0
     for principal in who or [lead]:
         while (item := adjudication.claim_next(engine, principal, plan_id)) is not None:
             verdict = truth[(prompt_key[item.instruction], int(item.constraint["position"]))]
             shown = "A" if item.judge_a.label == verdict else "B" if item.judge_b.label == verdict else "neither"
-            adjudication.decide(engine, principal, item.task_id, shown, seconds=3.0,
-                                note="both judges contradict the official verdict" if shown == "neither" else "")
+            adjudication.decide(
+                engine,
+                principal,
+                item.task_id,
+                shown,
+                seconds=3.0,
+                note="both judges contradict the official verdict" if shown == "neither" else "",
+            )
             decided += 1
     dispose_engines()
     return decided
@@ -117,20 +128,39 @@ def test_ifeval_walkthrough(tmp_path, servers):
     url = f"sqlite:///{tmp_path / 'ifeval.db'}"
     truth = _official()
 
-    out = json.loads(_cli("import-ifeval", "--db", url, "--input", INPUT, "--responses", f"gpt4={RESPONSES}",
-                          "--json").stdout)
+    out = json.loads(
+        _cli("import-ifeval", "--db", url, "--input", INPUT, "--responses", f"gpt4={RESPONSES}", "--json").stdout
+    )
     assert out["questions"] == 541 and out["responses"] == 540 and out["missing_responses"] == {"gpt4": ["2785"]}
 
     # two LLM judges over loopback, and IFEval's own checkers offline
     for provider, server, name in (("openai", gpt, "gpt"), ("gemini", gem, "gem")):
         base = server.url + ("/v1" if provider == "openai" else "")
-        j = json.loads(_cli("judge", "--db", url, "--provider", provider, "--model", f"{name}-model", "--name", name,
-                            "--base-url", base, "--concurrency", "8", "--json").stdout)
+        j = json.loads(
+            _cli(
+                "judge",
+                "--db",
+                url,
+                "--provider",
+                provider,
+                "--model",
+                f"{name}-model",
+                "--name",
+                name,
+                "--base-url",
+                base,
+                "--concurrency",
+                "8",
+                "--json",
+            ).stdout
+        )
         assert j["labels"] == 832 and j["errors"] == 0
     sent = [c for c in gpt.calls if "Write a 300+ word summary of the wikipedia page" in json.dumps(c["body"])]
     assert sent and "Answer with at least 300 words." in json.dumps(sent[0]["body"])  # the judge saw the number
     for mode in ("strict", "loose"):
-        j = json.loads(_cli("judge", "--db", url, "--provider", "rules", "--mode", mode, "--name", mode, "--json").stdout)
+        j = json.loads(
+            _cli("judge", "--db", url, "--provider", "rules", "--mode", mode, "--name", mode, "--json").stdout
+        )
         assert j["labels"] == 832 and j["abstentions"] == 0
 
     # four judges with labels and no pair: scoring refuses and says how to choose
@@ -176,8 +206,22 @@ def test_ifeval_walkthrough(tmp_path, servers):
     # paper's stratified sample takes all of a small population; the README says so)
 
     _cli("pair", "--db", url, "strict", "loose")
-    plan = json.loads(_cli("plan", "--db", url, "--judges", "strict,loose", "--design", "stratified", "--seed", "0", "--name", "rules",
-                           "--json").stdout)
+    plan = json.loads(
+        _cli(
+            "plan",
+            "--db",
+            url,
+            "--judges",
+            "strict,loose",
+            "--design",
+            "stratified",
+            "--seed",
+            "0",
+            "--name",
+            "rules",
+            "--json",
+        ).stdout
+    )
     n_dis = plan["models"]["gpt4"]["disagreements"]
     assert 0 < n_dis == plan["models"]["gpt4"]["planned"]  # a small population: Cochran/FPC takes all
     assert _adjudicate(url, "rules", truth) == n_dis

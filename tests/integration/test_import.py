@@ -13,9 +13,9 @@ from sqlalchemy import text
 from db.engine import current_revision, head_revision, make_engine, upgrade
 from reform_core.services.data.bundle_export import export_bundle
 from reform_core.services.data.ifeval_import import import_ifeval
-from reform_core.services.data.status import status
 from reform_core.services.data.importer import import_bundle
 from reform_core.services.data.reading import ImportFailed
+from reform_core.services.data.status import status
 from reform_core.services.platform.uow import get_engine
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,21 +28,57 @@ def _w(path: Path, rows: list[dict]) -> None:
 
 def make_bundle(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "bundle.json").write_text(json.dumps({"format": "reform-bundle", "version": 1, "name": "tiny", "catalog": "reformbench"}))
-    _w(root / "questions.jsonl", [
-        {"key": "q1", "text": "Explain photosynthesis.", "task_type": "explain", "domain": "science", "language": "en"},
-        {"key": "q2", "text": "How do I boil an egg?", "task_type": "howto", "domain": "cooking", "language": "en"},
-    ])
+    (root / "bundle.json").write_text(
+        json.dumps({"format": "reform-bundle", "version": 1, "name": "tiny", "catalog": "reformbench"})
+    )
+    _w(
+        root / "questions.jsonl",
+        [
+            {
+                "key": "q1",
+                "text": "Explain photosynthesis.",
+                "task_type": "explain",
+                "domain": "science",
+                "language": "en",
+            },
+            {"key": "q2", "text": "How do I boil an egg?", "task_type": "howto", "domain": "cooking", "language": "en"},
+        ],
+    )
     cons = lambda a, b, c: [  # noqa: E731
-        {"position": 1, "feature": a, "mode": "require", "text": f"use {a}", "acceptance": "present", "params": {"n": 2}},
+        {
+            "position": 1,
+            "feature": a,
+            "mode": "require",
+            "text": f"use {a}",
+            "acceptance": "present",
+            "params": {"n": 2},
+        },
         {"position": 2, "feature": b, "mode": "forbid", "text": f"no {b}", "acceptance": "absent"},
         {"position": 3, "feature": c, "mode": "require", "text": f"use {c}", "acceptance": "present"},
     ]
-    _w(root / "instructions.jsonl", [
-        {"key": "q1-v1", "question": "q1", "text": "Explain photosynthesis. Rules…", "constraints": cons("section_headings", "bullet_list", "typographic_emphasis")},
-        {"key": "q1-v2", "question": "q1", "text": "Explain photosynthesis. Other rules…", "constraints": cons("section_headings", "numbered_enumeration", "code_block")},
-        {"key": "q2-v1", "question": "q2", "text": "How do I boil an egg? Rules…", "constraints": cons("numbered_enumeration", "table_or_grid", "typographic_emphasis")},
-    ])
+    _w(
+        root / "instructions.jsonl",
+        [
+            {
+                "key": "q1-v1",
+                "question": "q1",
+                "text": "Explain photosynthesis. Rules…",
+                "constraints": cons("section_headings", "bullet_list", "typographic_emphasis"),
+            },
+            {
+                "key": "q1-v2",
+                "question": "q1",
+                "text": "Explain photosynthesis. Other rules…",
+                "constraints": cons("section_headings", "numbered_enumeration", "code_block"),
+            },
+            {
+                "key": "q2-v1",
+                "question": "q2",
+                "text": "How do I boil an egg? Rules…",
+                "constraints": cons("numbered_enumeration", "table_or_grid", "typographic_emphasis"),
+            },
+        ],
+    )
     _w(root / "models.jsonl", [{"name": "m1", "provider": "openai", "settings": {"temperature": 0}}])
     resp = []
     for m in ("m1", "m2"):
@@ -51,10 +87,13 @@ def make_bundle(root: Path) -> Path:
         for i, q in (("q1-v1", "q1"), ("q1-v2", "q1"), ("q2-v1", "q2")):
             resp.append({"model": m, "question": q, "instruction": i, "text": f"answer {m} {i}\r\nline 2"})
     _w(root / "responses.jsonl", resp)
-    _w(root / "baseline_features.jsonl", [
-        {"model": "m1", "question": "q1", "feature": "bullet_list"},
-        {"model": "m2", "question": "q2", "feature": "numbered_enumeration", "present": True, "source": "llm"},
-    ])
+    _w(
+        root / "baseline_features.jsonl",
+        [
+            {"model": "m1", "question": "q1", "feature": "bullet_list"},
+            {"model": "m2", "question": "q2", "feature": "numbered_enumeration", "present": True, "source": "llm"},
+        ],
+    )
     _w(root / "judges.jsonl", [{"name": "ja", "provider": "openai", "model": "gpt-x", "prompt_version": "v1"}])
     jd = []
     for j in ("ja", "jb"):
@@ -62,11 +101,31 @@ def make_bundle(root: Path) -> Path:
             for i in ("q1-v1", "q1-v2", "q2-v1"):
                 for p in (1, 2, 3):
                     lab = 0 if (j == "jb" and p == 2 and m == "m1") else 1
-                    jd.append({"judge": j, "model": m, "instruction": i, "position": p, "label": lab, "rationale": f"{j} says {lab}"})
+                    jd.append(
+                        {
+                            "judge": j,
+                            "model": m,
+                            "instruction": i,
+                            "position": p,
+                            "label": lab,
+                            "rationale": f"{j} says {lab}",
+                        }
+                    )
     _w(root / "judgments.jsonl", jd)
-    _w(root / "adjudications.jsonl", [
-        {"judge_a": "ja", "judge_b": "jb", "model": "m1", "instruction": "q1-v1", "position": 2, "choice": "B", "annotator": "alice"},
-    ])
+    _w(
+        root / "adjudications.jsonl",
+        [
+            {
+                "judge_a": "ja",
+                "judge_b": "jb",
+                "model": "m1",
+                "instruction": "q1-v1",
+                "position": 2,
+                "choice": "B",
+                "annotator": "alice",
+            },
+        ],
+    )
     return root
 
 
@@ -75,8 +134,20 @@ def _dump(url: str) -> dict:
     eng = get_engine(url)
     out = {}
     with eng.connect() as conn:
-        for t in ("question", "instruction", "constraint_item", "eval_model", "response", "baseline_feature",
-                  "judge", "judgment", "adjudication_task", "adjudication", "app_user", "sample_plan"):
+        for t in (
+            "question",
+            "instruction",
+            "constraint_item",
+            "eval_model",
+            "response",
+            "baseline_feature",
+            "judge",
+            "judgment",
+            "adjudication_task",
+            "adjudication",
+            "app_user",
+            "sample_plan",
+        ):
             out[t] = [tuple(r) for r in conn.execute(text(f"SELECT * FROM {t} ORDER BY id"))]
     return out
 
@@ -115,25 +186,78 @@ BAD_CASES = [
     # (file, line index to corrupt, new record or raw text, expected message fragment)
     ("questions.jsonl", 1, "{not json", "questions.jsonl:2: (line): Invalid JSON"),
     ("questions.jsonl", 1, {"text": "no key"}, "questions.jsonl:2: key: Field required"),
-    ("questions.jsonl", 1, {"key": "q1", "text": "dup"}, "questions.jsonl:2: key: duplicate question key (first at line 1)"),
-    ("instructions.jsonl", 0, {"key": "q1-v1", "question": "nope", "constraints": [{"position": 1, "feature": "table_or_grid", "mode": "require"}]},
-     "instructions.jsonl:1: question: unknown question 'nope'"),
-    ("instructions.jsonl", 0, {"key": "q1-v1", "question": "q1", "constraints": [{"position": 1, "feature": "table_or_grid", "mode": "maybe"}]},
-     "instructions.jsonl:1: constraints.0.mode: Input should be 'require' or 'forbid'"),
-    ("instructions.jsonl", 0, {"key": "q1-v1", "question": "q1", "constraints": [{"position": 1, "feature": "not_a_feature", "mode": "require"}]},
-     "instructions.jsonl:1: constraints.feature: unknown catalog feature 'not_a_feature'"),
-    ("responses.jsonl", 0, {"model": "m1", "question": "q2", "instruction": "q1-v1", "text": "x"},
-     "responses.jsonl:1: instruction: instruction 'q1-v1' belongs to question 'q1', not 'q2'"),
-    ("baseline_features.jsonl", 0, {"model": "m9", "question": "q1", "feature": "table_or_grid"},
-     "baseline_features.jsonl:1: question: no baseline response of model 'm9' to question 'q1'"),
-    ("judgments.jsonl", 0, {"judge": "ja", "model": "m1", "instruction": "q1-v1", "position": 1, "label": 2},
-     "judgments.jsonl:1: label: Value error, must be 0, 1, true, false or null, got 2"),
-    ("judgments.jsonl", 0, {"judge": "ja", "model": "m1", "instruction": "q1-v1", "position": 7, "label": 1},
-     "judgments.jsonl:1: position: instruction 'q1-v1' has no constraint at position 7"),
-    ("judgments.jsonl", 0, {"judge": "ja", "model": "m1", "instruction": "q1-v1", "position": 1, "status": "ok"},
-     "judgments.jsonl:1: (line): Value error, label: required when status is 'ok'"),
-    ("adjudications.jsonl", 0, {"judge_a": "ja", "judge_b": "zz", "model": "m1", "instruction": "q1-v1", "position": 2, "choice": "A"},
-     "adjudications.jsonl:1: judge_b: unknown judge 'zz'"),
+    (
+        "questions.jsonl",
+        1,
+        {"key": "q1", "text": "dup"},
+        "questions.jsonl:2: key: duplicate question key (first at line 1)",
+    ),
+    (
+        "instructions.jsonl",
+        0,
+        {
+            "key": "q1-v1",
+            "question": "nope",
+            "constraints": [{"position": 1, "feature": "table_or_grid", "mode": "require"}],
+        },
+        "instructions.jsonl:1: question: unknown question 'nope'",
+    ),
+    (
+        "instructions.jsonl",
+        0,
+        {
+            "key": "q1-v1",
+            "question": "q1",
+            "constraints": [{"position": 1, "feature": "table_or_grid", "mode": "maybe"}],
+        },
+        "instructions.jsonl:1: constraints.0.mode: Input should be 'require' or 'forbid'",
+    ),
+    (
+        "instructions.jsonl",
+        0,
+        {
+            "key": "q1-v1",
+            "question": "q1",
+            "constraints": [{"position": 1, "feature": "not_a_feature", "mode": "require"}],
+        },
+        "instructions.jsonl:1: constraints.feature: unknown catalog feature 'not_a_feature'",
+    ),
+    (
+        "responses.jsonl",
+        0,
+        {"model": "m1", "question": "q2", "instruction": "q1-v1", "text": "x"},
+        "responses.jsonl:1: instruction: instruction 'q1-v1' belongs to question 'q1', not 'q2'",
+    ),
+    (
+        "baseline_features.jsonl",
+        0,
+        {"model": "m9", "question": "q1", "feature": "table_or_grid"},
+        "baseline_features.jsonl:1: question: no baseline response of model 'm9' to question 'q1'",
+    ),
+    (
+        "judgments.jsonl",
+        0,
+        {"judge": "ja", "model": "m1", "instruction": "q1-v1", "position": 1, "label": 2},
+        "judgments.jsonl:1: label: Value error, must be 0, 1, true, false or null, got 2",
+    ),
+    (
+        "judgments.jsonl",
+        0,
+        {"judge": "ja", "model": "m1", "instruction": "q1-v1", "position": 7, "label": 1},
+        "judgments.jsonl:1: position: instruction 'q1-v1' has no constraint at position 7",
+    ),
+    (
+        "judgments.jsonl",
+        0,
+        {"judge": "ja", "model": "m1", "instruction": "q1-v1", "position": 1, "status": "ok"},
+        "judgments.jsonl:1: (line): Value error, label: required when status is 'ok'",
+    ),
+    (
+        "adjudications.jsonl",
+        0,
+        {"judge_a": "ja", "judge_b": "zz", "model": "m1", "instruction": "q1-v1", "position": 2, "choice": "A"},
+        "adjudications.jsonl:1: judge_b: unknown judge 'zz'",
+    ),
 ]
 
 
@@ -182,7 +306,9 @@ def test_conflict_needs_replace(tmp_path, sqlite_url):
     (b / "questions.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(ImportFailed) as exc:
         import_bundle(eng, b)
-    assert exc.value.errors == ["questions.jsonl:1: text: conflicts with existing question [q1] (use --replace to overwrite)"]
+    assert exc.value.errors == [
+        "questions.jsonl:1: text: conflicts with existing question [q1] (use --replace to overwrite)"
+    ]
     counts = import_bundle(eng, b, replace=True)
     assert counts["questions"] == 1
     with eng.connect() as conn:
@@ -202,16 +328,22 @@ def test_migrations_upgrade_empty_database(any_db_url):
 
 def test_ifeval_importer_loads_everything(sqlite_url):
     eng = get_engine(sqlite_url)
-    out = import_ifeval(eng, input_path=IFEVAL / "input_data.jsonl",
-                        responses={"gpt4": IFEVAL / "input_response_data_gpt4_20231107_145030.jsonl"})
+    out = import_ifeval(
+        eng,
+        input_path=IFEVAL / "input_data.jsonl",
+        responses={"gpt4": IFEVAL / "input_response_data_gpt4_20231107_145030.jsonl"},
+    )
     assert out["questions"] == 541 and out["instructions"] == 541 and out["responses"] == 540
     assert out["missing_responses"] == {"gpt4": ["2785"]}
     src = [json.loads(line) for line in (IFEVAL / "input_data.jsonl").read_text().splitlines()]
     assert out["constraints"] == sum(len(d["instruction_id_list"]) for d in src)
     with eng.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT c.feature, c.params FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
-            "WHERE i.key = 'ifeval-1000' ORDER BY c.position")).all()
+        rows = conn.execute(
+            text(
+                "SELECT c.feature, c.params FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
+                "WHERE i.key = 'ifeval-1000' ORDER BY c.position"
+            )
+        ).all()
     d1000 = next(d for d in src if d["key"] == 1000)
     assert [r[0] for r in rows] == d1000["instruction_id_list"]
     got = [json.loads(r[1]) if isinstance(r[1], str) else r[1] for r in rows]
@@ -221,21 +353,37 @@ def test_ifeval_importer_loads_everything(sqlite_url):
 def test_cli_status_and_import_json(tmp_path):
     db = f"sqlite:///{tmp_path / 'cli.db'}"
     b = make_bundle(tmp_path / "b")
-    r = subprocess.run([sys.executable, "-m", "reform_core", "import", str(b), "--db", db, "--json"],
-                       capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", "import", str(b), "--db", db, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["judgments"] == 36
-    r = subprocess.run([sys.executable, "-m", "reform_core", "status", "--db", db, "--json"],
-                       capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", "status", "--db", db, "--json"], capture_output=True, text=True, cwd=REPO
+    )
     st = json.loads(r.stdout)
-    assert set(st) == {"questions", "instructions", "constraints", "models", "responses", "judgments",
-                       "disagreements", "adjudications", "pair", "plans"}
+    assert set(st) == {
+        "questions",
+        "instructions",
+        "constraints",
+        "models",
+        "responses",
+        "judgments",
+        "disagreements",
+        "adjudications",
+        "pair",
+        "plans",
+    }
     assert st["pair"] is None  # not set; ja, jb are the only judges, so scoring may use them
     assert st["plans"] == [{"name": "imported", "judge_a": "ja", "judge_b": "jb", "tasks": 1, "done": 1}]
     lines = (b / "questions.jsonl").read_text().splitlines()
     (b / "questions.jsonl").write_text(lines[0] + "\n{oops\n")
-    r = subprocess.run([sys.executable, "-m", "reform_core", "import", str(b), "--db", db],
-                       capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", "import", str(b), "--db", db], capture_output=True, text=True, cwd=REPO
+    )
     assert r.returncode != 0 and "questions.jsonl:2:" in r.stderr
 
 
@@ -245,8 +393,12 @@ def test_old_database_upgrades_keeping_data(tmp_path, any_db_url):
     upgrade(eng, "0001")
     assert current_revision(eng) == "0001"
     with eng.begin() as conn:
-        conn.execute(text("INSERT INTO question (key, text, task_type, domain, language, source) "
-                          "VALUES ('old-q', 'kept', '', '', '', '')"))
+        conn.execute(
+            text(
+                "INSERT INTO question (key, text, task_type, domain, language, source) "
+                "VALUES ('old-q', 'kept', '', '', '', '')"
+            )
+        )
     eng.dispose()
     eng2 = get_engine(any_db_url)  # what the app and the CLI do on start
     assert current_revision(eng2) == head_revision(eng2) != "0001"

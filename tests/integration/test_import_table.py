@@ -13,7 +13,6 @@ is written unless the whole table is valid (SQLite and PostgreSQL).
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import subprocess
@@ -33,8 +32,13 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "ifeval"
 INPUT = DATA / "input_data.jsonl"
 RESPONSES = DATA / "input_response_data_gpt4_20231107_145030.jsonl"
-MAP = ["key=question", "instruction_id=feature", "kwargs_json=params", "strict=label:official-strict",
-       "loose=label:official-loose"]
+MAP = [
+    "key=question",
+    "instruction_id=feature",
+    "kwargs_json=params",
+    "strict=label:official-strict",
+    "loose=label:official-loose",
+]
 
 
 def _ifeval_table(keys: int | None = None) -> pd.DataFrame:
@@ -53,14 +57,21 @@ def _ifeval_table(keys: int | None = None) -> pd.DataFrame:
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "reform_core", *map(str, args)], capture_output=True, text=True,
-                          cwd=REPO, env=os.environ.copy())
+    return subprocess.run(
+        [sys.executable, "-m", "reform_core", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=os.environ.copy(),
+    )
 
 
 def _counts(eng) -> dict:
     with eng.connect() as conn:
-        return {t: conn.execute(text(f"SELECT COUNT(*) FROM {t}")).scalar()
-                for t in ("question", "instruction", "constraint_item", "response", "judge", "judgment")}
+        return {
+            t: conn.execute(text(f"SELECT COUNT(*) FROM {t}")).scalar()
+            for t in ("question", "instruction", "constraint_item", "response", "judge", "judgment")
+        }
 
 
 def _official_accuracy(df: pd.DataFrame, column: str) -> tuple[float, float]:
@@ -87,8 +98,10 @@ def test_ifeval_verdict_table_through_the_cli(tmp_path):
     # the same constraint texts and acceptance criteria as import-ifeval renders from input_data.jsonl
     ref = get_engine(f"sqlite:///{tmp_path / 'ref.db'}")
     import_ifeval(ref, input_path=INPUT, responses={"gpt4": RESPONSES})
-    q = ("SELECT i.key, c.position, c.feature, c.mode, c.text, c.acceptance FROM constraint_item c "
-         "JOIN instruction i ON i.id = c.instruction_id ORDER BY i.key, c.position")
+    q = (
+        "SELECT i.key, c.position, c.feature, c.mode, c.text, c.acceptance FROM constraint_item c "
+        "JOIN instruction i ON i.id = c.instruction_id ORDER BY i.key, c.position"
+    )
     with get_engine(url).connect() as conn:
         mine = {(k, p): rest for k, p, *rest in conn.execute(text(q)).all()}
     with ref.connect() as conn:
@@ -105,8 +118,9 @@ def test_ifeval_verdict_table_through_the_cli(tmp_path):
         assert s["emcr"] is None  # IFEval: no baseline data, no EMCR
 
     # re-importing identical data changes nothing
-    again = json.loads(_cli("import-table", path, "--db", url, *[a for m in MAP for a in ("--map", m)],
-                            "--json").stdout)
+    again = json.loads(
+        _cli("import-table", path, "--db", url, *[a for m in MAP for a in ("--map", m)], "--json").stdout
+    )
     assert all(again[k] == 0 for k in ("questions", "constraints", "responses", "judgments"))
 
 
@@ -121,9 +135,11 @@ def test_parquet_gives_the_same_project_as_csv(tmp_path):
     for name in ("t.csv", "t.parquet"):
         engines[name] = get_engine(f"sqlite:///{tmp_path / (name + '.db')}")
         import_table(engines[name], (tmp_path / name).read_bytes(), name, mapping)
-    q = ("SELECT j.name, i.key, c.position, c.text, g.label, r.text FROM judgment g JOIN judge j ON j.id = g.judge_id "
-         "JOIN constraint_item c ON c.id = g.constraint_id JOIN instruction i ON i.id = c.instruction_id "
-         "JOIN response r ON r.id = g.response_id ORDER BY 1, 2, 3")
+    q = (
+        "SELECT j.name, i.key, c.position, c.text, g.label, r.text FROM judgment g JOIN judge j ON j.id = g.judge_id "
+        "JOIN constraint_item c ON c.id = g.constraint_id JOIN instruction i ON i.id = c.instruction_id "
+        "JOIN response r ON r.id = g.response_id ORDER BY 1, 2, 3"
+    )
     rows = {}
     for name, eng in engines.items():
         with eng.connect() as conn:
@@ -140,31 +156,40 @@ def test_every_problem_is_located_and_nothing_is_written(any_db_url, tmp_path):
     bad = _ifeval_table(keys=12).copy()
     for col in ("prompt", "response"):  # one line per row (multi-line cells: test_malformed_files)
         bad[col] = bad[col].str.replace("\n", " ")
-    bad.loc[0, "strict"] = "maybe"                           # line 2
-    bad.loc[1, "instruction_id"] = "punctuation:no_commas"   # line 3: unknown feature
-    bad.loc[4, "kwargs_json"] = '{"num_words": "many"}'      # line 6: wrong kwargs
-    bad.loc[5, "model"] = ""                                 # line 7: required
+    bad.loc[0, "strict"] = "maybe"  # line 2
+    bad.loc[1, "instruction_id"] = "punctuation:no_commas"  # line 3: unknown feature
+    bad.loc[4, "kwargs_json"] = '{"num_words": "many"}'  # line 6: wrong kwargs
+    bad.loc[5, "model"] = ""  # line 7: required
     same = next(i for i in range(7, len(bad)) if bad.loc[i, "key"] == bad.loc[i - 1, "key"])
-    bad.loc[same, "response"] = "another answer"             # differs from the prompt's row above
+    bad.loc[same, "response"] = "another answer"  # differs from the prompt's row above
     with pytest.raises(ImportFailed) as exc:
         import_table(eng, bad.to_csv(index=False).encode(), "bad.csv", parse_mapping(MAP))
     errors = exc.value.errors
-    assert "bad.csv:2: 'strict' (label:official-strict): expected 1, 0, true, false, yes, no, pass, fail or empty, got 'maybe'" in errors
-    assert any(e.startswith("bad.csv:3: 'instruction_id' (feature): unknown feature 'punctuation:no_commas'") for e in errors)
+    assert (
+        "bad.csv:2: 'strict' (label:official-strict): expected 1, 0, true, false, yes, no, pass, fail or empty, got 'maybe'"
+        in errors
+    )
+    assert any(
+        e.startswith("bad.csv:3: 'instruction_id' (feature): unknown feature 'punctuation:no_commas'") for e in errors
+    )
     assert any(e.startswith("bad.csv:6: 'kwargs_json' (params): ") for e in errors)
     assert "bad.csv:7: model: required (empty cell)" in errors
-    assert f"bad.csv:{same + 2}: response: differs from line {same + 1} for the same model 'gpt4' and instruction " \
-           f"'{bad.loc[same, 'key']}'" in errors, errors
+    assert (
+        f"bad.csv:{same + 2}: response: differs from line {same + 1} for the same model 'gpt4' and instruction "
+        f"'{bad.loc[same, 'key']}'" in errors
+    ), errors
     assert len(errors) == 5, errors
     assert _counts(eng) == before
 
     # a conflict found only after the importer has written new questions and responses: the
     # whole table is rolled back (one transaction)
     late = _ifeval_table(keys=5)
-    late.loc[0, "strict"] = str(1 - int(late.loc[0, "strict"])) # changes an existing judgment …
-    with pytest.raises(ImportFailed) as exc:                 # … while keys 4-5 are new
+    late.loc[0, "strict"] = str(1 - int(late.loc[0, "strict"]))  # changes an existing judgment …
+    with pytest.raises(ImportFailed) as exc:  # … while keys 4-5 are new
         import_table(eng, late.to_csv(index=False).encode(), "late.csv", parse_mapping(MAP))
-    assert any(e.startswith("late.csv:2: label: conflicts with existing judgment") for e in exc.value.errors), exc.value.errors
+    assert any(e.startswith("late.csv:2: label: conflicts with existing judgment") for e in exc.value.errors), (
+        exc.value.errors
+    )
     assert _counts(eng) == before
     out = import_table(eng, late.to_csv(index=False).encode(), "late.csv", parse_mapping(MAP), replace=True)
     assert out["judgments"] == 1 + 2 * (len(late) - len(good)) and _counts(eng)["question"] == 5
@@ -173,18 +198,21 @@ def test_every_problem_is_located_and_nothing_is_written(any_db_url, tmp_path):
 
 def test_default_positions_texts_and_a_table_without_responses(tmp_path):
     eng = get_engine(f"sqlite:///{tmp_path / 't.db'}")
-    table = pd.DataFrame({
-        "model": ["m1", "m1", "m2", "m2"],
-        "question": ["q1", "q1", "q1", "q1"],
-        "prompt": ["Describe tides."] * 4,
-        "feature": ["bullet_list", "checklist", "bullet_list", "checklist"],
-        "mode": ["require", "forbid", "require", "forbid"],
-        "judge A": ["1", "0", "", "yes"],
-        "why": ["three bullets", "", "", ""],
-        "notes": ["x"] * 4,
-    })
-    out = import_table(eng, table.to_csv(index=False).encode(), "t.csv",
-                       parse_mapping(["judge A=label:a", "why=rationale:a"]))
+    table = pd.DataFrame(
+        {
+            "model": ["m1", "m1", "m2", "m2"],
+            "question": ["q1", "q1", "q1", "q1"],
+            "prompt": ["Describe tides."] * 4,
+            "feature": ["bullet_list", "checklist", "bullet_list", "checklist"],
+            "mode": ["require", "forbid", "require", "forbid"],
+            "judge A": ["1", "0", "", "yes"],
+            "why": ["three bullets", "", "", ""],
+            "notes": ["x"] * 4,
+        }
+    )
+    out = import_table(
+        eng, table.to_csv(index=False).encode(), "t.csv", parse_mapping(["judge A=label:a", "why=rationale:a"])
+    )
     assert out["catalog"] == "reformbench" and out["constraints"] == 2 and out["responses"] == 2
     assert out["responses_without_text"] == 2 and out["ignored_columns"] == ["notes"]
     assert out["labels"] == {"a": 3} and out["not_judged"] == {"a": 1}
@@ -196,12 +224,15 @@ def test_default_positions_texts_and_a_table_without_responses(tmp_path):
     assert jd == [(1, "three bullets", "ok"), (0, "", "ok"), (1, "", "ok")]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--map", "kwargs=params"], "no column 'kwargs'"),
-    (["--map", "key=questions"], "unknown field 'questions'"),
-    (["--map", "key=label:"], "the judge name must have 1 to 200 characters"),
-    (["--map", "strict"], "expected COLUMN=FIELD"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--map", "kwargs=params"], "no column 'kwargs'"),
+        (["--map", "key=questions"], "unknown field 'questions'"),
+        (["--map", "key=label:"], "the judge name must have 1 to 200 characters"),
+        (["--map", "strict"], "expected COLUMN=FIELD"),
+    ],
+)
 def test_cli_mapping_errors_exit_nonzero_with_one_error(tmp_path, args, message):
     _ifeval_table(keys=2).to_csv(tmp_path / "t.csv", index=False)
     r = _cli("import-table", tmp_path / "t.csv", "--db", f"sqlite:///{tmp_path / 't.db'}", *args)
@@ -230,9 +261,11 @@ def test_malformed_files(tmp_path):
     data = b'model,question,feature,prompt\nm,q1,bullet_list,"two\nlines"\nm,q2,nope,x\n'
     with pytest.raises(ImportFailed) as exc:
         import_table(eng, data, "t.csv", {})
-    assert exc.value.errors == ["t.csv:4: feature: unknown feature 'nope' of catalog reformbench; for your own "
-                                "features, write a starter catalog with `python -m reform_core catalog-init t.csv "
-                                "--out catalog.yaml`, edit its texts and import with --catalog catalog.yaml"]
+    assert exc.value.errors == [
+        "t.csv:4: feature: unknown feature 'nope' of catalog reformbench; for your own "
+        "features, write a starter catalog with `python -m reform_core catalog-init t.csv "
+        "--out catalog.yaml`, edit its texts and import with --catalog catalog.yaml"
+    ]
     assert _counts(eng)["question"] == 0
 
 
@@ -245,4 +278,3 @@ def test_only_regular_files_are_read(tmp_path):
     assert r.returncode == 1 and "t.csv:0: (file): cannot read: is a FIFO (named pipe), not a regular file" in r.stderr
     r = _cli("import-table", tmp_path, "--db", url)
     assert r.returncode == 1 and "(file): cannot read: is a directory, not a regular file" in r.stderr
-

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import typer
+from fake_servers import seed_project
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
@@ -14,13 +15,13 @@ from reform_core.config import Settings, get_settings, judge_endpoint, secret_va
 from reform_core.services.judging import judging as svc
 from reform_core.services.platform.uow import get_engine
 
-from fake_servers import seed_project
-
 
 @pytest.fixture
 def endpoints(monkeypatch, server):
-    monkeypatch.setenv("REFORM_JUDGE_ENDPOINTS", json.dumps({
-        "lab": {"provider": "openai", "base_url": server.url + "/v1", "key_env": "LAB_VLLM_KEY"}}))
+    monkeypatch.setenv(
+        "REFORM_JUDGE_ENDPOINTS",
+        json.dumps({"lab": {"provider": "openai", "base_url": server.url + "/v1", "key_env": "LAB_VLLM_KEY"}}),
+    )
     monkeypatch.setenv("LAB_VLLM_KEY", "lab-key-123")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-must-not-go-to-the-lab")
     get_settings.cache_clear()
@@ -33,8 +34,10 @@ def test_endpoint_runs_send_the_endpoints_own_key(tmp_path, server, endpoints):
     seed_project(get_engine(url), responses=2)
     app = typer.Typer()
     judging_commands.register(app)
-    res = CliRunner().invoke(app, ["judge", "--db", url, "--provider", "openai", "--model", "m", "--name", "lab",
-                                   "--endpoint", "lab", "--json"])
+    res = CliRunner().invoke(
+        app,
+        ["judge", "--db", url, "--provider", "openai", "--model", "m", "--name", "lab", "--endpoint", "lab", "--json"],
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["labels"] == 6
     auth = {v for c in server.requests for k, v in c["headers"].items() if k.lower() == "authorization"}
@@ -44,22 +47,27 @@ def test_endpoint_runs_send_the_endpoints_own_key(tmp_path, server, endpoints):
     assert res.exit_code == 1 and res.stderr.strip() == "error: endpoint: 'lab' is a openai endpoint, not gemini"
     res = CliRunner().invoke(app, ["judge", "--db", url, "--provider", "openai", "--model", "m", "--endpoint", "nope"])
     assert res.stderr.strip() == "error: endpoint: unknown judge endpoint 'nope' (known: lab)"
-    res = CliRunner().invoke(app, ["judge", "--db", url, "--provider", "openai", "--model", "m", "--endpoint", "lab",
-                                   "--base-url", server.url])
+    res = CliRunner().invoke(
+        app,
+        ["judge", "--db", url, "--provider", "openai", "--model", "m", "--endpoint", "lab", "--base-url", server.url],
+    )
     assert res.exit_code == 1 and "not both" in res.stderr
     assert svc.endpoint_choices("openai") == [svc.OFFICIAL, "lab"] and svc.endpoint_choices("gemini") == [svc.OFFICIAL]
     assert svc.endpoint_choices("rules") == []
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"x": {"provider": "openai", "base_url": "ftp://h/v1"}}, "base_url"),
-    ({"x": {"provider": "openai", "base_url": "http://user:pw@h/v1"}}, "without credentials"),
-    ({"x": {"provider": "openai", "base_url": "http://h/v1?key=1"}}, "base_url"),
-    ({"x": {"provider": "claude", "base_url": "http://h/v1"}}, "provider"),
-    ({"x": {"provider": "openai", "base_url": "http://h/v1", "key_env": "REFORM_DATABASE_URL"}}, "key_env"),
-    ({"x y": {"provider": "openai", "base_url": "http://h/v1"}}, "endpoint names"),
-    ({"x": {"provider": "openai", "base_url": "http://h/v1", "headers": {}}}, "headers"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"x": {"provider": "openai", "base_url": "ftp://h/v1"}}, "base_url"),
+        ({"x": {"provider": "openai", "base_url": "http://user:pw@h/v1"}}, "without credentials"),
+        ({"x": {"provider": "openai", "base_url": "http://h/v1?key=1"}}, "base_url"),
+        ({"x": {"provider": "claude", "base_url": "http://h/v1"}}, "provider"),
+        ({"x": {"provider": "openai", "base_url": "http://h/v1", "key_env": "REFORM_DATABASE_URL"}}, "key_env"),
+        ({"x y": {"provider": "openai", "base_url": "http://h/v1"}}, "endpoint names"),
+        ({"x": {"provider": "openai", "base_url": "http://h/v1", "headers": {}}}, "headers"),
+    ],
+)
 def test_malformed_endpoint_configuration_is_refused(monkeypatch, bad, message):
     monkeypatch.setenv("REFORM_JUDGE_ENDPOINTS", json.dumps(bad))
     with pytest.raises(ValidationError, match=message):

@@ -16,14 +16,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from fake_servers import FakeServer, seed_project
 from sqlalchemy import text
 
 from db.models import Job, utcnow
-from reform_core.services.platform import jobs
 from reform_core.services.judging import judging as svc
+from reform_core.services.platform import jobs
 from reform_core.services.platform.uow import get_engine, unit_of_work
-
-from fake_servers import FakeServer, seed_project
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 12
@@ -37,9 +36,31 @@ def _env(**extra) -> dict:
 
 def _judge(url: str, server: FakeServer, name: str, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "reform_core", "judge", "--db", url, "--provider", "openai", "--model", "gpt-4o-mini",
-         "--name", name, "--base-url", server.url + "/v1", "--concurrency", "2", *extra],
-        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "reform_core",
+            "judge",
+            "--db",
+            url,
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--name",
+            name,
+            "--base-url",
+            server.url + "/v1",
+            "--concurrency",
+            "2",
+            *extra,
+        ],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(cond, timeout=60.0):
@@ -51,9 +72,15 @@ def _wait_for(cond, timeout=60.0):
 
 def _judgments(engine, name: str) -> tuple[int, int]:
     with engine.connect() as c:
-        return tuple(c.execute(text(
-            "select count(*), count(distinct g.response_id * 100000 + g.constraint_id) from judgment g "
-            "join judge j on j.id = g.judge_id where j.name = :n"), {"n": name}).one())
+        return tuple(
+            c.execute(
+                text(
+                    "select count(*), count(distinct g.response_id * 100000 + g.constraint_id) from judgment g "
+                    "join judge j on j.id = g.judge_id where j.name = :n"
+                ),
+                {"n": name},
+            ).one()
+        )
 
 
 def _assert_refused(err: str) -> None:
@@ -126,8 +153,9 @@ def test_a_killed_run_is_stale_and_the_next_run_takes_over(sqlite_url, server):
     with engine.connect() as c:
         finished = c.execute(text("select count(distinct response_id) from judgment where status = 'ok'")).scalar()
     server.delay = 0.0
-    out = svc.run_judge(engine, provider="openai", model="gpt-4o-mini", name="k", base_url=server.url + "/v1",
-                        api_key="sk-test-lock")
+    out = svc.run_judge(
+        engine, provider="openai", model="gpt-4o-mini", name="k", base_url=server.url + "/v1", api_key="sk-test-lock"
+    )
     assert out["errors"] == 0 and _judgments(engine, "k") == (3 * N, 3 * N)
     old, new = jobs.get(engine, dead.id), jobs.recent(engine, kind="judge")[0]
     assert old.state == "failed" and old.error.startswith("stale: its process") and "taken over" in old.error
@@ -140,9 +168,19 @@ def test_heartbeat_expiry_on_another_host(sqlite_url, monkeypatch):
     engine = get_engine(sqlite_url)
     seed_project(engine, responses=2)
     with unit_of_work(engine) as s:
-        s.add(Job(kind="judge", lock_key="judge:verifiers", params={}, owner="elsewhere:1", created_by="bob",
-                  heartbeat_at=utcnow() - timedelta(seconds=30)))
-    with pytest.raises(jobs.JobBusy, match=r"judge:verifiers is already running as job 1 \(started by bob on elsewhere:1"):
+        s.add(
+            Job(
+                kind="judge",
+                lock_key="judge:verifiers",
+                params={},
+                owner="elsewhere:1",
+                created_by="bob",
+                heartbeat_at=utcnow() - timedelta(seconds=30),
+            )
+        )
+    with pytest.raises(
+        jobs.JobBusy, match=r"judge:verifiers is already running as job 1 \(started by bob on elsewhere:1"
+    ):
         svc.run_judge(engine, provider="rules")
     assert jobs.recent(engine)[0].state == "running"
     from reform_core.config import get_settings

@@ -6,14 +6,13 @@ import json
 import time
 
 import pytest
+from fake_servers import seed_project
 from sqlalchemy import text
 
 from reform_core.judges.prompt import PROMPT_VERSION
 from reform_core.judges.retry import RetryPolicy
 from reform_core.services.judging import judging as svc
 from reform_core.services.platform.uow import get_engine
-
-from fake_servers import seed_project
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
 MODELS = {"openai": "gpt-4o-mini", "gemini": "gemini-2.5-flash"}
@@ -32,15 +31,28 @@ def _base(server, provider):
 
 def _run(engine, server, provider, **kw):
     kw.setdefault("retry", FAST)
-    return svc.run_judge(engine, provider=provider, model=MODELS[provider], name=provider,
-                         base_url=_base(server, provider), api_key="sk-test-key", **kw)
+    return svc.run_judge(
+        engine,
+        provider=provider,
+        model=MODELS[provider],
+        name=provider,
+        base_url=_base(server, provider),
+        api_key="sk-test-key",
+        **kw,
+    )
 
 
 def _rows(engine):
     with engine.connect() as c:
-        return [dict(r._mapping) for r in c.execute(text(
-            "select response_id, constraint_id, label, status, error, rationale, input_tokens, output_tokens,"
-            " cost_usd, prompt_version from judgment order by response_id, constraint_id"))]
+        return [
+            dict(r._mapping)
+            for r in c.execute(
+                text(
+                    "select response_id, constraint_id, label, status, error, rationale, input_tokens, output_tokens,"
+                    " cost_usd, prompt_version from judgment order by response_id, constraint_id"
+                )
+            )
+        ]
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
@@ -119,8 +131,10 @@ def test_bad_answer_gets_one_repair(engine, server, provider, fault):
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-@pytest.mark.parametrize("fault, message", [("malformed", "malformed JSON"), ("wrong_ids", "unknown id 'c99'"),
-                                            ("nonbinary", "integer 0 or 1")])
+@pytest.mark.parametrize(
+    "fault, message",
+    [("malformed", "malformed JSON"), ("wrong_ids", "unknown id 'c99'"), ("nonbinary", "integer 0 or 1")],
+)
 def test_bad_answer_twice_is_an_error_not_a_fail(engine, server, provider, fault, message):
     seed_project(engine, responses=1)
     server.push(fault, fault)

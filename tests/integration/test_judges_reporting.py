@@ -6,6 +6,7 @@ import json
 
 import pytest
 import typer
+from fake_servers import seed_project
 from sqlalchemy import text
 from typer.testing import CliRunner
 
@@ -14,8 +15,6 @@ from reform_core.services.judging import judging as svc
 from reform_core.services.platform.uow import get_engine
 from reform_core.verifiers import base as verifiers
 from reform_core.verifiers.base import CheckResult
-
-from fake_servers import seed_project
 
 
 @pytest.fixture
@@ -36,8 +35,9 @@ def _cli(*args, env=None):
 def feat1_rule(monkeypatch):
     """A rule verifier for the seed's feature ``feat1`` only (feat2/feat3 stay abstentions)."""
     verifiers._load_all()  # the product's verifiers first, so the restore leaves them alone
-    monkeypatch.setitem(verifiers._REGISTRY, "feature:feat1",
-                        lambda text_: CheckResult("- item" in text_, evidence="dash list"))
+    monkeypatch.setitem(
+        verifiers._REGISTRY, "feature:feat1", lambda text_: CheckResult("- item" in text_, evidence="dash list")
+    )
 
 
 def test_base_url_without_v1_exits_nonzero_with_one_error_line(db, server):
@@ -45,21 +45,61 @@ def test_base_url_without_v1_exits_nonzero_with_one_error_line(db, server):
     "judgments written" with exit 0; now it exits 1 with one line naming the first error."""
     url, engine = db
     seed_project(engine, responses=3)
-    res = _cli("judge", "--db", url, "--provider", "openai", "--model", "gpt-4o-mini", "--name", "nov1",
-               "--base-url", server.url, "--json", env={"OPENAI_API_KEY": "sk-test"})
+    res = _cli(
+        "judge",
+        "--db",
+        url,
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4o-mini",
+        "--name",
+        "nov1",
+        "--base-url",
+        server.url,
+        "--json",
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert res.exit_code == 1, res.output
     assert json.loads(res.stdout) == {"calls": 3, "written": 9, "errors": 9, "labels": 0, "abstentions": 0}
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: all 3 calls failed; first error: ")
     assert "404" in lines[0] and "sk-test" not in lines[0]
     # the text form says the same, without --json
-    res = _cli("judge", "--db", url, "--provider", "openai", "--model", "gpt-4o-mini", "--name", "nov1",
-               "--base-url", server.url, env={"OPENAI_API_KEY": "sk-test"})
+    res = _cli(
+        "judge",
+        "--db",
+        url,
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4o-mini",
+        "--name",
+        "nov1",
+        "--base-url",
+        server.url,
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert res.exit_code == 1 and res.stdout.startswith("3 calls: 0 labels, 0 abstentions, 9 errors")
     # a partly failing run is not "all failed"
     server.push("400")
-    res = _cli("judge", "--db", url, "--provider", "openai", "--model", "gpt-4o-mini", "--name", "nov1",
-               "--base-url", server.url + "/v1", "--concurrency", "1", "--json", env={"OPENAI_API_KEY": "sk-test"})
+    res = _cli(
+        "judge",
+        "--db",
+        url,
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4o-mini",
+        "--name",
+        "nov1",
+        "--base-url",
+        server.url + "/v1",
+        "--concurrency",
+        "1",
+        "--json",
+        env={"OPENAI_API_KEY": "sk-test"},
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout) == {"calls": 3, "written": 9, "errors": 3, "labels": 6, "abstentions": 0}
 
@@ -101,12 +141,20 @@ def test_judge_health_marks_a_judge_of_only_errors(any_db_url, server, feat1_rul
     assert health["rules"].abstentions == 6 - health["rules"].labels
     # an older prompt version's ok labels are superseded by the newer error rows
     with engine.begin() as c:
-        c.execute(text("update judgment set prompt_version = 'old', status = 'ok', label = 1, error = '' "
-                       "where judge_id = (select id from judge where name = 'good')"))
-        c.execute(text("insert into judgment (judge_id, response_id, constraint_id, prompt_version, label, rationale,"
-                       " status, error, raw, input_tokens, output_tokens, cost_usd, created_at) "
-                       "select judge_id, response_id, constraint_id, 'new', null, '', 'error', 'HTTP 500', '', 0, 0, 0,"
-                       " created_at from judgment where judge_id = (select id from judge where name = 'good')"))
+        c.execute(
+            text(
+                "update judgment set prompt_version = 'old', status = 'ok', label = 1, error = '' "
+                "where judge_id = (select id from judge where name = 'good')"
+            )
+        )
+        c.execute(
+            text(
+                "insert into judgment (judge_id, response_id, constraint_id, prompt_version, label, rationale,"
+                " status, error, raw, input_tokens, output_tokens, cost_usd, created_at) "
+                "select judge_id, response_id, constraint_id, 'new', null, '', 'error', 'HTTP 500', '', 0, 0, 0,"
+                " created_at from judgment where judge_id = (select id from judge where name = 'good')"
+            )
+        )
     good = svc.judge_health(engine)["good"]
     assert (good.labels, good.errors, good.state) == (0, 6, "errors only")
     table = svc.judges_summary(engine)

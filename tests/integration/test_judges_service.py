@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from fake_servers import seed_project
 from sqlalchemy import text
 from sqlmodel import Session
 from typer.testing import CliRunner
@@ -24,8 +25,6 @@ from reform_core.judges.retry import RetryPolicy
 from reform_core.services.judging import judging as svc
 from reform_core.services.platform.uow import get_engine
 from reform_core.verifiers.base import CheckResult, register
-
-from fake_servers import seed_project
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
@@ -78,12 +77,21 @@ def test_killed_run_resumes_without_repeating_or_duplicating(db, server):
     first_calls = len(server.calls)
 
     server.delay = 0.0
-    out = svc.run_judge(engine, provider="openai", model="gpt-4o-mini", name="g", base_url=server.url + "/v1",
-                        api_key="sk-test-resume", concurrency=4)
+    out = svc.run_judge(
+        engine,
+        provider="openai",
+        model="gpt-4o-mini",
+        name="g",
+        base_url=server.url + "/v1",
+        api_key="sk-test-resume",
+        concurrency=4,
+    )
     second = [c["marker"] for c in server.calls[first_calls:]]
     assert not done_markers & set(second)  # finished work is never called again
     assert len(second) == len(set(second)) == 40 - len(done) == out["calls"]
-    assert _q(engine, "select count(*), count(distinct response_id || '-' || constraint_id) from judgment") == [(120, 120)]
+    assert _q(engine, "select count(*), count(distinct response_id || '-' || constraint_id) from judgment") == [
+        (120, 120)
+    ]
     assert _q(engine, "select count(*) from judgment where status != 'ok'") == [(0,)]
 
 
@@ -98,8 +106,25 @@ def test_api_key_never_leaks(db, server, caplog, capsys, monkeypatch, provider):
     app = typer.Typer()
     judging_commands.register(app)
     base = server.url + "/v1" if provider == "openai" else server.url
-    res = CliRunner().invoke(app, ["judge", "--db", url, "--provider", provider, "--model", "m",
-                                   "--name", "leaky", "--base-url", base, "--concurrency", "1", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "--db",
+            url,
+            "--provider",
+            provider,
+            "--model",
+            "m",
+            "--name",
+            "leaky",
+            "--base-url",
+            base,
+            "--concurrency",
+            "1",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.output) == {"calls": 4, "written": 12, "errors": 6, "labels": 6, "abstentions": 0}
     header = "authorization" if provider == "openai" else "x-goog-api-key"
@@ -108,7 +133,7 @@ def test_api_key_never_leaks(db, server, caplog, capsys, monkeypatch, provider):
     errors = [r[0] for r in _q(engine, "select error from judgment where status='error'")]
     assert any("fake error 400 for credentials" in e and "***" in e for e in errors)  # ...and redacted
     engine.dispose()
-    blobs = b"".join(p.read_bytes() for p in Path(url[len("sqlite:///"):]).parent.iterdir())
+    blobs = b"".join(p.read_bytes() for p in Path(url[len("sqlite:///") :]).parent.iterdir())
     assert canary.encode() not in blobs
     captured = capsys.readouterr()
     for where in (res.output, captured.out, captured.err, caplog.text, "\n".join(errors)):
@@ -159,10 +184,16 @@ def test_replay_copies_an_imported_judge(db, server):
     svc.run_judge(engine, provider="openai", model="gpt-4o", name="src", base_url=server.url + "/v1", api_key="k")
     out = svc.run_judge(engine, provider="replay", source="src", name="copy")
     assert (out["calls"], out["written"], out["errors"]) == (3, 9, 0)
-    src = _q(engine, "select response_id, constraint_id, label from judgment j join judge g on g.id=j.judge_id "
-                     "where g.name='src' order by 1, 2")
-    cp = _q(engine, "select response_id, constraint_id, label from judgment j join judge g on g.id=j.judge_id "
-                    "where g.name='copy' order by 1, 2")
+    src = _q(
+        engine,
+        "select response_id, constraint_id, label from judgment j join judge g on g.id=j.judge_id "
+        "where g.name='src' order by 1, 2",
+    )
+    cp = _q(
+        engine,
+        "select response_id, constraint_id, label from judgment j join judge g on g.id=j.judge_id "
+        "where g.name='copy' order by 1, 2",
+    )
     assert src == cp and sorted({r[2] for r in cp}) == [0, 1]
 
 
@@ -176,12 +207,22 @@ def test_cancel_and_limit(db, server):
         if done >= 3:
             cancel.set()
 
-    out = svc.run_judge(engine, provider="openai", model="gpt-4o", name="c", base_url=server.url + "/v1",
-                        api_key="k", concurrency=2, progress=progress, cancel=cancel)
+    out = svc.run_judge(
+        engine,
+        provider="openai",
+        model="gpt-4o",
+        name="c",
+        base_url=server.url + "/v1",
+        api_key="k",
+        concurrency=2,
+        progress=progress,
+        cancel=cancel,
+    )
     assert out["cancelled"] and 3 <= out["calls"] < 30
     assert _q(engine, "select count(*) from judgment")[0][0] == 3 * out["calls"]
-    out2 = svc.run_judge(engine, provider="openai", model="gpt-4o", name="c", base_url=server.url + "/v1",
-                         api_key="k", limit=5)
+    out2 = svc.run_judge(
+        engine, provider="openai", model="gpt-4o", name="c", base_url=server.url + "/v1", api_key="k", limit=5
+    )
     assert out2["calls"] == 5
 
 
@@ -195,12 +236,16 @@ def test_annotate_baseline_rules_then_llm(db, server):
     seed = seed_project(engine, responses=3, baseline=3)
     with Session(engine) as s:
         s.add(CatalogFeature(catalog="t", key="tjs_bullets", name="Bullets", category="lists", definition="dash list"))
-        s.add(CatalogFeature(catalog="t", key="tjs_tone", name="Formal tone", category="voice",
-                             definition="formal register"))
+        s.add(
+            CatalogFeature(
+                catalog="t", key="tjs_tone", name="Formal tone", category="voice", definition="formal register"
+            )
+        )
         s.commit()
     server.labeler = lambda ids, prompt: {i: 1 for i in ids}
-    out = svc.annotate_baseline(engine, provider="openai", model="gpt-4o", base_url=server.url + "/v1",
-                                api_key="k", catalog="t", retry=FAST)
+    out = svc.annotate_baseline(
+        engine, provider="openai", model="gpt-4o", base_url=server.url + "/v1", api_key="k", catalog="t", retry=FAST
+    )
     assert out == {"responses": 3, "written": 6, "rule": 3, "llm": 3, "errors": 0}
     rows = _q(engine, "select response_id, feature, present, source from baseline_feature order by 1, 2")
     assert {(r[1], r[3]) for r in rows} == {("tjs_bullets", "rule"), ("tjs_tone", "llm")}
@@ -208,6 +253,7 @@ def test_annotate_baseline_rules_then_llm(db, server):
     assert all(r[2] == 0 for r in rows if r[1] == "tjs_bullets")  # baseline texts have no dash list
     body = json.dumps(server.calls[0]["body"])
     assert "Formal tone" in body and "Bullets" not in body  # the LLM sees only what rules cannot decide
-    again = svc.annotate_baseline(engine, provider="openai", model="gpt-4o", base_url=server.url + "/v1",
-                                  api_key="k", catalog="t")
+    again = svc.annotate_baseline(
+        engine, provider="openai", model="gpt-4o", base_url=server.url + "/v1", api_key="k", catalog="t"
+    )
     assert again["written"] == 0 and len(server.calls) == 3

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from sqlalchemy import event
 
+from reform_core.services.accounts.users import create_user
 from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
-from reform_core.services.accounts.users import create_user
 
 
 def test_judgment_lookups_search_by_instance(sqlite_url):
@@ -21,7 +21,11 @@ def test_judgment_lookups_search_by_instance(sqlite_url):
     seen: list[tuple[str, object]] = []
 
     def capture(conn, cursor, statement, parameters, context, executemany):
-        if "FROM judgment" in statement and not executemany and statement.lstrip().upper().startswith(("SELECT", "WITH")):
+        if (
+            "FROM judgment" in statement
+            and not executemany
+            and statement.lstrip().upper().startswith(("SELECT", "WITH"))
+        ):
             seen.append((statement, parameters))
 
     event.listen(engine, "before_cursor_execute", capture)

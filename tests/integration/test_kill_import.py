@@ -23,16 +23,26 @@ from pathlib import Path
 import pytest
 
 from reform_core.services.data.bundle_export import export_bundle
+from reform_core.services.data.importer import frames_bundle, import_bundle_obj
 from reform_core.services.data.simulated import simulation_frames
 from reform_core.services.data.status import status
-from reform_core.services.data.importer import frames_bundle, import_bundle_obj
-from reform_core.services.project.operations import doctor
 from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.project.operations import doctor
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL_AT = "… responses"  # progress line printed just before the responses are written
-EMPTY = {"questions": 0, "instructions": 0, "constraints": 0, "models": 0, "responses": 0, "judgments": 0,
-         "disagreements": 0, "adjudications": 0, "pair": None, "plans": []}
+EMPTY = {
+    "questions": 0,
+    "instructions": 0,
+    "constraints": 0,
+    "models": 0,
+    "responses": 0,
+    "judgments": 0,
+    "disagreements": 0,
+    "adjudications": 0,
+    "pair": None,
+    "plans": [],
+}
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +97,9 @@ def _after_kill(url: str, rc: int, seen: list[str]) -> dict:
 
 
 def _rerun(cmd: list[str]) -> dict:
-    r = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -124,5 +135,9 @@ def test_killed_simulate_leaves_nothing_and_reruns(backend, request, tmp_path):
     out = _rerun(cmd + ["--json"])
     dispose_engines()
     full = status(get_engine(url))
-    assert (full["questions"], full["instructions"], full["judgments"]) == (out["questions"], out["instructions"], out["judgments"])
+    assert (full["questions"], full["instructions"], full["judgments"]) == (
+        out["questions"],
+        out["instructions"],
+        out["judgments"],
+    )
     assert full["questions"] == 30 and full["instructions"] == 120

@@ -16,8 +16,10 @@ from reform_core.services.data.instances import load_judged
 from reform_core.services.platform.uow import get_engine
 
 BUNDLE = Path(__file__).resolve().parents[2] / "reform_core" / "demo" / "bundle"
-COLS = ("judge_id, response_id, constraint_id, prompt_version, label, rationale, status, error, raw, input_tokens, "
-        "output_tokens, cost_usd, created_at")
+COLS = (
+    "judge_id, response_id, constraint_id, prompt_version, label, rationale, status, error, raw, input_tokens, "
+    "output_tokens, cost_usd, created_at"
+)
 
 
 def test_newest_judgment_of_a_pair_wins(any_db_url):
@@ -25,14 +27,23 @@ def test_newest_judgment_of_a_pair_wins(any_db_url):
     import_bundle(eng, BUNDLE)
     with eng.begin() as conn:
         judge, name = conn.execute(text("SELECT id, name FROM judge ORDER BY id LIMIT 1")).one()
-        two = conn.execute(text("SELECT id, response_id, constraint_id, label FROM judgment WHERE judge_id = :j "
-                                "AND label IS NOT NULL ORDER BY id LIMIT 2"), {"j": judge}).all()
+        two = conn.execute(
+            text(
+                "SELECT id, response_id, constraint_id, label FROM judgment WHERE judge_id = :j "
+                "AND label IS NOT NULL ORDER BY id LIMIT 2"
+            ),
+            {"j": judge},
+        ).all()
         for k, (jid, rid, cid, lab) in enumerate(two):
             # a newer run: the first pair flips its label, the second errs
             label, status = ("1 - label", "ok") if k == 0 else ("NULL", "error")
-            conn.execute(text(f"INSERT INTO judgment ({COLS}) SELECT judge_id, response_id, constraint_id, 'v-new', "
-                              f"{label}, '', :s, '', '', 0, 0, 0, created_at FROM judgment WHERE id = :i"),
-                         {"i": jid, "s": status})
+            conn.execute(
+                text(
+                    f"INSERT INTO judgment ({COLS}) SELECT judge_id, response_id, constraint_id, 'v-new', "
+                    f"{label}, '', :s, '', '', 0, 0, 0, created_at FROM judgment WHERE id = :i"
+                ),
+                {"i": jid, "s": status},
+            )
         n = conn.execute(text("SELECT COUNT(*) FROM judgment WHERE judge_id = :j"), {"j": judge}).scalar_one()
         iid, lab = judgment_labels(conn, judge_id=judge, shift=IID_SHIFT)
     assert len(iid) == n - 2 and np.all(np.diff(iid) > 0)  # one per pair, sorted
@@ -57,8 +68,10 @@ def test_baseline_frame_read_with_the_instances_is_the_baseline_query(any_db_url
     eng = get_engine(any_db_url)
     import_bundle(eng, BUNDLE)
     with eng.begin() as conn:
-        conn.execute(text("UPDATE baseline_feature SET present = :f WHERE id = (SELECT MIN(id) FROM baseline_feature)"),
-                     {"f": False})
+        conn.execute(
+            text("UPDATE baseline_feature SET present = :f WHERE id = (SELECT MIN(id) FROM baseline_feature)"),
+            {"f": False},
+        )
         judge = conn.execute(text("SELECT name FROM judge ORDER BY id LIMIT 1")).scalar_one()
     _, got = load_judged_with_baseline(eng, [judge])
     with eng.connect() as conn:

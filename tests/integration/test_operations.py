@@ -7,11 +7,11 @@ from sqlalchemy import text
 
 from db.engine import make_engine
 from reform_core.services.accounts.auth import AccessDenied, Principal
-from reform_core.services.data.status import status
-from reform_core.services.data.importer import import_bundle
-from reform_core.services.project.operations import OperationFailed, backup, doctor, restore
-from reform_core.services.platform.uow import dispose_engines, get_engine
 from reform_core.services.accounts.users import SignInError, create_user, sign_in, unlock
+from reform_core.services.data.importer import import_bundle
+from reform_core.services.data.status import status
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.project.operations import OperationFailed, backup, doctor, restore
 from tests.integration.test_import import make_bundle
 
 
@@ -23,8 +23,12 @@ def test_backup_restore_round_trip(tmp_path, any_db_url):
     backup(any_db_url, bak)
     with eng.begin() as conn:  # a change after the snapshot
         conn.execute(text("DELETE FROM adjudication"))
-        conn.execute(text("INSERT INTO question (key, text, task_type, domain, language, source) "
-                          "VALUES ('late', 'x', '', '', '', '')"))
+        conn.execute(
+            text(
+                "INSERT INTO question (key, text, task_type, domain, language, source) "
+                "VALUES ('late', 'x', '', '', '', '')"
+            )
+        )
     assert status(eng) != before
     restore(any_db_url, bak)
     dispose_engines()
@@ -53,7 +57,9 @@ def test_doctor_flags_old_schema_and_orphans(tmp_path, any_db_url):
 
         path = eng.url.database
         con = sqlite3.connect(path)  # foreign keys off: simulate a corrupted/hand-edited file
-        con.execute("INSERT INTO adjudication (task_id, choice, note, seconds, created_at) VALUES (999, 'A', '', 0, '2026-01-01')")
+        con.execute(
+            "INSERT INTO adjudication (task_id, choice, note, seconds, created_at) VALUES (999, 'A', '', 0, '2026-01-01')"
+        )
         con.commit()
         con.close()
         report = doctor(eng)

@@ -21,8 +21,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from reform_core.services.data.importer import import_bundle
-from reform_core.services.project.operations import OperationFailed, backup
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.project.operations import OperationFailed, backup
 from tests.integration.test_import import make_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def _children(pid: int, name: str) -> list[int]:
             stat = (d / "stat").read_text()
         except OSError:
             continue
-        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        comm, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
         if comm == name and int(rest[1]) == pid:
             out.append(int(d.name))
     return out
@@ -94,8 +94,13 @@ def test_killing_the_cli_kills_its_child_and_no_password_on_its_command_line(pro
     # pg_dump waits for a share lock, pg_restore --clean for an exclusive one: both wait on this
     blocker.execute(text("LOCK TABLE question IN ACCESS EXCLUSIVE MODE"))
     env = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}
-    cli = subprocess.Popen([sys.executable, "-m", "reform_core", command, *args, "--db", url], cwd=ROOT, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "reform_core", command, *args, "--db", url],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert _wait(lambda: _children(cli.pid, tool)), f"{tool} never started"
         (child,) = _children(cli.pid, tool)

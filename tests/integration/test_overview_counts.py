@@ -6,11 +6,11 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.simulated import simulate_into
-from reform_core.services.project.overview import overview
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.project.overview import overview
 
 
 def test_overview_progress_equals_counting_the_tasks(sqlite_url):
@@ -27,13 +27,19 @@ def test_overview_progress_equals_counting_the_tasks(sqlite_url):
     S.claim_next(eng, ann, plan)  # one held now
     ov = overview(eng, lead)
     with eng.connect() as conn:
-        expected = conn.execute(text(
-            "SELECT p.name, COUNT(t.id), SUM(CASE WHEN t.status = 'done' THEN 1 ELSE 0 END), "
-            "SUM(CASE WHEN t.status = 'claimed' THEN 1 ELSE 0 END) FROM sample_plan p "
-            "LEFT JOIN adjudication_task t ON t.plan_id = p.id GROUP BY p.name ORDER BY p.name")).all()
-        current = conn.execute(text(
-            "SELECT COUNT(*) FROM adjudication a WHERE a.choice <> 'retracted' AND a.id NOT IN "
-            "(SELECT supersedes_id FROM adjudication WHERE supersedes_id IS NOT NULL)")).scalar()
+        expected = conn.execute(
+            text(
+                "SELECT p.name, COUNT(t.id), SUM(CASE WHEN t.status = 'done' THEN 1 ELSE 0 END), "
+                "SUM(CASE WHEN t.status = 'claimed' THEN 1 ELSE 0 END) FROM sample_plan p "
+                "LEFT JOIN adjudication_task t ON t.plan_id = p.id GROUP BY p.name ORDER BY p.name"
+            )
+        ).all()
+        current = conn.execute(
+            text(
+                "SELECT COUNT(*) FROM adjudication a WHERE a.choice <> 'retracted' AND a.id NOT IN "
+                "(SELECT supersedes_id FROM adjudication WHERE supersedes_id IS NOT NULL)"
+            )
+        ).scalar()
     got = [tuple(r) for r in ov.progress[["plan", "tasks", "done", "claimed"]].itertuples(index=False)]
     assert got == [tuple(r) for r in expected]
     mine = [r for r in got if r[0] == "p"]

@@ -29,8 +29,13 @@ DOC = REPO / "docs" / "catalog.md"
 
 
 def _cli(*args, cwd=REPO):
-    return subprocess.run([sys.executable, "-m", "reform_core", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "reform_core", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def _doc_blocks() -> dict[str, str]:
@@ -52,33 +57,68 @@ def test_the_documented_example_loads_and_imports(tmp_path, sqlite_url):
     out = import_table(eng, blocks["csv"].encode(), "recipes.csv", {}, catalog=str(tmp_path / "recipes.yaml"))
     assert out["catalog"] == "recipes" and out["constraints"] == 5 and out["judgments"] == 10
     with eng.connect() as conn:
-        texts = conn.execute(text("SELECT c.text FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
-                                  "WHERE i.key = 'r1' ORDER BY c.position")).scalars().all()
+        texts = (
+            conn.execute(
+                text(
+                    "SELECT c.text FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
+                    "WHERE i.key = 'r1' ORDER BY c.position"
+                )
+            )
+            .scalars()
+            .all()
+        )
     assert texts[0] == "Write the method as 4 numbered steps."
 
 
-TABLE = pd.DataFrame({
-    "model": ["m1", "m1", "m1", "m2", "m2", "m2", "m1", "m2"],
-    "question": ["p1", "p1", "p2", "p1", "p1", "p2", "p3", "p3"],
-    "prompt": ["Write a recipe."] * 2 + ["Describe tides."] + ["Write a recipe."] * 2 + ["Describe tides."]
-    + ["Say no commas."] * 2,
-    "feature": ["numbered_steps", "emoji_free", "numbered_steps", "numbered_steps", "emoji_free", "numbered_steps",
-                "punctuation:no_comma", "punctuation:no_comma"],
-    "mode": ["require", "forbid", "", "require", "forbid", "", "require", "require"],
-    "params": ['{"n": 3}', "", '{"n": 5}', '{"n": 3}', "", '{"n": 5}', "", ""],
-    "response": ["1. a\n2. b\n3. c", "1. a\n2. b\n3. c", "Tides rise.", "a, b", "a, b", "Tides, rise.", "no commas here",
-                 "one, two"],
-    "gpt": ["1", "1", "0", "0", "1", "1", "1", "0"],
-    "gem": ["1", "0", "0", "0", "1", "1", "1", "0"],
-})
+TABLE = pd.DataFrame(
+    {
+        "model": ["m1", "m1", "m1", "m2", "m2", "m2", "m1", "m2"],
+        "question": ["p1", "p1", "p2", "p1", "p1", "p2", "p3", "p3"],
+        "prompt": ["Write a recipe."] * 2
+        + ["Describe tides."]
+        + ["Write a recipe."] * 2
+        + ["Describe tides."]
+        + ["Say no commas."] * 2,
+        "feature": [
+            "numbered_steps",
+            "emoji_free",
+            "numbered_steps",
+            "numbered_steps",
+            "emoji_free",
+            "numbered_steps",
+            "punctuation:no_comma",
+            "punctuation:no_comma",
+        ],
+        "mode": ["require", "forbid", "", "require", "forbid", "", "require", "require"],
+        "params": ['{"n": 3}', "", '{"n": 5}', '{"n": 3}', "", '{"n": 5}', "", ""],
+        "response": [
+            "1. a\n2. b\n3. c",
+            "1. a\n2. b\n3. c",
+            "Tides rise.",
+            "a, b",
+            "a, b",
+            "Tides, rise.",
+            "no commas here",
+            "one, two",
+        ],
+        "gpt": ["1", "1", "0", "0", "1", "1", "1", "0"],
+        "gem": ["1", "0", "0", "0", "1", "1", "1", "0"],
+    }
+)
 MAP = ["gpt=label:gpt", "gem=label:gem"]
 
 
 def test_catalog_init_writes_a_starter_that_imports_the_same_table(tmp_path):
     TABLE.to_csv(tmp_path / "bench.csv", index=False)
     db = f"sqlite:///{tmp_path / 'p.db'}"
-    r = _cli("catalog-init", tmp_path / "bench.csv", "--out", tmp_path / "catalog.yaml", *sum((["--map", m] for m in MAP), []),
-             "--json")
+    r = _cli(
+        "catalog-init",
+        tmp_path / "bench.csv",
+        "--out",
+        tmp_path / "catalog.yaml",
+        *sum((["--map", m] for m in MAP), []),
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"features": 3, "out": str(tmp_path / "catalog.yaml")}
     cat = load_catalog(tmp_path / "catalog.yaml")
@@ -90,8 +130,16 @@ def test_catalog_init_writes_a_starter_that_imports_the_same_table(tmp_path):
     again = _cli("catalog-init", tmp_path / "bench.csv", "--out", tmp_path / "catalog.yaml")
     assert again.returncode == 1 and "exists" in again.stderr  # never overwritten without --force
 
-    imported = _cli("import-table", tmp_path / "bench.csv", "--db", db, "--catalog", tmp_path / "catalog.yaml",
-                    *sum((["--map", m] for m in MAP), []), "--json")
+    imported = _cli(
+        "import-table",
+        tmp_path / "bench.csv",
+        "--db",
+        db,
+        "--catalog",
+        tmp_path / "catalog.yaml",
+        *sum((["--map", m] for m in MAP), []),
+        "--json",
+    )
     assert imported.returncode == 0, imported.stderr
     out = json.loads(imported.stdout)
     assert out["catalog"] == "bench" and out["constraints"] == 4 and out["judgments"] == 16
@@ -109,24 +157,46 @@ def test_the_stored_catalog_serves_later_commands_without_the_file(tmp_path):
     metrics, another table picks it without --catalog: all after the file is gone."""
     TABLE.to_csv(tmp_path / "bench.csv", index=False)
     db = f"sqlite:///{tmp_path / 'p.db'}"
-    assert _cli("catalog-init", tmp_path / "bench.csv", "--out", tmp_path / "own.yaml", "--map", MAP[0],
-                "--map", MAP[1]).returncode == 0
+    assert (
+        _cli(
+            "catalog-init", tmp_path / "bench.csv", "--out", tmp_path / "own.yaml", "--map", MAP[0], "--map", MAP[1]
+        ).returncode
+        == 0
+    )
     data = yaml.safe_load((tmp_path / "own.yaml").read_text())
     data["features"][2]["verifier"] = "ifeval:punctuation:no_comma"  # checked by the rules judge
     data["version"] = "2"
     (tmp_path / "own.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    assert _cli("import-table", tmp_path / "bench.csv", "--db", db, "--catalog", tmp_path / "own.yaml",
-                "--map", MAP[0], "--map", MAP[1]).returncode == 0
+    assert (
+        _cli(
+            "import-table",
+            tmp_path / "bench.csv",
+            "--db",
+            db,
+            "--catalog",
+            tmp_path / "own.yaml",
+            "--map",
+            MAP[0],
+            "--map",
+            MAP[1],
+        ).returncode
+        == 0
+    )
     content = (tmp_path / "own.yaml").read_text()
     (tmp_path / "own.yaml").unlink()
 
     r = _cli("judge", "--db", db, "--provider", "rules", "--name", "rules", "--json")
     assert r.returncode == 0, r.stderr
     with get_engine(db).connect() as conn:
-        verdicts = dict(conn.execute(text(
-            "SELECT m.name, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id JOIN response r ON "
-            "r.id = g.response_id JOIN eval_model m ON m.id = r.model_id JOIN constraint_item c ON "
-            "c.id = g.constraint_id WHERE j.name = 'rules' AND c.feature = 'punctuation:no_comma'")).all())
+        verdicts = dict(
+            conn.execute(
+                text(
+                    "SELECT m.name, g.label FROM judgment g JOIN judge j ON j.id = g.judge_id JOIN response r ON "
+                    "r.id = g.response_id JOIN eval_model m ON m.id = r.model_id JOIN constraint_item c ON "
+                    "c.id = g.constraint_id WHERE j.name = 'rules' AND c.feature = 'punctuation:no_comma'"
+                )
+            ).all()
+        )
     assert verdicts == {"m1": 1, "m2": 0}  # "no commas here" passes, "one, two" fails
 
     scored = json.loads(_cli("score", "--db", db, "--judge", "gpt", "--json").stdout)
@@ -135,7 +205,9 @@ def test_the_stored_catalog_serves_later_commands_without_the_file(tmp_path):
     assert all("no_baseline_targets" not in m["excluded"] for m in scored["models"].values())
 
     assert _cli("pair", "--db", db, "gpt", "gem").returncode == 0
-    r = _cli("export", "--db", db, "--out", tmp_path / "export", "--calibration", "stratified", "--reps", "20", "--json")
+    r = _cli(
+        "export", "--db", db, "--out", tmp_path / "export", "--calibration", "stratified", "--reps", "20", "--json"
+    )
     assert r.returncode == 0, r.stderr
     manifest = json.loads((tmp_path / "export" / "manifest.json").read_text())
     (entry,) = [c for c in manifest["catalogs"] if c["name"] == "bench"]
@@ -145,26 +217,33 @@ def test_the_stored_catalog_serves_later_commands_without_the_file(tmp_path):
     assert set(manifest["metric_definitions"]) == {"tcpr", "constraint_level"}
 
     more = TABLE.assign(question=TABLE["question"] + "-b")
-    out = import_table(get_engine(db), more.to_csv(index=False).encode(), "more.csv",
-                       {"gpt": "label:gpt", "gem": "label:gem"})
+    out = import_table(
+        get_engine(db), more.to_csv(index=False).encode(), "more.csv", {"gpt": "label:gpt", "gem": "label:gem"}
+    )
     assert out["catalog"] == "bench" and out["constraints"] == 4
 
 
 def test_a_changed_catalog_needs_replace_and_a_bundled_name_is_refused(tmp_path, sqlite_url):
     blocks = _doc_blocks()
     eng = get_engine(sqlite_url)
-    import_table(eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(blocks["yaml"].encode(), "c.yaml"))
+    import_table(
+        eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(blocks["yaml"].encode(), "c.yaml")
+    )
     edited = blocks["yaml"].replace("The method is written as numbered steps.", "Steps are numbered.")
     with pytest.raises(ImportFailed) as exc:
         import_table(eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(edited.encode(), "c2.yaml"))
     assert exc.value.errors == [
         "c2.yaml:1: name: catalog 'recipes' is stored with this project with other content (from c.yaml, sha256 "
-        f"{hashlib.sha256(blocks['yaml'].encode()).hexdigest()[:12]}…); import with --replace to replace it"]
-    import_table(eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(edited.encode(), "c2.yaml"),
-                 replace=True)
+        f"{hashlib.sha256(blocks['yaml'].encode()).hexdigest()[:12]}…); import with --replace to replace it"
+    ]
+    import_table(
+        eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(edited.encode(), "c2.yaml"), replace=True
+    )
     with eng.connect() as conn:
-        assert conn.execute(text("SELECT definition FROM catalog_feature WHERE key = 'numbered_steps'")).scalar() \
+        assert (
+            conn.execute(text("SELECT definition FROM catalog_feature WHERE key = 'numbered_steps'")).scalar()
             == "Steps are numbered."
+        )
     with pytest.raises(ImportFailed, match=r"c.yaml:1: name: 'ifeval' is the name of a bundled catalog"):
         parse_catalog_file(blocks["yaml"].replace("name: recipes", "name: ifeval").encode(), "c.yaml")
 
@@ -176,8 +255,10 @@ def test_catalog_problems_are_located(tmp_path):
     with pytest.raises(ImportFailed) as exc:
         parse_catalog_file(broken.encode(), "mine.yaml")
     lines = broken.splitlines()
-    at = {key: next(n for n, line in enumerate(lines, 1) if needle in line) for key, needle in
-          (("dup", "key: again"), ("table", "key: ingredient_table"), ("voice", "category: voice"))}
+    at = {
+        key: next(n for n, line in enumerate(lines, 1) if needle in line)
+        for key, needle in (("dup", "key: again"), ("table", "key: ingredient_table"), ("voice", "category: voice"))
+    }
     assert exc.value.errors == [
         f"mine.yaml:{at['dup']}: key: given twice in one mapping (the file would keep only the last value)",
         f"mine.yaml:{at['table']}: features.1.name: feature 'ingredient_table': missing field 'name'",
@@ -189,7 +270,9 @@ def test_catalog_problems_are_located(tmp_path):
 def test_a_bundle_carries_its_own_catalog(tmp_path, sqlite_url):
     blocks = _doc_blocks()
     eng = get_engine(sqlite_url)
-    import_table(eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(blocks["yaml"].encode(), "c.yaml"))
+    import_table(
+        eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(blocks["yaml"].encode(), "c.yaml")
+    )
     counts = export_bundle(eng, tmp_path / "b")
     assert counts["catalog.yaml"] == 1 and (tmp_path / "b" / "catalog.yaml").read_text() == blocks["yaml"]
     assert json.loads((tmp_path / "b" / "bundle.json").read_text())["catalog"] == "recipes"
@@ -200,29 +283,36 @@ def test_a_bundle_carries_its_own_catalog(tmp_path, sqlite_url):
 
 
 def test_unknown_features_are_one_message_with_the_way_out(tmp_path, sqlite_url):
-    rows = "\n".join(f"m1,q{i},{f}" for i, f in enumerate(["bullet_list", "numbered_steps", "zz_one", "numbered_steps",
-                                                             "zz_two"] * 3))
+    rows = "\n".join(
+        f"m1,q{i},{f}"
+        for i, f in enumerate(["bullet_list", "numbered_steps", "zz_one", "numbered_steps", "zz_two"] * 3)
+    )
     with pytest.raises(ImportFailed) as exc:
         import_table(get_engine(sqlite_url), f"model,question,feature\n{rows}\n".encode(), "own.csv", {})
     assert exc.value.errors == [
         "own.csv:3: feature: 3 unknown features: 'numbered_steps' (lines 3, 5, 8, 10, 13, …), 'zz_one' (lines 4, 9, "
         "14), 'zz_two' (lines 6, 11, 16) of catalog reformbench; for your own features, write a starter catalog with "
         "`python -m reform_core catalog-init own.csv --out catalog.yaml`, edit its texts and import with --catalog "
-        "catalog.yaml"]
+        "catalog.yaml"
+    ]
 
 
 def test_a_bundle_catalog_linked_out_of_the_bundle_is_refused_unread(tmp_path, sqlite_url):
     blocks = _doc_blocks()
     eng = get_engine(sqlite_url)
-    import_table(eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(blocks["yaml"].encode(), "c.yaml"))
+    import_table(
+        eng, blocks["csv"].encode(), "t.csv", {}, catalog=parse_catalog_file(blocks["yaml"].encode(), "c.yaml")
+    )
     export_bundle(eng, tmp_path / "b")
     (tmp_path / "outside.yaml").write_text(blocks["yaml"])
     (tmp_path / "b" / "catalog.yaml").unlink()
     (tmp_path / "b" / "catalog.yaml").symlink_to(tmp_path / "outside.yaml")
     with pytest.raises(ImportFailed) as exc:
         import_bundle(get_engine(f"sqlite:///{tmp_path / 'fresh.db'}"), tmp_path / "b")
-    assert any(e.startswith("catalog.yaml:0: (file): cannot read: is a symbolic link to") and "outside the bundle" in e
-               for e in exc.value.errors), exc.value.errors
+    assert any(
+        e.startswith("catalog.yaml:0: (file): cannot read: is a symbolic link to") and "outside the bundle" in e
+        for e in exc.value.errors
+    ), exc.value.errors
 
 
 def test_catalog_init_on_a_table_nobody_shaped_for_reform(tmp_path):
@@ -234,12 +324,20 @@ def test_catalog_init_on_a_table_nobody_shaped_for_reform(tmp_path):
     df = _ifeval_table()
     df.to_csv(tmp_path / "verdicts.csv", index=False)
     maps = sum((["--map", m] for m in IFEVAL_MAP), [])
-    r = _cli("catalog-init", tmp_path / "verdicts.csv", "--out", tmp_path / "c.yaml", "--name", "my-ifeval", *maps,
-             "--json")
+    r = _cli(
+        "catalog-init", tmp_path / "verdicts.csv", "--out", tmp_path / "c.yaml", "--name", "my-ifeval", *maps, "--json"
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["features"] == df["instruction_id"].nunique()
     cat = load_catalog(tmp_path / "c.yaml")
-    assert cat.name == "my-ifeval" and {c.key for c in cat.categories} == {k.split(":")[0] for k in df["instruction_id"]}
-    out = import_table(get_engine(f"sqlite:///{tmp_path / 'p.db'}"), (tmp_path / "verdicts.csv").read_bytes(),
-                       "verdicts.csv", dict(m.split("=") for m in IFEVAL_MAP), catalog=str(tmp_path / "c.yaml"))
+    assert cat.name == "my-ifeval" and {c.key for c in cat.categories} == {
+        k.split(":")[0] for k in df["instruction_id"]
+    }
+    out = import_table(
+        get_engine(f"sqlite:///{tmp_path / 'p.db'}"),
+        (tmp_path / "verdicts.csv").read_bytes(),
+        "verdicts.csv",
+        dict(m.split("=") for m in IFEVAL_MAP),
+        catalog=str(tmp_path / "c.yaml"),
+    )
     assert out["catalog"] == "my-ifeval" and out["constraints"] == len(df) and out["judgments"] == 2 * len(df)

@@ -8,13 +8,12 @@ from __future__ import annotations
 import pandas as pd
 
 from db.repo.adjudication import ensure_user, insert_tasks, write_tx
-from reform_core.services.adjudication import adjudication as S
-from reform_core.services.scoring import estimates
-from reform_core.services.scoring import scoring
 from reform_core.services.accounts.auth import Principal
-from reform_core.services.data.simulated import simulate_into
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.adjudication.planning import create_cluster_plan
+from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.scoring import estimates, scoring
 
 
 def _same(a: estimates.PlanInputs, b: estimates.PlanInputs) -> None:
@@ -47,13 +46,34 @@ def test_task_keys_are_reused_until_the_plans_tasks_change(sqlite_url):
     # a task added to the plan: its tasks are read again
     task = first.tasks.iloc[0]
     with write_tx(eng) as conn:
-        resp, cons = (int(v) for v in conn.exec_driver_sql(
-            "SELECT g.response_id, g.constraint_id FROM judgment g WHERE NOT EXISTS (SELECT 1 FROM adjudication_task t "
-            "WHERE t.plan_id = ? AND t.response_id = g.response_id AND t.constraint_id = g.constraint_id) "
-            "ORDER BY g.id LIMIT 1", (plan_id,)).one())
-        insert_tasks(conn, rows=[{"plan_id": plan_id, "response_id": resp, "constraint_id": cons, "stratum": "extra",
-                                  "kind": str(task["kind"]), "required": 1, "decided": 0, "status": "open",
-                                  "claimed_by": None, "lease_until": None, "order_key": 0.5, "a_left": "A"}])
+        resp, cons = (
+            int(v)
+            for v in conn.exec_driver_sql(
+                "SELECT g.response_id, g.constraint_id FROM judgment g WHERE NOT EXISTS (SELECT 1 FROM adjudication_task t "
+                "WHERE t.plan_id = ? AND t.response_id = g.response_id AND t.constraint_id = g.constraint_id) "
+                "ORDER BY g.id LIMIT 1",
+                (plan_id,),
+            ).one()
+        )
+        insert_tasks(
+            conn,
+            rows=[
+                {
+                    "plan_id": plan_id,
+                    "response_id": resp,
+                    "constraint_id": cons,
+                    "stratum": "extra",
+                    "kind": str(task["kind"]),
+                    "required": 1,
+                    "decided": 0,
+                    "status": "open",
+                    "claimed_by": None,
+                    "lease_until": None,
+                    "order_key": 0.5,
+                    "a_left": "A",
+                }
+            ],
+        )
     third = estimates.plan_inputs(eng, plan, inst, known=second)
     assert third.tasks is not second.tasks and len(third.tasks) == len(second.tasks) + 1
     _same(third, estimates.plan_inputs(eng, plan, inst))

@@ -17,13 +17,13 @@ from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, plan_params, write_tx
 from reform_core.estimators.design import Design
-from reform_core.services.adjudication import adjudication as S
-from reform_core.services.scoring import estimates as E
 from reform_core.services.accounts.auth import Principal
-from reform_core.services.data.simulated import simulate_into
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.adjudication.planning import create_cluster_plan
-from reform_core.services.scoring.scoring import score, score_json
+from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.scoring import estimates as E
+from reform_core.services.scoring.scoring import score, score_json
 from tests.integration.test_adjudication_progress import assert_counters_match
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,8 +40,10 @@ def project(any_db_url):
     eng = get_engine(any_db_url)
     simulate_into(eng, seed=5, scale="small")
     with write_tx(eng) as conn:
-        users = {name: Principal(ensure_user(conn, username=name, role=role), name, role)
-                 for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"))}
+        users = {
+            name: Principal(ensure_user(conn, username=name, role=role), name, role)
+            for name, role in (("lead", "lead"), ("ann1", "annotator"), ("ann2", "annotator"))
+        }
     return eng, any_db_url, users
 
 
@@ -66,17 +68,23 @@ def _decide(eng, users, plan_id: int, limit: int, who_decides=("ann1", "ann2")) 
 def _db_counts(eng, plan_id: int) -> dict:
     """Per model, from the task rows: tasks, complete ones, and ones with some but not all decisions."""
     with eng.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT m.name, COUNT(*), SUM(CASE WHEN t.decided >= t.required THEN 1 ELSE 0 END), "
-            "SUM(CASE WHEN t.decided > 0 AND t.decided < t.required THEN 1 ELSE 0 END) FROM adjudication_task t "
-            "JOIN response r ON r.id = t.response_id JOIN eval_model m ON m.id = r.model_id WHERE t.plan_id = :p "
-            "GROUP BY m.name"), {"p": plan_id}).all()
+        rows = conn.execute(
+            text(
+                "SELECT m.name, COUNT(*), SUM(CASE WHEN t.decided >= t.required THEN 1 ELSE 0 END), "
+                "SUM(CASE WHEN t.decided > 0 AND t.decided < t.required THEN 1 ELSE 0 END) FROM adjudication_task t "
+                "JOIN response r ON r.id = t.response_id JOIN eval_model m ON m.id = r.model_id WHERE t.plan_id = :p "
+                "GROUP BY m.name"
+            ),
+            {"p": plan_id},
+        ).all()
     return {m: {"tasks_planned": int(n), "tasks_decided": int(d), "awaiting_opinion": int(w)} for m, n, d, w in rows}
 
 
 def _progress(doc: dict) -> dict:
-    return {m: {k: r["progress"][k] for k in ("tasks_planned", "tasks_decided", "awaiting_opinion")}
-            for m, r in doc["models"].items()}
+    return {
+        m: {k: r["progress"][k] for k in ("tasks_planned", "tasks_decided", "awaiting_opinion")}
+        for m, r in doc["models"].items()
+    }
 
 
 def test_part_way_is_provisional_with_counts_then_final(project):
@@ -118,10 +126,12 @@ def test_close_withdraws_refuses_and_records_its_reason(project, tmp_path):
     _decide(eng, users, made.plan_id, made.tasks // 3)
     held = S.claim_next(eng, users["ann1"], made.plan_id)  # an item on screen while the lead closes
     with eng.connect() as conn:
-        open_before = conn.execute(text("SELECT COUNT(*) FROM adjudication_task WHERE plan_id = :p AND "
-                                        "status IN ('open', 'claimed')"), {"p": made.plan_id}).scalar_one()
+        open_before = conn.execute(
+            text("SELECT COUNT(*) FROM adjudication_task WHERE plan_id = :p AND status IN ('open', 'claimed')"),
+            {"p": made.plan_id},
+        ).scalar_one()
         decisions_before = conn.execute(text("SELECT COUNT(*) FROM adjudication")).scalar_one()
-    reason = "pilot: precise enough for the go/no-go =HYPERLINK(\"x\")"
+    reason = 'pilot: precise enough for the go/no-go =HYPERLINK("x")'
     out = json.loads(_cli("plan-close", made.name, "--db", url, "--reason", reason, "--json").stdout)
     assert out == {"plan": made.name, "withdrawn": open_before} and open_before > 0
     closed = plan_params(eng.connect(), plan_id=made.plan_id)["closed"]
@@ -134,7 +144,9 @@ def test_close_withdraws_refuses_and_records_its_reason(project, tmp_path):
     with pytest.raises(S.AdjudicationRefused, match="closed plan"):
         S.undo_last(eng, users["ann2"], made.plan_id)
     tasks = tmp_path / "tasks.jsonl"
-    assert json.loads(_cli("tasks", "--db", url, "--plan", made.name, "--out", str(tasks), "--json").stdout)["tasks"] == 0
+    assert (
+        json.loads(_cli("tasks", "--db", url, "--plan", made.name, "--out", str(tasks), "--json").stdout)["tasks"] == 0
+    )
     _cli("plan-close", made.name, "--db", url, ok=False)
     assert "was closed on" in _cli("plan-extend", made.name, "--db", url, "--questions", "2", ok=False).stderr
     with eng.connect() as conn:
@@ -173,9 +185,19 @@ def test_import_into_a_closed_plan_is_refused_with_its_line(project, tmp_path):
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     (bundle / "questions.jsonl").write_text("", encoding="utf-8")
-    (bundle / "adjudications.jsonl").write_text(json.dumps(
-        {**{k: line[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")},
-         "annotator": "ext1", "choice": "A", "note": "", "seconds": 1.0}) + "\n", encoding="utf-8")
+    (bundle / "adjudications.jsonl").write_text(
+        json.dumps(
+            {
+                **{k: line[k] for k in ("plan", "judge_a", "judge_b", "model", "instruction", "position")},
+                "annotator": "ext1",
+                "choice": "A",
+                "note": "",
+                "seconds": 1.0,
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     err = _cli("import", str(bundle), "--db", url, ok=False).stderr
     assert "adjudications.jsonl:1" in err and "plan" in err and "was closed on" in err
     with eng.connect() as conn:
@@ -187,23 +209,34 @@ def test_extend_keeps_earlier_draws_and_decisions(project):
     made = create_cluster_plan(eng, users["lead"], judge_a="judge_a", judge_b="judge_b", seed=3, margin=0.2)
     _decide(eng, users, made.plan_id, made.tasks // 2)
     with eng.connect() as conn:
-        before = conn.execute(text("SELECT id, response_id, constraint_id, decided, order_key FROM adjudication_task "
-                                   "WHERE plan_id = :p ORDER BY id"), {"p": made.plan_id}).all()
+        before = conn.execute(
+            text(
+                "SELECT id, response_id, constraint_id, decided, order_key FROM adjudication_task "
+                "WHERE plan_id = :p ORDER BY id"
+            ),
+            {"p": made.plan_id},
+        ).all()
         n_decisions = conn.execute(text("SELECT COUNT(*) FROM adjudication")).scalar_one()
     params0 = plan_params(eng.connect(), plan_id=made.plan_id)
     out = json.loads(_cli("plan-extend", made.name, "--db", url, "--questions", "2", "--json").stdout)
     assert set(out) == {"plan", "tasks"} and out["plan"] == made.name and out["tasks"] > 0
     with eng.connect() as conn:
-        after = conn.execute(text("SELECT id, response_id, constraint_id, decided, order_key FROM adjudication_task "
-                                  "WHERE plan_id = :p ORDER BY id"), {"p": made.plan_id}).all()
+        after = conn.execute(
+            text(
+                "SELECT id, response_id, constraint_id, decided, order_key FROM adjudication_task "
+                "WHERE plan_id = :p ORDER BY id"
+            ),
+            {"p": made.plan_id},
+        ).all()
         assert conn.execute(text("SELECT COUNT(*) FROM adjudication")).scalar_one() == n_decisions
     assert after[: len(before)] == before and len(after) == len(before) + out["tasks"]
-    assert min(r[4] for r in after[len(before):]) > max(r[4] for r in before)  # queued behind the others
+    assert min(r[4] for r in after[len(before) :]) > max(r[4] for r in before)  # queued behind the others
     params = plan_params(eng.connect(), plan_id=made.plan_id)
     assert all(params["cluster_pi"][m] > params0["cluster_pi"][m] for m in params0["cluster_pi"])
     assert params["extensions"][0]["questions"] == 2 and params["extensions"][0]["tasks"] == out["tasks"]
-    assert {k: v for k, v in params.items() if k not in ("cluster_pi", "cluster_pi0", "models", "extensions")} == \
-        {k: v for k, v in params0.items() if k not in ("cluster_pi", "cluster_pi0", "models")}
+    assert {k: v for k, v in params.items() if k not in ("cluster_pi", "cluster_pi0", "models", "extensions")} == {
+        k: v for k, v in params0.items() if k not in ("cluster_pi", "cluster_pi0", "models")
+    }
     assert_counters_match(eng, made.plan_id)
     # the new questions' tasks are served and the estimator sees the grown sample
     doc = score_json(score(eng, users["lead"]))
@@ -211,4 +244,6 @@ def test_extend_keeps_earlier_draws_and_decisions(project):
     assert doc["provisional"] is True
     item = S.claim_next(eng, users["ann1"], made.plan_id)
     assert item is not None
-    assert "no sample plan named 'nope'" in _cli("plan-extend", "nope", "--db", url, "--questions", "1", ok=False).stderr
+    assert (
+        "no sample plan named 'nope'" in _cli("plan-extend", "nope", "--db", url, "--questions", "1", ok=False).stderr
+    )

@@ -13,8 +13,8 @@ from unittest import mock
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.services.accounts.auth import Principal
+from reform_core.services.adjudication import adjudication as S
 from reform_core.services.data.simulated import simulate_into
 from reform_core.services.platform.uow import get_engine
 
@@ -77,10 +77,14 @@ def _drain(url: str, overlap: float = 0.3) -> None:
     assert [r for res in results for r in res[2]] == []  # no lease expired, nothing refused
     claimed_ids = sorted(a for r in results for _, a in r[1])
     with eng.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT t.id, t.required, t.decided, t.status, COUNT(d.id), COUNT(DISTINCT d.user_id) "
-            "FROM adjudication_task t LEFT JOIN adjudication d ON d.task_id = t.id "
-            "WHERE t.plan_id = :p GROUP BY t.id, t.required, t.decided, t.status"), {"p": plan.plan_id}).all()
+        rows = conn.execute(
+            text(
+                "SELECT t.id, t.required, t.decided, t.status, COUNT(d.id), COUNT(DISTINCT d.user_id) "
+                "FROM adjudication_task t LEFT JOIN adjudication d ON d.task_id = t.id "
+                "WHERE t.plan_id = :p GROUP BY t.id, t.required, t.decided, t.status"
+            ),
+            {"p": plan.plan_id},
+        ).all()
         stored_ids = sorted(r[0] for r in conn.execute(text("SELECT id FROM adjudication")).all())
     assert len(rows) == plan.tasks
     assert {r[1] for r in rows} == {1, 2}  # single and double adjudication both exercised

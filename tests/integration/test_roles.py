@@ -10,23 +10,32 @@ from streamlit.testing.v1 import AppTest
 
 from pages.components.nav import PAGES
 from reform_core.config import get_settings
-from reform_core.services.project import explore
 from reform_core.services.accounts.auth import AccessDenied, Principal
-from reform_core.services.project.setup import ensure_demo
-from reform_core.services.project.export import export
-from reform_core.services.platform.uow import dispose_engines, get_engine
 from reform_core.services.accounts.users import create_user, list_users
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.project import explore
+from reform_core.services.project.export import export
+from reform_core.services.project.setup import ensure_demo
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "app.py")
-ANNOTATOR, ANALYST, LEAD = (Principal(1001, "ann", "annotator"), Principal(1002, "ana", "analyst"),
-                            Principal(1003, "lee", "lead"))
+ANNOTATOR, ANALYST, LEAD = (
+    Principal(1001, "ann", "annotator"),
+    Principal(1002, "ana", "analyst"),
+    Principal(1003, "lee", "lead"),
+)
 
 EXPECTED_PAGES = {
     "annotator": {"pages/overview.py"},
     "analyst": {"pages/overview.py", "pages/data.py", "pages/scores.py", "pages/explore.py"},
-    "lead": {"pages/overview.py", "pages/data.py", "pages/scores.py", "pages/explore.py", "pages/export.py",
-             "pages/users.py"},
+    "lead": {
+        "pages/overview.py",
+        "pages/data.py",
+        "pages/scores.py",
+        "pages/explore.py",
+        "pages/export.py",
+        "pages/users.py",
+    },
 }
 
 
@@ -59,8 +68,10 @@ def _calls(engine, tmp):
         "judges": (lambda p: explore.judges(engine, p), {"analyst", "lead"}),
         "intervals": (lambda p: explore.score_intervals(p, result, n_boot=5), {"analyst", "lead"}),
         "condition_tables": (lambda p: explore.condition_tables(p, result), {"analyst", "lead"}),
-        "failing_units": (lambda p: explore.failing_units(p, result, model="quill-2", task_type="advice"),
-                          {"analyst", "lead"}),
+        "failing_units": (
+            lambda p: explore.failing_units(p, result, model="quill-2", task_type="advice"),
+            {"analyst", "lead"},
+        ),
         "explore_frame": (lambda p: explore.explore_frame(p, result), {"analyst", "lead"}),
         "filter_instances": (lambda p: explore.filter_instances(p, frame, explore.Filters()), {"analyst", "lead"}),
         "example": (lambda p: explore.example(engine, p, model="quill-2", question="q01"), {"analyst", "lead"}),
@@ -68,8 +79,12 @@ def _calls(engine, tmp):
         "export_archive": (lambda p: explore.export_archive(engine, p), {"lead"}),
         "list_users": (lambda p: list_users(engine, p), {"lead"}),
         # principal=None is the documented CLI bootstrap of services/accounts/users.py
-        "create_user": (lambda p: create_user(engine, p, username=f"new-{p.role if p else 'cli'}",
-                                              password="long-enough-1", role="annotator"), {"lead", "anonymous"}),
+        "create_user": (
+            lambda p: create_user(
+                engine, p, username=f"new-{p.role if p else 'cli'}", password="long-enough-1", role="annotator"
+            ),
+            {"lead", "anonymous"},
+        ),
     }
 
 
@@ -160,7 +175,8 @@ def test_every_polling_fragment_rechecks_the_session_first():
     for path in sorted((ROOT / "pages").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.FunctionDef) or not any(
-                    "fragment" in ast.unparse(d) for d in node.decorator_list):
+                "fragment" in ast.unparse(d) for d in node.decorator_list
+            ):
                 continue
             body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
             first = ast.unparse(body[0]) if body else ""

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from reform_core.services.project.setup import load_demo
-from reform_core.services.scoring.scoring import ScoringError, load_project, score
 from reform_core.services.accounts.auth import Principal
 from reform_core.services.platform.uow import get_engine
+from reform_core.services.project.setup import load_demo
+from reform_core.services.scoring.scoring import ScoringError, load_project, score
 
 ANALYST = Principal(0, "ana", "analyst")
 
@@ -39,8 +39,12 @@ def test_score_json_shape(demo_url):
     assert set(out["models"]) == {"helix-pro", "quill-2", "pixel-mini"}
     # a rate the default estimator puts a hair outside [0, 100] is shown clipped and says so in a note; EMCR is
     # the mean of the unclipped rates (the note gives each to two decimals)
-    clipped = {(m, f"r{k}"): float(v) for m, k, v in
-               re.findall(r"(\S+): r(\d): the estimator's unbiased value (-?[\d.]+) lies outside", " ".join(out["notes"]))}
+    clipped = {
+        (m, f"r{k}"): float(v)
+        for m, k, v in re.findall(
+            r"(\S+): r(\d): the estimator's unbiased value (-?[\d.]+) lies outside", " ".join(out["notes"])
+        )
+    }
     for name, m in out["models"].items():
         assert {"tcpr", "emcr", "r1", "r2", "r3", "units", "constraint_level", "excluded", "notes"} <= set(m)
         assert m["excluded"] == {"no_baseline_targets": 0, "unlabelled_instructions": 0}

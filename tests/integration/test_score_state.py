@@ -13,14 +13,14 @@ import pytest
 from sqlalchemy import text
 
 from db.repo.adjudication import ensure_user, write_tx
-from reform_core.services.adjudication import adjudication as S
 from reform_core.metrics import reform
+from reform_core.services.accounts.auth import Principal
+from reform_core.services.adjudication import adjudication as S
+from reform_core.services.data.simulated import simulate_into
+from reform_core.services.platform.uow import get_engine
 from reform_core.services.project import explore
 from reform_core.services.scoring import scoring
-from reform_core.services.accounts.auth import Principal
-from reform_core.services.data.simulated import simulate_into
 from reform_core.services.scoring.score_state import ScoreCache, split_version
-from reform_core.services.platform.uow import get_engine
 
 
 @pytest.fixture
@@ -43,8 +43,14 @@ def _decide(eng, ann, plan, n: int, start: int = 0) -> None:
 def _same(a: scoring.ScoreResult, b: scoring.ScoreResult) -> None:
     assert set(a.tables) == set(b.tables)
     for name in a.tables:
-        pd.testing.assert_frame_equal(a.tables[name].reset_index(drop=True), b.tables[name].reset_index(drop=True),
-                                      check_dtype=False, rtol=1e-12, atol=1e-12, obj=name)
+        pd.testing.assert_frame_equal(
+            a.tables[name].reset_index(drop=True),
+            b.tables[name].reset_index(drop=True),
+            check_dtype=False,
+            rtol=1e-12,
+            atol=1e-12,
+            obj=name,
+        )
     pd.testing.assert_frame_equal(a.models.reset_index(drop=True), b.models.reset_index(drop=True), check_dtype=False)
     cols = [c for c in ("iid", "p", "source", "provisional", "stratum") if c in b.instances]
     assert [c for c in ("iid", "p", "source", "provisional", "stratum") if c in a.instances] == cols
@@ -52,8 +58,12 @@ def _same(a: scoring.ScoreResult, b: scoring.ScoreResult) -> None:
     y = b.instances[cols].sort_values("iid").reset_index(drop=True)
     strs = {c: str for c in ("source", "stratum") if c in cols}
     pd.testing.assert_frame_equal(x.astype(strs), y.astype(strs), check_dtype=False)
-    assert (a.provisional, a.notes, a.messages, a.other_pair_decisions) == (b.provisional, b.notes, b.messages,
-                                                                            b.other_pair_decisions)
+    assert (a.provisional, a.notes, a.messages, a.other_pair_decisions) == (
+        b.provisional,
+        b.notes,
+        b.messages,
+        b.other_pair_decisions,
+    )
     if a.rates is not None:
         ra = a.rates.sort_values("stratum").reset_index(drop=True)
         rb = b.rates.sort_values("stratum").reset_index(drop=True)
@@ -88,8 +98,9 @@ def test_rescore_of_the_default_estimator_equals_scoring_from_scratch(sqlite_url
         lead = Principal(ensure_user(conn, username="lead", role="lead"), "lead", "lead")
         ann = Principal(ensure_user(conn, username="ann", role="annotator"), "ann", "annotator")
         ann2 = Principal(ensure_user(conn, username="ann2", role="annotator"), "ann2", "annotator")
-    plan = create_cluster_plan(eng, lead, judge_a="judge_a", judge_b="judge_b", seed=5, name="cluster plan",
-                               double_fraction=0.5).plan_id
+    plan = create_cluster_plan(
+        eng, lead, judge_a="judge_a", judge_b="judge_b", seed=5, name="cluster plan", double_fraction=0.5
+    ).plan_id
     _decide(eng, ann, plan, 12)
     before = scoring.score(eng, lead, calibration="cluster")
     assert before.method == "cluster" and before.stratified is not None
@@ -116,19 +127,23 @@ def test_rescore_of_the_default_estimator_equals_scoring_from_scratch(sqlite_url
     assert again.estimate.estimate.evaluation is None, "handed to the tables once, not kept"
     for res in (fresh, third):
         main = res.instances[res.instances["condition"] == "main"]
-        anew = reform.reform_tables(main, baseline=res.frames.baseline, adjudications=scoring.main_adjudications(res.frames),
-                                    choice="choice")
+        anew = reform.reform_tables(
+            main, baseline=res.frames.baseline, adjudications=scoring.main_adjudications(res.frames), choice="choice"
+        )
         for name in ("a2", "a3", "a5", "a6_a7", "a8"):
-            pd.testing.assert_frame_equal(res.tables[name], anew[name], check_exact=False, rtol=1e-12, atol=1e-12,
-                                          obj=name)
+            pd.testing.assert_frame_equal(
+                res.tables[name], anew[name], check_exact=False, rtol=1e-12, atol=1e-12, obj=name
+            )
 
 
 def test_rescore_of_a_raw_judge_keeps_its_labels(project):
     eng, lead, ann, plan = project
     before = scoring.score(eng, lead, judge="judge_b")
     _decide(eng, ann, plan, 4)
-    _same(scoring.rescore(eng, lead, before, scoring.load_project(eng).adjudications),
-          scoring.score(eng, lead, judge="judge_b"))
+    _same(
+        scoring.rescore(eng, lead, before, scoring.load_project(eng).adjudications),
+        scoring.score(eng, lead, judge="judge_b"),
+    )
 
 
 def test_cache_applies_decisions_incrementally_and_rebuilds_on_other_changes(project):
@@ -147,10 +162,13 @@ def test_cache_applies_decisions_incrementally_and_rebuilds_on_other_changes(pro
     # a judgment is replaced (a re-run of the judge): the state is rebuilt from the database
     with eng.begin() as conn:
         jid = conn.execute(text("SELECT MIN(id) FROM judgment WHERE label IS NOT NULL")).scalar()
-        cols = ("judge_id, response_id, constraint_id, prompt_version, rationale, status, error, raw, input_tokens, "
-                "output_tokens, cost_usd, created_at")
-        conn.execute(text(f"CREATE TEMP TABLE j AS SELECT {cols}, 1 - label AS label FROM judgment WHERE id = :i"),
-                     {"i": jid})
+        cols = (
+            "judge_id, response_id, constraint_id, prompt_version, rationale, status, error, raw, input_tokens, "
+            "output_tokens, cost_usd, created_at"
+        )
+        conn.execute(
+            text(f"CREATE TEMP TABLE j AS SELECT {cols}, 1 - label AS label FROM judgment WHERE id = :i"), {"i": jid}
+        )
         conn.execute(text("DELETE FROM judgment WHERE id = :i"), {"i": jid})
         conn.execute(text(f"INSERT INTO judgment ({cols}, label) SELECT {cols}, label FROM j"))
     v2 = explore.data_version(eng)
@@ -194,7 +212,9 @@ def test_intervals_are_recomputed_in_the_background(project):
     assert cache.wait_intervals(eng)
     done = cache.intervals(eng, lead, v1, fn)
     assert done.fresh
-    pd.testing.assert_frame_equal(done.frame, explore.score_intervals(lead, scoring.score(eng, lead, calibration="stratified"), n_boot=50))
+    pd.testing.assert_frame_equal(
+        done.frame, explore.score_intervals(lead, scoring.score(eng, lead, calibration="stratified"), n_boot=50)
+    )
     assert not done.frame.equals(first.frame)
 
 
@@ -242,17 +262,33 @@ def test_an_error_judgment_overwritten_in_place_changes_the_data_version(project
 
     eng, lead, _, _ = project
     with eng.begin() as conn:
-        row = conn.execute(text("SELECT id, judge_id, response_id, constraint_id, prompt_version FROM judgment "
-                                "ORDER BY id LIMIT 1")).one()
+        row = conn.execute(
+            text("SELECT id, judge_id, response_id, constraint_id, prompt_version FROM judgment ORDER BY id LIMIT 1")
+        ).one()
         conn.execute(text("UPDATE judgment SET status = 'error', label = NULL WHERE id = :i"), {"i": row.id})
     cache = ScoreCache()
     v0 = explore.data_version(eng)
     cache.result(eng, lead, v0)
     with Session(eng) as s:
-        upsert_judgments(s, rows=[{"judge_id": row.judge_id, "response_id": row.response_id,
-                                   "constraint_id": row.constraint_id, "prompt_version": row.prompt_version,
-                                   "label": 1, "rationale": "", "status": "ok", "error": "", "raw": "",
-                                   "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}])
+        upsert_judgments(
+            s,
+            rows=[
+                {
+                    "judge_id": row.judge_id,
+                    "response_id": row.response_id,
+                    "constraint_id": row.constraint_id,
+                    "prompt_version": row.prompt_version,
+                    "label": 1,
+                    "rationale": "",
+                    "status": "ok",
+                    "error": "",
+                    "raw": "",
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                    "cost_usd": 0.0,
+                }
+            ],
+        )
         s.commit()
     v1 = explore.data_version(eng)
     assert v1 != v0 and split_version(v1)[0] != split_version(v0)[0]

@@ -25,10 +25,10 @@ import pytest
 
 from reform_core.services.accounts.auth import Principal
 from reform_core.services.data.importer import import_bundle
+from reform_core.services.platform.uow import get_engine
 from reform_core.services.project.export import export, recompute
 from reform_core.services.project.operations import doctor
 from reform_core.services.scoring.scoring import score, score_json
-from reform_core.services.platform.uow import get_engine
 from tests.integration.scoring_project import write_bundle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,8 +103,17 @@ def test_unlabelled_constraint_leaves_its_instruction_out_of_every_method(tmp_pa
     5/6 = 83.3 %) while raw-judge TCPR dropped q1-v1 (4/5 = 80 %): the methods scored
     different sets. After: every method drops it (4/5) and counts it."""
     eng = get_engine(sqlite_url)
-    adj = ({"judge_a": "ja", "judge_b": "jb", "model": "m1", "instruction": "q1-v2", "position": 1, "choice": "A",
-            "annotator": "alice"},)  # a pool for the pooled rule (on an agreement: no effect on p)
+    adj = (
+        {
+            "judge_a": "ja",
+            "judge_b": "jb",
+            "model": "m1",
+            "instruction": "q1-v2",
+            "position": 1,
+            "choice": "A",
+            "annotator": "alice",
+        },
+    )  # a pool for the pooled rule (on an agreement: no effect on p)
     import_bundle(eng, write_bundle(tmp_path / "b", label=_m1_q1v1_p3_unlabelled, adjudications=adj))
     for kw in ({"calibration": "stratified"}, {"calibration": "pooled"}, {"judge": "ja"}, {"judge": "jb"}):
         out = score_json(score(eng, LEAD, **kw))

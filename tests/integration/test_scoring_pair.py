@@ -17,14 +17,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reform_core.services.adjudication import adjudication
-from reform_core.services.project import explore
 from reform_core.services.accounts.auth import Principal
+from reform_core.services.adjudication import adjudication
 from reform_core.services.data.importer import import_bundle
 from reform_core.services.data.status import status
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.project import explore
 from reform_core.services.project.export import export
 from reform_core.services.scoring.scoring import ScoringError, project_pair, score, score_json, set_pair
-from reform_core.services.platform.uow import get_engine
 from tests.integration.scoring_project import write_bundle
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,9 +53,21 @@ def three_judges(tmp_path, any_db_url):
     """jz, ja, jc with labels (creation order), plus 'broken' created first with only errors,
     and one decision under a plan of the pair (jz, ja)."""
     eng = get_engine(any_db_url)
-    adj = ({"judge_a": "jz", "judge_b": "ja", "model": "m1", "instruction": "q1-v1", "position": 2, "choice": "B",
-            "annotator": "alice", "plan": "p-za"},)
-    import_bundle(eng, write_bundle(tmp_path / "b", judges=("broken", "jz", "ja", "jc"), label=_label, adjudications=adj))
+    adj = (
+        {
+            "judge_a": "jz",
+            "judge_b": "ja",
+            "model": "m1",
+            "instruction": "q1-v1",
+            "position": 2,
+            "choice": "B",
+            "annotator": "alice",
+            "plan": "p-za",
+        },
+    )
+    import_bundle(
+        eng, write_bundle(tmp_path / "b", judges=("broken", "jz", "ja", "jc"), label=_label, adjudications=adj)
+    )
     return eng, any_db_url
 
 

@@ -24,8 +24,9 @@ TIMEOUT = 180
 
 
 def _run(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "reform_core", *args], cwd=ROOT, env=env, capture_output=True,
-                       text=True, timeout=TIMEOUT)
+    r = subprocess.run(
+        [sys.executable, "-m", "reform_core", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT
+    )
     return r
 
 
@@ -41,8 +42,13 @@ def test_canary_key_appears_nowhere(tmp_path, server):
     work.mkdir()
     db = f"sqlite:///{work / 'reform.db'}"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY")}
-    env.update(PYTHONPATH=str(ROOT), OPENAI_API_KEY=canary, GOOGLE_API_KEY=gcanary, OPENAI_LOG="debug",
-               REFORM_DATA_DIR=str(work))
+    env.update(
+        PYTHONPATH=str(ROOT),
+        OPENAI_API_KEY=canary,
+        GOOGLE_API_KEY=gcanary,
+        OPENAI_LOG="debug",
+        REFORM_DATA_DIR=str(work),
+    )
     outputs: list[str] = []
 
     def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
@@ -55,24 +61,70 @@ def test_canary_key_appears_nowhere(tmp_path, server):
     run("demo", "--db", db, "--json")
     # every error class whose body echoes the credentials, then malformed output, then normal answers
     server.push("401echo", "400echo", "500echo", "403echo", "malformed", "malformed", "malformed")
-    r = run("judge", "--db", db, "--provider", "openai", "--model", "gpt-4o-mini", "--name", "leaky-openai",
-            "--base-url", server.url + "/v1", "--concurrency", "1", "--limit", "5", "--json")
+    r = run(
+        "judge",
+        "--db",
+        db,
+        "--provider",
+        "openai",
+        "--model",
+        "gpt-4o-mini",
+        "--name",
+        "leaky-openai",
+        "--base-url",
+        server.url + "/v1",
+        "--concurrency",
+        "1",
+        "--limit",
+        "5",
+        "--json",
+    )
     out = json.loads(r.stdout)
     assert out["calls"] == 5 and out["errors"] > 0, out
     server.push("401echo", "400echo", "malformed")
-    r = run("judge", "--db", db, "--provider", "gemini", "--model", "gemini-2.0-flash", "--name", "leaky-gemini",
-            "--base-url", server.url, "--concurrency", "1", "--limit", "3", "--json")
+    r = run(
+        "judge",
+        "--db",
+        db,
+        "--provider",
+        "gemini",
+        "--model",
+        "gemini-2.0-flash",
+        "--name",
+        "leaky-gemini",
+        "--base-url",
+        server.url,
+        "--concurrency",
+        "1",
+        "--limit",
+        "3",
+        "--json",
+    )
     assert json.loads(r.stdout)["errors"] > 0
 
     # positive control: the key really went over the wire, and errors were stored
-    sent = {v for c in server.calls for k, v in c["headers"].items() if k.lower() in ("authorization", "x-goog-api-key")}
+    sent = {
+        v for c in server.calls for k, v in c["headers"].items() if k.lower() in ("authorization", "x-goog-api-key")
+    }
     assert f"Bearer {canary}" in sent and gcanary in sent, sent
     run("status", "--db", db, "--json")
     run("export", "--db", db, "--out", str(tmp_path / "export"))
     run("export-bundle", "--db", db, "--out", str(tmp_path / "bundle"))
     run("backup", "--db", db, "--out", str(tmp_path / "backup" / "reform.bak"))
-    run("judge", "--db", db, "--provider", "openai", "--model", "other-model", "--name", "leaky-openai",
-        "--base-url", server.url + "/v1", ok=False)  # a failing command's error path too
+    run(
+        "judge",
+        "--db",
+        db,
+        "--provider",
+        "openai",
+        "--model",
+        "other-model",
+        "--name",
+        "leaky-openai",
+        "--base-url",
+        server.url + "/v1",
+        ok=False,
+    )  # a failing command's error path too
 
     import sqlite3
 

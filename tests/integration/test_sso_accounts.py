@@ -25,8 +25,8 @@ from db.repo.users import get_user
 from reform_core.services.accounts import oidc_provider as op
 from reform_core.services.accounts.auth import AccessDenied
 from reform_core.services.accounts.sso import SignInRefused, bind_identity, end_sso_session, sso_principal
-from reform_core.services.platform.uow import get_engine
 from reform_core.services.accounts.users import SignInError, cli_principal, create_user, sign_in, update_user
+from reform_core.services.platform.uow import get_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 ISS = "https://idp.example.org"
@@ -77,8 +77,11 @@ def test_a_verified_email_binds_the_account_and_then_the_subject_alone_finds_it(
     assert sso_principal(eng, claims("u-a", email="new@example.com", verified=True), now=NOW).username == "alice"
     msg = _refused(eng, claims("u-other", email="alice@example.com", verified=True), "bound_elsewhere")
     assert "bound to another sign-in identity" in msg
-    _refused(eng, claims("u-a", iss="https://other-idp.example.org", email="alice@example.com", verified=True),
-             "bound_elsewhere")  # the same subject at another issuer is another identity
+    _refused(
+        eng,
+        claims("u-a", iss="https://other-idp.example.org", email="alice@example.com", verified=True),
+        "bound_elsewhere",
+    )  # the same subject at another issuer is another identity
 
 
 def test_unverified_missing_or_unknown_emails_never_get_an_account(eng):
@@ -140,15 +143,30 @@ def test_userinfo_is_asked_only_for_an_identity_not_bound_yet_whose_token_lacks_
     def userinfo(answer):
         return lambda: asked.append(answer) or answer
 
-    assert sso_principal(eng, claims("u-a"), now=NOW, userinfo=userinfo(
-        {"sub": "u-a", "email": "Alice@Example.com", "email_verified": True})).username == "alice"
+    assert (
+        sso_principal(
+            eng,
+            claims("u-a"),
+            now=NOW,
+            userinfo=userinfo({"sub": "u-a", "email": "Alice@Example.com", "email_verified": True}),
+        ).username
+        == "alice"
+    )
     assert len(asked) == 1
     assert sso_principal(eng, claims("u-a"), now=NOW, userinfo=userinfo({})).username == "alice"
     assert len(asked) == 1  # bound: not asked again
-    _refused(eng, claims("u-b"), "userinfo", userinfo=userinfo({"sub": "u-zz", "email": "bob@example.com",
-                                                                "email_verified": True}))
-    _refused(eng, claims("u-b"), "not_verified", userinfo=userinfo({"sub": "u-b", "email": "bob@example.com",
-                                                                    "email_verified": False}))
+    _refused(
+        eng,
+        claims("u-b"),
+        "userinfo",
+        userinfo=userinfo({"sub": "u-zz", "email": "bob@example.com", "email_verified": True}),
+    )
+    _refused(
+        eng,
+        claims("u-b"),
+        "not_verified",
+        userinfo=userinfo({"sub": "u-b", "email": "bob@example.com", "email_verified": False}),
+    )
     assert _row(eng, "bob")["sso_subject"] is None
 
 
@@ -177,8 +195,11 @@ def test_a_lead_binds_and_unbinds_identities(eng):
         bind_identity(eng, bob, username="alice", issuer=ISS, subject="u-b")
     with pytest.raises(ValueError, match="already bound to the account 'bob'"):
         bind_identity(eng, lead, username="alice", issuer=ISS, subject="u-b")
-    for issuer, subject, msg in ((ISS, None, "give both"), (" x", "s", "without surrounding spaces"),
-                                 (ISS, "s" * 256, "1–255")):
+    for issuer, subject, msg in (
+        (ISS, None, "give both"),
+        (" x", "s", "without surrounding spaces"),
+        (ISS, "s" * 256, "1–255"),
+    ):
         with pytest.raises(ValueError, match=msg):
             bind_identity(eng, lead, username="alice", issuer=issuer, subject=subject)
     with pytest.raises(ValueError, match="built-in"):
@@ -193,15 +214,27 @@ def test_a_lead_binds_and_unbinds_identities(eng):
 
 def _cli(url: str, *args: str):
     env = {k: v for k, v in os.environ.items() if k != "REFORM_NEW_PASSWORD"}
-    return subprocess.run([sys.executable, "-m", "reform_core", *args, "--db", url], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "reform_core", *args, "--db", url],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_sso_accounts_have_no_password_and_emails_compare_without_case(sqlite_url):
     r = _cli(sqlite_url, "user-add", "Carol@Example.com", "--role", "analyst", "--sso")  # no password, no prompt
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"username": "Carol@Example.com", "role": "analyst", "id": 2,
-                                    "email": "carol@example.com", "password": False}
+    assert json.loads(r.stdout) == {
+        "username": "Carol@Example.com",
+        "role": "analyst",
+        "id": 2,
+        "email": "carol@example.com",
+        "password": False,
+    }
     r = _cli(sqlite_url, "user-add", "carol2", "--sso", "--email", "CAROL@example.com")
     assert r.returncode == 1 and "another account already has the address 'carol@example.com'" in r.stderr
     r = _cli(sqlite_url, "user-add", "dan", "--sso", "--email", "dan at example")
@@ -229,8 +262,13 @@ def test_migration_0009_adds_the_columns_and_takes_emails_from_usernames(any_db_
     upgrade(eng, "0008_judgment_label_index")
     with eng.begin() as conn:
         for name in ("Ann@Example.com", "bea", "Dup@x.org", "dup@X.org"):
-            conn.execute(text("INSERT INTO app_user (username, display_name, role, password_hash, active, created_at) "
-                              "VALUES (:u, :u, 'annotator', '', :a, :c)"), {"u": name, "a": True, "c": NOW})
+            conn.execute(
+                text(
+                    "INSERT INTO app_user (username, display_name, role, password_hash, active, created_at) "
+                    "VALUES (:u, :u, 'annotator', '', :a, :c)"
+                ),
+                {"u": name, "a": True, "c": NOW},
+            )
     upgrade(eng)
     with eng.connect() as conn:
         got = dict(conn.execute(text("SELECT username, email FROM app_user")).all())
@@ -243,14 +281,23 @@ def test_migration_0009_adds_the_columns_and_takes_emails_from_usernames(any_db_
 
 # -- the provider over loopback HTTP ---------------------------------------------------------------
 
+
 class _Provider(BaseHTTPRequestHandler):
     token = "the-access-token-0123"
 
     def do_GET(self):  # noqa: N802 - http.server's name
         base = f"http://127.0.0.1:{self.server.server_port}"
         if self.path == "/.well-known/openid-configuration":
-            body, kind = {"issuer": base, **{k: f"{base}/{k}" for k in ("authorization_endpoint", "token_endpoint",
-                                                                         "jwks_uri", "userinfo_endpoint")}}, "json"
+            body, kind = (
+                {
+                    "issuer": base,
+                    **{
+                        k: f"{base}/{k}"
+                        for k in ("authorization_endpoint", "token_endpoint", "jwks_uri", "userinfo_endpoint")
+                    },
+                },
+                "json",
+            )
         elif self.path == "/userinfo_endpoint" and self.headers.get("Authorization") == f"Bearer {self.token}":
             body, kind = {"sub": "u-1", "email": "a@example.org", "email_verified": True}, "json"
         elif self.path == "/userinfo_endpoint" and self.headers.get("Authorization") == "Bearer jwt":
@@ -275,15 +322,24 @@ def test_metadata_and_userinfo_are_read_over_http(monkeypatch):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Provider)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_port}"
-    auth = {"redirect_uri": "http://127.0.0.1:8501/oauth2callback", "cookie_secret": "c" * 32, "client_id": "x",
-            "client_secret": "y", "server_metadata_url": f"{base}/.well-known/openid-configuration",
-            "expose_tokens": ["access"], "client_kwargs": {"prompt": "login"}}
+    auth = {
+        "redirect_uri": "http://127.0.0.1:8501/oauth2callback",
+        "cookie_secret": "c" * 32,
+        "client_id": "x",
+        "client_secret": "y",
+        "server_metadata_url": f"{base}/.well-known/openid-configuration",
+        "expose_tokens": ["access"],
+        "client_kwargs": {"prompt": "login"},
+    }
     try:
         info = op.check_auth_config(auth)
         assert info.userinfo_endpoint == f"{base}/userinfo_endpoint"
         assert op.fetch_userinfo(info.userinfo_endpoint, _Provider.token)["email"] == "a@example.org"
-        for token, msg in (("wrong-secret-token", "answered HTTP 401"), ("jwt", "no usable answer"),
-                           (None, 'expose_tokens must include "access"')):
+        for token, msg in (
+            ("wrong-secret-token", "answered HTTP 401"),
+            ("jwt", "no usable answer"),
+            (None, 'expose_tokens must include "access"'),
+        ):
             with pytest.raises(op.UserinfoError, match=msg) as exc:
                 op.fetch_userinfo(info.userinfo_endpoint, token)
             assert "wrong-secret-token" not in str(exc.value)

@@ -24,14 +24,22 @@ from typer.testing import CliRunner
 from db.repo.wording import study_items
 from reform_core import display
 from reform_core.cli import app
-from reform_core.services.studies.wording import fill_template
-from reform_core.services.studies import mosaic
-from reform_core.services.platform.uow import dispose_engines, get_engine
 from reform_core.services.accounts.users import cli_principal
+from reform_core.services.platform.uow import dispose_engines, get_engine
+from reform_core.services.studies import mosaic
+from reform_core.services.studies.wording import fill_template
 from tests.integration.fake_servers import FakeServer, _find_ids, _prompt_text
 
-TASKS = ["Name the largest planet.", "Say what a cell is.", "Describe rain.", "Explain tides.",
-         "Define a verb.", "Describe a cat.", "Explain wind.", "Name a colour."]
+TASKS = [
+    "Name the largest planet.",
+    "Say what a cell is.",
+    "Describe rain.",
+    "Explain tides.",
+    "Define a verb.",
+    "Describe a cat.",
+    "Explain wind.",
+    "Name a colour.",
+]
 
 
 def _h(text: str) -> int:
@@ -67,8 +75,10 @@ class StudyServer(FakeServer):
             # two hash-chosen variations (greeting, list marker) so outcomes vary across prompts
             greet = "Dear {{FirstName}}, meet" if _h(prompt + "greet") % 2 else "Meet"
             mark = "-" if _h(prompt + "mark") % 3 else "*"
-            return (f"<BOC>\n{mark} {greet} a brilliant product that helps you capture the day.\n"
-                    f"{mark} It is secure and simple. It lasts all day because the battery is large.\n<EOC>")
+            return (
+                f"<BOC>\n{mark} {greet} a brilliant product that helps you capture the day.\n"
+                f"{mark} It is secure and simple. It lasts all day because the battery is large.\n<EOC>"
+            )
         n = int(re.search(r"(\d+)", prompt).group(1))
         extra = 0 if _h(prompt + self.style + str(gemini)) % 3 else 1
         return " ".join(["word"] * (n + extra))
@@ -165,8 +175,12 @@ def loop_wise(rows: pd.DataFrame, reference: str = "POS") -> dict:
     forms = sorted({f for _, f in cells})
     c = {(m, f): sum(v) / len(v) for (m, f), v in cells.items()}
     pooled = {f: sum(c[(m, f)] for m in models) / len(models) for f in forms}
-    out = {"forms": {}, "c_mean": 100 * sum(pooled.values()) / len(forms), "c_worst": 100 * min(pooled.values()),
-           "g_wording": 100 * (max(pooled.values()) - min(pooled.values()))}
+    out = {
+        "forms": {},
+        "c_mean": 100 * sum(pooled.values()) / len(forms),
+        "c_worst": 100 * min(pooled.values()),
+        "g_wording": 100 * (max(pooled.values()) - min(pooled.values())),
+    }
     for f in forms:
         entry = {"compliance": 100 * pooled[f], "delta": 100 * (pooled[f] - pooled[reference])}
         if f != reference:
@@ -188,7 +202,10 @@ def loop_wise(rows: pd.DataFrame, reference: str = "POS") -> dict:
             entry["reversal_rate"] = rev / strict
             ref_rank = _avg_ranks({m: c[(m, reference)] for m in models})
             f_rank = _avg_ranks({m: c[(m, f)] for m in models})
-            top = lambda form: {m for m in models if 1 + sum(c[(o, form)] > c[(m, form)] for o in models) <= 3}
+
+            def top(form):
+                return {m for m in models if 1 + sum(c[(o, form)] > c[(m, form)] for o in models) <= 3}
+
             entry["top3_jaccard"] = len(top(f) & top(reference)) / len(top(f) | top(reference))
             entry["max_rank_shift"] = max(abs(ref_rank[m] - f_rank[m]) for m in models)
         out["forms"][f] = entry
@@ -207,28 +224,96 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
     assert cli("mosaic-import", str(prompts), "--db", db, "--study", "launch", "--json")["existing"] == 42
 
     tidy.push("429", "500")  # the runner retries both
-    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "alpha", "--provider", "openai",
-              "--base-url", f"{tidy.url}/v1", "--temperature", "0.3", "--max-tokens", "300", "--limit", "30", "--json")
+    out = cli(
+        "mosaic-collect",
+        "--db",
+        db,
+        "--study",
+        "launch",
+        "--model",
+        "alpha",
+        "--provider",
+        "openai",
+        "--base-url",
+        f"{tidy.url}/v1",
+        "--temperature",
+        "0.3",
+        "--max-tokens",
+        "300",
+        "--limit",
+        "30",
+        "--json",
+    )
     assert (out["pending"], out["written"], out["errors"]) == (30, 30, 0)
-    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "alpha", "--provider", "openai",
-              "--base-url", f"{tidy.url}/v1", "--temperature", "0.3", "--max-tokens", "300", "--json")
+    out = cli(
+        "mosaic-collect",
+        "--db",
+        db,
+        "--study",
+        "launch",
+        "--model",
+        "alpha",
+        "--provider",
+        "openai",
+        "--base-url",
+        f"{tidy.url}/v1",
+        "--temperature",
+        "0.3",
+        "--max-tokens",
+        "300",
+        "--json",
+    )
     assert (out["pending"], out["written"]) == (12, 12)  # resumed: only the rest
     tidy.push("400")  # a call that fails for good writes nothing; the rerun asks for it again
     tidy.answered.clear()
-    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "beta", "--provider", "gemini",
-              "--base-url", tidy.url, "--concurrency", "3", "--rpm", "30", "--limit", "32", "--json")
+    out = cli(
+        "mosaic-collect",
+        "--db",
+        db,
+        "--study",
+        "launch",
+        "--model",
+        "beta",
+        "--provider",
+        "gemini",
+        "--base-url",
+        tidy.url,
+        "--concurrency",
+        "3",
+        "--rpm",
+        "30",
+        "--limit",
+        "32",
+        "--json",
+    )
     assert (out["pending"], out["written"], out["errors"]) == (32, 31, 1) and "400" in out["first_error"]
     # 30 requests per minute (a bucket of 30 that drains one every 2 s): 32 requests, the failed
     # one first, so the 31 answered ones span at least (31 - 30) x 2 s
     t = sorted(tidy.answered)
     assert len(t) == 31 and t[-1] - t[0] >= 1.8
-    out = cli("mosaic-collect", "--db", db, "--study", "launch", "--model", "beta", "--provider", "gemini",
-              "--base-url", tidy.url, "--concurrency", "3", "--json")
+    out = cli(
+        "mosaic-collect",
+        "--db",
+        db,
+        "--study",
+        "launch",
+        "--model",
+        "beta",
+        "--provider",
+        "gemini",
+        "--base-url",
+        tidy.url,
+        "--concurrency",
+        "3",
+        "--json",
+    )
     assert (out["pending"], out["written"], out["errors"]) == (11, 11, 0)
     chat = [c for c in tidy.calls if c["path"] == "/v1/chat/completions"]
     assert all(c["body"]["temperature"] == 0.3 and c["body"]["max_tokens"] == 300 for c in chat)
-    assert all(c["body"]["messages"][0]["role"] == "system" and "writing assistant" in c["body"]["messages"][0]["content"]
-               for c in chat)
+    assert all(
+        c["body"]["messages"][0]["role"] == "system" and "writing assistant" in c["body"]["messages"][0]["content"]
+        for c in chat
+    )
     gem = [c for c in tidy.calls if ":generateContent" in c["path"]]
     assert len(gem) == 43 and all("systemInstruction" in c["body"] for c in gem)
     eng = get_engine(db)
@@ -241,8 +326,20 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
     partial = cli("mosaic-score", "--db", db, "--study", "launch", "--n-boot", "0", "--json")
     assert any("need the LLM judge" in n for n in partial["notes"])
     assert "tone" not in partial["models"]["alpha"]["scc"]  # unchecked: left out, not a pass
-    out = cli("mosaic-check", "--db", db, "--study", "launch", "--judge-provider", "openai", "--judge-model",
-              "judge-mini", "--judge-base-url", f"{tidy.url}/v1", "--json")
+    out = cli(
+        "mosaic-check",
+        "--db",
+        db,
+        "--study",
+        "launch",
+        "--judge-provider",
+        "openai",
+        "--judge-model",
+        "judge-mini",
+        "--judge-base-url",
+        f"{tidy.url}/v1",
+        "--json",
+    )
     assert out["judged"] > 0 and out["unchecked"] == 0 and out["errors"] == 0
     assert cli("mosaic-check", "--db", db, "--study", "launch", "--json")["checked"] == 0  # nothing left to do
 
@@ -269,15 +366,17 @@ def test_mosaic_from_generated_prompts_to_scores_export_and_recomputation(env):
         assert m["scc"] == pytest.approx(ref[model]["scc"], abs=1e-5)
         assert m["poscc"] == pytest.approx(ref[model]["poscc"], abs=1e-5)
         assert {(p["constraint_i"], p["constraint_j"]): p["pcc"] for p in m["pcc"]} == pytest.approx(
-            ref[model]["pcc"], abs=1e-5)
+            ref[model]["pcc"], abs=1e-5
+        )
         for p in m["pcc"]:
             r, pv = ref[model]["pearson"][(p["constraint_i"], p["constraint_j"])]
             assert (p["r"] is None) == (r is None), p
             if r is not None:
                 assert p["r"] == pytest.approx(r, abs=1e-12) and p["p_value"] == pytest.approx(pv, rel=1e-9, abs=1e-12)
     assert sum(p["r"] is not None for m in score["models"].values() for p in m["pcc"]) >= 3  # not vacuous
-    _assert_tables_in_every_format(d / "export", manifest, ["mosaic_checks", "mosaic_pa", "mosaic_scc",
-                                                            "mosaic_poscc", "mosaic_pcc"])
+    _assert_tables_in_every_format(
+        d / "export", manifest, ["mosaic_checks", "mosaic_pa", "mosaic_scc", "mosaic_poscc", "mosaic_pcc"]
+    )
     # the metric tables are what the manifest's recompute command prints (shares in the tables, % in the JSON)
     assert manifest["studies"]["mosaic"]["recompute"] == "python -m reform_core mosaic-score --study NAME --json"
     default = cli("mosaic-score", "--db", db, "--study", "launch", "--json")  # 2,000 replicates, seed 0, as export
@@ -312,8 +411,7 @@ def _shown(x, pair, unit: str = " %", *, coefficient: bool = False) -> str:
     lo, hi = pair or (None, None)
     if lo is None or hi is None:
         return f"{display.number_text(x, 3 if coefficient else 1)}{unit} [n/a]"
-    d = (display.decimals_for(lo, hi, coarsest=1, finest=3, default=3) if coefficient
-         else display.decimals_for(lo, hi))
+    d = display.decimals_for(lo, hi, coarsest=1, finest=3, default=3) if coefficient else display.decimals_for(lo, hi)
     if not coefficient and hi - lo > display.MAX_WIDTH_PP:
         return f"{display.number_text(x, 0)}{unit} too uncertain: wider than 50 pp"
     return f"{display.number_text(x, d)}{unit} [{display.number_text(lo, d)}, {display.number_text(hi, d)}]"
@@ -338,19 +436,30 @@ def test_mosaic_from_outputs_produced_elsewhere(env):
     cli("mosaic-import", str(prompts), "--db", db, "--study", "ext")
     ids = [json.loads(line)["id"] for line in prompts.read_text().splitlines()]
     outputs = d / "outputs.jsonl"
-    outputs.write_text("".join(json.dumps({"prompt": p, "model": m, "output": text}) + "\n" for p in ids
-                               for m, text in (("m1", "<BOC>\nShort text.\n<EOC>"), ("m2", "")) ))
+    outputs.write_text(
+        "".join(
+            json.dumps({"prompt": p, "model": m, "output": text}) + "\n"
+            for p in ids
+            for m, text in (("m1", "<BOC>\nShort text.\n<EOC>"), ("m2", ""))
+        )
+    )
     assert cli("mosaic-import-outputs", str(outputs), "--db", db, "--study", "ext", "--json")["written"] == 42
     assert cli("mosaic-import-outputs", str(outputs), "--db", db, "--study", "ext", "--json")["existing"] == 42
     as_csv = d / "more.csv"  # CSV works too (a quoted multi-line output)
-    pd.DataFrame({"prompt": ids[:3], "model": "m4", "output": ["<BOC>\nline one,\n\"two\"\n<EOC>"] * 3}).to_csv(
-        as_csv, index=False)
+    pd.DataFrame({"prompt": ids[:3], "model": "m4", "output": ['<BOC>\nline one,\n"two"\n<EOC>'] * 3}).to_csv(
+        as_csv, index=False
+    )
     assert cli("mosaic-import-outputs", str(as_csv), "--db", db, "--study", "ext", "--json")["written"] == 3
 
     bad = d / "bad.jsonl"
-    bad.write_text(json.dumps({"prompt": "nope", "model": "m3", "output": "x"}) + "\n"
-                   + json.dumps({"prompt": ids[0], "model": "m3"}) + "\n"
-                   + json.dumps({"prompt": ids[0], "model": "m1", "output": "changed"}) + "\n")
+    bad.write_text(
+        json.dumps({"prompt": "nope", "model": "m3", "output": "x"})
+        + "\n"
+        + json.dumps({"prompt": ids[0], "model": "m3"})
+        + "\n"
+        + json.dumps({"prompt": ids[0], "model": "m1", "output": "changed"})
+        + "\n"
+    )
     msg = fails("mosaic-import-outputs", str(bad), "--db", db, "--study", "ext")
     assert f"{bad}:1: prompt: 'nope' is not a prompt of study 'ext'" in msg
     assert f"{bad}:2: output: missing" in msg
@@ -363,26 +472,44 @@ def test_mosaic_from_outputs_produced_elsewhere(env):
     assert out["checked"] > 0 and out["unchecked"] > 0
     # the judge constraints through the Gemini wire format (App. D.4 prompt, temperature 0)
     srv = env["tidy"]
-    out = cli("mosaic-check", "--db", db, "--study", "ext", "--judge-provider", "gemini", "--judge-model",
-              "gemini-judge", "--judge-base-url", srv.url, "--json")
+    out = cli(
+        "mosaic-check",
+        "--db",
+        db,
+        "--study",
+        "ext",
+        "--judge-provider",
+        "gemini",
+        "--judge-model",
+        "gemini-judge",
+        "--judge-base-url",
+        srv.url,
+        "--json",
+    )
     assert out["judged"] > 0 and out["unchecked"] == 0 and out["errors"] == 0
     calls = [c for c in srv.calls if ":generateContent" in c["path"]]
     assert len(calls) == out["judged"] and all("gemini-judge" in c["path"] for c in calls)
-    assert all(c["body"]["generationConfig"]["temperature"] == 0 and "expert writing coach" in
-               json.dumps(c["body"]["systemInstruction"]) for c in calls)
+    assert all(
+        c["body"]["generationConfig"]["temperature"] == 0
+        and "expert writing coach" in json.dumps(c["body"]["systemInstruction"])
+        for c in calls
+    )
     score = cli("mosaic-score", "--db", db, "--study", "ext", "--n-boot", "100", "--json")
     m1, m2 = score["models"]["m1"], score["models"]["m2"]
     assert m1["scc"]["boc_token"] == 100 and m2["scc"]["boc_token"] == 0  # an empty answer fails the rule checks
-    judged = {c["constraint"] for line in prompts.read_text().splitlines() for c in json.loads(line)["checks"]
-              if c["verifier"] == "judge"}
+    judged = {
+        c["constraint"]
+        for line in prompts.read_text().splitlines()
+        for c in json.loads(line)["checks"]
+        if c["verifier"] == "judge"
+    }
     assert judged and all(m1["scc"][c] == 100 for c in judged)  # the fake judge gives 8/10: followed (>= 0.5)
     assert m1["unchecked"] == m2["unchecked"] == 0
     for m in score["models"].values():  # scores with intervals
         lo, hi = m["intervals"]["pa"]
         assert lo <= m["pa"] <= hi
-    detail = mosaic.output_detail(get_engine(db), cli_principal(get_engine(db)), study="ext", prompt=ids[0],
-                                  model="m4")
-    assert detail["output"] == "<BOC>\nline one,\n\"two\"\n<EOC>" and detail["meta"]["file"] == "more.csv"
+    detail = mosaic.output_detail(get_engine(db), cli_principal(get_engine(db)), study="ext", prompt=ids[0], model="m4")
+    assert detail["output"] == '<BOC>\nline one,\n"two"\n<EOC>' and detail["meta"]["file"] == "more.csv"
 
 
 # --------------------------------------------------------------------------- WISE
@@ -397,8 +524,22 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
     runs = (("alpha", "openai", tidy), ("beta", "gemini", tidy), ("gamma", "openai", plain), ("delta", "gemini", plain))
     for model, provider, srv in runs:
         url = f"{srv.url}/v1" if provider == "openai" else srv.url
-        args = ["wise-collect", "--db", db, "--manifest", str(d / "wise"), "--study", "panel", "--model", model,
-                "--provider", provider, "--base-url", url, "--json"]
+        args = [
+            "wise-collect",
+            "--db",
+            db,
+            "--manifest",
+            str(d / "wise"),
+            "--study",
+            "panel",
+            "--model",
+            model,
+            "--provider",
+            provider,
+            "--base-url",
+            url,
+            "--json",
+        ]
         first = cli(*args, "--limit", "40")
         assert (first["pending"], first["written"]) == (40, 40)
         rest = cli(*args)
@@ -430,8 +571,9 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
         for key, value in ref["forms"][form].items():
             assert f[key] == pytest.approx(value, abs=1e-6), (form, key)
     manifest = json.loads((d / "export" / "manifest.json").read_text())
-    _assert_tables_in_every_format(d / "export", manifest, ["wise_outputs", "wise_forms", "wise_summary",
-                                                            "wise_model_compliance"])
+    _assert_tables_in_every_format(
+        d / "export", manifest, ["wise_outputs", "wise_forms", "wise_summary", "wise_model_compliance"]
+    )
     # the metric tables are what the manifest's recompute command prints (2,000 replicates, seed 0)
     assert manifest["studies"]["wise"]["recompute"] == "python -m reform_core wise-score --study NAME --json"
     default = cli("wise-score", "--db", db, "--study", "panel", "--json")
@@ -441,24 +583,28 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
         row = forms.loc[form]
         assert 100 * row["compliance"] == pytest.approx(f["compliance"], abs=1e-6)
         assert [100 * row["compliance_low"], 100 * row["compliance_high"]] == pytest.approx(
-            f["compliance_interval"], abs=1e-6)
+            f["compliance_interval"], abs=1e-6
+        )
         if form != "POS":
             assert row["p_holm"] == pytest.approx(f["p_holm"], abs=1e-9)
             assert [row["tau_b_low"], row["tau_b_high"]] == pytest.approx(f["tau_b_interval"], abs=1e-9)
     summary = pd.read_csv(d / "export" / "wise_summary.csv").iloc[0]
     assert 100 * summary["g_wording"] == pytest.approx(default["g_wording"], abs=1e-6)
     assert [100 * summary["c_worst_low"], 100 * summary["c_worst_high"]] == pytest.approx(
-        default["c_worst_interval"], abs=1e-6)
+        default["c_worst_interval"], abs=1e-6
+    )
 
     # a human wording-validation study of the same forms (templates from the manifest), compared with them
-    out = cli("wording-create", "--db", db, "--name", "panel-human", "--wise-study", "panel", "--targets", "5,8",
-              "--json")
+    out = cli(
+        "wording-create", "--db", db, "--name", "panel-human", "--wise-study", "panel", "--targets", "5,8", "--json"
+    )
     assert (out["forms"], out["items"]) == (6, 12)
     templates = pd.read_csv(d / "wise" / "forms.csv").set_index("form")["template"]
     with get_engine(db).connect() as conn:
         items = study_items(conn, study_id=out["id"])
     assert {(r.form, r.target): r.text for r in items.itertuples()} == {
-        (f, t): fill_template(templates[f], t) for f in templates.index for t in ("5", "8")}
+        (f, t): fill_template(templates[f], t) for f in templates.index for t in ("5", "8")
+    }
     res = cli("wording-results", "--db", db, "--study", "panel-human", "--n-boot", "20", "--json")
     for form, f in score["forms"].items():
         assert 100 * res["recognition"][form]["compliance"] == pytest.approx(f["compliance"], abs=1e-9)
@@ -471,8 +617,7 @@ def test_wise_from_manifest_to_scores_export_and_recomputation(env):
         if form == "POS":
             continue
         p = lambda v: "<0.0033" if v == 0 else display.p_value_text(v, replicates=300)  # noqa: E731
-        assert (f"{_shown(f['delta'], f['delta_interval'], ' pp')}  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}"
-                in text)
+        assert f"{_shown(f['delta'], f['delta_interval'], ' pp')}  p {p(f['p_value'])}  Holm p {p(f['p_holm'])}" in text
         for k in ("tau_b", "reversal_rate", "top3_jaccard", "max_rank_shift"):
             assert f"{k} {_shown(f[k], f[f'{k}_interval'], '', coefficient=True)}" in text, (form, k)
     for k, unit in (("c_mean", " %"), ("c_worst", " %"), ("g_wording", " pp")):
@@ -485,8 +630,17 @@ def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):
     for m, off in (("m1", 0), ("m2", 1), ("m3", 2)):
         for i in range(6):
             for form, extra in (("POS", 0), ("NEG", off), ("AVOID1", (i + off) % 2)):
-                lines.append({"item": f"t{i}", "model": m, "provider": "p" + m, "form": form, "target": "5",
-                              "repetition": 0, "output": " ".join(["w"] * (5 + extra))})
+                lines.append(
+                    {
+                        "item": f"t{i}",
+                        "model": m,
+                        "provider": "p" + m,
+                        "form": form,
+                        "target": "5",
+                        "repetition": 0,
+                        "output": " ".join(["w"] * (5 + extra)),
+                    }
+                )
     gens = d / "gens.jsonl"
     gens.write_text("".join(json.dumps(r) + "\n" for r in lines))
     out = cli("wording-import-generations", str(gens), "--db", db, "--study", "ext", "--json")
@@ -498,38 +652,96 @@ def test_wise_from_outputs_produced_elsewhere_and_linked_human_study(env):
     assert lo <= score["forms"]["NEG"]["delta"] <= hi and score["forms"]["NEG"]["p_holm"] is not None
     assert score["g_wording_interval"][0] <= score["g_wording"] <= score["g_wording_interval"][1]
     # the same file into a second study does not collide with the first
-    assert cli("wording-import-generations", str(gens), "--db", db, "--study", "copy", "--json")["written"] == len(lines)
+    assert cli("wording-import-generations", str(gens), "--db", db, "--study", "copy", "--json")["written"] == len(
+        lines
+    )
 
     forms = d / "forms.csv"
-    forms.write_text("key,template\nPOS,Answer using exactly {N} words.\nNEG,Do not use more or fewer than {N} words.\n"
-                     "AVOID1,Avoid using any number of words other than {N}.\n")
-    out = cli("wording-create", "--db", db, "--name", "human", "--forms", str(forms), "--targets", "5,8",
-              "--wise-study", "ext", "--json")
+    forms.write_text(
+        "key,template\nPOS,Answer using exactly {N} words.\nNEG,Do not use more or fewer than {N} words.\n"
+        "AVOID1,Avoid using any number of words other than {N}.\n"
+    )
+    out = cli(
+        "wording-create",
+        "--db",
+        db,
+        "--name",
+        "human",
+        "--forms",
+        str(forms),
+        "--targets",
+        "5,8",
+        "--wise-study",
+        "ext",
+        "--json",
+    )
     assert out["items"] == 6
     res = cli("wording-results", "--db", db, "--study", "human", "--n-boot", "50", "--json")
     assert res["recognition"]["NEG"]["compliance"] == pytest.approx(1 / 3)
-    msg = fails("wording-create", "--db", db, "--name", "h2", "--forms", str(forms), "--targets", "5",
-                "--wise-study", "nope")
+    msg = fails(
+        "wording-create", "--db", db, "--name", "h2", "--forms", str(forms), "--targets", "5", "--wise-study", "nope"
+    )
     assert "no WISE study 'nope'" in msg
 
     # a keyword study: the linked human study compares under the WISE study's checker
     kw = d / "kw.jsonl"
-    kw.write_text("".join(json.dumps({"item": f"t{i}", "model": m, "provider": "p", "form": form,
-                                      "target": "keyword:apple", "repetition": 0,
-                                      "output": "an apple a day" if ok else "apple and apple"}) + "\n"
-                          for i in range(4) for m in ("m1", "m2") for form, ok in
-                          (("POS", True), ("NEG", i % 2 == 0 or m == "m1"))))
+    kw.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item": f"t{i}",
+                    "model": m,
+                    "provider": "p",
+                    "form": form,
+                    "target": "keyword:apple",
+                    "repetition": 0,
+                    "output": "an apple a day" if ok else "apple and apple",
+                }
+            )
+            + "\n"
+            for i in range(4)
+            for m in ("m1", "m2")
+            for form, ok in (("POS", True), ("NEG", i % 2 == 0 or m == "m1"))
+        )
+    )
     cli("wording-import-generations", str(kw), "--db", db, "--study", "kw")
     kw_score = cli("wise-score", "--db", db, "--study", "kw", "--n-boot", "50", "--json")
     assert kw_score["checker"] == "wise:keyword_once" and kw_score["forms"]["NEG"]["compliance"] == 75
     kw_forms = d / "kw_forms.csv"
-    kw_forms.write_text("key,template\nPOS,Use the word {K} exactly once.\nNEG,Do not use the word {K} more "
-                        "than once or not at all.\n")
-    cli("wording-create", "--db", db, "--name", "kw-human", "--forms", str(kw_forms), "--targets", "apple",
-        "--question", "Does this require the word {target} exactly once?", "--wise-study", "kw")
+    kw_forms.write_text(
+        "key,template\nPOS,Use the word {K} exactly once.\nNEG,Do not use the word {K} more than once or not at all.\n"
+    )
+    cli(
+        "wording-create",
+        "--db",
+        db,
+        "--name",
+        "kw-human",
+        "--forms",
+        str(kw_forms),
+        "--targets",
+        "apple",
+        "--question",
+        "Does this require the word {target} exactly once?",
+        "--wise-study",
+        "kw",
+    )
     res = cli("wording-results", "--db", db, "--study", "kw-human", "--n-boot", "50", "--json")
     for form in ("POS", "NEG"):
         assert 100 * res["recognition"][form]["compliance"] == pytest.approx(kw_score["forms"][form]["compliance"])
-    msg = fails("wording-create", "--db", db, "--name", "kw-2", "--forms", str(kw_forms), "--targets", "apple",
-                "--checker", "wise:word_range", "--wise-study", "kw")
+    msg = fails(
+        "wording-create",
+        "--db",
+        db,
+        "--name",
+        "kw-2",
+        "--forms",
+        str(kw_forms),
+        "--targets",
+        "apple",
+        "--checker",
+        "wise:word_range",
+        "--wise-study",
+        "kw",
+    )
     assert "checker: 'wise:word_range' differs from WISE study 'kw'" in msg

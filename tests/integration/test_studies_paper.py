@@ -32,8 +32,17 @@ def _generations() -> list[dict]:
             assert abs(3 * pct - k) <= 0.15 + 1e-9
             for j in range(300):
                 words = TARGET if (j * 37) % 300 < k else TARGET + 1 + j % 2
-                rows.append({"item": f"task-{j // 3:03d}", "model": model, "provider": provider[model], "form": form,
-                             "target": str(TARGET), "repetition": j % 3, "output": " ".join(["word"] * words)})
+                rows.append(
+                    {
+                        "item": f"task-{j // 3:03d}",
+                        "model": model,
+                        "provider": provider[model],
+                        "form": form,
+                        "target": str(TARGET),
+                        "repetition": j % 3,
+                        "output": " ".join(["word"] * words),
+                    }
+                )
     return rows
 
 
@@ -48,8 +57,7 @@ def test_wise_score_reproduces_table_5_and_table_4_from_table_22(db):
     gens = d / "table22.jsonl"
     rows = _generations()
     gens.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    res = CliRunner().invoke(app, ["wording-import-generations", str(gens), "--db", url, "--study", "family",
-                                   "--json"])
+    res = CliRunner().invoke(app, ["wording-import-generations", str(gens), "--db", url, "--study", "family", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["written"] == len(rows) == 11 * 6 * 300
     res = CliRunner().invoke(app, ["wise-score", "--db", url, "--study", "family", "--n-boot", "20", "--json"])

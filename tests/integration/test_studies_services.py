@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from db.repo.data import count_rows
 from reform_core.construction import mosaic_gen
-from reform_core.services.studies import generations, mosaic
-from reform_core.services.studies import wise
 from reform_core.services.accounts.auth import AccessDenied, Principal
+from reform_core.services.accounts.users import cli_principal
 from reform_core.services.data.reading import ImportFailed
 from reform_core.services.platform.uow import get_engine
-from reform_core.services.accounts.users import cli_principal
-
-import numpy as np
+from reform_core.services.studies import generations, mosaic, wise
 
 HOSTILE = "<script>alert('x')</script> [a](javascript:alert(1)) \u202e"
 
@@ -31,8 +29,18 @@ def _jsonl(rows) -> bytes:
 
 def _counts(engine) -> dict:
     with engine.connect() as conn:
-        return {t: count_rows(conn, t) for t in ("mosaic_study", "mosaic_prompt", "mosaic_constraint",
-                                                  "mosaic_output", "mosaic_check", "wise_study", "wise_generation")}
+        return {
+            t: count_rows(conn, t)
+            for t in (
+                "mosaic_study",
+                "mosaic_prompt",
+                "mosaic_constraint",
+                "mosaic_output",
+                "mosaic_check",
+                "wise_study",
+                "wise_generation",
+            )
+        }
 
 
 @pytest.fixture
@@ -43,24 +51,29 @@ def engine(any_db_url):
 def test_prompt_import_reports_every_problem_located_and_writes_nothing(engine):
     lead = cli_principal(engine)
     good = _prompts()
-    bad = [dict(good[0], id=""),
-           dict(good[1], checks=[dict(good[1]["checks"][0], verifier="mosaic:nope")]),
-           dict(good[2], checks=[dict(good[2]["checks"][0], params={"bogus": 1}, verifier="mosaic:json")]),
-           dict(good[3], checks=[dict(c, position=c["position"] + 1) for c in good[3]["checks"]]),
-           dict(good[4], checks=[dict(good[4]["checks"][0], verifier="judge", rubric="")]),
-           dict(good[5], system="nul \x00 inside"),
-           dict(good[0]),
-           dict(good[0], id="dup"), dict(good[1], id="dup")]
+    bad = [
+        dict(good[0], id=""),
+        dict(good[1], checks=[dict(good[1]["checks"][0], verifier="mosaic:nope")]),
+        dict(good[2], checks=[dict(good[2]["checks"][0], params={"bogus": 1}, verifier="mosaic:json")]),
+        dict(good[3], checks=[dict(c, position=c["position"] + 1) for c in good[3]["checks"]]),
+        dict(good[4], checks=[dict(good[4]["checks"][0], verifier="judge", rubric="")]),
+        dict(good[5], system="nul \x00 inside"),
+        dict(good[0]),
+        dict(good[0], id="dup"),
+        dict(good[1], id="dup"),
+    ]
     with pytest.raises(ImportFailed) as err:
         mosaic.import_prompts(engine, lead, study="s", data=_jsonl(bad), filename="p.jsonl")
     text = str(err.value)
-    for expected in ("p.jsonl:1: id: missing or empty",
-                     "p.jsonl:2: checks.0.verifier: unknown checker 'mosaic:nope'",
-                     "p.jsonl:3: checks.0.params: not valid for mosaic:json",
-                     "p.jsonl:4: checks: positions must run 1..",
-                     "p.jsonl:5: checks.0.rubric: a judge constraint needs the rubric",
-                     "p.jsonl:6: system: must not contain a NUL character",
-                     "p.jsonl:9: id: 'dup' already given on line 8"):
+    for expected in (
+        "p.jsonl:1: id: missing or empty",
+        "p.jsonl:2: checks.0.verifier: unknown checker 'mosaic:nope'",
+        "p.jsonl:3: checks.0.params: not valid for mosaic:json",
+        "p.jsonl:4: checks: positions must run 1..",
+        "p.jsonl:5: checks.0.rubric: a judge constraint needs the rubric",
+        "p.jsonl:6: system: must not contain a NUL character",
+        "p.jsonl:9: id: 'dup' already given on line 8",
+    ):
         assert expected in text, text
     with pytest.raises(ImportFailed, match="p.jsonl:2: \\(line\\): invalid JSON"):
         mosaic.import_prompts(engine, lead, study="s", data=_jsonl(good[:1]) + b"{not json\n", filename="p.jsonl")
@@ -114,12 +127,18 @@ def test_wise_manifest_errors_are_located(engine, tmp_path):
     lead = cli_principal(engine)
     d = tmp_path / "wise"
     d.mkdir()
-    (d / "forms.csv").write_text("form,template,checker\nPOS,Answer using exactly {N} words.,wise:exact_words\n"
-                                 "NEG,Do not use more or fewer than {N} words.,wise:nope\n")
+    (d / "forms.csv").write_text(
+        "form,template,checker\nPOS,Answer using exactly {N} words.,wise:exact_words\n"
+        "NEG,Do not use more or fewer than {N} words.,wise:nope\n"
+    )
     (d / "items.jsonl").write_text(
-        json.dumps({"item": "i1", "form": "POS", "target": "5", "repetition": 0, "prompt": "Say hi. Answer."}) + "\n"
-        + json.dumps({"item": "i1", "form": "POS", "target": "keyword:x", "repetition": 0, "prompt": "p"}) + "\n"
-        + json.dumps({"item": "i2", "form": "POS", "target": "5", "repetition": -1, "prompt": ""}) + "\n")
+        json.dumps({"item": "i1", "form": "POS", "target": "5", "repetition": 0, "prompt": "Say hi. Answer."})
+        + "\n"
+        + json.dumps({"item": "i1", "form": "POS", "target": "keyword:x", "repetition": 0, "prompt": "p"})
+        + "\n"
+        + json.dumps({"item": "i2", "form": "POS", "target": "5", "repetition": -1, "prompt": ""})
+        + "\n"
+    )
     with pytest.raises(ImportFailed) as err:
         wise.collect(engine, lead, manifest=d, study="w", model="m", provider="openai", api_key="k")
     text = str(err.value)
@@ -138,15 +157,28 @@ def test_wise_generations_keyed_by_study_on_any_db(engine):
     study); each study scores its own rows; re-imports are idempotent; a file with other forms
     than the study's is refused before anything is written."""
     lead = cli_principal(engine)
-    rows = [{"item": f"t{i}", "model": m, "provider": "p", "form": f, "target": "3", "repetition": 0,
-             "output": "a b c" if (i + len(m) + len(f)) % 3 else "a b"}
-            for i in range(4) for m in ("m1", "m22") for f in ("POS", "NEG")]
+    rows = [
+        {
+            "item": f"t{i}",
+            "model": m,
+            "provider": "p",
+            "form": f,
+            "target": "3",
+            "repetition": 0,
+            "output": "a b c" if (i + len(m) + len(f)) % 3 else "a b",
+        }
+        for i in range(4)
+        for m in ("m1", "m22")
+        for f in ("POS", "NEG")
+    ]
     data = _jsonl(rows)
     for study in ("one", "two"):
         assert generations.import_generations(engine, lead, data=data, filename="g.jsonl", study=study)["written"] == 16
     assert generations.import_generations(engine, lead, data=data, filename="g.jsonl", study="one")["existing"] == 16
-    assert wise.score(engine, lead, study="one", n_boot=20)["forms"] == wise.score(engine, lead, study="two",
-                                                                                     n_boot=20)["forms"]
+    assert (
+        wise.score(engine, lead, study="one", n_boot=20)["forms"]
+        == wise.score(engine, lead, study="two", n_boot=20)["forms"]
+    )
     other = _jsonl([dict(rows[0], form="AVOID9")])
     before = _counts(engine)
     with pytest.raises(ValueError, match="WISE study 'one' has forms"):
@@ -160,9 +192,21 @@ def test_joint_item_bootstrap_leaves_out_items_not_every_model_answered(engine):
     """The keyword panel's item bootstrap and the ranking intervals resample items jointly
     across models: an item one model lacks is left out of them and counted, not a crash."""
     lead = cli_principal(engine)
-    rows = [{"item": f"t{i}", "model": m, "provider": "p", "form": f, "target": "keyword:harbor", "repetition": 0,
-             "output": "the harbor" if (i * len(m) + len(f)) % 3 else "no"}
-            for i in range(6) for m in ("m1", "m22", "m333") for f in ("POS", "NEG") if not (m == "m1" and i == 5)]
+    rows = [
+        {
+            "item": f"t{i}",
+            "model": m,
+            "provider": "p",
+            "form": f,
+            "target": "keyword:harbor",
+            "repetition": 0,
+            "output": "the harbor" if (i * len(m) + len(f)) % 3 else "no",
+        }
+        for i in range(6)
+        for m in ("m1", "m22", "m333")
+        for f in ("POS", "NEG")
+        if not (m == "m1" and i == 5)
+    ]
     generations.import_generations(engine, lead, data=_jsonl(rows), filename="k.jsonl", study="kw")
     out = wise.score(engine, lead, study="kw", n_boot=50)
     assert out["scheme"] == "item"  # the paper's scheme for the keyword panel
@@ -180,19 +224,41 @@ def test_export_manifest_hashes_each_studys_inputs(engine, tmp_path):
     rows = _prompts()
     for name in ("a", "b"):
         mosaic.import_prompts(engine, lead, study=name, data=_jsonl(rows), filename="p.jsonl")
-        mosaic.import_outputs(engine, lead, study=name, data=_jsonl(
-            [{"prompt": r["id"], "model": "m", "output": "text"} for r in rows]), filename="o.jsonl")
-    gens = [{"item": f"t{i}", "model": "m", "provider": "p", "form": f, "target": "3", "repetition": 0,
-             "output": "one two three"} for i in range(3) for f in ("POS", "NEG")]
+        mosaic.import_outputs(
+            engine,
+            lead,
+            study=name,
+            data=_jsonl([{"prompt": r["id"], "model": "m", "output": "text"} for r in rows]),
+            filename="o.jsonl",
+        )
+    gens = [
+        {
+            "item": f"t{i}",
+            "model": "m",
+            "provider": "p",
+            "form": f,
+            "target": "3",
+            "repetition": 0,
+            "output": "one two three",
+        }
+        for i in range(3)
+        for f in ("POS", "NEG")
+    ]
     generations.import_generations(engine, lead, data=_jsonl(gens), filename="g.jsonl", study="w")
     first = inputs_sha256(engine)
     assert set(first["mosaic"]) == {"a", "b"} and set(first["wise"]) == {"w"}
     assert first["mosaic"]["a"] == first["mosaic"]["b"] and inputs_sha256(engine) == first
     mosaic.run_checks(engine, lead, study="a")
-    mosaic.import_outputs(engine, lead, study="b", data=_jsonl([{"prompt": rows[0]["id"], "model": "m2",
-                                                                  "output": "x"}]), filename="o2.jsonl")
-    generations.import_generations(engine, lead, data=_jsonl([dict(gens[0], repetition=1)]), filename="g2.jsonl",
-                               study="w")
+    mosaic.import_outputs(
+        engine,
+        lead,
+        study="b",
+        data=_jsonl([{"prompt": rows[0]["id"], "model": "m2", "output": "x"}]),
+        filename="o2.jsonl",
+    )
+    generations.import_generations(
+        engine, lead, data=_jsonl([dict(gens[0], repetition=1)]), filename="g2.jsonl", study="w"
+    )
     second = inputs_sha256(engine)
     assert all(second[k][n] != first[k][n] for k, n in (("mosaic", "a"), ("mosaic", "b"), ("wise", "w")))
     from reform_core.services.project.study_export import export_studies_only

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reform_core.services.project import study_export
-from reform_core.services.project.export_files import write_table
+from reform_core.services.accounts.users import cli_principal
 from reform_core.services.data.importer import import_bundle
 from reform_core.services.platform.uow import get_engine
-from reform_core.services.accounts.users import cli_principal
+from reform_core.services.project import study_export
+from reform_core.services.project.export_files import write_table
 
 BUNDLE = Path(__file__).resolve().parents[2] / "reform_core" / "demo" / "bundle"
 
@@ -33,8 +33,7 @@ def test_no_study_files_are_the_services_files(sqlite_url, tmp_path, monkeypatch
         assert (fast / name).read_bytes() == (slow / name).read_bytes(), name
     assert got_fast == got_slow
 
-    from reform_core.services.studies import mosaic
-    from reform_core.services.studies import wise
+    from reform_core.services.studies import mosaic, wise
 
     assert list(mosaic.check_rows(eng, who).columns) == study_export.CHECK_COLUMNS
     assert list(wise.outputs(eng, who).columns) == study_export.OUTPUT_COLUMNS

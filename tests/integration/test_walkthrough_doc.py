@@ -84,8 +84,11 @@ def _matches(shown, actual, where: str) -> list[str]:
     if isinstance(shown, dict):
         if not isinstance(actual, dict):
             return [f"{where}: expected an object, got {actual!r}"]
-        return [p for k, v in shown.items()
-                for p in ([f"{where}.{k}: missing"] if k not in actual else _matches(v, actual[k], f"{where}.{k}"))]
+        return [
+            p
+            for k, v in shown.items()
+            for p in ([f"{where}.{k}: missing"] if k not in actual else _matches(v, actual[k], f"{where}.{k}"))
+        ]
     if isinstance(shown, list):
         if not isinstance(actual, list):
             return [f"{where}: expected a list, got {actual!r}"]
@@ -142,8 +145,9 @@ class Walk:
         return argv
 
     def _exec(self, argv: list[str], where: str) -> None:
-        r = subprocess.run(self._argv(argv, where), cwd=self.work, env=self.env, capture_output=True, text=True,
-                           timeout=300)
+        r = subprocess.run(
+            self._argv(argv, where), cwd=self.work, env=self.env, capture_output=True, text=True, timeout=300
+        )
         assert r.returncode == 0, f"{where}: `{shlex.join(argv)}` exited {r.returncode}:\n{r.stderr}"
         self.last = (argv, r.stdout)
         self.outputs.append((argv, r.stdout))
@@ -157,7 +161,7 @@ class Walk:
 
     def output(self, *words: str) -> dict:
         """The JSON printed by the last command whose arguments start with ``words``."""
-        hits = [out for argv, out in self.outputs if argv[3:3 + len(words)] == list(words)]
+        hits = [out for argv, out in self.outputs if argv[3 : 3 + len(words)] == list(words)]
         assert hits, f"the walkthrough no longer runs `{' '.join(words)}`"
         return json.loads(hits[-1])
 
@@ -182,8 +186,10 @@ def _literal_tcpr(table: str, decisions: list[dict]) -> dict[str, float]:
             assert a == b, f"an undecided disagreement: {r}"
         labels.append({"A": a, "B": b, "neither": 1 - a}.get(choice, a))
     models = sorted({m for m, _ in passes})
-    return {m: 100 * sum(all(v) for (mm, _), v in passes.items() if mm == m)
-            / sum(1 for mm, _ in passes if mm == m) for m in models}
+    return {
+        m: 100 * sum(all(v) for (mm, _), v in passes.items() if mm == m) / sum(1 for mm, _ in passes if mm == m)
+        for m in models
+    }
 
 
 def test_walkthrough_runs_as_written(tmp_path):

@@ -14,15 +14,17 @@ from typer.testing import CliRunner
 
 from db.repo.users import insert_user
 from reform_core.cli import app
-from reform_core.services.studies import wording as w
 from reform_core.services.accounts.auth import Principal
-from reform_core.services.platform.uow import get_engine
 from reform_core.services.accounts.users import cli_principal
+from reform_core.services.platform.uow import get_engine
+from reform_core.services.studies import wording as w
 
 runner = CliRunner()
-FORMS = [{"key": "POS", "template": "Answer using exactly {N} words."},
-         {"key": "AVOID1", "template": "Avoid using any number of words other than {N}."},
-         {"key": "EXCLUDE2", "template": "Your answer should have no length other than {N} words."}]
+FORMS = [
+    {"key": "POS", "template": "Answer using exactly {N} words."},
+    {"key": "AVOID1", "template": "Avoid using any number of words other than {N}."},
+    {"key": "EXCLUDE2", "template": "Your answer should have no length other than {N} words."},
+]
 RATERS = ("r1", "r2", "r3")
 
 
@@ -44,8 +46,10 @@ def _answers(items: list[int], seed: int = 4) -> dict:
     for item in items:
         base, yes = rng.integers(1, 6, size=4), rng.random() < 0.6
         for r in RATERS:
-            out[(item, r)] = {"requires_exact": bool(yes if rng.random() < 0.85 else not yes),
-                              **{k: int(np.clip(b + rng.integers(-1, 2), 1, 5)) for k, b in zip(w.RATINGS, base)}}
+            out[(item, r)] = {
+                "requires_exact": bool(yes if rng.random() < 0.85 else not yes),
+                **{k: int(np.clip(b + rng.integers(-1, 2), 1, 5)) for k, b in zip(w.RATINGS, base)},
+            }
     return out
 
 
@@ -78,8 +82,10 @@ def test_ratings_imported_give_the_statistics_of_the_same_ratings_entered_in_the
     # the app: three annotator accounts save their ratings through the service the page calls
     eng = get_engine(app_url)
     with eng.begin() as conn:
-        anns = {r: Principal(insert_user(conn, username=r, role="annotator", password_hash=""), r, "annotator")
-                for r in RATERS}
+        anns = {
+            r: Principal(insert_user(conn, username=r, role="annotator", password_hash=""), r, "annotator")
+            for r in RATERS
+        }
     for (item, r), values in answers.items():
         w.save_rating(eng, anns[r], item_id=item, **values)
 
@@ -112,13 +118,20 @@ def test_ratings_imported_give_the_statistics_of_the_same_ratings_entered_in_the
     item = tasks[0]["item"]
     fix = tmp_path / "fix.jsonl"
     new = 1 if answers[(item, "r2")]["clarity"] != 1 else 2
-    fix.write_text(json.dumps({"item": item, "form": form[item], "annotator": "r2", "question": "clarity",
-                               "value": new}) + "\n", encoding="utf-8")
+    fix.write_text(
+        json.dumps({"item": item, "form": form[item], "annotator": "r2", "question": "clarity", "value": new}) + "\n",
+        encoding="utf-8",
+    )
     code, stdout, err = _cli("wording-import-ratings", fix, "--db", cli_url, "--study", "s", "--json")
     assert json.loads(stdout) == {"written": 1, "superseded": 1}, err
     with get_engine(cli_url).connect() as conn:
-        rows = conn.execute(text("SELECT id, clarity, requires_exact, supersedes_id FROM wording_rating "
-                                 "WHERE item_id = :i AND annotator = 'r2' ORDER BY id"), {"i": item}).all()
+        rows = conn.execute(
+            text(
+                "SELECT id, clarity, requires_exact, supersedes_id FROM wording_rating "
+                "WHERE item_id = :i AND annotator = 'r2' ORDER BY id"
+            ),
+            {"i": item},
+        ).all()
     assert len(rows) == 2 and rows[1][3] == rows[0][0] and rows[1][1] == new
     assert bool(rows[1][2]) == answers[(item, "r2")]["requires_exact"]  # the fields not given are kept
 
@@ -134,31 +147,35 @@ def test_bad_lines_are_located_and_nothing_is_written(tmp_path):
     first, form = int(items["item_id"].iloc[0]), items["form"].iloc[0]
     other = items["form"][items["form"] != form].iloc[0]
     good = {"item": first, "form": form, "annotator": "outsider", "question": "clarity", "value": 3}
-    lines = [good,
-             {**good, "item": 999},
-             {**good, "form": other},
-             {**good, "annotator": "boss"},
-             {**good, "annotator": "Local"},
-             {**good, "question": "beauty"},
-             {**good, "question": "requires_exact", "value": "maybe"},
-             {**good, "value": 6},
-             {**good, "value": 4},
-             {**good, "annotator": ""},
-             {**good, "annotator": "ann", "question": "requires_exact", "value": "yes"}]
+    lines = [
+        good,
+        {**good, "item": 999},
+        {**good, "form": other},
+        {**good, "annotator": "boss"},
+        {**good, "annotator": "Local"},
+        {**good, "question": "beauty"},
+        {**good, "question": "requires_exact", "value": "maybe"},
+        {**good, "value": 6},
+        {**good, "value": 4},
+        {**good, "annotator": ""},
+        {**good, "annotator": "ann", "question": "requires_exact", "value": "yes"},
+    ]
     f = tmp_path / "bad.jsonl"
     f.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     before = _accounts(url)
     code, _, err = _cli("wording-import-ratings", f, "--db", url, "--study", "s")
     assert code == 1
-    for expected in (f"{f}:2: item: no item 999 in this study",
-                     f"{f}:3: form: item {first} has form {form!r}, not {other!r}",
-                     f"{f}:4: annotator: 'boss' is the name of a lead account",
-                     f"{f}:5: annotator: 'Local' is reserved",
-                     f"{f}:6: question: 'beauty' is not one of requires_exact, clarity",
-                     f"{f}:7: value: expected yes or no for requires_exact, got 'maybe'",
-                     f"{f}:8: value: expected an integer rating from 1 to 5 for clarity, got 6",
-                     f"{f}:9: value: 4 for item {first}, 'outsider', clarity; line 1 gives 3",
-                     f"{f}:10: annotator: missing"):
+    for expected in (
+        f"{f}:2: item: no item 999 in this study",
+        f"{f}:3: form: item {first} has form {form!r}, not {other!r}",
+        f"{f}:4: annotator: 'boss' is the name of a lead account",
+        f"{f}:5: annotator: 'Local' is reserved",
+        f"{f}:6: question: 'beauty' is not one of requires_exact, clarity",
+        f"{f}:7: value: expected yes or no for requires_exact, got 'maybe'",
+        f"{f}:8: value: expected an integer rating from 1 to 5 for clarity, got 6",
+        f"{f}:9: value: 4 for item {first}, 'outsider', clarity; line 1 gives 3",
+        f"{f}:10: annotator: missing",
+    ):
         assert expected in err, (expected, err)
     assert f"{f}:1:" not in err and f"{f}:11:" not in err
     with eng.connect() as conn:
@@ -170,11 +187,17 @@ def test_bad_lines_are_located_and_nothing_is_written(tmp_path):
     code, out, err = _cli("wording-import-ratings", f, "--db", url, "--study", "s", "--json")
     assert code == 0 and json.loads(out) == {"written": 2, "superseded": 0}, err
     with eng.connect() as conn:
-        rows = conn.execute(text("SELECT user_id, annotator, clarity, requires_exact FROM wording_rating ORDER BY id")).all()
+        rows = conn.execute(
+            text("SELECT user_id, annotator, clarity, requires_exact FROM wording_rating ORDER BY id")
+        ).all()
     assert [tuple(r) for r in rows] == [(None, "outsider", 3, None), (ann, "", None, True)]
     assert _accounts(url) == before
-    assert w.annotator_queue(eng, Principal(ann, "ann", "annotator"), study_id=1).set_index("item_id").loc[
-        first, "requires_exact"] is True  # the account's app queue shows what the import recorded for it
+    assert (
+        w.annotator_queue(eng, Principal(ann, "ann", "annotator"), study_id=1)
+        .set_index("item_id")
+        .loc[first, "requires_exact"]
+        is True
+    )  # the account's app queue shows what the import recorded for it
 
     code, _, err = _cli("wording-import-ratings", f, "--db", url, "--study", "nope")
     assert code == 1 and "--study: no wording study named 'nope' (studies: 's')" in err

@@ -13,11 +13,11 @@ from sqlalchemy import text
 
 from db.engine import make_engine
 from reform_core import agreement as A
+from reform_core.services.accounts.auth import AccessDenied, Principal
+from reform_core.services.accounts.users import cli_principal, create_user
+from reform_core.services.platform.uow import get_engine
 from reform_core.services.studies import generations
 from reform_core.services.studies import wording as w
-from reform_core.services.accounts.auth import AccessDenied, Principal
-from reform_core.services.platform.uow import get_engine
-from reform_core.services.accounts.users import cli_principal, create_user
 
 FORMS = [
     {"key": "POS", "template": "Answer using exactly {N} words."},
@@ -57,8 +57,7 @@ def _rate_all(eng, anns, sid, answer_fn, seed=0) -> dict:
     given = {}
     for a in anns:
         for _, row in w.annotator_queue(eng, a, study_id=sid).iterrows():
-            vals = {"requires_exact": answer_fn(a.username, row), **{
-                r: int(rng.integers(1, 6)) for r in w.RATINGS}}
+            vals = {"requires_exact": answer_fn(a.username, row), **{r: int(rng.integers(1, 6)) for r in w.RATINGS}}
             w.save_rating(eng, a, item_id=int(row["item_id"]), **vals)
             given[(int(row["item_id"]), a.username)] = vals
     return given
@@ -78,15 +77,18 @@ def test_items_are_forms_times_targets_with_filled_templates(env):
     assert studies.loc[0, "params"] == {"checker": "wise:exact_words", "reference": "POS"}
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"name": "study"}, "name"),
-    ({"forms": [{"key": "X", "template": "no placeholder"}]}, "template"),
-    ({"forms": [{"key": "X", "template": "{N} and {K}"}]}, "template"),
-    ({"forms": [{"key": "X", "template": "a {N}"}, {"key": "X", "template": "b {N}"}]}, "duplicate form"),
-    ({"targets": [5, 5]}, "targets"),
-    ({"question": "Does this require exactly N words?"}, "question"),
-    ({"checker": "wise:nope"}, "checker"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"name": "study"}, "name"),
+        ({"forms": [{"key": "X", "template": "no placeholder"}]}, "template"),
+        ({"forms": [{"key": "X", "template": "{N} and {K}"}]}, "template"),
+        ({"forms": [{"key": "X", "template": "a {N}"}, {"key": "X", "template": "b {N}"}]}, "duplicate form"),
+        ({"targets": [5, 5]}, "targets"),
+        ({"question": "Does this require exactly N words?"}, "question"),
+        ({"checker": "wise:nope"}, "checker"),
+    ],
+)
 def test_create_study_rejects_bad_input(env, kwargs, field):
     eng, lead, *_ = env
     args = {"name": "other", "forms": FORMS, "targets": TARGETS, **kwargs}
@@ -103,13 +105,19 @@ def test_import_items_reports_located_errors_and_writes_nothing(env, tmp_path):
     assert "items.csv:3: text: missing or empty" in exc.value.errors
     assert any(e.startswith("items.csv:4: target:") and "line 2" in e for e in exc.value.errors)
     assert "imp" not in set(w.list_studies(eng, lead)["name"])
-    good = "\n".join(json.dumps(r) for r in [
-        {"form": "POS", "target": 5, "text": "Use exactly 5 words."},
-        {"form": "NEG", "target": 5, "text": "Do not use more or fewer than 5 words."},
-    ])
+    good = "\n".join(
+        json.dumps(r)
+        for r in [
+            {"form": "POS", "target": 5, "text": "Use exactly 5 words."},
+            {"form": "NEG", "target": 5, "text": "Do not use more or fewer than 5 words."},
+        ]
+    )
     out = w.import_study_items(eng, lead, name="imp", data=good.encode(), filename="items.jsonl")
     assert (out["forms"], out["items"]) == (2, 2)
-    assert set(_items(eng, lead, out["id"])["text"]) == {"Use exactly 5 words.", "Do not use more or fewer than 5 words."}
+    assert set(_items(eng, lead, out["id"])["text"]) == {
+        "Use exactly 5 words.",
+        "Do not use more or fewer than 5 words.",
+    }
 
 
 # ----------------------------------------------------------------------------- roles
@@ -198,8 +206,13 @@ def test_results_match_the_library_on_the_given_answers(env):
     eng, lead, anns, analyst, sid = env
     items = _items(eng, lead, sid).set_index("item_id")
     # "no" answers: ann0 to AVOID1 at 5 and POS at 10; ann1 to AVOID1 at 5 and 8; ann2 to EXCLUDE2 at 12.
-    no = {("ann0", "AVOID1", 5), ("ann0", "POS", 10), ("ann1", "AVOID1", 5), ("ann1", "AVOID1", 8),
-          ("ann2", "EXCLUDE2", 12)}
+    no = {
+        ("ann0", "AVOID1", 5),
+        ("ann0", "POS", 10),
+        ("ann1", "AVOID1", 5),
+        ("ann1", "AVOID1", 8),
+        ("ann2", "EXCLUDE2", 12),
+    }
 
     def answer(user, row):
         return (user, items.loc[row["item_id"], "form"], int(row["target"])) not in no
@@ -218,8 +231,14 @@ def test_results_match_the_library_on_the_given_answers(env):
     assert tuple(ag.loc[("requires_exact", "Fleiss' kappa"), ["value", "ci_low", "ci_high"]]) == pytest.approx(tuple(k))
     for r in w.RATINGS:
         for kind in ("2,1", "2,k"):
-            e = A.icc(df.assign(**{r: df[r].astype(float)}), target="item", rating=r, kind=kind, bootstrap=300,
-                      rng=np.random.default_rng(7))
+            e = A.icc(
+                df.assign(**{r: df[r].astype(float)}),
+                target="item",
+                rating=r,
+                kind=kind,
+                bootstrap=300,
+                rng=np.random.default_rng(7),
+            )
             assert tuple(ag.loc[(r, f"ICC({kind})"), ["value", "ci_low", "ci_high"]]) == pytest.approx(tuple(e))
     js = res.to_json()
     assert js["kappa"]["value"] == pytest.approx(k.value)
@@ -242,8 +261,16 @@ def test_undefined_statistics_come_with_a_reason(env):
 
 
 def _gen(item, model, form, target, rep, output, provider="p", **extra):
-    return {"item": item, "model": model, "provider": provider, "form": form, "target": target,
-            "repetition": rep, "output": output, **extra}
+    return {
+        "item": item,
+        "model": model,
+        "provider": provider,
+        "form": form,
+        "target": target,
+        "repetition": rep,
+        "output": output,
+        **extra,
+    }
 
 
 def _words(n):
@@ -256,23 +283,39 @@ def _jsonl(rows) -> bytes:
 
 def test_import_generations_is_idempotent_and_all_or_nothing(env):
     eng, lead, *_ = env
-    rows = [_gen("t1", "m1", "POS", 5, 0, _words(5)), _gen("t1", "m1", "POS", 5, 1, _words(4)),
-            _gen("t2", "m1", "POS", "harbor", 0, "A harbor.", checker="keyword_once"),
-            _gen("t3", "m1", "POS", '["a", "b"]', 0, '{"a": 1, "b": 2}', checker="json_keys"),
-            _gen("t4", "m1", "POS", "8-12", 0, _words(9))]
-    assert generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {"rows": 5, "written": 5, "existing": 0}
-    assert generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {"rows": 5, "written": 0, "existing": 5}
+    rows = [
+        _gen("t1", "m1", "POS", 5, 0, _words(5)),
+        _gen("t1", "m1", "POS", 5, 1, _words(4)),
+        _gen("t2", "m1", "POS", "harbor", 0, "A harbor.", checker="keyword_once"),
+        _gen("t3", "m1", "POS", '["a", "b"]', 0, '{"a": 1, "b": 2}', checker="json_keys"),
+        _gen("t4", "m1", "POS", "8-12", 0, _words(9)),
+    ]
+    assert generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {
+        "rows": 5,
+        "written": 5,
+        "existing": 0,
+    }
+    assert generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl") == {
+        "rows": 5,
+        "written": 0,
+        "existing": 5,
+    }
     with eng.connect() as conn:
         stored = dict(conn.execute(text("SELECT item, target FROM wise_generation WHERE repetition = 0")).all())
     assert stored == {"t1": "5", "t2": "keyword:harbor", "t3": "keys:a,b", "t4": "8-12"}
     changed = [*rows[:1], _gen("t1", "m1", "POS", 5, 1, _words(6)), _gen("t9", "m1", "POS", 5, 0, "new")]
     with pytest.raises(w.ImportFailed) as exc:
         generations.import_generations(eng, lead, data=_jsonl(changed), filename="g.jsonl")
-    assert exc.value.errors == ["g.jsonl:2: output: differs from the stored generation with the same item, model, "
-                                "form, target and repetition"]
-    bad = [_gen("t9", "m1", "POS", 5, 0, "ok"), {"item": "t9", "model": "m1", "form": "POS", "target": 5, "output": "x"},
-           _gen("t9", "m1", "POS", "many", 1, "x"), _gen("t9", "m1", "POS", 5, 0, "dup"),
-           _gen("t9", "m1", "POS", 5, 2, "x", checker="bogus")]
+    assert exc.value.errors == [
+        "g.jsonl:2: output: differs from the stored generation with the same item, model, form, target and repetition"
+    ]
+    bad = [
+        _gen("t9", "m1", "POS", 5, 0, "ok"),
+        {"item": "t9", "model": "m1", "form": "POS", "target": 5, "output": "x"},
+        _gen("t9", "m1", "POS", "many", 1, "x"),
+        _gen("t9", "m1", "POS", 5, 0, "dup"),
+        _gen("t9", "m1", "POS", 5, 2, "x", checker="bogus"),
+    ]
     with pytest.raises(w.ImportFailed) as exc:
         generations.import_generations(eng, lead, data=_jsonl(bad), filename="bad.jsonl")
     errs = exc.value.errors
@@ -286,9 +329,11 @@ def test_import_generations_is_idempotent_and_all_or_nothing(env):
 
 def test_csv_generations_with_multiline_outputs_locate_errors_by_start_line(env):
     eng, lead, *_ = env
-    csv_text = ("item,model,provider,form,target,repetition,output\n"
-                't1,m1,p,POS,5,0,"line one\nline two"\n'
-                "t1,m1,p,POS,5,x,oops\n")
+    csv_text = (
+        "item,model,provider,form,target,repetition,output\n"
+        't1,m1,p,POS,5,0,"line one\nline two"\n'
+        "t1,m1,p,POS,5,x,oops\n"
+    )
     with pytest.raises(w.ImportFailed) as exc:
         generations.import_generations(eng, lead, data=csv_text.encode(), filename="g.csv")
     assert exc.value.errors == ["g.csv:4: repetition: must be a non-negative integer, got 'x'"]
@@ -305,8 +350,10 @@ def test_recognition_next_to_compliance_computed_by_the_checkers(env):
         for form in ("POS", "AVOID1", "EXCLUDE2"):
             n1 = t - 1 if (form == "AVOID1" and t <= 8) else t
             n2 = t + 1 if (form == "POS" and t == 12) else t
-            rows += [_gen(f"task{t}", "m1", form, t, 0, _words(n1), provider="A"),
-                     _gen(f"task{t}", "m2", form, t, 0, _words(n2), provider="B")]
+            rows += [
+                _gen(f"task{t}", "m1", form, t, 0, _words(n1), provider="A"),
+                _gen(f"task{t}", "m2", form, t, 0, _words(n2), provider="B"),
+            ]
     rows.append(_gen("task5", "m2", "POS", "word", 0, "word", checker="keyword_once"))  # other checker: ignored
     generations.import_generations(eng, lead, data=_jsonl(rows), filename="g.jsonl")
     _rate_all(eng, anns, sid, lambda u, r: True)
@@ -327,7 +374,7 @@ def test_recognition_next_to_compliance_computed_by_the_checkers(env):
 
 
 def test_principal_must_be_a_real_user(env):
-    eng, lead, *_ , sid = env
+    eng, lead, *_, sid = env
     ghost = Principal(user_id=424242, username="ghost", role="annotator")
     item = int(_items(eng, lead, sid)["item_id"].iloc[0])
     with pytest.raises(Exception):  # foreign key: a typed name cannot be recorded

@@ -19,24 +19,30 @@ PUBLISHED = {"1,1": 0.1657, "2,1": 0.2898, "2,k": 0.6201, "3,1": 0.7148}
 # 4 observers x 12 units with missing values (NaN = not coded). The same matrix is R's
 # DescTools::KrippAlpha "C" example.
 NA = np.nan
-KRIPP = np.array([
-    [1, 2, 3, 3, 2, 1, 4, 1, 2, NA, NA, NA],
-    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NA, 3],
-    [NA, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NA],
-    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NA],
-])
+KRIPP = np.array(
+    [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, NA, NA, NA],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, NA, 3],
+        [NA, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, NA],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, NA],
+    ]
+)
 KRIPP_PUBLISHED = {"nominal": 0.743, "ordinal": 0.815, "interval": 0.849, "ratio": 0.797}
 
 
 def icc_frame(matrix):
     m = np.asarray(matrix, float)
-    return pd.DataFrame([(f"t{i}", f"r{j}", m[i, j]) for i in range(m.shape[0]) for j in range(m.shape[1])],
-                        columns=["target", "rater", "rating"])
+    return pd.DataFrame(
+        [(f"t{i}", f"r{j}", m[i, j]) for i in range(m.shape[0]) for j in range(m.shape[1])],
+        columns=["target", "rater", "rating"],
+    )
 
 
 def kripp_frame(data=KRIPP, *, drop_missing_rows=False):
-    df = pd.DataFrame([(f"u{u:02d}", f"o{o}", data[o, u]) for o in range(data.shape[0]) for u in range(data.shape[1])],
-                      columns=["item", "rater", "label"])
+    df = pd.DataFrame(
+        [(f"u{u:02d}", f"o{o}", data[o, u]) for o in range(data.shape[0]) for u in range(data.shape[1])],
+        columns=["item", "rater", "label"],
+    )
     return df[df["label"].notna()] if drop_missing_rows else df
 
 
@@ -91,12 +97,22 @@ def test_wording_agreement_table_survives_zero_mean_squares():
     rows = []
     for i in range(5):
         for j, rater in enumerate(("ann", "bob", "cy")):
-            rows.append({"item": i, "rater": rater, "requires_exact": bool(i % 2),
-                         "clarity": 1 + j + (i % 3), "naturalness": 3, "ambiguity": 1 + (i % 2), "complexity": 2 + j})
+            rows.append(
+                {
+                    "item": i,
+                    "rater": rater,
+                    "requires_exact": bool(i % 2),
+                    "clarity": 1 + j + (i % 3),
+                    "naturalness": 3,
+                    "ambiguity": 1 + (i % 2),
+                    "complexity": 2 + j,
+                }
+            )
     table = agreement_table(pd.DataFrame(rows), n_boot=50)
     clarity = table[(table["measure"] == "clarity") & (table["statistic"] == "ICC(2,1)")].iloc[0]
-    expected = ag.icc(pd.DataFrame(rows).rename(columns={"item": "target", "clarity": "rating"})
-                      .astype({"rating": float}), kind="2,1").value
+    expected = ag.icc(
+        pd.DataFrame(rows).rename(columns={"item": "target", "clarity": "rating"}).astype({"rating": float}), kind="2,1"
+    ).value
     assert 0 < clarity["value"] < 1 and clarity["value"] == pytest.approx(expected)
     assert np.isfinite([clarity["ci_low"], clarity["ci_high"]]).all()
     naturalness = table[table["measure"] == "naturalness"]
@@ -107,8 +123,10 @@ def test_wording_agreement_table_survives_zero_mean_squares():
 
 
 def two_raters(a, b):
-    return pd.DataFrame([(i, "x", v) for i, v in enumerate(a)] + [(i, "y", v) for i, v in enumerate(b)],
-                        columns=["item", "rater", "label"])
+    return pd.DataFrame(
+        [(i, "x", v) for i, v in enumerate(a)] + [(i, "y", v) for i, v in enumerate(b)],
+        columns=["item", "rater", "label"],
+    )
 
 
 def test_weighted_kappa_refuses_string_labels_without_an_order():
@@ -140,7 +158,9 @@ def test_weighted_kappa_uses_the_given_order():
 
 def test_weighted_kappa_numeric_labels_use_numeric_order_and_reject_unknown_categories():
     df = two_raters([1, 2, 10, 2], [1, 10, 10, 2])
-    assert ag.cohen_kappa(df, weights="linear") == pytest.approx(ag.cohen_kappa(df, weights="linear", categories=[1, 2, 10]))
+    assert ag.cohen_kappa(df, weights="linear") == pytest.approx(
+        ag.cohen_kappa(df, weights="linear", categories=[1, 2, 10])
+    )
     with pytest.raises(ValueError, match="not in categories"):
         ag.cohen_kappa(df, weights="linear", categories=[1, 2])
 
@@ -231,7 +251,11 @@ def test_krippendorff_alpha_bootstrap_equals_recomputation_per_replicate():
     pairable = [u for u in range(KRIPP.shape[1]) if np.isfinite(KRIPP[:, u]).sum() >= 2]
     for w, rep in zip(weights, reps):
         cols = np.repeat(np.array(pairable), w)
-        expected = literal_alpha(KRIPP[:, cols], "ordinal") if len(set(KRIPP[:, cols][np.isfinite(KRIPP[:, cols])])) > 1 else np.nan
+        expected = (
+            literal_alpha(KRIPP[:, cols], "ordinal")
+            if len(set(KRIPP[:, cols][np.isfinite(KRIPP[:, cols])])) > 1
+            else np.nan
+        )
         assert rep == pytest.approx(expected, abs=1e-10, nan_ok=True)
     a = ag.krippendorff_alpha_ci(df, level="ordinal", n_boot=300, rng=np.random.default_rng(9))
     b = ag.krippendorff_alpha_ci(df, level="ordinal", n_boot=300, rng=np.random.default_rng(9))

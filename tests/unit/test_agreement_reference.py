@@ -21,16 +21,40 @@ WISE = Path(__file__).resolve().parents[1] / "data" / "wise"
 
 # Fleiss (1971): 30 patients x 6 psychiatrists, 5 diagnoses (1 depression, 2 personality
 # disorder, 3 schizophrenia, 4 neurosis, 5 other); the raw form of R irr's `diagnoses`.
-DIAGNOSES = np.array([
-    [4, 4, 4, 4, 4, 4], [2, 2, 2, 5, 5, 5], [2, 3, 3, 3, 3, 5], [5, 5, 5, 5, 5, 5],
-    [2, 2, 2, 4, 4, 4], [1, 1, 3, 3, 3, 3], [3, 3, 3, 3, 5, 5], [1, 1, 3, 3, 3, 4],
-    [1, 1, 4, 4, 4, 4], [5, 5, 5, 5, 5, 5], [1, 4, 4, 4, 4, 4], [1, 2, 4, 4, 4, 4],
-    [2, 2, 2, 3, 3, 3], [1, 4, 4, 4, 4, 4], [2, 2, 4, 4, 4, 5], [3, 3, 3, 3, 3, 5],
-    [1, 1, 1, 4, 5, 5], [1, 1, 1, 1, 1, 2], [2, 2, 4, 4, 4, 4], [1, 3, 3, 5, 5, 5],
-    [5, 5, 5, 5, 5, 5], [2, 4, 4, 4, 4, 4], [2, 2, 4, 5, 5, 5], [1, 1, 4, 4, 4, 4],
-    [1, 4, 4, 4, 4, 5], [2, 2, 2, 2, 2, 4], [1, 1, 1, 1, 5, 5], [2, 2, 4, 4, 4, 4],
-    [1, 3, 3, 3, 3, 3], [5, 5, 5, 5, 5, 5],
-])
+DIAGNOSES = np.array(
+    [
+        [4, 4, 4, 4, 4, 4],
+        [2, 2, 2, 5, 5, 5],
+        [2, 3, 3, 3, 3, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 2, 2, 4, 4, 4],
+        [1, 1, 3, 3, 3, 3],
+        [3, 3, 3, 3, 5, 5],
+        [1, 1, 3, 3, 3, 4],
+        [1, 1, 4, 4, 4, 4],
+        [5, 5, 5, 5, 5, 5],
+        [1, 4, 4, 4, 4, 4],
+        [1, 2, 4, 4, 4, 4],
+        [2, 2, 2, 3, 3, 3],
+        [1, 4, 4, 4, 4, 4],
+        [2, 2, 4, 4, 4, 5],
+        [3, 3, 3, 3, 3, 5],
+        [1, 1, 1, 4, 5, 5],
+        [1, 1, 1, 1, 1, 2],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 5, 5, 5],
+        [5, 5, 5, 5, 5, 5],
+        [2, 4, 4, 4, 4, 4],
+        [2, 2, 4, 5, 5, 5],
+        [1, 1, 4, 4, 4, 4],
+        [1, 4, 4, 4, 4, 5],
+        [2, 2, 2, 2, 2, 4],
+        [1, 1, 1, 1, 5, 5],
+        [2, 2, 4, 4, 4, 4],
+        [1, 3, 3, 3, 3, 3],
+        [5, 5, 5, 5, 5, 5],
+    ]
+)
 
 # Shrout & Fleiss (1979) Table 2: 6 targets x 4 judges.
 SHROUT_FLEISS = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]])
@@ -93,8 +117,12 @@ def test_icc_reproduces_shrout_fleiss_1979(kind, published):
 
 # R psych::ICC on the Shrout-Fleiss data: lower bounds printed to 3, upper to 2 decimals.
 PSYCH_BOUNDS = {
-    "1,1": (-0.133, 0.72), "2,1": (0.019, 0.76), "3,1": (0.342, 0.95),
-    "1,k": (-0.884, 0.91), "2,k": (0.071, 0.93), "3,k": (0.676, 0.99),
+    "1,1": (-0.133, 0.72),
+    "2,1": (0.019, 0.76),
+    "3,1": (0.342, 0.95),
+    "1,k": (-0.884, 0.91),
+    "2,k": (0.071, 0.93),
+    "3,k": (0.676, 0.99),
 }
 
 
@@ -106,8 +134,14 @@ def test_icc_f_interval_matches_r_psych(kind):
     assert res.ci_high == pytest.approx(hi, abs=5e-3)
 
 
-PINGOUIN_TYPE = {"1,1": "ICC(1,1)", "2,1": "ICC(A,1)", "3,1": "ICC(C,1)",
-                 "1,k": "ICC(1,k)", "2,k": "ICC(A,k)", "3,k": "ICC(C,k)"}
+PINGOUIN_TYPE = {
+    "1,1": "ICC(1,1)",
+    "2,1": "ICC(A,1)",
+    "3,1": "ICC(C,1)",
+    "1,k": "ICC(1,k)",
+    "2,k": "ICC(A,k)",
+    "3,k": "ICC(C,k)",
+}
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -199,16 +233,17 @@ def test_validation_agreement_table_25_layout_and_values():
     rng = np.random.default_rng(0)
     df["clarity"] = rng.integers(1, 6, len(df)) + df["form"].map(lambda f: len(f) % 3)
     df["naturalness"] = rng.integers(1, 6, len(df)).astype(float)
-    out = ag.validation_agreement(df, answer="label", ratings=("clarity", "naturalness"),
-                                  n_boot=300, rng=np.random.default_rng(1))
+    out = ag.validation_agreement(
+        df, answer="label", ratings=("clarity", "naturalness"), n_boot=300, rng=np.random.default_rng(1)
+    )
     assert list(out.index) == ["label", "clarity", "naturalness"]
     assert list(out["statistic"]) == ["Fleiss' kappa", "ICC(2,k)", "ICC(2,k)"]
     assert out.loc["label", "value"] == pytest.approx(ag.fleiss_kappa(df))
-    assert out.loc["clarity", "value"] == pytest.approx(
-        ag.icc(df, target="item", rating="clarity", kind="2,k").value)
+    assert out.loc["clarity", "value"] == pytest.approx(ag.icc(df, target="item", rating="clarity", kind="2,k").value)
     assert (out["ci_low"] <= out["value"]).all() and (out["value"] <= out["ci_high"]).all()
-    again = ag.validation_agreement(df, answer="label", ratings=("clarity", "naturalness"),
-                                    n_boot=300, rng=np.random.default_rng(1))
+    again = ag.validation_agreement(
+        df, answer="label", ratings=("clarity", "naturalness"), n_boot=300, rng=np.random.default_rng(1)
+    )
     pd.testing.assert_frame_equal(out, again)
 
 
@@ -217,6 +252,7 @@ def test_table_24_bounds_fleiss_kappa_below_the_printed_0_54():
     the "no"s of one form on the same target, and even then κ is far below Table 25's 0.54.
     Documents a paper-internal inconsistency (see the helper's report)."""
     df, _ = wise_validation_frame()  # "no"s already clustered on the first targets
-    assert ag.fleiss_kappa(df) == pytest.approx(sm_fleiss(aggregate_raters(
-        df.pivot(index="item", columns="rater", values="label").to_numpy())[0]))
+    assert ag.fleiss_kappa(df) == pytest.approx(
+        sm_fleiss(aggregate_raters(df.pivot(index="item", columns="rater", values="label").to_numpy())[0])
+    )
     assert ag.fleiss_kappa(df) < 0.2

@@ -13,9 +13,21 @@ from reform_core.metrics.coverage import catalog_coverage, feature_frequency, fr
 
 
 def _row(instr, group, cond, pos, opp, p, question="q1", feature=None, model="m"):
-    return dict(model=model, question=question, instruction=instr, condition=cond, pair_group=group, task_type="t",
-                position=pos, feature=feature or f"f{pos}", category=f"c{pos}", mode="require",
-                baseline_opposed=opp, p=p, iid=0)
+    return dict(
+        model=model,
+        question=question,
+        instruction=instr,
+        condition=cond,
+        pair_group=group,
+        task_type="t",
+        position=pos,
+        feature=feature or f"f{pos}",
+        category=f"c{pos}",
+        mode="require",
+        baseline_opposed=opp,
+        p=p,
+        iid=0,
+    )
 
 
 def frame(groups=6, seed=0):
@@ -36,7 +48,7 @@ def frame(groups=6, seed=0):
 def _broken():
     df = frame()
     # incomplete group: g1 has single versions for positions 1 and 2 only
-    df = df[~((df["instruction"] == "g1-s3"))]
+    df = df[~(df["instruction"] == "g1-s3")]
     # feature mismatch: g2's single version at position 2 answers another feature
     df.loc[df["instruction"] == "g2-s2", "feature"] = "other"
     # judge error: both judges errored on g3's single version at position 1
@@ -54,8 +66,12 @@ def test_each_failure_route_is_left_out_and_counted():
     with pytest.raises(ValueError):  # the engine alone refuses the incomplete pairing
         composition_table(df)
     clean, ex = A.composition_pairs(df)
-    assert A.exclusion_counts(ex) == {"incomplete group": 1, "missing prompted version": 0, "feature mismatch": 1,
-                                      "judge error": 1}
+    assert A.exclusion_counts(ex) == {
+        "incomplete group": 1,
+        "missing prompted version": 0,
+        "feature mismatch": 1,
+        "judge error": 1,
+    }
     assert set(ex["pair_group"]) == {"g1", "g2", "g3"}
     assert ex.set_index("pair_group").loc["g2", "detail"] == "position 2: main f2:require, single other:require"
     kept = {"g0", "g4", "g5"}
@@ -65,8 +81,12 @@ def test_each_failure_route_is_left_out_and_counted():
     pd.testing.assert_frame_equal(composition_table(clean), composition_table(by_hand))
 
     clean_p, ex_p = A.prompting_pairs(df)
-    assert A.exclusion_counts(ex_p) == {"incomplete group": 0, "missing prompted version": 2, "feature mismatch": 1,
-                                        "judge error": 0}
+    assert A.exclusion_counts(ex_p) == {
+        "incomplete group": 0,
+        "missing prompted version": 2,
+        "feature mismatch": 1,
+        "judge error": 0,
+    }
     assert set(ex_p.loc[ex_p["reason"] == "missing prompted version", "pair_group"]) == {"g4", "g5"}
     with pytest.raises(ValueError):
         prompting_comparison(df[df["condition"] != "single"].dropna(subset=["p"]))
@@ -117,8 +137,13 @@ def test_composition_replicates_match_the_table_and_a_literal_resample():
 
 def test_coverage_and_frequency_replicates_match_the_point_tables():
     rng = np.random.default_rng(1)
-    ext = pd.DataFrame({"model": rng.choice(["a", "b"], 200), "question": rng.choice([f"q{i}" for i in range(9)], 200),
-                        "mapping": rng.choice(["exact", "subtype", "composite", "uncovered", "not_format"], 200)})
+    ext = pd.DataFrame(
+        {
+            "model": rng.choice(["a", "b"], 200),
+            "question": rng.choice([f"q{i}" for i in range(9)], 200),
+            "mapping": rng.choice(["exact", "subtype", "composite", "uncovered", "not_format"], 200),
+        }
+    )
     point = catalog_coverage(ext)
     groups = A.CoverageGroups(ext, questions=sorted(ext["question"].unique()), models=["a", "b"])
     rep = A.coverage_replicates(groups)
@@ -127,7 +152,9 @@ def test_coverage_and_frequency_replicates_match_the_point_tables():
     w = rng.integers(0, 3, size=(1, 9))
     qs = sorted(ext["question"].unique())
     copied = pd.concat([ext[ext["question"] == q] for i, q in enumerate(qs) for _ in range(int(w[0, i]))])
-    assert A.coverage_replicates(groups, w)[0] == pytest.approx(catalog_coverage(copied)["coverage"].to_numpy(), abs=1e-12)
+    assert A.coverage_replicates(groups, w)[0] == pytest.approx(
+        catalog_coverage(copied)["coverage"].to_numpy(), abs=1e-12
+    )
     # within-question resampling keeps each (model, question)'s instance count and moves only the shares
     cov, unc = groups.resample_within(400, rng)
     assert (cov + unc <= groups.n).all() and (cov <= groups.n).all()
@@ -136,7 +163,9 @@ def test_coverage_and_frequency_replicates_match_the_point_tables():
     models, questions, feats = ["r1", "r2", "x"], [f"q{i}" for i in range(12)], [f"f{i}" for i in range(7)]
     ind = (rng.random((3, 12, 7)) < 0.4).astype(float)
     m, q, f = np.nonzero(ind)
-    ann = pd.DataFrame({"model": np.array(models)[m], "question": np.array(questions)[q], "feature": np.array(feats)[f]})
+    ann = pd.DataFrame(
+        {"model": np.array(models)[m], "question": np.array(questions)[q], "feature": np.array(feats)[f]}
+    )
     freq = feature_frequency(ann, features=feats, n_questions=12)[models]
     reps = A.frequency_replicates(ind, np.ones((1, 12)))
     assert reps[0] == pytest.approx(freq.to_numpy().T, abs=1e-12)
@@ -153,19 +182,35 @@ def test_table4_keeps_unannotated_catalog_features_and_divides_by_the_common_que
 
     features = ["f1", "f2", "f3", "f4", "f5"]  # f5 never annotated
     common = ["q1", "q2", "q3", "q4"]
-    ann = pd.DataFrame([  # (model, question, feature); q9 is answered by one model only
-        ("r", "q1", "f1"), ("r", "q2", "f1"), ("r", "q1", "f2"), ("r", "q3", "f3"), ("r", "q9", "f4"),
-        ("x", "q1", "f1"), ("x", "q2", "f2"), ("x", "q3", "f2"), ("x", "q4", "f4"),
-    ], columns=["model", "question", "feature"])
+    ann = pd.DataFrame(
+        [  # (model, question, feature); q9 is answered by one model only
+            ("r", "q1", "f1"),
+            ("r", "q2", "f1"),
+            ("r", "q1", "f2"),
+            ("r", "q3", "f3"),
+            ("r", "q9", "f4"),
+            ("x", "q1", "f1"),
+            ("x", "q2", "f2"),
+            ("x", "q3", "f2"),
+            ("x", "q4", "f4"),
+        ],
+        columns=["model", "question", "feature"],
+    )
     freq, corr, notes = _table4(ann, features, common, ["r", "x"], ["r"], 20, np.random.default_rng(0), 0.95)
     f = freq.pivot(index="feature", columns="model", values="frequency").loc[features]
     # by hand over |Q_common| = 4, q9 left out, f5 kept at 0
     assert f["r"].tolist() == [0.5, 0.25, 0.25, 0.0, 0.0] and f["x"].tolist() == [0.25, 0.5, 0.0, 0.25, 0.0]
     rho = corr.set_index("model").loc["x", "rho"]
-    assert rho == pytest.approx(spearmanr([0.25, 0.5, 0.0, 0.25, 0.0], [0.5, 0.25, 0.25, 0.0, 0.0]).statistic, abs=1e-12)
+    assert rho == pytest.approx(
+        spearmanr([0.25, 0.5, 0.0, 0.25, 0.0], [0.5, 0.25, 0.25, 0.0, 0.0]).statistic, abs=1e-12
+    )
     assert any("outside the common question set" in n for n in notes)
     # the old defaults (annotated features only, |Q| = annotated questions) give another ρ
-    old = frequency_correlation(feature_frequency(ann)[["r", "x"]], ["r"], others=["x"]).set_index("model").loc["x", "rho"]
+    old = (
+        frequency_correlation(feature_frequency(ann)[["r", "x"]], ["r"], others=["x"])
+        .set_index("model")
+        .loc["x", "rho"]
+    )
     assert old != pytest.approx(rho)
 
 
@@ -234,8 +279,9 @@ def test_table4_population_interval_of_rho_is_the_fisher_z_interval_of_a_literal
     W = np.random.default_rng(1).multinomial(len(common), np.full(len(common), 1 / len(common)), size=B)
     reps = []
     for w in W:
-        copied = pd.concat([ann[ann["question"] == q].assign(question=f"{q}#{c}")
-                            for q, k in zip(common, w) for c in range(int(k))])
+        copied = pd.concat(
+            [ann[ann["question"] == q].assign(question=f"{q}#{c}") for q, k in zip(common, w) for c in range(int(k))]
+        )
         f = feature_frequency(copied, features=features, n_questions=len(common))[["r", "x"]]
         reps.append(spearmanr(f["x"], f["r"]).statistic)
     from scipy.stats import norm

@@ -11,8 +11,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_import_contracts_hold():
-    r = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 broken" in r.stdout
 

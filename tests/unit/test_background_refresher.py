@@ -28,6 +28,7 @@ def test_first_value_in_the_call_then_background_with_the_last_value_meanwhile()
             calls.append(v)
             assert gate.wait(10)
             return v
+
         return fn
 
     got = r.get((2,), slow("v2"), start=False)

@@ -49,8 +49,15 @@ def test_keys_unique_snake_case_and_both_templates_present(rb):
 def test_table_a12_names_and_counts(rb):
     # restored names (the ReFormBench catalog's) and a few legible counts of Table A12
     names = {f.name for f in rb}
-    for restored in ("Checklist", "Status panel", "Call to action", "Rationale and evidence",
-                     "Direct address", "Emoji and symbols", "Captioned content"):
+    for restored in (
+        "Checklist",
+        "Status panel",
+        "Call to action",
+        "Rationale and evidence",
+        "Direct address",
+        "Emoji and symbols",
+        "Captioned content",
+    ):
         assert restored in names
     assert (rb["line_breaks_and_spacing"].paper_require, rb["line_breaks_and_spacing"].paper_forbid) == (1110, 63)
     assert (rb["call_to_action"].paper_require, rb["call_to_action"].paper_forbid) == (193, 377)
@@ -61,8 +68,9 @@ def test_table_a12_names_and_counts(rb):
 
 def test_rule_detectable_set_equals_registered_feature_detectors(rb):
     # only the product's detectors (other tests register throwaway ones in the same registry)
-    registered = {i.split(":", 1)[1] for i in base.registered_ids("feature:")
-                  if base.get(i).__module__.startswith("reform_core.")}
+    registered = {
+        i.split(":", 1)[1] for i in base.registered_ids("feature:") if base.get(i).__module__.startswith("reform_core.")
+    }
     assert registered == set(rb.rule_detectable_keys())
 
 
@@ -78,8 +86,16 @@ def test_render_fills_params_and_defaults(rb):
 def test_to_frame_columns(rb):
     df = rb.to_frame()
     assert len(df) == 66
-    for col in ("key", "name", "category", "category_name", "definition",
-                "require_template", "forbid_template", "rule_detectable"):
+    for col in (
+        "key",
+        "name",
+        "category",
+        "category_name",
+        "definition",
+        "require_template",
+        "forbid_template",
+        "rule_detectable",
+    ):
         assert col in df.columns
     assert df.loc[df.key == "bullet_list", "category_name"].item() == "Lists"
 
@@ -103,7 +119,9 @@ def test_ifeval_catalog_matches_the_input_data():
     # every IFEval instruction is a requirement: "require: refrain from any commas", never the
     # double negative "forbid: no comma" (issue 14)
     assert {f.modes for f in cat} == {("require",)}
-    assert cat["keywords:forbidden_words"].render("require", forbidden_words=["a", "b"]).endswith("a, b in the response.")
+    assert (
+        cat["keywords:forbidden_words"].render("require", forbidden_words=["a", "b"]).endswith("a, b in the response.")
+    )
     with pytest.raises(ValueError, match="no 'forbid' mode"):
         cat["punctuation:no_comma"].render("forbid")
     assert set(cat.metrics) == {"tcpr", "constraint_level", "prompt_level", "instruction_level", "strict", "loose"}
@@ -123,10 +141,15 @@ def _custom():
         "categories": [{"key": "lists", "name": "Lists"}],
         "features": [
             {
-                "key": "bullet_list", "name": "Bullet list", "category": "lists",
-                "definition": "Bullets.", "require_template": "Use {n} bullets.",
-                "forbid_template": "No bullets.", "params": [{"name": "n", "type": "int", "default": 3}],
-                "acceptance": {"require": "{n} bullets.", "forbid": "None."}, "rule_detectable": True,
+                "key": "bullet_list",
+                "name": "Bullet list",
+                "category": "lists",
+                "definition": "Bullets.",
+                "require_template": "Use {n} bullets.",
+                "forbid_template": "No bullets.",
+                "params": [{"name": "n", "type": "int", "default": 3}],
+                "acceptance": {"require": "{n} bullets.", "forbid": "None."},
+                "rule_detectable": True,
             }
         ],
     }

@@ -22,8 +22,9 @@ def _sections(text: str) -> dict[str, str]:
 
 
 def test_cli_md_is_current():
-    assert DOC.read_text(encoding="utf-8") == cli_docs.render(), \
+    assert DOC.read_text(encoding="utf-8") == cli_docs.render(), (
         "docs/cli.md is stale: run python -m reform_core.cli_docs"
+    )
 
 
 def test_every_command_option_and_argument_is_on_the_page():

@@ -10,8 +10,14 @@ from reform_core.judges import generation_judge as C
 def test_openai_body_carries_only_set_parameters():
     s = C.GenerationSettings(temperature=0.0, top_p=1.0, max_tokens=100, reasoning_effort="high")
     body = C.openai_request("m", [{"role": "user", "content": "hi"}], s)
-    assert body == {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.0,
-                    "top_p": 1.0, "max_tokens": 100, "reasoning_effort": "high"}
+    assert body == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "max_tokens": 100,
+        "reasoning_effort": "high",
+    }
     body = C.openai_request("m", [], C.GenerationSettings(temperature=None, max_tokens=None))
     assert body == {"model": "m", "messages": []}
 
@@ -21,8 +27,12 @@ def test_gemini_config_maps_system_and_thinking_budget():
     item = C.GenItem("m", "q", None, "baseline", "Why?")
     req = C.gemini_config(C.messages_for(item, s), s)
     assert req["contents"] == [{"role": "user", "parts": [{"text": "Why?"}]}]
-    assert req["config"] == {"temperature": 0.0, "max_output_tokens": 64, "system_instruction": "Be brief.",
-                             "thinking_config": {"thinking_budget": 512}}
+    assert req["config"] == {
+        "temperature": 0.0,
+        "max_output_tokens": 64,
+        "system_instruction": "Be brief.",
+        "thinking_config": {"thinking_budget": 512},
+    }
 
 
 def test_settings_validation_and_truncation_flag():

@@ -19,7 +19,12 @@ def test_table_sizes_follow_the_paper():
     assert len(M.TASKS) == 4 and len(M.PRODUCTS) == 8 and len(M.CONSTRAINTS) == 21
     cats = [c.category for c in M.CONSTRAINTS]
     assert {k: cats.count(k) for k in set(cats)} == {
-        "formatting": 6, "lexical": 5, "syntactic": 2, "semantic": 5, "business_legal": 3}
+        "formatting": 6,
+        "lexical": 5,
+        "syntactic": 2,
+        "semantic": 5,
+        "business_legal": 3,
+    }
 
 
 def test_balance_within_20_percent_of_uniform(sample):

@@ -20,16 +20,22 @@ def test_meta_prompt_is_appended_only_for_the_prompted_condition():
     out = P.user_message("Do X.", "prompted")
     assert out.startswith("Do X.\n\n")
     # ReFormBench (arXiv:2610.19693) §4.4: four areas of guidance
-    for phrase in ("Identify all explicit constraints", "minimal output structure", "Avoid unrequested content",
-                   "revise any violations"):
+    for phrase in (
+        "Identify all explicit constraints",
+        "minimal output structure",
+        "Avoid unrequested content",
+        "revise any violations",
+    ):
         assert phrase in out
 
 
 def test_integration_prompt_and_parser():
     msgs = P.integration_messages("Explain tides.", [{"text": "Use 3 bullets.", "acceptance": "3 bullet items"}])
     assert msgs[0]["role"] == "system" and "Use 3 bullets." in msgs[1]["content"]
-    assert P.parse_integration('```json\n{"instruction": "Explain tides in 3 bullets."}\n```') == \
-        "Explain tides in 3 bullets."
+    assert (
+        P.parse_integration('```json\n{"instruction": "Explain tides in 3 bullets."}\n```')
+        == "Explain tides in 3 bullets."
+    )
     with pytest.raises(ValueError, match="instruction"):
         P.parse_integration('{"instruction": ""}')
     with pytest.raises(ValueError, match="JSON"):
@@ -37,7 +43,9 @@ def test_integration_prompt_and_parser():
 
 
 def test_extraction_parser_validates_mappings():
-    good = {"features": [{"name": "Bullets", "description": "d", "mapping": "exact", "catalog_features": ["bullet_list"]}]}
+    good = {
+        "features": [{"name": "Bullets", "description": "d", "mapping": "exact", "catalog_features": ["bullet_list"]}]
+    }
     assert P.parse_extraction(json.dumps(good))[0]["catalog_features"] == ["bullet_list"]
     bad = {"features": [{"name": "x", "mapping": "maybe"}]}
     with pytest.raises(ValueError, match=r"features\[1\]\.mapping"):
@@ -46,8 +54,9 @@ def test_extraction_parser_validates_mappings():
 
 def test_merge_prefers_rules_for_rule_features_and_llm_otherwise():
     rule = pd.DataFrame({"model": "m", "question": "q", "feature": ["bullet_list", "tone_x"], "present": [True, True]})
-    llm = pd.DataFrame({"model": "m", "question": "q", "feature": ["bullet_list", "tone_x", "extra"],
-                        "present": [False, False, True]})
+    llm = pd.DataFrame(
+        {"model": "m", "question": "q", "feature": ["bullet_list", "tone_x", "extra"], "present": [False, False, True]}
+    )
     out = X.merge_detections(rule, llm, rule_keys={"bullet_list"}).set_index("feature")
     assert out.loc["bullet_list", "present"] and out.loc["bullet_list", "source"] == "rule"
     assert not out.loc["tone_x", "present"] and out.loc["tone_x", "source"] == "llm"
@@ -65,8 +74,9 @@ def test_mapping_rules_and_coverage():
         ("Friendly tone", "not_format", ["direct_address"]),
         ("Odd thing", "exact", ["not_a_key"]),  # only an unknown key -> uncovered, key dropped
     ]
-    ext = pd.DataFrame([{"model": "m", "question": "q", "name": n, "mapping": m, "catalog_features": k}
-                        for n, m, k in rows])
+    ext = pd.DataFrame(
+        [{"model": "m", "question": "q", "name": n, "mapping": m, "catalog_features": k} for n, m, k in rows]
+    )
     mapped = X.map_extracted(ext, CAT)
     assert mapped["mapping"].tolist() == ["exact", "composite", "subtype", "uncovered", "not_format", "uncovered"]
     assert mapped["features"].iloc[0] == ("bullet_list",) and mapped["dropped"].iloc[5] == ("not_a_key",)

@@ -51,7 +51,12 @@ def test_checks_report_each_kind_of_problem():
     p_int = next(p for p in f_int.params if p.type == "int" and p.max is not None)
     row = V.make_constraint(CAT, f_int.key, "require", position=1)
     bad.loc[first[0], ["feature", "category", "mode", "text", "acceptance"]] = [
-        row["feature"], row["category"], "require", row["text"], row["acceptance"]]
+        row["feature"],
+        row["category"],
+        "require",
+        row["text"],
+        row["acceptance"],
+    ]
     bad.at[first[0], "params"] = {p_int.name: int(p_int.max) + 1}
     bad.at[first[1], "text"] = "something else"
     issues = V.check_variants(ins, bad, CAT)
@@ -89,9 +94,11 @@ def test_target_links_reproduce_the_paper_example():
     # section pattern and a closing next step; H-0008 and H-1325 forbid tables, H-1324 forbids symbols.
     rows = []
     for v, third in (("H-0008", "table_or_grid"), ("H-1324", "emoji_and_symbols"), ("H-1325", "table_or_grid")):
-        rows += [{"instruction": v, "feature": "repeated_section_pattern", "mode": "require"},
-                 {"instruction": v, "feature": "call_to_action", "mode": "require"},
-                 {"instruction": v, "feature": third, "mode": "forbid"}]
+        rows += [
+            {"instruction": v, "feature": "repeated_section_pattern", "mode": "require"},
+            {"instruction": v, "feature": "call_to_action", "mode": "require"},
+            {"instruction": v, "feature": third, "mode": "forbid"},
+        ]
     ins = pd.DataFrame({"key": ["H-0008", "H-1324", "H-1325"], "question": "1164"})
     links = V.target_links(ins, pd.DataFrame(rows)).set_index(["feature", "mode"])
     assert links.loc[("repeated_section_pattern", "require"), "n_variants"] == 3
@@ -102,14 +109,20 @@ def test_target_links_reproduce_the_paper_example():
 def test_multiplicity_table_counts_by_hand():
     # q1: 4 variants; target a in all 4, b in 2, c..f once each. q2: 1 variant with 3 single targets.
     ins = pd.DataFrame({"key": ["a1", "a2", "a3", "a4", "b1"], "question": ["q1"] * 4 + ["q2"]})
-    con = pd.DataFrame([
-        *[{"instruction": k, "feature": "a", "mode": "require"} for k in ("a1", "a2", "a3", "a4")],
-        {"instruction": "a1", "feature": "b", "mode": "forbid"}, {"instruction": "a2", "feature": "b", "mode": "forbid"},
-        {"instruction": "a3", "feature": "c", "mode": "forbid"}, {"instruction": "a4", "feature": "d", "mode": "forbid"},
-        {"instruction": "a1", "feature": "b", "mode": "require"}, {"instruction": "a2", "feature": "e", "mode": "require"},
-        {"instruction": "b1", "feature": "a", "mode": "require"}, {"instruction": "b1", "feature": "b", "mode": "require"},
-        {"instruction": "b1", "feature": "c", "mode": "require"},
-    ])
+    con = pd.DataFrame(
+        [
+            *[{"instruction": k, "feature": "a", "mode": "require"} for k in ("a1", "a2", "a3", "a4")],
+            {"instruction": "a1", "feature": "b", "mode": "forbid"},
+            {"instruction": "a2", "feature": "b", "mode": "forbid"},
+            {"instruction": "a3", "feature": "c", "mode": "forbid"},
+            {"instruction": "a4", "feature": "d", "mode": "forbid"},
+            {"instruction": "a1", "feature": "b", "mode": "require"},
+            {"instruction": "a2", "feature": "e", "mode": "require"},
+            {"instruction": "b1", "feature": "a", "mode": "require"},
+            {"instruction": "b1", "feature": "b", "mode": "require"},
+            {"instruction": "b1", "feature": "c", "mode": "require"},
+        ]
+    )
     t = V.multiplicity_table(ins, con).set_index("variants")
     assert t.loc["1", "questions"] == 1 and t.loc["4–5", "questions"] == 1
     # targets: q1 a/require (4), b/forbid (2), c/forbid, d/forbid, b/require, e/require (1 each); q2: 3 singles
@@ -120,11 +133,19 @@ def test_multiplicity_table_counts_by_hand():
 
 def test_screening_keeps_the_lowest_mean_allpass_with_ties_by_id():
     # all-pass per (model, instruction) = product over positions; score = mean over models
-    p = {("m1", "i3"): (0.9, 0.9, 0.9), ("m2", "i3"): (1.0, 1.0, 0.5),   # 0.729, 0.5 -> 0.6145
-         ("m1", "i1"): (0.5, 1.0, 1.0), ("m2", "i1"): (0.5, 1.0, 1.0),   # 0.5
-         ("m1", "i2"): (1.0, 1.0, 0.5), ("m2", "i2"): (0.5, 1.0, 1.0),   # 0.5 (tie with i1)
-         ("m1", "i0"): (1.0, 1.0, 1.0), ("m2", "i0"): (1.0, 0.9, 1.0)}   # 0.95
-    rows = [{"model": m, "instruction": i, "position": j + 1, "p": x} for (m, i), ps in p.items() for j, x in enumerate(ps)]
+    p = {
+        ("m1", "i3"): (0.9, 0.9, 0.9),
+        ("m2", "i3"): (1.0, 1.0, 0.5),  # 0.729, 0.5 -> 0.6145
+        ("m1", "i1"): (0.5, 1.0, 1.0),
+        ("m2", "i1"): (0.5, 1.0, 1.0),  # 0.5
+        ("m1", "i2"): (1.0, 1.0, 0.5),
+        ("m2", "i2"): (0.5, 1.0, 1.0),  # 0.5 (tie with i1)
+        ("m1", "i0"): (1.0, 1.0, 1.0),
+        ("m2", "i0"): (1.0, 0.9, 1.0),
+    }  # 0.95
+    rows = [
+        {"model": m, "instruction": i, "position": j + 1, "p": x} for (m, i), ps in p.items() for j, x in enumerate(ps)
+    ]
     out = V.screen_difficulty(pd.DataFrame(rows), keep=2)
     assert out["instruction"].tolist() == ["i1", "i2", "i3", "i0"]
     assert out["score"].tolist() == pytest.approx([0.5, 0.5, 0.6145, 0.95])

@@ -140,8 +140,14 @@ def test_main_instructions_have_three_constraints_from_distinct_categories():
     per_question = Counter(i.question for i in mains.values())
     assert per_question["q05"] == 3, "the worked example's question keeps its three variants"
     assert set(per_question.values()) <= set(range(3, 13)) and len(per_question) == len(bundle()["questions.jsonl"])
-    distinct = {q: {frozenset((c.feature, c.mode, json.dumps(c.params)) for c in i.constraints)
-                    for i in mains.values() if i.question == q} for q in per_question}
+    distinct = {
+        q: {
+            frozenset((c.feature, c.mode, json.dumps(c.params)) for c in i.constraints)
+            for i in mains.values()
+            if i.question == q
+        }
+        for q in per_question
+    }
     assert all(len(sets) == per_question[q] for q, sets in distinct.items()), "no variant repeats another's targets"
     for i in mains.values():
         assert sorted(c.position for c in i.constraints) == [1, 2, 3], i.key
@@ -303,11 +309,21 @@ def test_worked_example_through_the_scoring_engine():
             continue
         for c in i.constraints:
             lab = labels()[(model, i.key, c.position)]
-            rows.append({"model": model, "question": question, "instruction": i.key, "condition": i.condition,
-                         "task_type": qmeta[question].task_type, "feature": c.feature, "mode": c.mode,
-                         "p": float(lab[A] == lab[B] == 1)})
-    baseline = pd.DataFrame([(m, q, f) for m, q, f in present() if (m, q) == PAIR],
-                            columns=["model", "question", "feature"])
+            rows.append(
+                {
+                    "model": model,
+                    "question": question,
+                    "instruction": i.key,
+                    "condition": i.condition,
+                    "task_type": qmeta[question].task_type,
+                    "feature": c.feature,
+                    "mode": c.mode,
+                    "p": float(lab[A] == lab[B] == 1),
+                }
+            )
+    baseline = pd.DataFrame(
+        [(m, q, f) for m, q, f in present() if (m, q) == PAIR], columns=["model", "question", "feature"]
+    )
     inst = reform.mark_baseline_opposed(pd.DataFrame(rows), baseline)
     assert inst["baseline_opposed"].sum() == 6  # a ×3, b ×2, c ×1
     assert reform.emcr(inst, p="p")[model] == pytest.approx(100 * (1 / 2 + 1 / 3) / 3)

@@ -11,14 +11,19 @@ import pytest
 from reform_core import display
 
 
-@pytest.mark.parametrize(("lo", "hi", "places"), [
-    (56.46, 89.15, 0),  # ±16.3 pp: whole points (never tens: coarsest 0)
-    (41.0, 59.0, 0),  # ±9 pp
-    (24.54, 25.46, 1),  # ±0.46
-    (10.0, 10.1, 2),  # ±0.05
-    (10.0, 10.0001, 2),  # finer than the finest: clamped
-    (None, 10.0, 1), (float("nan"), 1.0, 1), (5.0, 5.0, 1),  # no usable interval: the default
-])
+@pytest.mark.parametrize(
+    ("lo", "hi", "places"),
+    [
+        (56.46, 89.15, 0),  # ±16.3 pp: whole points (never tens: coarsest 0)
+        (41.0, 59.0, 0),  # ±9 pp
+        (24.54, 25.46, 1),  # ±0.46
+        (10.0, 10.1, 2),  # ±0.05
+        (10.0, 10.0001, 2),  # finer than the finest: clamped
+        (None, 10.0, 1),
+        (float("nan"), 1.0, 1),
+        (5.0, 5.0, 1),  # no usable interval: the default
+    ],
+)
 def test_decimals_follow_the_half_widths_first_significant_digit(lo, hi, places):
     assert display.decimals_for(lo, hi) == places
 
@@ -27,7 +32,7 @@ def test_decimals_by_hand_against_the_definition():
     """A literal restatement: the place of the first non-zero digit of (hi − lo) / 2."""
     for lo, hi in [(0.9952, 1.0), (0.5, 0.9), (0.12, 0.125)]:
         half = (hi - lo) / 2
-        first = next(k for k in range(0, 10) if int(half * 10 ** k) >= 1)  # 0.0024 → 3rd place
+        first = next(k for k in range(0, 10) if int(half * 10**k) >= 1)  # 0.0024 → 3rd place
         assert display.decimals_for(lo, hi, finest=6) == first
 
 
@@ -51,9 +56,19 @@ def test_negative_bounds_read_with_to():
     assert display.interval_text(-5.2, 4.1, 0) == "-5 to 4"
 
 
-@pytest.mark.parametrize(("p", "text"), [(2e-20, "< 1e-4"), (0.00009999, "< 1e-4"), (1e-4, "0.0001"),
-                                         (0.03141, "0.031"), (0.5, "0.5"), (1.0, "1"), (float("nan"), "—"),
-                                         (None, "—")])
+@pytest.mark.parametrize(
+    ("p", "text"),
+    [
+        (2e-20, "< 1e-4"),
+        (0.00009999, "< 1e-4"),
+        (1e-4, "0.0001"),
+        (0.03141, "0.031"),
+        (0.5, "0.5"),
+        (1.0, "1"),
+        (float("nan"), "—"),
+        (None, "—"),
+    ],
+)
 def test_p_values(p, text):
     assert display.p_value_text(p) == text
 
@@ -66,8 +81,9 @@ def test_bootstrap_p_values_stop_at_one_over_the_replicates():
 
 def test_table_builder_keeps_numbers_and_shows_text():
     b = display.TableBuilder(pd.DataFrame({"model": ["a", "b"]}))
-    b.estimate("TCPR", [72.81, 25.0], [56.46, 24.5], [89.15, 25.5], n=[51, 4],
-               extra=(("pop.", [54.2, 0.0], [90.7, 100.0]),))
+    b.estimate(
+        "TCPR", [72.81, 25.0], [56.46, 24.5], [89.15, 25.5], n=[51, 4], extra=(("pop.", [54.2, 0.0], [90.7, 100.0]),)
+    )
     b.column("n", [51, 4], 0)
     t = b.build()
     assert t.frame["TCPR"].tolist() == [73.0, 25.0] and t.greyed["TCPR"].tolist() == [False, True]

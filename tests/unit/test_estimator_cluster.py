@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.loop_reference import loop_table2
 from reform_core.estimators import adjudicator_error as ae
 from reform_core.estimators import allocation, cluster, design, draws
 from reform_core.estimators.cluster.audit_variance import audit_composite, audit_floor
-from bench.loop_reference import loop_table2
 from reform_core.unit_index import build_index
 
 CATS = {"f1": "c1", "f2": "c2", "f3": "c3", "f4": "c3", "f5": "c1"}
@@ -30,16 +30,30 @@ def tiny_project() -> pd.DataFrame:
     """One model, four questions; rows: (question, instruction, feature, truth, label_a, label_b)."""
     spec = [
         # q1: a target (f1) that fails in both variants; judges split on both rows
-        ("q1", "i1", "f1", 0, 1, 0), ("q1", "i1", "f2", 1, 1, 1), ("q1", "i1", "f3", 1, 1, 1),
-        ("q1", "i2", "f1", 0, 0, 1), ("q1", "i2", "f2", 1, 1, 1), ("q1", "i2", "f4", 1, 1, 0),
+        ("q1", "i1", "f1", 0, 1, 0),
+        ("q1", "i1", "f2", 1, 1, 1),
+        ("q1", "i1", "f3", 1, 1, 1),
+        ("q1", "i2", "f1", 0, 0, 1),
+        ("q1", "i2", "f2", 1, 1, 1),
+        ("q1", "i2", "f4", 1, 1, 0),
         # q2: both judges wrong on (i3, f2); one disagreement
-        ("q2", "i3", "f1", 1, 1, 1), ("q2", "i3", "f2", 0, 1, 1), ("q2", "i3", "f3", 1, 0, 1),
-        ("q2", "i4", "f1", 1, 1, 1), ("q2", "i4", "f2", 1, 1, 1), ("q2", "i4", "f4", 0, 0, 0),
+        ("q2", "i3", "f1", 1, 1, 1),
+        ("q2", "i3", "f2", 0, 1, 1),
+        ("q2", "i3", "f3", 1, 0, 1),
+        ("q2", "i4", "f1", 1, 1, 1),
+        ("q2", "i4", "f2", 1, 1, 1),
+        ("q2", "i4", "f4", 0, 0, 0),
         # q3: a single instruction, judges agree everywhere (rightly)
-        ("q3", "i5", "f1", 1, 1, 1), ("q3", "i5", "f2", 1, 1, 1), ("q3", "i5", "f5", 0, 0, 0),
+        ("q3", "i5", "f1", 1, 1, 1),
+        ("q3", "i5", "f2", 1, 1, 1),
+        ("q3", "i5", "f5", 0, 0, 0),
         # q4: one disagreement, an agreed fail that is in truth a pass
-        ("q4", "i6", "f1", 1, 1, 1), ("q4", "i6", "f2", 1, 0, 0), ("q4", "i6", "f3", 1, 1, 1),
-        ("q4", "i7", "f1", 1, 1, 0), ("q4", "i7", "f2", 1, 1, 1), ("q4", "i7", "f4", 1, 1, 1),
+        ("q4", "i6", "f1", 1, 1, 1),
+        ("q4", "i6", "f2", 1, 0, 0),
+        ("q4", "i6", "f3", 1, 1, 1),
+        ("q4", "i7", "f1", 1, 1, 0),
+        ("q4", "i7", "f2", 1, 1, 1),
+        ("q4", "i7", "f4", 1, 1, 1),
     ]
     return toy_frame(spec, baseline_opposed=lambda df: df["feature"] != "f5")
 
@@ -55,10 +69,20 @@ def toy_frame(spec: list, *, baseline_opposed) -> pd.DataFrame:
     return df
 
 
-def params(pi_c: float, pi_0: float, pi_a: float, allocation: str = "gradient", unit: str = "row",
-           second_opinion: str = "none") -> dict:
-    return design.create({"m": pi_c}, {"m": pi_0}, audit_pi=pi_a, double_fraction=0.0, seed=11, folds=2,
-                                audit_allocation=allocation, audit_unit=unit, second_opinion=second_opinion)
+def params(
+    pi_c: float, pi_0: float, pi_a: float, allocation: str = "gradient", unit: str = "row", second_opinion: str = "none"
+) -> dict:
+    return design.create(
+        {"m": pi_c},
+        {"m": pi_0},
+        audit_pi=pi_a,
+        double_fraction=0.0,
+        seed=11,
+        folds=2,
+        audit_allocation=allocation,
+        audit_unit=unit,
+        second_opinion=second_opinion,
+    )
 
 
 def row_audit_pi(inst: pd.DataFrame, prm: dict) -> dict:
@@ -82,9 +106,14 @@ def expected_estimate(inst: pd.DataFrame, prm: dict, metrics) -> dict:
     pa_of = row_audit_pi(inst, prm)
     total = {m: 0.0 for m in metrics}
     for picked in itertools.product([False, True], repeat=len(clusters)):
-        p_c = np.prod([(prm.cluster_pi["m"] if has_dis[q] else prm.cluster_pi0["m"]) if z else
-                       1 - (prm.cluster_pi["m"] if has_dis[q] else prm.cluster_pi0["m"])
-                       for q, z in zip(clusters, picked)])
+        p_c = np.prod(
+            [
+                (prm.cluster_pi["m"] if has_dis[q] else prm.cluster_pi0["m"])
+                if z
+                else 1 - (prm.cluster_pi["m"] if has_dis[q] else prm.cluster_pi0["m"])
+                for q, z in zip(clusters, picked)
+            ]
+        )
         if p_c == 0:
             continue
         chosen = [q for q, z in zip(clusters, picked) if z]
@@ -96,9 +125,15 @@ def expected_estimate(inst: pd.DataFrame, prm: dict, metrics) -> dict:
             audited = [i for i, z in zip(cand, audits) if z]
             dis = inst[(inst["label_a"] != inst["label_b"]) & inst["question"].isin(chosen)]["iid"].tolist()
             tasks = pd.DataFrame({"iid": dis + audited})
-            est = cluster.estimate(inst, tasks, perfect_decisions(inst, dis + audited), prm, error_boot=0,
-                                   error_model=ae.perfect(["ann"]),
-                                   realised={"clusters": [("m", q) for q in chosen], "audits": audited})
+            est = cluster.estimate(
+                inst,
+                tasks,
+                perfect_decisions(inst, dis + audited),
+                prm,
+                error_boot=0,
+                error_model=ae.perfect(["ann"]),
+                realised={"clusters": [("m", q) for q in chosen], "audits": audited},
+            )
             row = est.table.iloc[0]
             for m in metrics:
                 total[m] += p_c * p_a * row[m]
@@ -139,10 +174,25 @@ def audit_project() -> pd.DataFrame:
     with an agreed fail that is in truth a pass: 7 agreements, so 2^7 audit patterns."""
     inst = tiny_project()
     q2 = inst[inst["question"] == "q2"]
-    q5 = pd.DataFrame({"question": "q5", "instruction": "i8", "feature": ["f1", "f2", "f3"],
-                       "truth": [1.0, 1.0, 1.0], "label_a": [1.0, 0.0, 1.0], "label_b": [1.0, 0.0, 0.0]})
-    q5 = q5.assign(iid=[101, 102, 103], model="m", condition="main", task_type="t", mode="require",
-                   category=q5["feature"].map(CATS), baseline_opposed=True)
+    q5 = pd.DataFrame(
+        {
+            "question": "q5",
+            "instruction": "i8",
+            "feature": ["f1", "f2", "f3"],
+            "truth": [1.0, 1.0, 1.0],
+            "label_a": [1.0, 0.0, 1.0],
+            "label_b": [1.0, 0.0, 0.0],
+        }
+    )
+    q5 = q5.assign(
+        iid=[101, 102, 103],
+        model="m",
+        condition="main",
+        task_type="t",
+        mode="require",
+        category=q5["feature"].map(CATS),
+        baseline_opposed=True,
+    )
     return pd.concat([q2, q5[q2.columns]], ignore_index=True)
 
 
@@ -182,8 +232,9 @@ def test_everything_adjudicated_gives_the_exact_scores():
     prm = params(1.0, 1.0, 1.0)
     tasks = draws.draw(inst, prm)
     assert set(tasks["iid"]) == set(inst["iid"])  # every row is a task
-    est = cluster.estimate(inst, tasks, perfect_decisions(inst, inst["iid"]), prm, error_boot=0,
-                           error_model=ae.perfect(["ann"]))
+    est = cluster.estimate(
+        inst, tasks, perfect_decisions(inst, inst["iid"]), prm, error_boot=0, error_model=ae.perfect(["ann"])
+    )
     want = truth_scores(inst)
     row = est.table.iloc[0]
     for m in METRICS:
@@ -195,15 +246,20 @@ def test_item_estimates_are_exactly_unbiased_for_any_pattern_set():
     # E[f | y] computed by enumerating every outcome pattern of 1, 2 and 3 decisions
     rates = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97})
     spec = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8})
-    model = ae.ErrorModel(rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
-                          pd.Series(dtype=int))
+    model = ae.ErrorModel(
+        rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int), pd.Series(dtype=int)
+    )
     for anns in (["a"], ["a", "b"], ["a", "b", "c"]):
         for prior in (0.1, 0.5, 0.93):
             for y in (0, 1):
                 mean = 0.0
                 for pattern in itertools.product([0, 1], repeat=len(anns)):
-                    p = np.prod([(rates[a] if h else 1 - rates[a]) if y else (1 - spec[a] if h else spec[a])
-                                 for a, h in zip(anns, pattern)])
+                    p = np.prod(
+                        [
+                            (rates[a] if h else 1 - rates[a]) if y else (1 - spec[a] if h else spec[a])
+                            for a, h in zip(anns, pattern)
+                        ]
+                    )
                     d = pd.DataFrame({"iid": 1, "annotator": anns, "h": list(pattern)})
                     f = ae.item_estimates(d, model, pd.Series({1: prior}))["y_tilde"].iloc[0]
                     mean += p * f
@@ -262,8 +318,9 @@ def test_an_audit_that_finds_no_error_still_reports_variance():
     inst["truth"] = np.where(inst["label_a"] == inst["label_b"], inst["label_a"], inst["truth"])  # no both-wrong
     prm = params(1.0, 1.0, 0.5)
     tasks = draws.draw(inst, prm)
-    est = cluster.estimate(inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0,
-                           error_model=ae.perfect(["ann"]))
+    est = cluster.estimate(
+        inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0, error_model=ae.perfect(["ann"])
+    )
     audit = est.components.set_index("metric").loc["tcpr", "audit"]
     assert audit > 0  # the Jeffreys-rate floor: 0 errors found is not 0 errors left
     bw = est.both_wrong.iloc[0]
@@ -280,22 +337,31 @@ def test_a_kept_memo_reuses_its_design_only_for_the_same_labels_and_tasks():
     index = build_index(inst, condition=None)
     memo: dict = {}
     half = perfect_decisions(inst, inst["iid"]).iloc[::2]
-    first = cluster.estimate(inst, tasks, half, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index,
-                             memo=memo)
+    first = cluster.estimate(
+        inst, tasks, half, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index, memo=memo
+    )
     assert "cluster-layout" in memo
     flipped = inst.assign(label_b=1 - inst["label_b"])
-    for frame, dec, t in ((inst, perfect_decisions(inst, inst["iid"]), tasks), (flipped, half, tasks),
-                          (inst, half, tasks.iloc[: len(tasks) // 2])):
-        kept = cluster.estimate(frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index,
-                                memo=memo)
+    for frame, dec, t in (
+        (inst, perfect_decisions(inst, inst["iid"]), tasks),
+        (flipped, half, tasks),
+        (inst, half, tasks.iloc[: len(tasks) // 2]),
+    ):
+        kept = cluster.estimate(
+            frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]), index=index, memo=memo
+        )
         fresh = cluster.estimate(frame, t, dec, prm, error_boot=0, error_model=ae.perfect(["ann"]))
         pd.testing.assert_frame_equal(kept.table, fresh.table)
         assert kept.notes == fresh.notes
-    assert not first.table.equals(cluster.estimate(inst, tasks, perfect_decisions(inst, inst["iid"]), prm,
-                                                   error_boot=0, error_model=ae.perfect(["ann"])).table)
+    assert not first.table.equals(
+        cluster.estimate(
+            inst, tasks, perfect_decisions(inst, inst["iid"]), prm, error_boot=0, error_model=ae.perfect(["ann"])
+        ).table
+    )
 
 
 # ----------------------------------------------------------------------------- design version 3
+
 
 def persistent_error_project() -> pd.DataFrame:
     """One model, two questions. In qa the judges agree that target f1 passes in all three
@@ -303,10 +369,18 @@ def persistent_error_project() -> pd.DataFrame:
     one target, twice: the correlated errors of docs/estimator.md#the-audit-of-agreements); one
     disagreement on (i2, f4)."""
     spec = [
-        ("qa", "i1", "f1", 0, 1, 1), ("qa", "i1", "f2", 1, 1, 1), ("qa", "i1", "f3", 1, 1, 1),
-        ("qa", "i2", "f1", 0, 1, 1), ("qa", "i2", "f2", 1, 1, 1), ("qa", "i2", "f4", 1, 1, 0),
-        ("qa", "i3", "f1", 1, 1, 1), ("qa", "i3", "f5", 1, 1, 1), ("qa", "i3", "f3", 1, 1, 1),
-        ("qb", "i4", "f1", 1, 1, 1), ("qb", "i4", "f2", 0, 0, 0), ("qb", "i4", "f3", 1, 1, 1),
+        ("qa", "i1", "f1", 0, 1, 1),
+        ("qa", "i1", "f2", 1, 1, 1),
+        ("qa", "i1", "f3", 1, 1, 1),
+        ("qa", "i2", "f1", 0, 1, 1),
+        ("qa", "i2", "f2", 1, 1, 1),
+        ("qa", "i2", "f4", 1, 1, 0),
+        ("qa", "i3", "f1", 1, 1, 1),
+        ("qa", "i3", "f5", 1, 1, 1),
+        ("qa", "i3", "f3", 1, 1, 1),
+        ("qb", "i4", "f1", 1, 1, 1),
+        ("qb", "i4", "f2", 0, 0, 0),
+        ("qb", "i4", "f3", 1, 1, 1),
     ]
     return toy_frame(spec, baseline_opposed=lambda df: True)
 
@@ -317,8 +391,9 @@ def expected_by_group(inst: pd.DataFrame, prm: dict, metrics) -> dict:
     clusters = sorted(inst["question"].unique())
     pa_of = row_audit_pi(inst, prm)
     agree = inst[inst["label_a"] == inst["label_b"]].copy()
-    agree["group"] = design.audit_groups(agree["model"], agree["question"], agree["feature"], agree["mode"],
-                                         agree["label_a"], keys=False)[0]
+    agree["group"] = design.audit_groups(
+        agree["model"], agree["question"], agree["feature"], agree["mode"], agree["label_a"], keys=False
+    )[0]
     total = {m: 0.0 for m in metrics}
     for picked in itertools.product([False, True], repeat=len(clusters)):
         p_c = np.prod([prm.cluster_pi["m"] if z else 1 - prm.cluster_pi["m"] for z in picked])
@@ -334,9 +409,15 @@ def expected_by_group(inst: pd.DataFrame, prm: dict, metrics) -> dict:
                 continue
             audited = cand.loc[cand["group"].isin([gk for gk, z in zip(groups, pattern) if z]), "iid"].tolist()
             dis = inst[(inst["label_a"] != inst["label_b"]) & inst["question"].isin(chosen)]["iid"].tolist()
-            est = cluster.estimate(inst, pd.DataFrame({"iid": dis + audited}), perfect_decisions(inst, dis + audited),
-                                   prm, error_boot=0, error_model=ae.perfect(["ann"]),
-                                   realised={"clusters": [("m", q) for q in chosen], "audits": audited})
+            est = cluster.estimate(
+                inst,
+                pd.DataFrame({"iid": dis + audited}),
+                perfect_decisions(inst, dis + audited),
+                prm,
+                error_boot=0,
+                error_model=ae.perfect(["ann"]),
+                realised={"clusters": [("m", q) for q in chosen], "audits": audited},
+            )
             for m in metrics:
                 total[m] += p_c * p_a * est.table.iloc[0][m]
     return total
@@ -381,15 +462,26 @@ def test_neyman_allocation_audits_agreed_fails_more_when_they_are_rarer():
     Neyman allocation gives agreed fails a higher audit probability; the model's mean stays."""
     rng = np.random.default_rng(3)
     n = 600
-    inst = pd.DataFrame({"iid": np.arange(n, dtype=np.int64), "model": "m", "question": [f"q{i // 6}" for i in range(n)],
-                         "instruction": [f"i{i // 3}" for i in range(n)], "condition": "main", "task_type": "t",
-                         "feature": [f"f{i % 3}" for i in range(n)], "category": [f"c{i % 3}" for i in range(n)],
-                         "mode": "require", "baseline_opposed": True})
+    inst = pd.DataFrame(
+        {
+            "iid": np.arange(n, dtype=np.int64),
+            "model": "m",
+            "question": [f"q{i // 6}" for i in range(n)],
+            "instruction": [f"i{i // 3}" for i in range(n)],
+            "condition": "main",
+            "task_type": "t",
+            "feature": [f"f{i % 3}" for i in range(n)],
+            "category": [f"c{i % 3}" for i in range(n)],
+            "mode": "require",
+            "baseline_opposed": True,
+        }
+    )
     lab = (rng.random(n) < 0.9).astype(float)
     inst["label_a"], inst["label_b"] = lab, lab
     inst.loc[::17, "label_b"] = 1 - inst.loc[::17, "label_a"]
-    prm = design.create({"m": 1.0}, {"m": 1.0}, audit_pi=0.2, double_fraction=0.0, seed=1,
-                               audit_allocation="neyman", audit_unit="row")
+    prm = design.create(
+        {"m": 1.0}, {"m": 1.0}, audit_pi=0.2, double_fraction=0.0, seed=1, audit_allocation="neyman", audit_unit="row"
+    )
     pa = pd.Series(row_audit_pi(inst, prm))
     agree = (inst["label_a"] == inst["label_b"]).to_numpy()
     fails = agree & (inst["label_a"] == 0).to_numpy()
@@ -409,8 +501,9 @@ def test_second_opinion_estimates_are_exactly_unbiased_with_a_random_second_anno
     reference, prior and truth."""
     rates = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97})
     spec = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8})
-    model = ae.ErrorModel(rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
-                          pd.Series(dtype=int))
+    model = ae.ErrorModel(
+        rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int), pd.Series(dtype=int)
+    )
     # decisions of other items fix each annotator's share of decisions (who gives second opinions)
     others = pd.DataFrame({"iid": np.arange(100, 106), "annotator": ["a", "b", "b", "c", "c", "c"], "h": 1})
     ref_others = pd.Series(1.0, index=others["iid"])
@@ -423,14 +516,25 @@ def test_second_opinion_estimates_are_exactly_unbiased_with_a_random_second_anno
                 for y in (0, 1):
                     mean = 0.0
                     for h1 in (0, 1):
-                        outcomes = ([((first, h1),)] if h1 == ref else
-                                    [((first, h1), (a2, h2)) for a2 in seconds for h2 in (0, 1)])
+                        outcomes = (
+                            [((first, h1),)]
+                            if h1 == ref
+                            else [((first, h1), (a2, h2)) for a2 in seconds for h2 in (0, 1)]
+                        )
                         for out in outcomes:
                             p = p_h(first, h1, y) * (1 if len(out) == 1 else seconds[out[1][0]] * p_h(*out[1], y))
-                            d = pd.concat([pd.DataFrame({"iid": 1, "annotator": [a for a, _ in out],
-                                                         "h": [h for _, h in out]}), others], ignore_index=True)
-                            f = ae.item_estimates(d, model, pd.Series({1: prior}),
-                                                  reference=pd.concat([pd.Series({1: ref}), ref_others]))
+                            d = pd.concat(
+                                [
+                                    pd.DataFrame(
+                                        {"iid": 1, "annotator": [a for a, _ in out], "h": [h for _, h in out]}
+                                    ),
+                                    others,
+                                ],
+                                ignore_index=True,
+                            )
+                            f = ae.item_estimates(
+                                d, model, pd.Series({1: prior}), reference=pd.concat([pd.Series({1: ref}), ref_others])
+                            )
                             mean += p * f.loc[1, "y_tilde"]
                     assert mean == pytest.approx(y, abs=1e-9), (first, ref, prior, y)
 
@@ -469,8 +573,9 @@ def test_third_opinion_estimates_are_exactly_unbiased_with_random_later_annotato
     decisions. E[ỹ | y] = y exactly for every first annotator, reference, prior and truth."""
     rates = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97, "d": 0.9})
     spec = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8, "d": 0.7})
-    model = ae.ErrorModel(rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
-                          pd.Series(dtype=int))
+    model = ae.ErrorModel(
+        rates, spec, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int), pd.Series(dtype=int)
+    )
     others = pd.DataFrame({"iid": np.arange(100, 110), "annotator": list("abbcccdddd"), "h": 1})
     pool = others["annotator"].value_counts()
     refs = pd.Series(1.0, index=others["iid"])
@@ -501,11 +606,20 @@ def test_third_opinion_estimates_are_exactly_unbiased_with_random_later_annotato
                             free = pool.drop(on)
                             p *= free[a] / free.sum() * p_h(a, h, y)
                             on.append(a)
-                        d = pd.concat([pd.DataFrame({"iid": 1, "annotator": [a for a, _ in path],
-                                                     "h": [h for _, h in path]}), others], ignore_index=True)
-                        f = ae.item_estimates(d, model, pd.Series({1: prior}),
-                                              reference=pd.concat([pd.Series({1: ref}), refs]),
-                                              depth=pd.Series({1: 3}))
+                        d = pd.concat(
+                            [
+                                pd.DataFrame({"iid": 1, "annotator": [a for a, _ in path], "h": [h for _, h in path]}),
+                                others,
+                            ],
+                            ignore_index=True,
+                        )
+                        f = ae.item_estimates(
+                            d,
+                            model,
+                            pd.Series({1: prior}),
+                            reference=pd.concat([pd.Series({1: ref}), refs]),
+                            depth=pd.Series({1: 3}),
+                        )
                         mean += p * f.loc[1, "y_tilde"]
                     assert mean == pytest.approx(y, abs=1e-9), (first, ref, prior, y)
 
@@ -515,38 +629,62 @@ def test_the_third_opinion_rule_reduces_to_the_fixed_formula_with_equal_annotato
     its values and noise equal the closed form of design.second_opinion_noise (normal
     equations over the four leaves), checked here against a literal sum over the leaves."""
     e, rho = 0.1, 0.99
-    model = ae.ErrorModel(pd.Series(1 - e, index=list("abc")), pd.Series(1 - e, index=list("abc")), (1 - e, 1 - e),
-                          pd.Series(dtype=float), True, pd.Series(dtype=int), pd.Series(dtype=int))
+    model = ae.ErrorModel(
+        pd.Series(1 - e, index=list("abc")),
+        pd.Series(1 - e, index=list("abc")),
+        (1 - e, 1 - e),
+        pd.Series(dtype=float),
+        True,
+        pd.Series(dtype=int),
+        pd.Series(dtype=int),
+    )
     leaves = [[1.0], [0.0, 1.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]  # reference 1: decisions until one says 1
     vals = []
     for k, hs in enumerate(leaves):
         d = pd.DataFrame({"iid": 1, "annotator": list("abc")[: len(hs)], "h": hs})
         d = pd.concat([d, pd.DataFrame({"iid": [5, 6, 7], "annotator": list("abc"), "h": 1.0})], ignore_index=True)
-        got = ae.item_estimates(d, model, pd.Series({1: rho}), reference=pd.Series({1: 1.0, 5: 1.0, 6: 1.0, 7: 1.0}),
-                                depth=pd.Series({1: 3}))
+        got = ae.item_estimates(
+            d,
+            model,
+            pd.Series({1: rho}),
+            reference=pd.Series({1: 1.0, 5: 1.0, 6: 1.0, 7: 1.0}),
+            depth=pd.Series({1: 3}),
+        )
         vals.append(got.loc[1, "y_tilde"])
         assert got.loc[1, "n"] == len(hs)
     # leaf probabilities given the truth, written out
-    p1 = np.array([1 - e, e * (1 - e), e * e * (1 - e), e ** 3])
+    p1 = np.array([1 - e, e * (1 - e), e * e * (1 - e), e**3])
     p0 = np.array([e, (1 - e) * e, (1 - e) ** 2 * e, (1 - e) ** 3])
     f = np.array(vals)
     assert p1 @ f == pytest.approx(1.0) and p0 @ f == pytest.approx(0.0)  # unbiased
-    noise = rho * (p1 @ f ** 2 - 1) + (1 - rho) * (p0 @ f ** 2)
+    noise = rho * (p1 @ f**2 - 1) + (1 - rho) * (p0 @ f**2)
     assert allocation.second_opinion_noise(e, np.array([rho]), 3)[0] == pytest.approx(noise)
     # the third opinion cuts the noise of an audit that confirms the judges, for few decisions
-    assert allocation.second_opinion_noise(e, np.array([rho]), 3)[0] < 0.35 * allocation.second_opinion_noise(e, np.array([rho]))[0]
+    assert (
+        allocation.second_opinion_noise(e, np.array([rho]), 3)[0]
+        < 0.35 * allocation.second_opinion_noise(e, np.array([rho]))[0]
+    )
 
 
 def test_an_item_owed_its_third_opinion_is_pending():
-    d = pd.DataFrame({"iid": [1, 1, 2, 2, 3, 3, 3, 4, 4],
-                      "annotator": ["a", "b", "a", "b", "a", "b", "c", "a", "b"],
-                      "h": [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0]})
+    d = pd.DataFrame(
+        {
+            "iid": [1, 1, 2, 2, 3, 3, 3, 4, 4],
+            "annotator": ["a", "b", "a", "b", "a", "b", "c", "a", "b"],
+            "h": [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+        }
+    )
     ref = pd.Series({1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0})
     done, pending = ae.second_opinion_items(d, ref, depth=pd.Series({1: 3, 2: 3, 3: 3, 4: 2}))
     assert sorted(done) == [2, 3, 4] and list(pending) == [1]  # 4 asks two at most
     with pytest.raises(ValueError, match="await"):
-        ae.item_estimates(d, ae.perfect(["a", "b", "c"]), pd.Series(dtype=float), reference=ref,
-                          depth=pd.Series({1: 3, 2: 3, 3: 3, 4: 2}))
+        ae.item_estimates(
+            d,
+            ae.perfect(["a", "b", "c"]),
+            pd.Series(dtype=float),
+            reference=ref,
+            depth=pd.Series({1: 3, 2: 3, 3: 3, 4: 2}),
+        )
 
 
 def test_the_third_opinion_rule_of_a_plan():
@@ -557,7 +695,9 @@ def test_the_third_opinion_rule_of_a_plan():
     assert design.required_annotators(prm, "audit", 7, ["neither", "neither", "neither"]) == 3  # three at most
     assert design.required_annotators(prm, "audit", 7, []) == 1
     assert design.required_annotators(prm, "disagreement", 7, ["B", "B"]) == 2  # two at most on a disagreement
-    older = design.Design.from_stored({k: v for k, v in prm.to_stored().items() if k != "audit_opinions"})  # plans made before the key: two at most
+    older = design.Design.from_stored(
+        {k: v for k, v in prm.to_stored().items() if k != "audit_opinions"}
+    )  # plans made before the key: two at most
     assert design.required_annotators(older, "audit", 7, ["neither", "neither"]) == 2
     assert list(prm.opinion_depth(["audit", "disagreement"])) == [3, 2]
     assert list(older.opinion_depth(["audit"])) == [2]
@@ -640,14 +780,25 @@ def test_a_model_whose_audit_found_nothing_borrows_the_audit_variance_of_the_oth
 
     def run(inst):
         models = sorted(inst["model"].unique())
-        prm = design.create({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=0.5,
-                                   double_fraction=0.0, seed=11, folds=2, audit_allocation="gradient",
-                                   audit_unit="row", second_opinion="none")
+        prm = design.create(
+            {m: 1.0 for m in models},
+            {m: 1.0 for m in models},
+            audit_pi=0.5,
+            double_fraction=0.0,
+            seed=11,
+            folds=2,
+            audit_allocation="gradient",
+            audit_unit="row",
+            second_opinion="none",
+        )
         tasks = draws.draw(inst, prm)
-        est = cluster.estimate(inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0,
-                               error_model=ae.perfect(["ann"]))
-        return (est.components[est.components["metric"] == "tcpr"].set_index("model")["audit"],
-                est.table.set_index("model")["tcpr"])
+        est = cluster.estimate(
+            inst, tasks, perfect_decisions(inst, tasks["iid"]), prm, error_boot=0, error_model=ae.perfect(["ann"])
+        )
+        return (
+            est.components[est.components["metric"] == "tcpr"].set_index("model")["audit"],
+            est.table.set_index("model")["tcpr"],
+        )
 
     audit, point = run(both)
     for m in ("m1", "m2"):

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reform_core.estimators import cluster, design, draws, paper
 from bench.loop_reference import loop_table2
+from reform_core.estimators import cluster, design, draws, paper
 from reform_core.simulate import simulate
 
 
@@ -24,10 +24,23 @@ def hand_project() -> pd.DataFrame:
     for q in range(4):
         for pos, cat in enumerate(("c1", "c2", "c3"), start=1):
             dis = pos == 1
-            rows.append({"iid": 10 * q + pos, "model": "m", "question": f"q{q}", "instruction": f"i{q}",
-                         "condition": "main", "task_type": "t", "position": pos, "feature": f"f{pos}",
-                         "category": cat, "mode": "require", "baseline_opposed": True,
-                         "label_a": 1.0, "label_b": 0.0 if dis else 1.0})
+            rows.append(
+                {
+                    "iid": 10 * q + pos,
+                    "model": "m",
+                    "question": f"q{q}",
+                    "instruction": f"i{q}",
+                    "condition": "main",
+                    "task_type": "t",
+                    "position": pos,
+                    "feature": f"f{pos}",
+                    "category": cat,
+                    "mode": "require",
+                    "baseline_opposed": True,
+                    "label_a": 1.0,
+                    "label_b": 0.0 if dis else 1.0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -50,8 +63,9 @@ def test_stratified_with_no_review_yet_draws_the_unknown_rate_from_the_jeffreys_
     """No decision at all: the provisional point (fallback ½ per disagreement) must not come with a
     zero-width measurement interval (the IFEval Scores page showed lo == hi before any review)."""
     inst = hand_project()
-    scores, cal = paper.stratified(inst, pd.DataFrame({"iid": [], "h": []}), n_boot=40_000,
-                                   rng=np.random.default_rng(3))
+    scores, cal = paper.stratified(
+        inst, pd.DataFrame({"iid": [], "h": []}), n_boot=40_000, rng=np.random.default_rng(3)
+    )
     s = scores.set_index("metric").loc["tcpr"]
     assert cal["provisional"].any() and s["estimate"] == pytest.approx(50.0)  # 4 instructions × p = ½
     # the one stratum's rate p ~ Beta(½, ½) (prior: nothing reviewed); TCPR = 100 p
@@ -83,16 +97,19 @@ def test_everything_decided_twice_in_agreement_shrinks_the_interval_to_the_exact
     inst = inst[inst["condition"] == "main"].reset_index(drop=True)
     ja, jb = (f"label_{j}" for j in sim.judges)
     models = inst["model"].unique()
-    prm = design.create({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=1.0,
-                               double_fraction=1.0, seed=5)
+    prm = design.create({m: 1.0 for m in models}, {m: 1.0 for m in models}, audit_pi=1.0, double_fraction=1.0, seed=5)
     tasks = draws.draw(inst, prm, judge_a=ja, judge_b=jb)
     assert set(tasks["iid"]) == set(inst["iid"]) and (tasks["required"] == 2).all()
     truth = inst.set_index("iid")["truth"].astype(float)
     rng = np.random.default_rng(0)
     first = rng.integers(0, 4, len(tasks))
-    dec = pd.DataFrame({"iid": np.repeat(tasks["iid"].to_numpy(), 2),
-                        "annotator": [f"a{(f + k) % 4}" for f in first for k in (0, 1)],
-                        "h": np.repeat(truth.reindex(tasks["iid"]).to_numpy(), 2)})
+    dec = pd.DataFrame(
+        {
+            "iid": np.repeat(tasks["iid"].to_numpy(), 2),
+            "annotator": [f"a{(f + k) % 4}" for f in first for k in (0, 1)],
+            "h": np.repeat(truth.reindex(tasks["iid"]).to_numpy(), 2),
+        }
+    )
     est = cluster.estimate(inst, tasks, dec, prm, judge_a=ja, judge_b=jb, error_boot=20, rng=rng)
     assert est.error_model.identified
     exact = loop_table2(inst, p="truth").set_index("model")
@@ -124,8 +141,13 @@ def test_population_interval_holds_the_measurement_interval():
     prm = draws.default_design(inst, seed=0, judge_a=ja, judge_b=jb)
     tasks = draws.draw(inst, prm, judge_a=ja, judge_b=jb)
     truth = inst.set_index("iid")["truth"].astype(float)
-    dec = pd.DataFrame({"iid": np.repeat(tasks["iid"].to_numpy(), 2), "annotator": ["a", "b"] * len(tasks),
-                        "h": np.repeat(truth.reindex(tasks["iid"]).to_numpy(), 2)})
+    dec = pd.DataFrame(
+        {
+            "iid": np.repeat(tasks["iid"].to_numpy(), 2),
+            "annotator": ["a", "b"] * len(tasks),
+            "h": np.repeat(truth.reindex(tasks["iid"]).to_numpy(), 2),
+        }
+    )
     est = cluster.estimate(inst, tasks, dec, prm, judge_a=ja, judge_b=jb, error_boot=5)
     assert any((v > 0).any() for v in est.floor_variance.values())  # the floor adds variance here
     f = cluster.scores_frame(est, cluster.population_intervals(est, n_boot=500, rng=np.random.default_rng(1)))

@@ -113,9 +113,27 @@ NEEDLED = [
     (features._DIAGRAM_LINE, features._DIAGRAM_NEEDLE),
 ]
 GREP_LINES = [
-    "Input → model → output", "Plan A | Plan B", "a -> b", "x <= y", "ratio: 3:1", "a :: b",
-    "(a note) here", "（注）", "You and your team", "bayou youth", "你好", "x^2 + y = 3", "\\frac{1}{2}",
-    "a ≤ b", "Name    Age", "col\tcol", "├── main.py", "|-- src", "A -> B -> C", "plain text line", "",
+    "Input → model → output",
+    "Plan A | Plan B",
+    "a -> b",
+    "x <= y",
+    "ratio: 3:1",
+    "a :: b",
+    "(a note) here",
+    "（注）",
+    "You and your team",
+    "bayou youth",
+    "你好",
+    "x^2 + y = 3",
+    "\\frac{1}{2}",
+    "a ≤ b",
+    "Name    Age",
+    "col\tcol",
+    "├── main.py",
+    "|-- src",
+    "A -> B -> C",
+    "plain text line",
+    "",
 ]
 
 

@@ -36,9 +36,18 @@ CASES = [
     ("front_matter", "---\ntitle: x\n---\n# Body\n\ntext", True, (1,)),
     ("front_matter", "## Abstract\n\nWe study X.\n\n## Method\n\nSteps.", True, (1,)),
     ("front_matter", "## Method\n\nSteps.\n\n## Results\n\nNumbers.", False, None),
-    ("repeated_section_pattern",
-     "## Plan A\n\n**Cost:** low\n\n**Risk:** high\n\n## Plan B\n\n**Cost:** high\n\n**Risk:** low", True, (1, 7)),
-    ("repeated_section_pattern", "## Intro\n\nText.\n\n## Details\n\n- a\n- b\n\n| x | y |\n|---|---|\n| 1 | 2 |", False, None),
+    (
+        "repeated_section_pattern",
+        "## Plan A\n\n**Cost:** low\n\n**Risk:** high\n\n## Plan B\n\n**Cost:** high\n\n**Risk:** low",
+        True,
+        (1, 7),
+    ),
+    (
+        "repeated_section_pattern",
+        "## Intro\n\nText.\n\n## Details\n\n- a\n- b\n\n| x | y |\n|---|---|\n| 1 | 2 |",
+        False,
+        None,
+    ),
     ("section_divider", "Part one.\n\n---\n\nPart two.", True, (3,)),
     ("section_divider", "Part one.\n\n* * *\n\nPart two.", True, (3,)),
     ("section_divider", "Part one.\n\nPart two.", False, None),
@@ -70,7 +79,12 @@ CASES = [
     ("table_or_grid", "```\n+---+---+\n| 1 | 2 |\n+---+---+\n```", True, (2, 4)),
     ("table_or_grid", "Choose a|b or c.", False, None),
     # response framing
-    ("code_and_explanation", "This function adds two numbers together.\n\n```python\ndef f(a, b):\n    return a + b\n```", True, (1, 3)),
+    (
+        "code_and_explanation",
+        "This function adds two numbers together.\n\n```python\ndef f(a, b):\n    return a + b\n```",
+        True,
+        (1, 3),
+    ),
     ("code_and_explanation", "```python\nx = 1\n```", False, None),
     ("letter_or_email", "Dear Ms. Lee,\n\nThank you for your note.\n\nBest regards,\nSam", True, (1, 5)),
     ("letter_or_email", "Hello! Here is the answer.\n\nIt is 42.", False, None),
@@ -106,7 +120,12 @@ CASES = [
     ("callout_or_note_block", "**Note:** back up first.", True, (1,)),
     ("callout_or_note_block", "> Quoting a famous person here.", False, None),
     ("captioned_content", "| a | b |\n|---|---|\n| 1 | 2 |\n\n*Table 1: values*", True, (5,)),
-    ("captioned_content", "| a | b |\n|---|---|\n| 1 | 2 |\n\nThe table shows values that matter for the analysis in detail.", False, None),
+    (
+        "captioned_content",
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\nThe table shows values that matter for the analysis in detail.",
+        False,
+        None,
+    ),
     ("citations_and_links", "See https://example.org for more.", True, (1,)),
     ("citations_and_links", "As shown [1], growth slowed (Smith, 2020).", True, (1,)),
     ("citations_and_links", "Claim with a footnote.[^1]\n\n[^1]: Source text.", True, (1,)),
@@ -124,7 +143,7 @@ CASES = [
     ("files_and_modules", "```python\n# utils/io.py\nx = 1\n```", True, (2,)),
     ("files_and_modules", "Here is code:\n\n```python\nx = 1\n```", False, None),
     ("machine_readable_block", '```json\n{"a": 1}\n```', True, (1,)),
-    ("machine_readable_block", '```\n<root><a>1</a></root>\n```', True, (1,)),
+    ("machine_readable_block", "```\n<root><a>1</a></root>\n```", True, (1,)),
     ("machine_readable_block", '{"a": 1, "b": [1, 2]}', True, (1,)),
     ("machine_readable_block", "```python\nx = {'a': 1}\n```", False, None),
     ("mathematical_notation", "Energy is $E = mc^2$.", True, (1,)),
@@ -213,10 +232,21 @@ def test_detect_features_rejects_a_catalog_without_detectors():
 
         cat = parse_catalog(
             {
-                "name": "x", "version": "1", "categories": [{"key": "c", "name": "C"}],
-                "features": [{"key": "tone", "name": "Tone", "category": "c", "definition": "d",
-                              "require_template": "r", "forbid_template": "f",
-                              "acceptance": {"require": "r", "forbid": "f"}, "rule_detectable": True}],
+                "name": "x",
+                "version": "1",
+                "categories": [{"key": "c", "name": "C"}],
+                "features": [
+                    {
+                        "key": "tone",
+                        "name": "Tone",
+                        "category": "c",
+                        "definition": "d",
+                        "require_template": "r",
+                        "forbid_template": "f",
+                        "acceptance": {"require": "r", "forbid": "f"},
+                        "rule_detectable": True,
+                    }
+                ],
             }
         )
         detect_features("text", cat)

@@ -17,14 +17,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from bench.validation import simulated_decisions
 from reform_core.estimators import base, draws, forward, planner
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY
 from reform_core.simulate import simulate
 from reform_core.unit_index import build_index
-from bench.validation import simulated_decisions
 
-PARTS = pd.Series({"a_cluster": 40.0, "b_audit": 6.0, "c_noise": 2.0, "d_noise": 1.0, "disagreements": 300,
-                   "agreements": 2000})
+PARTS = pd.Series(
+    {"a_cluster": 40.0, "b_audit": 6.0, "c_noise": 2.0, "d_noise": 1.0, "disagreements": 300, "agreements": 2000}
+)
 
 
 def _literal_variance(pi, pa, *, meas, pi0, pa0):
@@ -57,8 +58,9 @@ def test_at_the_current_probability_the_half_width_is_the_measured_one():
 def test_decisions_needed_and_the_smallest_probability_match_a_literal_search():
     meas = {"sampling": 9.0, "audit": 4.0, "adjudicator_error": 1.0}
     m = forward.Measured(**meas, n_observed=10, pi_now=0.1)
-    out = forward.way_forward(PARTS, target=3.0, pi_plan=0.3, pi_audit=0.3, clusters=100, measured=m, awaiting=4,
-                              k_dis=1.2, k_aud=1.1)
+    out = forward.way_forward(
+        PARTS, target=3.0, pi_plan=0.3, pi_audit=0.3, clusters=100, measured=m, awaiting=4, k_dis=1.2, k_aud=1.1
+    )
     grid = np.linspace(0.1, 1.0, 90001)
     hw = np.array([_literal_half_width(p, 0.3, meas=meas, pi0=0.1, pa0=0.3, n0=10) for p in grid])
     first = grid[np.argmax(hw <= 3.0)]
@@ -73,8 +75,9 @@ def test_decisions_needed_and_the_smallest_probability_match_a_literal_search():
 
 def test_an_unreachable_target_has_no_decision_count_but_its_best_half_width():
     m = forward.Measured(sampling=9.0, audit=40.0, adjudicator_error=1.0, n_observed=10, pi_now=0.1)
-    out = forward.way_forward(PARTS, target=0.5, pi_plan=0.3, pi_audit=0.3, clusters=100, measured=m, awaiting=0,
-                              k_dis=1.2, k_aud=1.1)
+    out = forward.way_forward(
+        PARTS, target=0.5, pi_plan=0.3, pi_audit=0.3, clusters=100, measured=m, awaiting=0, k_dis=1.2, k_aud=1.1
+    )
     assert not out["reachable"] and out["decisions_needed"] is None and out["pi_needed"] is None
     meas = {"sampling": 9.0, "audit": 40.0, "adjudicator_error": 1.0}
     assert out["best_half_width"] == pytest.approx(_literal_half_width(1.0, 1.0, meas=meas, pi0=0.1, pa0=0.3, n0=10))
@@ -83,19 +86,29 @@ def test_an_unreachable_target_has_no_decision_count_but_its_best_half_width():
 
 def test_reached_needs_only_the_owed_opinions_and_nothing_measured_uses_the_planner():
     m = forward.Measured(sampling=0.1, audit=0.1, adjudicator_error=0.0, n_observed=30, pi_now=0.5)
-    out = forward.way_forward(PARTS, target=3.0, pi_plan=0.5, pi_audit=0.3, clusters=60, measured=m, awaiting=2,
-                              k_dis=1.0, k_aud=1.0)
+    out = forward.way_forward(
+        PARTS, target=3.0, pi_plan=0.5, pi_audit=0.3, clusters=60, measured=m, awaiting=2, k_dis=1.0, k_aud=1.0
+    )
     assert out["pi_needed"] == 0.5 and out["decisions_needed"] == 2 and out["questions_beyond_plan"] == 0
-    raw = forward.way_forward(PARTS, target=3.0, pi_plan=0.5, pi_audit=0.3, clusters=60, measured=None, awaiting=0,
-                              k_dis=1.0, k_aud=1.0)
+    raw = forward.way_forward(
+        PARTS, target=3.0, pi_plan=0.5, pi_audit=0.3, clusters=60, measured=None, awaiting=0, k_dis=1.0, k_aud=1.0
+    )
     assert raw["half_width"] is None and not raw["calibrated"]
     want = stats.t.ppf(0.975, 59) * math.sqrt(planner.predicted_variance(PARTS, 1.0, 1.0))
     assert raw["best_half_width"] == pytest.approx(want)
 
 
 def test_measured_rates_pool_the_audit_with_a_jeffreys_half_event():
-    rows = pd.DataFrame({"iid": [1, 2, 3, 4], "model": "m", "category": "c", "mode": "require",
-                         "a": [1.0, 1.0, 0.0, 1.0], "b": [0.0, 0.0, 1.0, 1.0]})
+    rows = pd.DataFrame(
+        {
+            "iid": [1, 2, 3, 4],
+            "model": "m",
+            "category": "c",
+            "mode": "require",
+            "a": [1.0, 1.0, 0.0, 1.0],
+            "b": [0.0, 0.0, 1.0, 1.0],
+        }
+    )
     smooth = pd.Series([1.0, 0.0, 0.25, 1.0], index=[1, 2, 3, 4])
     bw = pd.DataFrame({"model": ["m", "n"], "agreements": [50, 50], "audited": [10, 9], "both_wrong": [10.0, -3.0]})
     acc = pd.DataFrame({"accuracy": [0.9, 0.8], "decisions": [30, 10]})
@@ -103,8 +116,9 @@ def test_measured_rates_pool_the_audit_with_a_jeffreys_half_event():
     assert rates.to_dict() == {"m|A1B0|c|require": 0.5, "m|A0B1|c|require": 0.25}
     assert both == pytest.approx((1.0 + 0.5) / (19 + 1))  # one error found in 10 audits, none (clipped) in 9
     assert err == pytest.approx(1 - (0.9 * 30 + 0.8 * 10) / 40)
-    _, _, assumed = forward.measured_inputs(rows, smooth, bw, acc.iloc[:0], judge_a="a", judge_b="b",
-                                            assumed_error=0.05)
+    _, _, assumed = forward.measured_inputs(
+        rows, smooth, bw, acc.iloc[:0], judge_a="a", judge_b="b", assumed_error=0.05
+    )
     assert assumed == 0.05
 
 
@@ -123,30 +137,48 @@ def test_predicted_finish_half_width_is_what_the_estimator_then_measures():
     design = draws.default_design(inst, seed=1, judge_a=ja, judge_b=jb, margin=0.05)
     tasks = draws.draw(inst, design, judge_a=ja, judge_b=jb)
     by_iid = inst.set_index(INSTANCE_KEY)
-    ref = pd.Series(design.second_opinion_reference(tasks["iid"], tasks["kind"],
-                                                    by_iid[ja].reindex(tasks["iid"]).to_numpy(dtype=float)),
-                    index=tasks["iid"].to_numpy())
+    ref = pd.Series(
+        design.second_opinion_reference(
+            tasks["iid"], tasks["kind"], by_iid[ja].reindex(tasks["iid"]).to_numpy(dtype=float)
+        ),
+        index=tasks["iid"].to_numpy(),
+    )
     index = build_index(inst, condition=None)
 
     def run(dec):
-        data = base.EstimationData(instances=inst, decisions=dec, judge_a=ja, judge_b=jb, design=design, tasks=tasks,
-                                   index=index)
+        data = base.EstimationData(
+            instances=inst, decisions=dec, judge_a=ja, judge_b=jb, design=design, tasks=tasks, index=index
+        )
         return base.get("cluster").estimate(data, base.Options(intervals=True, reps=1, refits=0))
 
     ratios = []
     for rep in range(2):
-        dec = simulated_decisions(by_iid["truth"].astype(float), tasks, 0.05, np.random.default_rng([5, rep]),
-                                  reference=ref)
+        dec = simulated_decisions(
+            by_iid["truth"].astype(float), tasks, 0.05, np.random.default_rng([5, rep]), reference=ref
+        )
         full = run(dec).intervals.query("metric == 'tcpr'").set_index("model")
         measured = (full["measurement_hi"] - full["measurement_lo"]) / 2
         clusters = (tasks["model"] + "\x1f" + tasks["question"]).drop_duplicates()  # in queue order
         for share in (0.3, 0.6):
-            keep = tasks.loc[(tasks["model"] + "\x1f" + tasks["question"]).isin(clusters.iloc[: int(len(clusters) * share)]),
-                             "iid"]
+            keep = tasks.loc[
+                (tasks["model"] + "\x1f" + tasks["question"]).isin(clusters.iloc[: int(len(clusters) * share)]), "iid"
+            ]
             e = run(dec[dec["iid"].isin(keep)])
-            fw = forward.forward_table(inst, index, design, metric="tcpr", target=1.0, progress=e.reports["progress"],
-                                       components=e.components, scores=e.intervals, both_wrong=e.reports["both_wrong"],
-                                       annotators=e.reports["annotators"], smooth=e.rows, judge_a=ja, judge_b=jb)
+            fw = forward.forward_table(
+                inst,
+                index,
+                design,
+                metric="tcpr",
+                target=1.0,
+                progress=e.reports["progress"],
+                components=e.components,
+                scores=e.intervals,
+                both_wrong=e.reports["both_wrong"],
+                annotators=e.reports["annotators"],
+                smooth=e.rows,
+                judge_a=ja,
+                judge_b=jb,
+            )
             assert fw["calibrated"].all()
             ratios.append(fw.set_index("model")["finish_half_width"] / measured)
     r = pd.concat(ratios)

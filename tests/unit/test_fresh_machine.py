@@ -69,8 +69,9 @@ def test_lock_pins_every_requirement_at_a_satisfying_version():
 
 def test_lock_matches_what_is_installed_and_tested():
     """The lock is the closure of requirements-dev.txt at the installed versions (``.ci/lock.py``)."""
-    assert lock.render() == (ROOT / "requirements.lock").read_text(), \
+    assert lock.render() == (ROOT / "requirements.lock").read_text(), (
         "requirements.lock is out of date: run python .ci/lock.py (see its docstring)"
+    )
 
 
 def test_readme_commands_install_the_lock():
@@ -85,7 +86,9 @@ def test_docs_link_only_inside_the_repository():
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = doc.read_text()
         assert "../" + "shared" not in text, f"{doc.name} points outside the repository"
-        for target in re.findall(r"\]\(([^)#\s]+)\)", text) + re.findall(r"`((?:docs|bench|tests|reform_core)/[^`\s]+\.md)`", text):
+        for target in re.findall(r"\]\(([^)#\s]+)\)", text) + re.findall(
+            r"`((?:docs|bench|tests|reform_core)/[^`\s]+\.md)`", text
+        ):
             if "://" in target:
                 continue
             assert (doc.parent / target).exists() or (ROOT / target).exists(), f"{doc.name}: {target} does not exist"

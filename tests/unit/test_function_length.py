@@ -66,26 +66,32 @@ def test_no_product_function_over_80_lines():
     lengths = all_lengths()
     assert len(lengths) > 1000, f"only {len(lengths)} functions found: is the product tree where it should be?"
     offenders = too_long(lengths)
-    assert not offenders, (f"{len(offenders)} product function(s) over {MAX_LINES} lines; split each into named steps "
-                           "(a function per step, each under 60 lines):\n  " + "\n  ".join(offenders))
+    assert not offenders, (
+        f"{len(offenders)} product function(s) over {MAX_LINES} lines; split each into named steps "
+        "(a function per step, each under 60 lines):\n  " + "\n  ".join(offenders)
+    )
 
 
 def test_the_measure_counts_def_to_last_line_and_nested_functions():
     body = "\n".join(f"    x{i} = {i}" for i in range(79))
-    src = (f"import typer\n\n@decorator\ndef long_one():\n{body}\n    return 0\n\n"  # def + 79 + return = 81 lines
-           f"def just_80():\n{body}\n\n"  # def + 79 = 80 lines
-           f"class Writer:\n    def run(self):\n    {body.replace(chr(10), chr(10) + '    ')}\n        return 1\n\n"
-           f"def register(app):\n    @app.command('x')\n    def cmd():\n    {body.replace(chr(10), chr(10) + '    ')}\n"
-           f"        return 2\n")
+    src = (
+        f"import typer\n\n@decorator\ndef long_one():\n{body}\n    return 0\n\n"  # def + 79 + return = 81 lines
+        f"def just_80():\n{body}\n\n"  # def + 79 = 80 lines
+        f"class Writer:\n    def run(self):\n    {body.replace(chr(10), chr(10) + '    ')}\n        return 1\n\n"
+        f"def register(app):\n    @app.command('x')\n    def cmd():\n    {body.replace(chr(10), chr(10) + '    ')}\n"
+        f"        return 2\n"
+    )
     lengths = function_lengths(src, "reform_core/commands/x.py")
     assert lengths["reform_core/commands/x.py::long_one"] == 81
     assert lengths["reform_core/commands/x.py::just_80"] == 80
     assert lengths["reform_core/commands/x.py::Writer.run"] == 81
     assert lengths["reform_core/commands/x.py::register.cmd"] == 81
     assert lengths["reform_core/commands/x.py::register"] == 83
-    assert too_long(lengths) == ["reform_core/commands/x.py::Writer.run (81 lines)",
-                                 "reform_core/commands/x.py::long_one (81 lines)",
-                                 "reform_core/commands/x.py::register.cmd (81 lines)"]
+    assert too_long(lengths) == [
+        "reform_core/commands/x.py::Writer.run (81 lines)",
+        "reform_core/commands/x.py::long_one (81 lines)",
+        "reform_core/commands/x.py::register.cmd (81 lines)",
+    ]
     # register is exempt only in reform_core/commands/
     elsewhere = function_lengths(src, "reform_core/services/x.py")
     assert "reform_core/services/x.py::register (83 lines)" in too_long(elsewhere)

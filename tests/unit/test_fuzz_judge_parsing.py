@@ -25,9 +25,11 @@ json_values = st.recursive(
     max_leaves=12,
 )
 verdict_like = st.fixed_dictionaries(
-    {"constraint_id": st.sampled_from(IDS + ["c99", ""]) | json_values,
-     "rationale": st.text(max_size=40) | json_values,
-     "label": st.sampled_from([0, 1, 2, -1, True, False, None, 1.0, "1", "yes"]) | json_values},
+    {
+        "constraint_id": st.sampled_from(IDS + ["c99", ""]) | json_values,
+        "rationale": st.text(max_size=40) | json_values,
+        "label": st.sampled_from([0, 1, 2, -1, True, False, None, 1.0, "1", "yes"]) | json_values,
+    },
     optional={"extra": json_values},
 )
 answers = (
@@ -57,12 +59,16 @@ def test_arbitrary_answers_parse_or_raise_parse_error(text):
 
 
 @FUZZ
-@given(labels=st.lists(st.sampled_from([0, 1]), min_size=3, max_size=3),
-       rationales=st.lists(st.text(max_size=50), min_size=3, max_size=3),
-       order=st.permutations(IDS))
+@given(
+    labels=st.lists(st.sampled_from([0, 1]), min_size=3, max_size=3),
+    rationales=st.lists(st.text(max_size=50), min_size=3, max_size=3),
+    order=st.permutations(IDS),
+)
 def test_every_valid_answer_is_accepted_in_any_order(labels, rationales, order):
     truth = dict(zip(IDS, zip(labels, rationales)))
-    text = json.dumps({"verdicts": [{"constraint_id": i, "rationale": truth[i][1], "label": truth[i][0]} for i in order]})
+    text = json.dumps(
+        {"verdicts": [{"constraint_id": i, "rationale": truth[i][1], "label": truth[i][0]} for i in order]}
+    )
     assert parse_verdicts(text, IDS) == truth
 
 
@@ -70,20 +76,31 @@ def test_every_valid_answer_is_accepted_in_any_order(labels, rationales, order):
 @given(entries=st.lists(verdict_like, min_size=1, max_size=4))
 def test_answers_with_any_bad_entry_are_rejected(entries):
     """Accepted only if every entry is exactly {id, rationale: str, label: int 0/1} covering IDS once."""
+
     def valid(e):
-        return (set(e) == {"constraint_id", "rationale", "label"} and e["constraint_id"] in IDS
-                and isinstance(e["rationale"], str) and type(e["label"]) is int and e["label"] in (0, 1))
+        return (
+            set(e) == {"constraint_id", "rationale", "label"}
+            and e["constraint_id"] in IDS
+            and isinstance(e["rationale"], str)
+            and type(e["label"]) is int
+            and e["label"] in (0, 1)
+        )
+
     expected_ok = all(valid(e) for e in entries) and sorted(e["constraint_id"] for e in entries) == IDS
     out = _call(json.dumps({"verdicts": entries}))
     assert (out is not None) == expected_ok
 
 
-@pytest.mark.parametrize("text", [
-    "[" * 100_000,                                              # RecursionError inside json.loads
-    '{"verdicts": ' + "[" * 5000 + "]" * 5000 + "}",
-    "1" * 5000,                                                 # ValueError: int digits limit
-    '{"verdicts": [{"constraint_id": "c1", "rationale": "", "label": ' + "1" * 5000 + "}]}",
-], ids=["deep_array", "deep_verdicts", "huge_int", "huge_int_label"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,  # RecursionError inside json.loads
+        '{"verdicts": ' + "[" * 5000 + "]" * 5000 + "}",
+        "1" * 5000,  # ValueError: int digits limit
+        '{"verdicts": [{"constraint_id": "c1", "rationale": "", "label": ' + "1" * 5000 + "}]}",
+    ],
+    ids=["deep_array", "deep_verdicts", "huge_int", "huge_int_label"],
+)
 def test_pathological_json_raises_parse_error(text):
     """Minimal reproductions: json.loads raises RecursionError / a plain ValueError here."""
     with pytest.raises(ParseError):

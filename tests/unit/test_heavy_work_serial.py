@@ -22,6 +22,7 @@ def test_background_refreshes_never_overlap():
             with lock:
                 spans.append((tag, t0, time.monotonic()))
             return tag
+
         return fn
 
     a, b = Refresher(), Refresher()

@@ -64,11 +64,18 @@ def test_evaluate_joins_by_prompt_and_lists_missing(files, mode, no_comma):
         ("{not json", "in.jsonl:2: line: invalid JSON"),
         ("[1, 2]", "in.jsonl:2: line: expected a JSON object"),
         (json.dumps({"prompt": "p", "instruction_id_list": [], "kwargs": []}), "in.jsonl:2: key: missing"),
-        (json.dumps({"key": "7", "prompt": "p", "instruction_id_list": [], "kwargs": []}), "in.jsonl:2: key: expected int"),
-        (json.dumps({"key": 7, "prompt": "p", "instruction_id_list": ["x:y"], "kwargs": [{}]}),
-         "in.jsonl:2: instruction_id_list: unknown instruction 'x:y'"),
-        (json.dumps({"key": 7, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": []}),
-         "in.jsonl:2: kwargs: expected 1 objects"),
+        (
+            json.dumps({"key": "7", "prompt": "p", "instruction_id_list": [], "kwargs": []}),
+            "in.jsonl:2: key: expected int",
+        ),
+        (
+            json.dumps({"key": 7, "prompt": "p", "instruction_id_list": ["x:y"], "kwargs": [{}]}),
+            "in.jsonl:2: instruction_id_list: unknown instruction 'x:y'",
+        ),
+        (
+            json.dumps({"key": 7, "prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": []}),
+            "in.jsonl:2: kwargs: expected 1 objects",
+        ),
         (json.dumps(INPUTS[0]), "in.jsonl:2: key: 1 repeats line 1"),
     ],
 )
@@ -91,7 +98,9 @@ def test_malformed_response_lines(tmp_path):
 
 def test_bad_kwargs_name_the_line_or_the_key(tmp_path):
     bad = {**INPUTS[0], "kwargs": [{"num_words": 3}]}
-    with pytest.raises(ValueError, match=r"in.jsonl:1: kwargs: punctuation:no_comma: unexpected kwargs \['num_words'\]"):
+    with pytest.raises(
+        ValueError, match=r"in.jsonl:1: kwargs: punctuation:no_comma: unexpected kwargs \['num_words'\]"
+    ):
         ifeval_eval.read_inputs(_write(tmp_path / "in.jsonl", [bad]))
     prompt = ifeval_eval.IFEvalPrompt(9, "p", ("keywords:existence",), ({},))
     with pytest.raises(ValueError, match=r"key 9: keywords:existence: missing kwargs \['keywords'\]"):
@@ -112,7 +121,17 @@ def app():
 
 def test_cli_writes_csv_and_reports_missing(app, files, tmp_path):
     out = tmp_path / "sub" / "verdicts.csv"
-    args = ["verify-ifeval", "--input", str(files[0]), "--responses", str(files[1]), "--mode", "loose", "--out", str(out)]
+    args = [
+        "verify-ifeval",
+        "--input",
+        str(files[0]),
+        "--responses",
+        str(files[1]),
+        "--mode",
+        "loose",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out)
@@ -127,7 +146,16 @@ def test_cli_errors_exit_nonzero_with_message(app, files, tmp_path):
     args = ["verify-ifeval", "--input", str(bad), "--responses", str(files[1]), "--out", str(tmp_path / "o.csv")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1 and "bad.jsonl:1: line: invalid JSON" in result.output
-    args = ["verify-ifeval", "--input", str(files[0]), "--responses", str(files[1]), "--mode", "fuzzy",
-            "--out", str(tmp_path / "o.csv")]
+    args = [
+        "verify-ifeval",
+        "--input",
+        str(files[0]),
+        "--responses",
+        str(files[1]),
+        "--mode",
+        "fuzzy",
+        "--out",
+        str(tmp_path / "o.csv"),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1 and "--mode" in result.output

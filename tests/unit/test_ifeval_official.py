@@ -78,8 +78,11 @@ def test_boundary_counts_pin_every_count(stress):
     counts = merged[merged["family"] == "counts"]
     # every answered prompt's own response under 3 transforms, 3 counts x 2 relations each
     assert counts.groupby(["source", "transform"]).ngroups == 540 * 3 and len(counts) % 6 == 0
-    assert set(counts["instruction_id"]) == {"length_constraints:number_sentences", "length_constraints:number_words",
-                                             "change_case:capital_word_frequency"}
+    assert set(counts["instruction_id"]) == {
+        "length_constraints:number_sentences",
+        "length_constraints:number_words",
+        "change_case:capital_word_frequency",
+    }
     failed = counts[~counts["strict"].astype(bool)]
     assert failed["key"].nunique() == 2 and len(failed) == 12
     assert (counts["passed"] == counts["strict"].astype(bool)).all()

@@ -25,30 +25,62 @@ CASES = [
     ("keywords:letter_frequency", {"letter": "Z", "let_frequency": 3, "let_relation": "at least"}, "zz Z", True),
     ("keywords:letter_frequency", {"letter": "z", "let_frequency": 3, "let_relation": "at least"}, "zz", False),
     ("keywords:letter_frequency", {"letter": "z", "let_frequency": 3, "let_relation": "less than"}, "zz", True),
-    ("language:response_language", {"language": "de"},
-     "Das ist ein kurzer deutscher Satz über das Wetter in Berlin und die Menschen dort.", True),
-    ("language:response_language", {"language": "de"},
-     "This is a short English sentence about the weather in London and its people.", False),
+    (
+        "language:response_language",
+        {"language": "de"},
+        "Das ist ein kurzer deutscher Satz über das Wetter in Berlin und die Menschen dort.",
+        True,
+    ),
+    (
+        "language:response_language",
+        {"language": "de"},
+        "This is a short English sentence about the weather in London and its people.",
+        False,
+    ),
     ("change_case:english_capital", {}, "THIS IS ALL IN CAPITAL LETTERS AND IN ENGLISH.", True),
     ("change_case:english_capital", {}, "THIS IS NOT all capitals.", False),
     ("change_case:english_lowercase", {}, "this is all in lowercase letters and in english.", True),
     ("change_case:english_lowercase", {}, "this is Not all lowercase.", False),
-    ("change_case:capital_word_frequency", {"capital_frequency": 2, "capital_relation": "at least"},
-     "The NASA and ESA agencies.", True),
-    ("change_case:capital_word_frequency", {"capital_frequency": 2, "capital_relation": "less than"},
-     "The NASA and ESA agencies.", False),
+    (
+        "change_case:capital_word_frequency",
+        {"capital_frequency": 2, "capital_relation": "at least"},
+        "The NASA and ESA agencies.",
+        True,
+    ),
+    (
+        "change_case:capital_word_frequency",
+        {"capital_frequency": 2, "capital_relation": "less than"},
+        "The NASA and ESA agencies.",
+        False,
+    ),
     ("length_constraints:number_words", {"num_words": 5, "relation": "less than"}, "one two three four", True),
     ("length_constraints:number_words", {"num_words": 5, "relation": "at least"}, "one two three four", False),
-    ("length_constraints:number_sentences", {"num_sentences": 3, "relation": "at least"},
-     "Mr. Smith came. He sat down! Did he stay?", True),
-    ("length_constraints:number_sentences", {"num_sentences": 3, "relation": "less than"},
-     "Mr. Smith came. He sat down! Did he stay?", False),
+    (
+        "length_constraints:number_sentences",
+        {"num_sentences": 3, "relation": "at least"},
+        "Mr. Smith came. He sat down! Did he stay?",
+        True,
+    ),
+    (
+        "length_constraints:number_sentences",
+        {"num_sentences": 3, "relation": "less than"},
+        "Mr. Smith came. He sat down! Did he stay?",
+        False,
+    ),
     ("length_constraints:number_paragraphs", {"num_paragraphs": 2}, "First part.\n***\nSecond part.", True),
     ("length_constraints:number_paragraphs", {"num_paragraphs": 2}, "First.\n***\n***\nSecond.", False),
-    ("length_constraints:nth_paragraph_first_word",
-     {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "Then"}, "Intro.\n\n\"Then, we go.", True),
-    ("length_constraints:nth_paragraph_first_word",
-     {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "then"}, "Intro.\n\nAfter that.", False),
+    (
+        "length_constraints:nth_paragraph_first_word",
+        {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "Then"},
+        'Intro.\n\n"Then, we go.',
+        True,
+    ),
+    (
+        "length_constraints:nth_paragraph_first_word",
+        {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "then"},
+        "Intro.\n\nAfter that.",
+        False,
+    ),
     ("detectable_content:number_placeholders", {"num_placeholders": 2}, "Dear [name] at [address]", True),
     ("detectable_content:number_placeholders", {"num_placeholders": 2}, "Dear [name]", False),
     ("detectable_content:postscript", {"postscript_marker": "P.S."}, "Body.\n\nP.S. see you", True),
@@ -59,10 +91,18 @@ CASES = [
     ("detectable_format:constrained_response", {}, "My answer is perhaps.", False),
     ("detectable_format:number_highlighted_sections", {"num_highlights": 2}, "*one* and **two**", True),
     ("detectable_format:number_highlighted_sections", {"num_highlights": 2}, "*one* and ** **", False),
-    ("detectable_format:multiple_sections", {"section_spliter": "SECTION", "num_sections": 2},
-     "SECTION 1\nabc\nSECTION 2\ndef", True),
-    ("detectable_format:multiple_sections", {"section_spliter": "SECTION", "num_sections": 3},
-     "SECTION 1\nabc\nSECTION 2\ndef", False),
+    (
+        "detectable_format:multiple_sections",
+        {"section_spliter": "SECTION", "num_sections": 2},
+        "SECTION 1\nabc\nSECTION 2\ndef",
+        True,
+    ),
+    (
+        "detectable_format:multiple_sections",
+        {"section_spliter": "SECTION", "num_sections": 3},
+        "SECTION 1\nabc\nSECTION 2\ndef",
+        False,
+    ),
     ("detectable_format:json_format", {}, '```json\n{"a": [1, 2]}\n```', True),
     ("detectable_format:json_format", {}, '{"a": 1,}', False),
     ("detectable_format:title", {}, "<<My Title>>\nText", True),
@@ -122,8 +162,14 @@ def test_none_kwargs_are_ignored_and_unknown_ones_rejected():
 def test_loose_variants_are_the_papers_eight():
     variants = loose_variants("Sure, here:\n**body**\nBye")
     assert variants == [
-        "Sure, here:\n**body**\nBye", "**body**\nBye", "Sure, here:\n**body**", "**body**",
-        "Sure, here:\nbody\nBye", "body\nBye", "Sure, here:\nbody", "body",
+        "Sure, here:\n**body**\nBye",
+        "**body**\nBye",
+        "Sure, here:\n**body**",
+        "**body**",
+        "Sure, here:\nbody\nBye",
+        "body\nBye",
+        "Sure, here:\nbody",
+        "body",
     ]
 
 
@@ -153,9 +199,12 @@ def test_windows_line_endings_are_checked_as_given_like_the_reference():
 def test_unicode_text():
     assert check("change_case:english_lowercase", "ça va très bien, merci beaucoup mon ami.", {}).passed is False
     assert check("punctuation:no_comma", "日本語の文章、読点は英語のカンマではない。").passed
-    assert check("language:response_language", "Это короткое предложение на русском языке о погоде.",
-                 {"language": "ru"}).passed
-    assert check("length_constraints:number_words", "naïve café résumé", {"num_words": 3, "relation": "at least"}).passed
+    assert check(
+        "language:response_language", "Это короткое предложение на русском языке о погоде.", {"language": "ru"}
+    ).passed
+    assert check(
+        "length_constraints:number_words", "naïve café résumé", {"num_words": 3, "relation": "at least"}
+    ).passed
 
 
 def test_nested_markdown_bullets_and_highlights():

@@ -44,17 +44,23 @@ def random_case(seed: int, ids: str):
     m = np.where(rng.random(n) < 0.3, 1 - np.nan_to_num(g), g)
     iid = rng.permutation(10 * n)[:n].astype(np.int64)
     if ids == "duplicated":
-        iid[: n // 4] = iid[n // 4: 2 * (n // 4)]  # some ids occur twice
+        iid[: n // 4] = iid[n // 4 : 2 * (n // 4)]  # some ids occur twice
     key = iid.astype(str) if ids == "string" else iid
-    inst = pd.DataFrame({"iid": key, "model": rng.choice(["m1", "m2", "m3"], size=n), "condition": "main",
-                         "label_a": g, "label_b": m})
+    inst = pd.DataFrame(
+        {"iid": key, "model": rng.choice(["m1", "m2", "m3"], size=n), "condition": "main", "label_a": g, "label_b": m}
+    )
     k = int(rng.integers(0, n))
     picked = rng.choice(n, size=k)  # repeats: a later decision supersedes
     unknown = (10 * n + np.arange(3)).astype(np.int64)
     adj_iid = np.r_[iid[picked], unknown]
     a = rng.choice([0.0, 1.0], size=len(adj_iid))
-    adj = pd.DataFrame({"iid": adj_iid.astype(str) if ids == "string" else adj_iid, "a": a,
-                        "choice": rng.choice(["A", "B"], size=len(adj_iid))})
+    adj = pd.DataFrame(
+        {
+            "iid": adj_iid.astype(str) if ids == "string" else adj_iid,
+            "a": a,
+            "choice": rng.choice(["A", "B"], size=len(adj_iid)),
+        }
+    )
     return inst, adj
 
 
@@ -69,8 +75,13 @@ def test_judge_agreement_equals_a_literal_loop(seed, ids, choice):
         want = literal_a3(inst, rows, choice=choice)
         for model, (both, agree, dis, n_adj, with_a, with_b) in want.items():
             r = got.loc[model]
-            assert (r["judgments"], r["disagreements"], r["adjudicated"], r["agrees_a"], r["agrees_b"]) == \
-                   (both, dis, n_adj, with_a, with_b), (model, ids, choice)
+            assert (r["judgments"], r["disagreements"], r["adjudicated"], r["agrees_a"], r["agrees_b"]) == (
+                both,
+                dis,
+                n_adj,
+                with_a,
+                with_b,
+            ), (model, ids, choice)
             assert r["agreement"] == pytest.approx(100 * agree / both if both else np.nan, nan_ok=True)
         total = got.loc["Total"]
         assert total["adjudicated"] == sum(v[3] for v in want.values())

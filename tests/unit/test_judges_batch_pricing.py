@@ -10,17 +10,28 @@ from reform_core.judges.base import ConstraintSpec, JudgeItem
 
 def _items():
     specs = (ConstraintSpec(10, 1, "a", "require", "A"), ConstraintSpec(11, 2, "b", "forbid", "B"))
-    return [JudgeItem(1, "instr 1", "resp 1", specs), JudgeItem(2, "instr 2", "resp 2", specs),
-            JudgeItem(3, "instr 3", "resp 3", specs)]
+    return [
+        JudgeItem(1, "instr 1", "resp 1", specs),
+        JudgeItem(2, "instr 2", "resp 2", specs),
+        JudgeItem(3, "instr 3", "resp 3", specs),
+    ]
 
 
 def _ok_body(text, pt=50, ct=10):
-    return {"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": pt, "completion_tokens": ct}}
+    return {
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": pt, "completion_tokens": ct},
+    }
 
 
-GOOD = json.dumps({"verdicts": [{"constraint_id": "c1", "rationale": "r1", "label": 1},
-                                {"constraint_id": "c2", "rationale": "r2", "label": 0}]})
+GOOD = json.dumps(
+    {
+        "verdicts": [
+            {"constraint_id": "c1", "rationale": "r1", "label": 1},
+            {"constraint_id": "c2", "rationale": "r2", "label": 0},
+        ]
+    }
+)
 
 
 def test_openai_lines_are_chat_completion_requests():
@@ -43,16 +54,30 @@ def test_gemini_requests_carry_keys_and_json_schema():
 
 
 def test_openai_rows_and_ingest_with_partial_failure():
-    out = "\n".join([
-        json.dumps({"custom_id": "constraints:1", "error": None,
-                    "response": {"status_code": 200, "body": _ok_body(GOOD)}}),
-        json.dumps({"custom_id": "constraints:2", "error": None,
-                    "response": {"status_code": 200, "body": _ok_body("{not json")}}),
-        json.dumps({"custom_id": "constraints:99", "error": None,
-                    "response": {"status_code": 200, "body": _ok_body(GOOD)}}),
-    ])
-    err = json.dumps({"custom_id": "constraints:3", "error": None,
-                      "response": {"status_code": 500, "body": {"error": {"message": "server fell over"}}}})
+    out = "\n".join(
+        [
+            json.dumps(
+                {"custom_id": "constraints:1", "error": None, "response": {"status_code": 200, "body": _ok_body(GOOD)}}
+            ),
+            json.dumps(
+                {
+                    "custom_id": "constraints:2",
+                    "error": None,
+                    "response": {"status_code": 200, "body": _ok_body("{not json")},
+                }
+            ),
+            json.dumps(
+                {"custom_id": "constraints:99", "error": None, "response": {"status_code": 200, "body": _ok_body(GOOD)}}
+            ),
+        ]
+    )
+    err = json.dumps(
+        {
+            "custom_id": "constraints:3",
+            "error": None,
+            "response": {"status_code": 500, "body": {"error": {"message": "server fell over"}}},
+        }
+    )
     rows = batch.openai_rows(out, err)
     assert [r.key for r in rows] == ["constraints:1", "constraints:2", "constraints:99", "constraints:3"]
     got = batch.ingest(rows, _items()[:3], model="gpt-4o", prices={"gpt-4o": (2.0, 8.0)})

@@ -49,8 +49,13 @@ def test_schema_lists_exactly_the_constraint_ids():
 
 
 def test_presence_prompt_lists_features_with_definitions():
-    item = JudgeItem(1, "What is DNA?", "text", (ConstraintSpec("bullet_list", 1, "bullet_list", text="A list of bullets",
-                                                                name="Bullet list"),), task=TASK_PRESENCE)
+    item = JudgeItem(
+        1,
+        "What is DNA?",
+        "text",
+        (ConstraintSpec("bullet_list", 1, "bullet_list", text="A list of bullets", name="Bullet list"),),
+        task=TASK_PRESENCE,
+    )
     user = prompt.build_messages(item)[1]["content"]
     assert "[c1] Bullet list\nDefinition: A list of bullets" in user
     assert "present" in prompt.build_messages(item)[0]["content"]
@@ -84,10 +89,12 @@ def test_cache_key_covers_inputs_not_transport():
     assert k != cache_key("openai", "gpt-4o", prompt.build_messages(_item(response="changed")), schema)
 
 
-GOOD = {"verdicts": [
-    {"constraint_id": "c2", "rationale": "no headings", "label": 1},
-    {"constraint_id": "c1", "rationale": "two bullets only", "label": 0},
-]}
+GOOD = {
+    "verdicts": [
+        {"constraint_id": "c2", "rationale": "no headings", "label": 1},
+        {"constraint_id": "c1", "rationale": "two bullets only", "label": 0},
+    ]
+}
 
 
 def test_parse_success_in_expected_order():
@@ -104,29 +111,32 @@ def _with(entry_update=None, **top):
     return json.dumps(obj)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("", "empty answer"),
-    ("   ", "empty answer"),
-    ('{"verdicts": [', "malformed JSON"),
-    ("```json\n{}\n```", "malformed JSON"),
-    ("[1, 2]", "expected a JSON object"),
-    (_with(extra=1), "exactly the key 'verdicts'"),
-    ('{"results": []}', "exactly the key 'verdicts'"),
-    ('{"verdicts": {"c1": 1}}', "must be a list"),
-    ('{"verdicts": ["c1"]}', "expected an object"),
-    (json.dumps({"verdicts": [{"constraint_id": "c1", "label": 1}]}), "missing fields \\['rationale'\\]"),
-    (_with({"confidence": 0.9}), "unexpected fields \\['confidence'\\]"),
-    (_with({"constraint_id": 2}), "expected a string"),
-    (_with({"constraint_id": "c9"}), "unknown id 'c9'"),
-    (json.dumps({"verdicts": [GOOD["verdicts"][0], GOOD["verdicts"][0]]}), "duplicate id 'c2'"),
-    (json.dumps({"verdicts": GOOD["verdicts"][:1]}), "missing verdicts for constraint ids \\['c1'\\]"),
-    (_with({"label": 2}), "integer 0 or 1"),
-    (_with({"label": True}), "integer 0 or 1"),
-    (_with({"label": "1"}), "integer 0 or 1"),
-    (_with({"label": 1.0}), "integer 0 or 1"),
-    (_with({"label": None}), "integer 0 or 1"),
-    (_with({"rationale": None}), "rationale: expected a string"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("", "empty answer"),
+        ("   ", "empty answer"),
+        ('{"verdicts": [', "malformed JSON"),
+        ("```json\n{}\n```", "malformed JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        (_with(extra=1), "exactly the key 'verdicts'"),
+        ('{"results": []}', "exactly the key 'verdicts'"),
+        ('{"verdicts": {"c1": 1}}', "must be a list"),
+        ('{"verdicts": ["c1"]}', "expected an object"),
+        (json.dumps({"verdicts": [{"constraint_id": "c1", "label": 1}]}), "missing fields \\['rationale'\\]"),
+        (_with({"confidence": 0.9}), "unexpected fields \\['confidence'\\]"),
+        (_with({"constraint_id": 2}), "expected a string"),
+        (_with({"constraint_id": "c9"}), "unknown id 'c9'"),
+        (json.dumps({"verdicts": [GOOD["verdicts"][0], GOOD["verdicts"][0]]}), "duplicate id 'c2'"),
+        (json.dumps({"verdicts": GOOD["verdicts"][:1]}), "missing verdicts for constraint ids \\['c1'\\]"),
+        (_with({"label": 2}), "integer 0 or 1"),
+        (_with({"label": True}), "integer 0 or 1"),
+        (_with({"label": "1"}), "integer 0 or 1"),
+        (_with({"label": 1.0}), "integer 0 or 1"),
+        (_with({"label": None}), "integer 0 or 1"),
+        (_with({"rationale": None}), "rationale: expected a string"),
+    ],
+)
 def test_parse_errors(text, match):
     with pytest.raises(ParseError, match=match):
         parse_verdicts(text, ["c1", "c2"])

@@ -27,15 +27,18 @@ def test_other_4xx_fail_at_once(status):
     assert not classify(ProviderError("x", status=status)).retry
 
 
-@pytest.mark.parametrize("exc, retry", [
-    (ProviderError("t", kind="timeout"), True),
-    (ProviderError("c", kind="connection"), True),
-    (asyncio.TimeoutError(), True),
-    (TimeoutError(), True),
-    (ConnectionResetError(), True),
-    (ValueError("parse"), False),
-    (KeyError("x"), False),
-])
+@pytest.mark.parametrize(
+    "exc, retry",
+    [
+        (ProviderError("t", kind="timeout"), True),
+        (ProviderError("c", kind="connection"), True),
+        (asyncio.TimeoutError(), True),
+        (TimeoutError(), True),
+        (ConnectionResetError(), True),
+        (ValueError("parse"), False),
+        (KeyError("x"), False),
+    ],
+)
 def test_exception_kinds(exc, retry):
     assert classify(exc).retry is retry
 

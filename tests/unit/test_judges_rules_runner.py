@@ -39,12 +39,16 @@ def test_rule_require_and_forbid():
 
 
 def test_rule_abstains_when_it_cannot_decide():
-    v = _judge("a * b",
-               _spec(1, 1, "tjr_unknown_feature", "require"),
-               _spec(2, 2, "tjr_star", "require", {"n": 3}),
-               _spec(3, 3, "tjr_broken", "forbid"))
+    v = _judge(
+        "a * b",
+        _spec(1, 1, "tjr_unknown_feature", "require"),
+        _spec(2, 2, "tjr_star", "require", {"n": 3}),
+        _spec(3, 3, "tjr_broken", "forbid"),
+    )
     assert [(x.label, x.status) for x in v] == [(None, "abstain")] * 3
-    assert "no rule verifier" in v[0].rationale and "need a judge" in v[1].rationale and "detector bug" in v[2].rationale
+    assert (
+        "no rule verifier" in v[0].rationale and "need a judge" in v[1].rationale and "detector bug" in v[2].rationale
+    )
     # absent required feature fails even with parameters
     assert _judge("plain", _spec(1, 1, "tjr_star", "require", {"n": 3}))[0].label == 0
 
@@ -56,8 +60,17 @@ def test_rule_presence_task():
 
 def test_replay_copies_labels_and_flags_missing_pairs():
     labels = {(1, 10): (1, "ok", "ok"), (1, 11): (None, "", "abstain"), (1, 12): (5, "bad", "ok")}
-    item = JudgeItem(1, "i", "r", (_spec(10, 1, "f", "require"), _spec(11, 2, "f", "require"),
-                                   _spec(12, 3, "f", "require"), _spec(13, 4, "f", "require")))
+    item = JudgeItem(
+        1,
+        "i",
+        "r",
+        (
+            _spec(10, 1, "f", "require"),
+            _spec(11, 2, "f", "require"),
+            _spec(12, 3, "f", "require"),
+            _spec(13, 4, "f", "require"),
+        ),
+    )
     v = asyncio.run(ReplayJudge(labels, source="imported").judge(item)).verdicts
     assert [(x.label, x.status) for x in v] == [(1, "ok"), (None, "abstain"), (None, "error"), (None, "error")]
     assert "imported" in v[3].error
@@ -93,8 +106,16 @@ def test_runner_bounds_concurrency_and_writes_everything():
         threads.add(threading.get_ident())
         written.extend(batch)
 
-    stats = asyncio.run(run_items(judge, _items(40), on_results=on_results, concurrency=5,
-                                  progress=lambda d, t: progress.append((d, t)), commit_every=4))
+    stats = asyncio.run(
+        run_items(
+            judge,
+            _items(40),
+            on_results=on_results,
+            concurrency=5,
+            progress=lambda d, t: progress.append((d, t)),
+            commit_every=4,
+        )
+    )
     assert judge.peak == 5 and judge.calls == 40
     assert sorted(r.item.response_id for r in written) == list(range(40))
     assert stats.items == 40 and stats.errors == 1 and stats.verdicts == 40

@@ -22,5 +22,6 @@ def test_main_adjudications_match_the_literal_filter():
     for _ in range(2):  # the second call uses the kept Index
         pd.testing.assert_frame_equal(main_adjudications(frames), want)
     other = inst.assign(condition="main")  # a new frame: its own Index
-    pd.testing.assert_frame_equal(main_adjudications(ProjectFrames(other, pd.DataFrame(), adj, "judge_a", "judge_b")),
-                                  _literal(other, adj))
+    pd.testing.assert_frame_equal(
+        main_adjudications(ProjectFrames(other, pd.DataFrame(), adj, "judge_a", "judge_b")), _literal(other, adj)
+    )

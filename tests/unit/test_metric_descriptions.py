@@ -19,12 +19,15 @@ def test_three_constraints_everywhere_with_baseline_reads_as_the_paper():
     assert [t.label for t in d.display()] == ["TCPR", "R¹, R², R³", "EMCR", "constraint level"]
 
 
-@pytest.mark.parametrize("counts, phrase", [
-    ([1, 2, 3], "all of the prompt's constraints (1–3 per prompt here"),
-    ([2, 2], "all of the prompt's constraints (each prompt has two here"),
-    ([4, 6], "all of the prompt's constraints (4–6 per prompt here"),
-    ([1], "meets the prompt's constraint (each prompt has one here"),
-])
+@pytest.mark.parametrize(
+    "counts, phrase",
+    [
+        ([1, 2, 3], "all of the prompt's constraints (1–3 per prompt here"),
+        ([2, 2], "all of the prompt's constraints (each prompt has two here"),
+        ([4, 6], "all of the prompt's constraints (4–6 per prompt here"),
+        ([1], "meets the prompt's constraint (each prompt has one here"),
+    ],
+)
 def test_tcpr_never_says_three_where_counts_differ(counts, phrase):
     d = describe_metrics(REFORMBENCH, DataShape.of(counts, has_baseline=True))
     tcpr = d.get("tcpr").sentence()

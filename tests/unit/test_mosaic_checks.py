@@ -6,8 +6,18 @@ from reform_core.verifiers import get, registered_ids
 from reform_core.verifiers import text_utils as tu
 
 IDS = [
-    "boc_token", "dash_list", "eoc_token", "flesch", "json", "keywords_avoid", "keywords_use",
-    "max_sentence_length", "paragraph_count", "paragraph_length", "sentence_variation", "variable",
+    "boc_token",
+    "dash_list",
+    "eoc_token",
+    "flesch",
+    "json",
+    "keywords_avoid",
+    "keywords_use",
+    "max_sentence_length",
+    "paragraph_count",
+    "paragraph_length",
+    "sentence_variation",
+    "variable",
 ]
 PARAMS = {"keywords_use": {"keywords": ["benefit"]}, "keywords_avoid": {"keywords": ["risk"]}}
 

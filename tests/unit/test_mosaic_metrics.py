@@ -11,10 +11,15 @@ from reform_core.metrics import mosaic
 
 # r1: A B C, r2: B A, r3: A, r4: C A B  (position = list order); binarised at >= 0.5
 ROWS = [
-    ("r1", "A", 1, 1.0), ("r1", "B", 2, 0.4), ("r1", "C", 3, 0.6),
-    ("r2", "B", 1, 0.9), ("r2", "A", 2, 0.2),
+    ("r1", "A", 1, 1.0),
+    ("r1", "B", 2, 0.4),
+    ("r1", "C", 3, 0.6),
+    ("r2", "B", 1, 0.9),
+    ("r2", "A", 2, 0.2),
     ("r3", "A", 1, 0.5),
-    ("r4", "C", 1, 0.0), ("r4", "A", 2, 1.0), ("r4", "B", 3, 1.0),
+    ("r4", "C", 1, 0.0),
+    ("r4", "A", 2, 1.0),
+    ("r4", "B", 3, 1.0),
 ]
 
 
@@ -79,8 +84,8 @@ def test_correlation_agrees_with_numpy_and_scipy_on_random_data():
     assert got.loc[("b", "c"), "n"] == n // 2
     assert got.loc[("b", "c"), "r"] == pytest.approx(np.corrcoef(b[even], cb)[0, 1], abs=1e-12)
     # phi coefficient from the 2x2 table equals Pearson on binary data
-    n11 = np.sum((a == 1) & (b == 1)); n00 = np.sum((a == 0) & (b == 0))
-    n10 = np.sum((a == 1) & (b == 0)); n01 = np.sum((a == 0) & (b == 1))
+    n11, n00 = np.sum((a == 1) & (b == 1)), np.sum((a == 0) & (b == 0))
+    n10, n01 = np.sum((a == 1) & (b == 0)), np.sum((a == 0) & (b == 1))
     phi = (n11 * n00 - n10 * n01) / math.sqrt((n11 + n10) * (n01 + n00) * (n11 + n01) * (n10 + n00))
     assert got.loc[("a", "b"), "r"] == pytest.approx(phi, abs=1e-12)
 

@@ -35,8 +35,9 @@ def test_points_equal_the_per_metric_functions():
     scc = M.scc(df, response="prompt", by="model")
     pd.testing.assert_frame_equal(got["scc"][["model", "constraint", "n", "scc"]], scc, check_dtype=False)
     pcc = M.pcc(df, response="prompt", by="model")
-    pd.testing.assert_frame_equal(got["pcc"][["model", "constraint_i", "constraint_j", "n", "pcc"]], pcc,
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        got["pcc"][["model", "constraint_i", "constraint_j", "n", "pcc"]], pcc, check_dtype=False
+    )
     pos = M.poscc(df, response="prompt", by="model")
     pd.testing.assert_frame_equal(got["poscc"][["model", "position", "n", "poscc"]], pos, check_dtype=False)
     pa = M.prompt_accuracy(df, response="prompt", by="model")
@@ -101,23 +102,29 @@ def test_intervals_equal_a_literal_loop_over_the_same_resamples():
 def test_unchecked_constraints_are_left_out_not_passed():
     """A response whose position-2 constraint has no check: PA over its checked constraints,
     PosCC_2 without it; nothing is counted as followed."""
-    df = pd.DataFrame([("m", "r1", "A", 1, 1.0), ("m", "r1", "C", 3, 0.0),
-                       ("m", "r2", "A", 1, 0.0), ("m", "r2", "B", 2, 1.0)],
-                      columns=["model", "prompt", "constraint", "position", "score"])
+    df = pd.DataFrame(
+        [("m", "r1", "A", 1, 1.0), ("m", "r1", "C", 3, 0.0), ("m", "r2", "A", 1, 0.0), ("m", "r2", "B", 2, 1.0)],
+        columns=["model", "prompt", "constraint", "position", "score"],
+    )
     got = M.study_metrics(df, by="model")
     assert got["pa"]["pa"].iloc[0] == pytest.approx((1 / 2 + 1 / 2) / 2)
     assert got["poscc"].set_index("position")["n"].to_dict() == {1: 2, 2: 1, 3: 1}
     assert got["scc"].set_index("constraint")["scc"].to_dict() == {"A": 0.5, "B": 1.0, "C": 0.0}
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.assign(position=[1, 1, 2, 3]), "occurs more than once"),
-    (lambda d: d.assign(position=[0, 1, 2, 3]), "positions must be integers >= 1"),
-    (lambda d: d.assign(score=[0.1, 2.0, 0.3, 0.4]), "scores must be numbers in [0, 1]"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.assign(position=[1, 1, 2, 3]), "occurs more than once"),
+        (lambda d: d.assign(position=[0, 1, 2, 3]), "positions must be integers >= 1"),
+        (lambda d: d.assign(score=[0.1, 2.0, 0.3, 0.4]), "scores must be numbers in [0, 1]"),
+    ],
+)
 def test_bad_frames_are_named(change, message):
-    df = pd.DataFrame([("m", "r1", "A", 1, 1.0), ("m", "r1", "B", 2, 0.0), ("m", "r1", "C", 3, 1.0),
-                       ("m", "r1", "D", 4, 0.0)], columns=["model", "prompt", "constraint", "position", "score"])
+    df = pd.DataFrame(
+        [("m", "r1", "A", 1, 1.0), ("m", "r1", "B", 2, 0.0), ("m", "r1", "C", 3, 1.0), ("m", "r1", "D", 4, 0.0)],
+        columns=["model", "prompt", "constraint", "position", "score"],
+    )
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         M.study_metrics(change(df), by="model")
     with pytest.raises(ValueError, match="rng"):
@@ -131,7 +138,14 @@ def test_judge_prompt_and_score_parsing():
     assert mosaic_rubric.parse_score('```json\n{"reasoning": "ok", "score": 7}\n```') == (0.7, "ok")
     assert mosaic_rubric.parse_score('{"score": "5", "reasoning": null}') == (0.5, "")
     assert mosaic_rubric.parse_score('{"score": 4.9}')[0] < M.THRESHOLD <= mosaic_rubric.parse_score('{"score": 5}')[0]
-    for bad in ('{"score": 11}', '{"score": -1}', '{"score": true}', '{"reasoning": "x"}', "no json", '{"score": "NaN"}'):
+    for bad in (
+        '{"score": 11}',
+        '{"score": -1}',
+        '{"score": true}',
+        '{"reasoning": "x"}',
+        "no json",
+        '{"score": "NaN"}',
+    ):
         with pytest.raises(ValueError):
             mosaic_rubric.parse_score(bad)
     with pytest.raises(ValueError, match="rubric"):

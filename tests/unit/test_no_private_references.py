@@ -55,15 +55,33 @@ def tracked_texts() -> dict[str, str]:
 
 def hits(texts: dict[str, str], pattern: re.Pattern) -> list[str]:
     """``path:line: text`` of every line of ``texts`` that ``pattern`` matches."""
-    return [f"{name}:{n}: {line.strip()[:160]}" for name, text in sorted(texts.items())
-            for n, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+    return [
+        f"{name}:{n}: {line.strip()[:160]}"
+        for name, text in sorted(texts.items())
+        for n, line in enumerate(text.splitlines(), 1)
+        if pattern.search(line)
+    ]
 
 
 def test_the_pattern_finds_each_kind_of_private_reference_and_nothing_else():
-    found = [f"({_SPEC} §4.1)", f"{_SPEC}.md", f"{_SEED} 000 §3.4", f"{_SEED.title()} 002 Table 25",
-             f"{_SEED}s 000/001", f"{_SEED}-003", f"/work/{'shared'}/{_SEED}s/002_x.txt"]
-    clean = ["a SPECIFICITY series", "specification", f"--{_SEED} 0", f"{_SEED} 0001", f"{_SEED}=3",
-             "docs/metrics.md#stratified-calibration", "ReFormBench (arXiv:2610.19693) §3.4"]
+    found = [
+        f"({_SPEC} §4.1)",
+        f"{_SPEC}.md",
+        f"{_SEED} 000 §3.4",
+        f"{_SEED.title()} 002 Table 25",
+        f"{_SEED}s 000/001",
+        f"{_SEED}-003",
+        f"/work/{'shared'}/{_SEED}s/002_x.txt",
+    ]
+    clean = [
+        "a SPECIFICITY series",
+        "specification",
+        f"--{_SEED} 0",
+        f"{_SEED} 0001",
+        f"{_SEED}=3",
+        "docs/metrics.md#stratified-calibration",
+        "ReFormBench (arXiv:2610.19693) §3.4",
+    ]
     assert [s for s in found if not PRIVATE.search(s)] == []
     assert [s for s in clean if PRIVATE.search(s)] == []
 
@@ -74,7 +92,8 @@ def test_no_tracked_file_cites_the_private_sources():
     found = hits(texts, PRIVATE)
     assert not found, (
         f"{len(found)} line(s) cite the outside specification or a paper by its private file name; cite "
-        "docs/metrics.md#<anchor> for a definition and the paper by title and arXiv id instead:\n" + "\n".join(found))
+        "docs/metrics.md#<anchor> for a definition and the paper by title and arXiv id instead:\n" + "\n".join(found)
+    )
 
 
 def test_every_docs_section_cited_anywhere_exists():

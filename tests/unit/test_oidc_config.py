@@ -24,28 +24,47 @@ AUTHLIB_CHECK = op._authlib_installed
 
 def _metadata(issuer: str, base: str | None = None, **extra) -> dict:
     base = base or issuer
-    return {"issuer": issuer, "authorization_endpoint": f"{base}/authorize", "token_endpoint": f"{base}/token",
-            "jwks_uri": f"{base}/jwks", "userinfo_endpoint": f"{base}/userinfo", **extra}
+    return {
+        "issuer": issuer,
+        "authorization_endpoint": f"{base}/authorize",
+        "token_endpoint": f"{base}/token",
+        "jwks_uri": f"{base}/jwks",
+        "userinfo_endpoint": f"{base}/userinfo",
+        **extra,
+    }
 
 
 METADATA = {  # as each provider publishes it (the parts ReForm reads)
     "generic": _metadata("https://idp.example.org"),
-    "google": {"issuer": "https://accounts.google.com",
-               "authorization_endpoint": "https://accounts.google.com/o/oauth2/v2/auth",
-               "token_endpoint": "https://oauth2.googleapis.com/token",
-               "userinfo_endpoint": "https://openidconnect.googleapis.com/v1/userinfo",
-               "jwks_uri": "https://www.googleapis.com/oauth2/v3/certs"},
-    "entra": _metadata(f"https://login.microsoftonline.com/{TENANT}/v2.0",
-                       f"https://login.microsoftonline.com/{TENANT}/oauth2/v2.0",
-                       userinfo_endpoint="https://graph.microsoft.com/oidc/userinfo"),
-    "keycloak": _metadata("https://kc.example.org/realms/lab",
-                          "https://kc.example.org/realms/lab/protocol/openid-connect",
-                          prompt_values_supported=["none", "login", "consent"]),
+    "google": {
+        "issuer": "https://accounts.google.com",
+        "authorization_endpoint": "https://accounts.google.com/o/oauth2/v2/auth",
+        "token_endpoint": "https://oauth2.googleapis.com/token",
+        "userinfo_endpoint": "https://openidconnect.googleapis.com/v1/userinfo",
+        "jwks_uri": "https://www.googleapis.com/oauth2/v3/certs",
+    },
+    "entra": _metadata(
+        f"https://login.microsoftonline.com/{TENANT}/v2.0",
+        f"https://login.microsoftonline.com/{TENANT}/oauth2/v2.0",
+        userinfo_endpoint="https://graph.microsoft.com/oidc/userinfo",
+    ),
+    "keycloak": _metadata(
+        "https://kc.example.org/realms/lab",
+        "https://kc.example.org/realms/lab/protocol/openid-connect",
+        prompt_values_supported=["none", "login", "consent"],
+    ),
 }
-PLACES = {"https://REFORM_HOST": "https://reform.example.org", "https://IDP_HOST": "https://idp.example.org",
-          "TENANT_ID": TENANT, "https://KEYCLOAK_HOST": "https://kc.example.org", "REALM": "lab",
-          "AT-LEAST-32-RANDOM-CHARACTERS-SAME-ON-EVERY-PROCESS": COOKIE, "APPLICATION_CLIENT_ID": "app-id",
-          "CLIENT_ID": "client-id", "CLIENT_SECRET": SECRET}
+PLACES = {
+    "https://REFORM_HOST": "https://reform.example.org",
+    "https://IDP_HOST": "https://idp.example.org",
+    "TENANT_ID": TENANT,
+    "https://KEYCLOAK_HOST": "https://kc.example.org",
+    "REALM": "lab",
+    "AT-LEAST-32-RANDOM-CHARACTERS-SAME-ON-EVERY-PROCESS": COOKIE,
+    "APPLICATION_CLIENT_ID": "app-id",
+    "CLIENT_ID": "client-id",
+    "CLIENT_SECRET": SECRET,
+}
 
 
 def _auth(name: str) -> dict:
@@ -56,6 +75,7 @@ def _served(name: str):
     def fetch(url: str) -> dict:
         assert url == _auth(name)["server_metadata_url"]
         return METADATA[name]
+
     return fetch
 
 
@@ -85,20 +105,31 @@ def test_keycloak_refuses_streamlits_default_prompt_at_start():
     assert "client_kwargs.prompt" in msg and "'select_account'" in msg and "none, login, consent" in msg
 
 
-@pytest.mark.parametrize("change, expected", [
-    (lambda a: a.clear(), "needs an [auth] section"),
-    (lambda a: a.pop("client_secret"), "lacks client_secret"),
-    (lambda a: (a.pop("redirect_uri"), a.pop("cookie_secret")), "lacks redirect_uri, cookie_secret"),
-    (lambda a: a.update(cookie_secret="short"), "cookie_secret: use a random string of at least 32"),
-    (lambda a: a.update(redirect_uri="https://reform.example.org/callback"), "redirect_uri: must end with /oauth2callback"),
-    (lambda a: a.update(redirect_uri="reform.example.org/oauth2callback"), "redirect_uri: expected an absolute"),
-    (lambda a: a.update(server_metadata_url="http://idp.example.org/.well-known/openid-configuration"),
-     "server_metadata_url: use https://"),
-    (lambda a: a.pop("expose_tokens"), 'expose_tokens: must include "access"'),
-    (lambda a: a.update(expose_tokens="id"), 'expose_tokens: must include "access"'),
-    (lambda a: a.update(client_kwargs={"scope": "openid profile"}), "client_kwargs.scope: must include openid and email"),
-    (lambda a: a.update(client_kwargs="prompt=login"), "client_kwargs: expected a table"),
-])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda a: a.clear(), "needs an [auth] section"),
+        (lambda a: a.pop("client_secret"), "lacks client_secret"),
+        (lambda a: (a.pop("redirect_uri"), a.pop("cookie_secret")), "lacks redirect_uri, cookie_secret"),
+        (lambda a: a.update(cookie_secret="short"), "cookie_secret: use a random string of at least 32"),
+        (
+            lambda a: a.update(redirect_uri="https://reform.example.org/callback"),
+            "redirect_uri: must end with /oauth2callback",
+        ),
+        (lambda a: a.update(redirect_uri="reform.example.org/oauth2callback"), "redirect_uri: expected an absolute"),
+        (
+            lambda a: a.update(server_metadata_url="http://idp.example.org/.well-known/openid-configuration"),
+            "server_metadata_url: use https://",
+        ),
+        (lambda a: a.pop("expose_tokens"), 'expose_tokens: must include "access"'),
+        (lambda a: a.update(expose_tokens="id"), 'expose_tokens: must include "access"'),
+        (
+            lambda a: a.update(client_kwargs={"scope": "openid profile"}),
+            "client_kwargs.scope: must include openid and email",
+        ),
+        (lambda a: a.update(client_kwargs="prompt=login"), "client_kwargs: expected a table"),
+    ],
+)
 def test_incomplete_auth_sections_are_refused_with_one_line_naming_the_key(change, expected):
     auth = _auth("generic")
     change(auth)
@@ -106,26 +137,39 @@ def test_incomplete_auth_sections_are_refused_with_one_line_naming_the_key(chang
 
 
 def test_loopback_http_is_allowed_for_a_provider_on_this_machine():
-    auth = {**_auth("generic"), "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
-            "redirect_uri": "http://localhost:{port}/oauth2callback"}
+    auth = {
+        **_auth("generic"),
+        "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",
+        "redirect_uri": "http://localhost:{port}/oauth2callback",
+    }
     info = op.check_auth_config(auth, fetch=lambda url: _metadata("http://127.0.0.1:9"))
     assert info.issuer == "http://127.0.0.1:9"
 
 
-@pytest.mark.parametrize("metadata, expected", [
-    (OSError("connection refused"), "cannot read the provider's metadata at https://idp.example.org/.well-known/"
-                                    "openid-configuration (connection refused)"),
-    (ValueError("the answer is not a JSON object"), "(the answer is not a JSON object)"),
-    ({k: v for k, v in METADATA["generic"].items() if k != "userinfo_endpoint"}, "lacks userinfo_endpoint"),
-    ({**METADATA["generic"], "issuer": "https://other.example.org"}, "names the issuer 'https://other.example.org'"),
-    ({**METADATA["generic"], "issuer": "https://login.microsoftonline.com/{tenantid}/v2.0"}, "is a template"),
-    ({**METADATA["generic"], "token_endpoint": "http://idp.example.org/token"}, "token_endpoint: use https://"),
-])
+@pytest.mark.parametrize(
+    "metadata, expected",
+    [
+        (
+            OSError("connection refused"),
+            "cannot read the provider's metadata at https://idp.example.org/.well-known/"
+            "openid-configuration (connection refused)",
+        ),
+        (ValueError("the answer is not a JSON object"), "(the answer is not a JSON object)"),
+        ({k: v for k, v in METADATA["generic"].items() if k != "userinfo_endpoint"}, "lacks userinfo_endpoint"),
+        (
+            {**METADATA["generic"], "issuer": "https://other.example.org"},
+            "names the issuer 'https://other.example.org'",
+        ),
+        ({**METADATA["generic"], "issuer": "https://login.microsoftonline.com/{tenantid}/v2.0"}, "is a template"),
+        ({**METADATA["generic"], "token_endpoint": "http://idp.example.org/token"}, "token_endpoint: use https://"),
+    ],
+)
 def test_unusable_provider_metadata_is_refused_with_one_line(metadata, expected):
     def fetch(url):
         if isinstance(metadata, Exception):
             raise metadata
         return metadata
+
     assert expected in _refusal(_auth("generic"), fetch)
 
 
@@ -145,8 +189,11 @@ CLAIMS = {"iss": "https://idp.example.org", "sub": "u-1", "iat": 1_800_000_000, 
 
 def test_identity_needs_issuer_subject_and_issue_time():
     ident = identity_from_claims(CLAIMS)
-    assert (ident.issuer, ident.subject, int(ident.issued_at.timestamp())) == ("https://idp.example.org", "u-1",
-                                                                                 1_800_000_000)
+    assert (ident.issuer, ident.subject, int(ident.issued_at.timestamp())) == (
+        "https://idp.example.org",
+        "u-1",
+        1_800_000_000,
+    )
     assert identity_from_claims({**CLAIMS, "nonce": "n2"}).sign_in_hash != ident.sign_in_hash  # one per sign-in
     for bad in ({"sub": None}, {"iss": ""}, {"iat": "yesterday"}, {"iat": True}, {"sub": "x" * 256}):
         with pytest.raises(SignInRefused) as exc:
@@ -163,12 +210,19 @@ def test_email_and_its_verification_come_from_one_source():
     both = {**CLAIMS, "email": "A@x.org", "email_verified": True}
     assert email_claims(both, userinfo({"sub": "u-1", "email": "b@x.org", "email_verified": True})) == ("A@x.org", True)
     assert asked == []  # the ID token had both: userinfo not asked
-    assert email_claims(CLAIMS, userinfo({"sub": "u-1", "email": "b@x.org", "email_verified": "true"})) == ("b@x.org", True)
-    assert email_claims(CLAIMS, userinfo({"sub": "u-1", "email": "b@x.org", "email_verified": False})) == ("b@x.org", False)
+    assert email_claims(CLAIMS, userinfo({"sub": "u-1", "email": "b@x.org", "email_verified": "true"})) == (
+        "b@x.org",
+        True,
+    )
+    assert email_claims(CLAIMS, userinfo({"sub": "u-1", "email": "b@x.org", "email_verified": False})) == (
+        "b@x.org",
+        False,
+    )
     assert email_claims(CLAIMS, userinfo({"sub": "u-1", "email": "b@x.org"})) == ("b@x.org", False)  # no verification
     # the ID token's unverified address is never paired with the userinfo's verification of another
-    assert email_claims({**CLAIMS, "email": "a@x.org"},
-                        userinfo({"sub": "u-1", "email": "b@x.org", "email_verified": True})) == ("b@x.org", True)
+    assert email_claims(
+        {**CLAIMS, "email": "a@x.org"}, userinfo({"sub": "u-1", "email": "b@x.org", "email_verified": True})
+    ) == ("b@x.org", True)
     assert email_claims({**CLAIMS, "email": "a@x.org"}, userinfo({"sub": "u-1"})) == ("a@x.org", False)
     assert email_claims(CLAIMS, userinfo({"sub": "u-1"})) == (None, False)
     assert email_claims(CLAIMS, None) == (None, False)
@@ -180,6 +234,7 @@ def test_email_and_its_verification_come_from_one_source():
 
 
 # -- the deep link kept across the provider ------------------------------------------------------
+
 
 def test_the_kept_address_is_inert_and_only_a_registered_page():
     from pages.components.return_to import decode, encode
@@ -197,6 +252,7 @@ def test_the_kept_address_is_inert_and_only_a_registered_page():
 
 # -- CI: the single sign-on browser tests fail, never skip, without their provider -------------
 
+
 def test_sso_browser_tests_fail_in_ci_and_skip_locally_without_the_provider(monkeypatch, tmp_path):
     import os
     import subprocess
@@ -213,8 +269,14 @@ def test_sso_browser_tests_fail_in_ci_and_skip_locally_without_the_provider(monk
     with pytest.raises(pytest.skip.Exception):
         sso_harness.require_oidc_provider()
     root = Path(__file__).resolve().parents[2]
-    r = subprocess.run(["bash", ".ci/run", "--check"], cwd=root, capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "REFORM_TEST_OIDC_DIR": str(tmp_path / "not-installed")})
+    r = subprocess.run(
+        ["bash", ".ci/run", "--check"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "REFORM_TEST_OIDC_DIR": str(tmp_path / "not-installed")},
+    )
     assert r.returncode != 0 and "error: the OIDC test provider is not installed" in r.stderr, r.stderr
 
 

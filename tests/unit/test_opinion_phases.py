@@ -18,16 +18,27 @@ from reform_core.estimators.opinion_phases import PhasedLayout
 
 RATES = pd.Series({"a": 0.92, "b": 0.85, "c": 0.97})
 SPECIFICITY = pd.Series({"a": 0.9, "b": 0.95, "c": 0.8})
-MODEL = ae.ErrorModel(RATES, SPECIFICITY, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int),
-                      pd.Series(dtype=int))
+MODEL = ae.ErrorModel(
+    RATES, SPECIFICITY, (0.9, 0.9), pd.Series(dtype=float), True, pd.Series(dtype=int), pd.Series(dtype=int)
+)
 
 
 def _items():
     """Rule items (reference 1, depth 3; two against the reference get more opinions) and two
     items doubled from the start, one model × kind stratum each."""
     rows = [  # iid, annotator, h
-        (1, "a", 1), (2, "b", 0), (2, "c", 1), (3, "c", 0), (3, "a", 0), (3, "b", 1),
-        (4, "a", 0), (5, "b", 0), (6, "b", 1), (6, "c", 1), (7, "a", 0)]
+        (1, "a", 1),
+        (2, "b", 0),
+        (2, "c", 1),
+        (3, "c", 0),
+        (3, "a", 0),
+        (3, "b", 1),
+        (4, "a", 0),
+        (5, "b", 0),
+        (6, "b", 1),
+        (6, "c", 1),
+        (7, "a", 0),
+    ]
     dec = pd.DataFrame(rows, columns=["iid", "annotator", "h"])
     ref = pd.Series({1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.0, 6: np.nan, 7: np.nan})
     depth = pd.Series(3, index=ref.index)
@@ -78,13 +89,17 @@ def test_later_opinions_of_part_of_the_items_enter_with_horvitz_thompson_weights
         item whose cut outcome is known, each cut to its first k."""
         known = [i for i in n_dec.index if n_dec[i] >= min(k, stop[i])]
         d = rule[rule["iid"].isin(known)].groupby("iid").head(k)
-        return ae.item_estimates(d, MODEL, prior, reference=ref.loc[known], depth=depth.loc[known].clip(upper=k)
-                                 ).loc[iid, "y_tilde"]
+        return ae.item_estimates(d, MODEL, prior, reference=ref.loc[known], depth=depth.loc[known].clip(upper=k)).loc[
+            iid, "y_tilde"
+        ]
 
-    want = {1: f(1, 1) + (f(1, 2) - f(1, 1)) + (f(1, 3) - f(1, 2)),
-            2: f(2, 1) + (f(2, 2) - f(2, 1)) * 2 + (f(2, 3) - f(2, 2)) * 2 * 1,
-            3: f(3, 1) + (f(3, 2) - f(3, 1)) * 2 + (f(3, 3) - f(3, 2)) * 2 * 1,
-            4: f(4, 1), 5: f(5, 1)}
+    want = {
+        1: f(1, 1) + (f(1, 2) - f(1, 1)) + (f(1, 3) - f(1, 2)),
+        2: f(2, 1) + (f(2, 2) - f(2, 1)) * 2 + (f(2, 3) - f(2, 2)) * 2 * 1,
+        3: f(3, 1) + (f(3, 2) - f(3, 1)) * 2 + (f(3, 3) - f(3, 2)) * 2 * 1,
+        4: f(4, 1),
+        5: f(5, 1),
+    }
     for iid, v in want.items():
         assert got.loc[iid, "y_tilde"] == pytest.approx(v, abs=1e-12), iid
 

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.validation import simulated_decisions
 from reform_core.estimators import cluster, draws, planner
 from reform_core.frames import CONDITION_MAIN, INSTANCE_KEY
 from reform_core.simulate import simulate
-from bench.validation import simulated_decisions
 
 
 def test_predicted_variance_adds_its_four_terms():
@@ -55,9 +55,12 @@ def test_the_estimator_measures_about_the_half_width_the_planner_predicted():
     params, table = planner.plan_for_half_width(inst, half_width=6.0, metric="tcpr", seed=1, judge_a=ja, judge_b=jb)
     tasks = draws.draw(inst, params, judge_a=ja, judge_b=jb)
     by_iid = inst.set_index(INSTANCE_KEY)
-    ref = pd.Series(params.second_opinion_reference(tasks["iid"], tasks["kind"],
-                                                    by_iid[ja].reindex(tasks["iid"]).to_numpy(dtype=float)),
-                    index=tasks["iid"].to_numpy())
+    ref = pd.Series(
+        params.second_opinion_reference(
+            tasks["iid"], tasks["kind"], by_iid[ja].reindex(tasks["iid"]).to_numpy(dtype=float)
+        ),
+        index=tasks["iid"].to_numpy(),
+    )
     widths = []
     for rep in range(3):
         rng = np.random.default_rng([11, rep])

@@ -47,8 +47,12 @@ def test_table4_rho_interval_equals_a_literal_loop_and_contains_rho():
     present = {(r.model, r.question, r.feature) for r in baseline.itertuples()}
 
     def freq(model, weights):
-        return np.array([sum(weights[i] for i, q in enumerate(common) if (model, q, f) in present) / weights.sum()
-                         for f in features])
+        return np.array(
+            [
+                sum(weights[i] for i, q in enumerate(common) if (model, q, f) in present) / weights.sum()
+                for f in features
+            ]
+        )
 
     def rho(weights):
         f_ref = (freq("m1", weights) + freq("m2", weights)) / 2

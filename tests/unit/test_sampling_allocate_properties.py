@@ -18,7 +18,9 @@ def test_minimum_per_stratum_does_not_inflate_the_total():
     assert allocate(pd.Series([1000, 1, 1, 1], index=list("abcd")), 5).tolist() == [2, 1, 1, 1]
 
 
-sizes_strategy = st.lists(st.one_of(st.integers(0, 3), st.integers(0, 40), st.integers(0, 5000)), min_size=1, max_size=9)
+sizes_strategy = st.lists(
+    st.one_of(st.integers(0, 3), st.integers(0, 40), st.integers(0, 5000)), min_size=1, max_size=9
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -46,8 +46,16 @@ def test_draw_follows_plan_and_is_reproducible(dis):
 
 def test_draw_is_uniform_within_stratum():
     # one stratum of 10 items, 3 drawn: each item drawn with probability 0.3
-    d = pd.DataFrame({"iid": np.arange(10), "model": "m", "category": "c", "mode": "require",
-                      "direction": "A1B0", "stratum": "m|A1B0|c|require"})
+    d = pd.DataFrame(
+        {
+            "iid": np.arange(10),
+            "model": "m",
+            "category": "c",
+            "mode": "require",
+            "direction": "A1B0",
+            "stratum": "m|A1B0|c|require",
+        }
+    )
     p = pd.DataFrame({"stratum": ["m|A1B0|c|require"], "planned": [3]})
     rng = np.random.default_rng(0)
     hits = np.zeros(10)

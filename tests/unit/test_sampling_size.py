@@ -143,14 +143,16 @@ def test_plan_parameters_pass_through():
 
 
 def test_disagreements_frame():
-    inst = pd.DataFrame({
-        "iid": [5, 1, 2, 3, 4],
-        "model": ["m", "m", "m", "n", "n"],
-        "category": ["lists", "lists", "lists", "x", "x"],
-        "mode": ["require", "forbid", "require", "forbid", "require"],
-        "label_a": [1.0, 0.0, 1.0, np.nan, 0.0],
-        "label_b": [0.0, 1.0, 1.0, 1.0, 0.0],
-    })
+    inst = pd.DataFrame(
+        {
+            "iid": [5, 1, 2, 3, 4],
+            "model": ["m", "m", "m", "n", "n"],
+            "category": ["lists", "lists", "lists", "x", "x"],
+            "mode": ["require", "forbid", "require", "forbid", "require"],
+            "label_a": [1.0, 0.0, 1.0, np.nan, 0.0],
+            "label_b": [0.0, 1.0, 1.0, 1.0, 0.0],
+        }
+    )
     d = disagreements(inst)
     assert d["iid"].tolist() == [1, 5]
     assert d["direction"].tolist() == ["A0B1", "A1B0"]
@@ -159,8 +161,9 @@ def test_disagreements_frame():
 
 
 def test_disagreements_rejects_bad_labels():
-    inst = pd.DataFrame({"iid": [1], "model": ["m"], "category": ["c"], "mode": ["require"],
-                         "label_a": [2.0], "label_b": [0.0]})
+    inst = pd.DataFrame(
+        {"iid": [1], "model": ["m"], "category": ["c"], "mode": ["require"], "label_a": [2.0], "label_b": [0.0]}
+    )
     with pytest.raises(ValueError, match="label_a"):
         disagreements(inst)
     with pytest.raises(ValueError, match="judge_x"):
@@ -168,8 +171,9 @@ def test_disagreements_rejects_bad_labels():
 
 
 def test_missing_stratum_fields_are_rejected():
-    inst = pd.DataFrame({"iid": [1], "model": ["m"], "category": [None], "mode": ["require"],
-                         "label_a": [1.0], "label_b": [0.0]})
+    inst = pd.DataFrame(
+        {"iid": [1], "model": ["m"], "category": [None], "mode": ["require"], "label_a": [1.0], "label_b": [0.0]}
+    )
     with pytest.raises(ValueError, match="category"):
         disagreements(inst)
     d = _paper_disagreements().head(20)
@@ -183,11 +187,29 @@ def test_strata_and_plan_sizes_carry_the_condition():
     their own Cochran size; the main condition's plan is the one it has without them."""
     rows = []
     for i in range(400):
-        rows.append({"iid": i, "model": "m", "category": "lists", "mode": "require", "condition": "main",
-                     "label_a": 1.0, "label_b": 0.0})
+        rows.append(
+            {
+                "iid": i,
+                "model": "m",
+                "category": "lists",
+                "mode": "require",
+                "condition": "main",
+                "label_a": 1.0,
+                "label_b": 0.0,
+            }
+        )
     for i in range(400, 460):
-        rows.append({"iid": i, "model": "m", "category": "lists", "mode": "require", "condition": "single",
-                     "label_a": 1.0, "label_b": 0.0})
+        rows.append(
+            {
+                "iid": i,
+                "model": "m",
+                "category": "lists",
+                "mode": "require",
+                "condition": "single",
+                "label_a": 1.0,
+                "label_b": 0.0,
+            }
+        )
     inst = pd.DataFrame(rows)
     d = disagreements(inst)
     assert set(d["stratum"]) == {"m|A1B0|lists|require", "m|A1B0|lists|require|single"}

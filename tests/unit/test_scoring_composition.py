@@ -8,9 +8,20 @@ from reform_core.metrics.composition import composition_table, prompting_compari
 
 
 def _row(instr, group, cond, pos, opp, p, question="q", feature=None):
-    return dict(model="m", question=question, instruction=instr, condition=cond, pair_group=group, task_type="t",
-                position=pos, feature=feature or f"f{pos}", category=f"c{pos}", mode="require",
-                baseline_opposed=opp, p=p)
+    return dict(
+        model="m",
+        question=question,
+        instruction=instr,
+        condition=cond,
+        pair_group=group,
+        task_type="t",
+        position=pos,
+        feature=feature or f"f{pos}",
+        category=f"c{pos}",
+        mode="require",
+        baseline_opposed=opp,
+        p=p,
+    )
 
 
 def composition_frame():
@@ -31,7 +42,9 @@ def test_composition_table_by_hand():
     assert t.loc["all_pass", "separate"] == pytest.approx(65) and t.loc["all_pass", "joint"] == pytest.approx(75)
     assert t.loc["all_pass", "delta_pp"] == pytest.approx(10) and t.loc["all_pass", "n"] == 2
     assert t.loc["opposed", "separate"] == pytest.approx(250 / 3) and t.loc["opposed", "joint"] == pytest.approx(100)
-    assert t.loc["aligned", "separate"] == pytest.approx(280 / 3) and t.loc["aligned", "joint"] == pytest.approx(250 / 3)
+    assert t.loc["aligned", "separate"] == pytest.approx(280 / 3) and t.loc["aligned", "joint"] == pytest.approx(
+        250 / 3
+    )
     assert t.loc["gap", "separate"] == pytest.approx(-10) and t.loc["gap", "joint"] == pytest.approx(50 / 3)
     assert t.loc["gap", "delta_pp"] == pytest.approx(50 / 3 + 10)
 
@@ -58,13 +71,32 @@ def test_composition_rejects_incomplete_pairs():
 def worked_example(cond, b_in_v2):
     spec = {
         "v1": [("bullets", "forbid", True, 1.0), ("headings", "require", True, 1.0), ("closing", "forbid", True, 1.0)],
-        "v2": [("bullets", "forbid", True, 1.0), ("headings", "require", True, b_in_v2), ("table", "require", False, 1.0)],
+        "v2": [
+            ("bullets", "forbid", True, 1.0),
+            ("headings", "require", True, b_in_v2),
+            ("table", "require", False, 1.0),
+        ],
         "v3": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0), ("emoji", "forbid", False, 1.0)],
     }
     suffix = "" if cond == "main" else "-p"
-    return [dict(model="m", question="q", instruction=v + suffix, condition=cond, pair_group=v, task_type="t",
-                 position=pos, feature=f, category=f, mode=mode, baseline_opposed=opp, p=p)
-            for v, cons in spec.items() for pos, (f, mode, opp, p) in enumerate(cons, 1)]
+    return [
+        dict(
+            model="m",
+            question="q",
+            instruction=v + suffix,
+            condition=cond,
+            pair_group=v,
+            task_type="t",
+            position=pos,
+            feature=f,
+            category=f,
+            mode=mode,
+            baseline_opposed=opp,
+            p=p,
+        )
+        for v, cons in spec.items()
+        for pos, (f, mode, opp, p) in enumerate(cons, 1)
+    ]
 
 
 def test_prompting_comparison_shares_units():

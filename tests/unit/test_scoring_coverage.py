@@ -19,23 +19,35 @@ def test_catalog_coverage_reproduces_table_a4():
     parts = []
     for model, (extracted, excluded, covered, uncovered, _) in TABLE_A4.items():
         exact = covered // 2
-        mapping = (["exact"] * exact + ["subtype"] * (covered - exact - 10) + ["composite"] * 10
-                   + ["uncovered"] * uncovered + ["not_format"] * excluded)
+        mapping = (
+            ["exact"] * exact
+            + ["subtype"] * (covered - exact - 10)
+            + ["composite"] * 10
+            + ["uncovered"] * uncovered
+            + ["not_format"] * excluded
+        )
         assert len(mapping) == extracted
         parts.append(pd.DataFrame({"model": model, "mapping": mapping}))
     out = catalog_coverage(pd.concat(parts)).set_index("model")
     for model, (*_, cov) in TABLE_A4.items():
         assert round(out.loc[model, "coverage"], 2) == cov
     pooled = out.loc["Pooled"]
-    assert pooled[["extracted", "excluded", "valid", "covered", "uncovered"]].tolist() == [39912, 142, 39770, 38078, 1692]
+    assert pooled[["extracted", "excluded", "valid", "covered", "uncovered"]].tolist() == [
+        39912,
+        142,
+        39770,
+        38078,
+        1692,
+    ]
     assert round(pooled["coverage"], 2) == 95.75
     with pytest.raises(ValueError, match="mapping"):
         catalog_coverage(pd.DataFrame({"model": ["m"], "mapping": ["maybe"]}))
 
 
 def test_feature_frequency_counts_once_per_response():
-    ann = pd.DataFrame({"model": ["m", "m", "m", "n"], "question": ["q1", "q1", "q2", "q1"],
-                        "feature": ["a", "a", "a", "b"]})
+    ann = pd.DataFrame(
+        {"model": ["m", "m", "m", "n"], "question": ["q1", "q1", "q2", "q1"], "feature": ["a", "a", "a", "b"]}
+    )
     f = feature_frequency(ann, features=["a", "b", "c"], n_questions=4)
     assert f.loc["a", "m"] == 0.5 and f.loc["b", "n"] == 0.25 and f.loc["c"].sum() == 0
     with pytest.raises(ValueError, match="catalog"):

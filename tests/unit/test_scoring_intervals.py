@@ -6,9 +6,9 @@ import pytest
 
 from reform_core.calibration import calibrate_stratified, stratum_rates
 from reform_core.metrics import reform
-from reform_core.unit_index import build_index
 from reform_core.metrics.intervals import bootstrap_intervals, replicate_scores, row_strata
 from reform_core.simulate import simulate
+from reform_core.unit_index import build_index
 
 JA, JB = "label_judge_a", "label_judge_b"
 

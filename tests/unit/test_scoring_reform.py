@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.loop_reference import loop_table2
 from reform_core.calibration import calibrate_stratified
 from reform_core.metrics import reform
 from reform_core.unit_index import build_index
-from bench.loop_reference import loop_table2
 
 FEATURES = [f"f{i}" for i in range(6)]
 
@@ -19,20 +19,48 @@ def _rows(model, question, variants, task="t", start=0):
     rows = []
     for name, cons in variants.items():
         for pos, (feat, mode, opp, p) in enumerate(cons, 1):
-            rows.append(dict(iid=start + len(rows), model=model, question=question, instruction=f"{question}-{name}",
-                             condition="main", pair_group=f"{question}-{name}", task_type=task, position=pos,
-                             feature=feat, category=f"cat-{feat}", mode=mode, baseline_opposed=opp, p=p))
+            rows.append(
+                dict(
+                    iid=start + len(rows),
+                    model=model,
+                    question=question,
+                    instruction=f"{question}-{name}",
+                    condition="main",
+                    pair_group=f"{question}-{name}",
+                    task_type=task,
+                    position=pos,
+                    feature=feat,
+                    category=f"cat-{feat}",
+                    mode=mode,
+                    baseline_opposed=opp,
+                    p=p,
+                )
+            )
     return rows
 
 
 def worked_example(b_in_v2=0.0, model="m", question="q", task="t", start=0):
     """docs/metrics.md#worked-example / ReFormBench (arXiv:2610.19693) App. A.1: a in v1..v3,
     b in v1,v2, c in v1; other slots aligned."""
-    return _rows(model, question, {
-        "v1": [("bullets", "forbid", True, 1.0), ("headings", "require", True, 1.0), ("closing", "forbid", True, 1.0)],
-        "v2": [("bullets", "forbid", True, 1.0), ("headings", "require", True, b_in_v2), ("table", "require", False, 1.0)],
-        "v3": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0), ("emoji", "forbid", False, 1.0)],
-    }, task=task, start=start)
+    return _rows(
+        model,
+        question,
+        {
+            "v1": [
+                ("bullets", "forbid", True, 1.0),
+                ("headings", "require", True, 1.0),
+                ("closing", "forbid", True, 1.0),
+            ],
+            "v2": [
+                ("bullets", "forbid", True, 1.0),
+                ("headings", "require", True, b_in_v2),
+                ("table", "require", False, 1.0),
+            ],
+            "v3": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0), ("emoji", "forbid", False, 1.0)],
+        },
+        task=task,
+        start=start,
+    )
 
 
 def test_worked_example_reproduces_spec_values():
@@ -65,9 +93,16 @@ def test_worked_example_violation_spread_and_coverage():
 
 def test_task_pooling_is_not_a_mean_of_task_scores():
     rows = worked_example(task="t1")
-    rows += _rows("m", "q2", {"w1": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0)],
-                              "w2": [("bullets", "forbid", True, 1.0), ("emoji", "forbid", False, 1.0)]},
-                  task="t2", start=100)
+    rows += _rows(
+        "m",
+        "q2",
+        {
+            "w1": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0)],
+            "w2": [("bullets", "forbid", True, 1.0), ("emoji", "forbid", False, 1.0)],
+        },
+        task="t2",
+        start=100,
+    )
     df = pd.DataFrame(rows)
     task = reform.task_table(df)
     overall = task[task["task_type"] == "overall"].iloc[0]
@@ -97,8 +132,14 @@ def test_condition_filter_and_errors():
 
 
 def test_mark_baseline_opposed():
-    inst = pd.DataFrame({"model": ["m"] * 4, "question": ["q"] * 4, "feature": ["a", "a", "b", "b"],
-                         "mode": ["forbid", "require", "forbid", "require"]})
+    inst = pd.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "question": ["q"] * 4,
+            "feature": ["a", "a", "b", "b"],
+            "mode": ["forbid", "require", "forbid", "require"],
+        }
+    )
     base = pd.DataFrame({"model": ["m"], "question": ["q"], "feature": ["a"]})
     out = reform.mark_baseline_opposed(inst, base)
     assert out["baseline_opposed"].tolist() == [True, False, False, True]
@@ -112,9 +153,16 @@ def test_unknown_opposition_is_left_out_of_emcr_and_counted():
     the targets are counted. Before, a missing baseline made every require target opposed."""
     rows = worked_example()
     # question q2 (not annotated): three variants sharing two targets, all passing
-    rows += _rows("m", "q2", {"w1": [("bullets", "forbid", None, 1.0), ("headings", "require", None, 1.0)],
-                              "w2": [("bullets", "forbid", None, 1.0), ("headings", "require", None, 1.0)],
-                              "w3": [("bullets", "forbid", None, 1.0), ("table", "require", None, 1.0)]}, start=100)
+    rows += _rows(
+        "m",
+        "q2",
+        {
+            "w1": [("bullets", "forbid", None, 1.0), ("headings", "require", None, 1.0)],
+            "w2": [("bullets", "forbid", None, 1.0), ("headings", "require", None, 1.0)],
+            "w3": [("bullets", "forbid", None, 1.0), ("table", "require", None, 1.0)],
+        },
+        start=100,
+    )
     df = pd.DataFrame(rows)
     df["baseline_opposed"] = df["baseline_opposed"].astype("boolean")
     t = reform.table2(df).iloc[0]
@@ -125,33 +173,55 @@ def test_unknown_opposition_is_left_out_of_emcr_and_counted():
     ref = loop_table2(df).iloc[0]  # the literal loop skips unknown targets too
     assert ref["emcr"] == pytest.approx(t["emcr"])
     # the same data as an export's CSV column (empty = unknown) scores the same
-    as_csv = df.assign(baseline_opposed=df["baseline_opposed"].astype(object).where(df["baseline_opposed"].notna(), np.nan))
+    as_csv = df.assign(
+        baseline_opposed=df["baseline_opposed"].astype(object).where(df["baseline_opposed"].notna(), np.nan)
+    )
     assert reform.table2(as_csv).iloc[0]["emcr"] == pytest.approx(t["emcr"])
     with pytest.raises(ValueError, match="baseline_opposed"):
         reform.table2(df.assign(baseline_opposed="yes"))
 
 
 def test_mark_baseline_opposed_with_annotated_pairs():
-    inst = pd.DataFrame({"model": ["m", "m", "m2"], "question": ["q", "q", "q"], "feature": ["a", "b", "a"],
-                         "mode": ["require", "require", "require"]})
+    inst = pd.DataFrame(
+        {
+            "model": ["m", "m", "m2"],
+            "question": ["q", "q", "q"],
+            "feature": ["a", "b", "a"],
+            "mode": ["require", "require", "require"],
+        }
+    )
     base = pd.DataFrame({"model": ["m"], "question": ["q"], "feature": ["a"]})
     out = reform.mark_baseline_opposed(inst, base, annotated=pd.DataFrame({"model": ["m"], "question": ["q"]}))
     assert out["baseline_opposed"].tolist()[:2] == [False, True] and pd.isna(out["baseline_opposed"].iloc[2])
 
 
 # Published Table 2 (ReFormBench §4.2): TCPR and EMCR order two model pairs differently.
-TABLE2 = pd.DataFrame({
-    "model": ["Kimi K3", "GPT-5.6 Sol", "Gemini 3.5 Flash", "Qwen3.6-35B-A3B", "GLM-5.2", "DeepSeek-V4-Pro",
-              "Qwen3.6-27B", "Claude Opus 4.6", "Qwen3-235B-A22B-Thinking", "Qwen3.5-9B"],
-    "tcpr": [82.82, 81.99, 78.08, 77.82, 75.76, 66.39, 65.46, 60.09, 56.33, 51.81],
-    "emcr": [64.72, 62.31, 60.63, 60.34, 55.50, 44.81, 47.84, 42.33, 34.04, 40.12],
-})
+TABLE2 = pd.DataFrame(
+    {
+        "model": [
+            "Kimi K3",
+            "GPT-5.6 Sol",
+            "Gemini 3.5 Flash",
+            "Qwen3.6-35B-A3B",
+            "GLM-5.2",
+            "DeepSeek-V4-Pro",
+            "Qwen3.6-27B",
+            "Claude Opus 4.6",
+            "Qwen3-235B-A22B-Thinking",
+            "Qwen3.5-9B",
+        ],
+        "tcpr": [82.82, 81.99, 78.08, 77.82, 75.76, 66.39, 65.46, 60.09, 56.33, 51.81],
+        "emcr": [64.72, 62.31, 60.63, 60.34, 55.50, 44.81, 47.84, 42.33, 34.04, 40.12],
+    }
+)
 
 
 def test_rank_comparison_on_published_table2():
     pairs = reform.rank_comparison(TABLE2)
     assert set(zip(pairs["model_1"], pairs["model_2"])) == {
-        ("DeepSeek-V4-Pro", "Qwen3.6-27B"), ("Qwen3-235B-A22B-Thinking", "Qwen3.5-9B")}
+        ("DeepSeek-V4-Pro", "Qwen3.6-27B"),
+        ("Qwen3-235B-A22B-Thinking", "Qwen3.5-9B"),
+    }
     row = pairs[pairs["model_1"] == "DeepSeek-V4-Pro"].iloc[0]
     assert (row["rank_tcpr_1"], row["rank_tcpr_2"], row["rank_emcr_1"], row["rank_emcr_2"]) == (6, 7, 7, 6)
 
@@ -187,10 +257,23 @@ def random_project(seed: int, n_models: int = 2) -> pd.DataFrame:
                 for pos, f in enumerate(feats, 1):
                     mode = "forbid" if rng.random() < 0.5 else "require"
                     p = float(rng.choice([0.0, 1.0, rng.random()]))
-                    rows.append(dict(iid=len(rows), model=f"m{m}", question=f"q{q}", instruction=f"q{q}v{v}",
-                                     condition="main", pair_group=f"q{q}v{v}", task_type=f"t{q % 2}",
-                                     position=pos, feature=f, category=f, mode=mode,
-                                     baseline_opposed=(f in present) == (mode == "forbid"), p=p))
+                    rows.append(
+                        dict(
+                            iid=len(rows),
+                            model=f"m{m}",
+                            question=f"q{q}",
+                            instruction=f"q{q}v{v}",
+                            condition="main",
+                            pair_group=f"q{q}v{v}",
+                            task_type=f"t{q % 2}",
+                            position=pos,
+                            feature=f,
+                            category=f,
+                            mode=mode,
+                            baseline_opposed=(f in present) == (mode == "forbid"),
+                            p=p,
+                        )
+                    )
     return pd.DataFrame(rows)
 
 
@@ -227,8 +310,13 @@ def test_adding_passing_aligned_constraint_keeps_emcr(seed):
     df = random_project(seed)
     first = df.drop_duplicates("instruction").iloc[0]
     used = set(df.loc[df["instruction"] == first["instruction"], "feature"])
-    extra = first.to_dict() | {"iid": 10**6, "position": 9, "feature": next(f for f in "xyz" if f not in used),
-                               "baseline_opposed": False, "p": 1.0}
+    extra = first.to_dict() | {
+        "iid": 10**6,
+        "position": 9,
+        "feature": next(f for f in "xyz" if f not in used),
+        "baseline_opposed": False,
+        "p": 1.0,
+    }
     more = pd.concat([df, pd.DataFrame([extra])], ignore_index=True)
     a, b = reform.table2(df), reform.table2(more)
     np.testing.assert_allclose(a["emcr"], b["emcr"], equal_nan=True)
@@ -263,9 +351,16 @@ def test_task_named_overall_does_not_collide_and_a5_counts_models():
     """Issue 17: task names are free text; a task literally called "overall" keeps its own
     TCPR (the pooled row is marked by ``pooled``), and A5 says how many models each mean covers."""
     rows = worked_example(task="overall")
-    rows += _rows("m", "q2", {"w1": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0)],
-                              "w2": [("bullets", "forbid", True, 1.0), ("emoji", "forbid", False, 1.0)]},
-                  task="t2", start=100)
+    rows += _rows(
+        "m",
+        "q2",
+        {
+            "w1": [("bullets", "forbid", True, 1.0), ("bold", "forbid", False, 1.0)],
+            "w2": [("bullets", "forbid", True, 1.0), ("emoji", "forbid", False, 1.0)],
+        },
+        task="t2",
+        start=100,
+    )
     df = pd.DataFrame(rows)
     tabs = reform.reform_tables(df)
     task = tabs["a6_a7"]
@@ -288,8 +383,9 @@ def test_restricted_index_scores_its_clusters_like_the_loop_reference(seed):
     rng = np.random.default_rng(seed)
     keep = rng.random(len(index.models) * len(index.questions)) < 0.5
     sub, rows = index.restrict(keep)
-    cluster = pd.Index(index.models).get_indexer(df["model"]) * len(index.questions) \
-        + pd.Index(index.questions).get_indexer(df["question"])
+    cluster = pd.Index(index.models).get_indexer(df["model"]) * len(index.questions) + pd.Index(
+        index.questions
+    ).get_indexer(df["question"])
     kept = df[keep[cluster]]
     assert sorted(index.row_pos[rows]) == sorted(np.flatnonzero(keep[cluster]))
     if kept.empty:

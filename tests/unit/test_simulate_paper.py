@@ -43,8 +43,11 @@ def test_paper_scale(paper):
     per_q = sp.instructions.groupby("question").size()
     assert per_q.max() <= 30 and per_q.min() >= 1
     assert abs((per_q == 1).sum() - 256) <= 5
-    targets = sp.constraints.merge(sp.instructions[["instruction", "question"]]).groupby(
-        ["question", "feature", "mode"]).size()
+    targets = (
+        sp.constraints.merge(sp.instructions[["instruction", "question"]])
+        .groupby(["question", "feature", "mode"])
+        .size()
+    )
     share_recurring = (targets > 1).mean()
     assert 0.40 <= share_recurring <= 0.60
     assert 4_500 <= len(targets) <= 7_500

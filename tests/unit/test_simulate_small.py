@@ -43,7 +43,15 @@ def test_columns(sp):
     assert list(sp.questions.columns) == ["question", "task_type", "domain", "language", "text"]
     assert list(sp.instructions.columns) == ["instruction", "question", "condition", "pair_group", "text"]
     assert list(sp.constraints.columns) == [
-        "instruction", "position", "feature", "category", "mode", "text", "acceptance", "params"]
+        "instruction",
+        "position",
+        "feature",
+        "category",
+        "mode",
+        "text",
+        "acceptance",
+        "params",
+    ]
     assert list(sp.models.columns) == ["model", "provider"]
     assert list(sp.baseline.columns) == ["model", "question", "feature"]
     assert list(sp.judgments.columns) == ["model", "instruction", "position", "judge", "label", "rationale"]
@@ -54,9 +62,24 @@ def test_columns(sp):
 
 def test_instances_contract(sp):
     inst = sp.instances()
-    for col in ("iid", "model", "question", "instruction", "condition", "pair_group", "task_type", "domain",
-                "position", "feature", "category", "mode", "baseline_opposed", "label_judge_a",
-                "label_judge_b", "truth"):
+    for col in (
+        "iid",
+        "model",
+        "question",
+        "instruction",
+        "condition",
+        "pair_group",
+        "task_type",
+        "domain",
+        "position",
+        "feature",
+        "category",
+        "mode",
+        "baseline_opposed",
+        "label_judge_a",
+        "label_judge_b",
+        "truth",
+    ):
         assert col in inst.columns, col
     assert inst["iid"].is_unique
     assert set(inst["position"]) == {1, 2, 3}
@@ -112,7 +135,8 @@ def test_single_and_prompted_conditions():
     prompted = inst[inst.condition == "prompted"]
     assert prompted["model"].nunique() == 1 and len(prompted) == 360
     assert set(sp.instructions.loc[sp.instructions.condition == "single", "pair_group"]) == set(
-        sp.instructions.loc[sp.instructions.condition == "main", "instruction"])
+        sp.instructions.loc[sp.instructions.condition == "main", "instruction"]
+    )
     assert inst["iid"].is_unique
 
 
@@ -140,10 +164,16 @@ def test_fallback_catalog_shape():
 
 def test_catalog_features_from_records():
     records = [
-        {"key": "bullet_list", "name": "Bullet list", "category": "lists",
-         "require_template": "Use {n} bullets.", "forbid_template": "No bullets.",
-         "params": [{"name": "n", "default": 4}], "acceptance": {"require": "{n} bullets", "forbid": "none"},
-         "paper_counts": {"require": 242, "forbid": 135}},
+        {
+            "key": "bullet_list",
+            "name": "Bullet list",
+            "category": "lists",
+            "require_template": "Use {n} bullets.",
+            "forbid_template": "No bullets.",
+            "params": [{"name": "n", "default": 4}],
+            "acceptance": {"require": "{n} bullets", "forbid": "none"},
+            "paper_counts": {"require": 242, "forbid": 135},
+        },
         {"key": "t", "name": "T", "category": {"key": "c2"}, "modes": ["require"]},
     ]
     f = catalog_features(records)

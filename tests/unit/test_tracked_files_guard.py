@@ -28,13 +28,24 @@ def _repo(tmp_path: Path, body: str) -> Path:
 
 def _pytest(repo: Path, ci: bool) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CI": "true" if ci else "", "REFORM_CHECK_TRACKED": ""}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "test_it.py"], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "test_it.py"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("body, fails", [("Path('report.md').write_text('rewritten')", True),
-                                         ("Path('untracked.txt').write_text('new file')", False),
-                                         ("assert Path('report.md').read_text() == 'tracked\\n'", False)])
+@pytest.mark.parametrize(
+    "body, fails",
+    [
+        ("Path('report.md').write_text('rewritten')", True),
+        ("Path('untracked.txt').write_text('new file')", False),
+        ("assert Path('report.md').read_text() == 'tracked\\n'", False),
+    ],
+)
 def test_a_run_that_changes_a_tracked_file_fails_in_ci(tmp_path, body, fails):
     repo = _repo(tmp_path, body)
     r = _pytest(repo, ci=True)

@@ -16,11 +16,27 @@ from bench import scenarios_any_shape as gen
 from bench import validation_any_shape as vas
 from bench.bench_validation import REVISION
 from bench.ppi_baseline import comparator
-from reform_core.unit_index import build_index
 from bench.validation import REPLICATE_COLUMNS
+from reform_core.unit_index import build_index
 
-CONTRACT = ["iid", "model", "question", "instruction", "condition", "pair_group", "task_type", "domain", "position",
-            "feature", "category", "mode", "baseline_opposed", "label_judge_a", "label_judge_b", "truth"]
+CONTRACT = [
+    "iid",
+    "model",
+    "question",
+    "instruction",
+    "condition",
+    "pair_group",
+    "task_type",
+    "domain",
+    "position",
+    "feature",
+    "category",
+    "mode",
+    "baseline_opposed",
+    "label_judge_a",
+    "label_judge_b",
+    "truth",
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +54,7 @@ def literal_scores(frame: pd.DataFrame, column: str) -> dict:
 
 
 def test_the_generator_fills_the_instances_contract(inst):
-    assert list(inst.columns[:len(CONTRACT)]) == CONTRACT
+    assert list(inst.columns[: len(CONTRACT)]) == CONTRACT
     assert inst["iid"].is_unique
     assert set(inst["mode"]) == {"require", "forbid"}
     assert set(inst["condition"]) == {"main"}
@@ -48,14 +64,16 @@ def test_the_generator_fills_the_instances_contract(inst):
 
 def test_prompts_have_one_to_six_constraints_and_no_variants(inst):
     assert (inst.groupby("question")["instruction"].nunique() == 1).all()  # one instruction per question
-    per_prompt = inst.groupby(["model", "instruction"]).agg(k=("position", "size"), top=("position", "max"),
-                                                           feats=("feature", "nunique"))
+    per_prompt = inst.groupby(["model", "instruction"]).agg(
+        k=("position", "size"), top=("position", "max"), feats=("feature", "nunique")
+    )
     assert set(per_prompt["k"]) == {1, 2, 3, 4, 5, 6}
     assert (per_prompt["top"] == per_prompt["k"]).all()  # positions 1..k
     assert (per_prompt["feats"] == per_prompt["k"]).all()  # distinct features within a prompt
     # every model answers the same prompts with the same constraints
     shape = inst.groupby("model")[["instruction", "position", "feature", "mode"]].apply(
-        lambda d: tuple(map(tuple, d.sort_values(["instruction", "position"]).to_numpy())))
+        lambda d: tuple(map(tuple, d.sort_values(["instruction", "position"]).to_numpy()))
+    )
     assert shape.nunique() == 1
 
 
@@ -71,8 +89,12 @@ def test_judges_are_lenient_on_some_features_and_harsh_on_others(inst):
     rates = {}
     for kind, d in inst.assign(wrong_a=wrong_a, both=both).groupby("leniency"):
         fails, passes = d[d["truth"] == 0], d[d["truth"] == 1]
-        rates[kind] = {"false_pass": fails["wrong_a"].mean(), "false_fail": passes["wrong_a"].mean(),
-                       "both": d["both"].sum(), "both_passes": (d["both"] & (d["truth"] == 0)).sum()}
+        rates[kind] = {
+            "false_pass": fails["wrong_a"].mean(),
+            "false_fail": passes["wrong_a"].mean(),
+            "both": d["both"].sum(),
+            "both_passes": (d["both"] & (d["truth"] == 0)).sum(),
+        }
     assert rates["lenient"]["false_pass"] > 0.1 and rates["lenient"]["false_fail"] < 0.03
     assert rates["harsh"]["false_fail"] > 0.05 and rates["harsh"]["false_pass"] < 0.03
     # both judges wrong together: concentrated on lenient (a false pass) and harsh (a false fail) features
@@ -89,8 +111,9 @@ def test_judges_are_lenient_on_some_features_and_harsh_on_others(inst):
 def test_ppi_with_every_constraint_decided_by_infallible_humans_is_the_literal_score(inst):
     index = build_index(inst)
     everything = pd.DataFrame({"iid": inst["iid"], "annotator": "a", "h": inst["truth"]})  # budget = every row
-    got = comparator(0.0, constraint_level=True)(inst, index, "label_judge_a", "label_judge_b", everything,
-                                                 np.random.default_rng(0)).set_index(["model", "metric"])
+    got = comparator(0.0, constraint_level=True)(
+        inst, index, "label_judge_a", "label_judge_b", everything, np.random.default_rng(0)
+    ).set_index(["model", "metric"])
     for model, scores in literal_scores(inst, "truth").items():
         for metric, value in scores.items():
             assert got.loc[(model, metric), "estimate"] == pytest.approx(value, abs=1e-9)

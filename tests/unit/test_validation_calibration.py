@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from bench.validation import REPLICATE_COLUMNS, run_replicate, simulated_decisions, summarize
 from reform_core.estimators import draws
 from reform_core.simulate import simulate
-from bench.validation import REPLICATE_COLUMNS, run_replicate, simulated_decisions, summarize
 
 # Reduced scale: 150 questions, 800 instructions, 4 models; judges wrong together on 1 %.
 SCALE = dict(scale="paper", n_questions=150, n_instructions=800, n_models=4)
@@ -20,8 +20,9 @@ SEEDS = range(100, 110)
 
 @pytest.fixture(scope="module")
 def replicates():
-    return pd.concat([run_replicate(s, both_wrong=0.01, n_boot=200, error_boot=10, **SCALE) for s in SEEDS],
-                     ignore_index=True)
+    return pd.concat(
+        [run_replicate(s, both_wrong=0.01, n_boot=200, error_boot=10, **SCALE) for s in SEEDS], ignore_index=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +72,12 @@ def test_a_replicate_is_reproducible_from_its_seed():
 def test_simulated_annotators_are_distinct_per_task_and_err_at_the_given_rate():
     sim = simulate(3, "small")
     inst = sim.instances()
-    tasks = draws.draw(inst, draws.default_design(inst, seed=3, judge_a="label_judge_a", judge_b="label_judge_b",
-                                                     double_fraction=1.0),
-                        judge_a="label_judge_a", judge_b="label_judge_b")
+    tasks = draws.draw(
+        inst,
+        draws.default_design(inst, seed=3, judge_a="label_judge_a", judge_b="label_judge_b", double_fraction=1.0),
+        judge_a="label_judge_a",
+        judge_b="label_judge_b",
+    )
     truth = inst.set_index("iid")["truth"].astype(float)
     dec = simulated_decisions(truth, tasks, 0.2, np.random.default_rng(0))
     assert len(dec) == int(tasks["required"].sum())
@@ -113,10 +117,21 @@ def test_simulated_opinions_follow_the_plans_rule_to_a_third():
 
 def _frame(truth, estimate, low, high):
     n = len(truth)
-    return pd.DataFrame({
-        "seed": 1, "model": [f"m{i}" for i in range(n)], "metric": "tcpr", "truth": truth, "estimator": "cluster",
-        "estimate": estimate, "lo": low, "hi": high, "pop_lo": np.nan, "pop_hi": np.nan, "decisions": 10,
-    })
+    return pd.DataFrame(
+        {
+            "seed": 1,
+            "model": [f"m{i}" for i in range(n)],
+            "metric": "tcpr",
+            "truth": truth,
+            "estimator": "cluster",
+            "estimate": estimate,
+            "lo": low,
+            "hi": high,
+            "pop_lo": np.nan,
+            "pop_hi": np.nan,
+            "decisions": 10,
+        }
+    )
 
 
 def test_summarize_errors_and_clopper_pearson_coverage():
@@ -137,8 +152,9 @@ def test_bad_input_is_refused_with_a_clear_message():
     with pytest.raises(ValueError, match="level"):
         run_replicate(1, scale="small", level=1.5)
     with pytest.raises(ValueError, match="human_error"):
-        simulated_decisions(pd.Series(dtype=float), pd.DataFrame({"iid": [], "required": []}), 0.7,
-                            np.random.default_rng(0))
+        simulated_decisions(
+            pd.Series(dtype=float), pd.DataFrame({"iid": [], "required": []}), 0.7, np.random.default_rng(0)
+        )
     with pytest.raises(ValueError, match="estimate"):
         summarize(pd.DataFrame({"seed": [1]}))
     with pytest.raises(ValueError, match="empty"):

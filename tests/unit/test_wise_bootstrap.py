@@ -28,10 +28,17 @@ def outputs_from_table(table: pd.DataFrame, providers: pd.Series, seed: int, n_i
             v = np.zeros(n_items * reps, dtype=int)
             v[:k] = 1
             rng.shuffle(v)
-            parts.append(pd.DataFrame({
-                "provider": providers[m], "model": m, "item": np.repeat(np.arange(n_items), reps),
-                "form": f, "passed": v,
-            }))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "provider": providers[m],
+                        "model": m,
+                        "item": np.repeat(np.arange(n_items), reps),
+                        "form": f,
+                        "passed": v,
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -50,11 +57,13 @@ def test_model_compliance_recovers_the_table(family):
 
 
 def test_failure_directions_weight_models_equally():
-    df = pd.DataFrame({
-        "model": ["a"] * 4 + ["b"] * 2,
-        "form": ["POS"] * 6,
-        "direction": ["under", "under", "under", "exact", "over", "exact"],
-    })
+    df = pd.DataFrame(
+        {
+            "model": ["a"] * 4 + ["b"] * 2,
+            "form": ["POS"] * 6,
+            "direction": ["under", "under", "under", "exact", "over", "exact"],
+        }
+    )
     got = wise.failure_directions(df)
     # model a: 3/4 under, 1/4 exact; model b: 1/2 over, 1/2 exact
     assert got.loc["POS", "under"] == pytest.approx((0.75 + 0) / 2)
@@ -230,8 +239,10 @@ def test_bad_input_is_named():
         wise.robustness(c.fillna(0.5) * 100)
     df = small_panel()
     with pytest.raises(ValueError, match="no output under form"):
-        wise.contrast_intervals(df.iloc[1:].loc[lambda d: ~((d.model == "m0") & (d.item == 0) & (d.form == "NEG"))],
-                                rng=np.random.default_rng(0))
+        wise.contrast_intervals(
+            df.iloc[1:].loc[lambda d: ~((d.model == "m0") & (d.item == 0) & (d.form == "NEG"))],
+            rng=np.random.default_rng(0),
+        )
     with pytest.raises(ValueError, match="must be 0/1"):
         wise.model_compliance(df.assign(passed=2))
     with pytest.raises(ValueError, match="scheme must be one of"):

@@ -122,27 +122,44 @@ def test_floor_regime_flags_table_12_gemini():
         out = wise.floor_regime(profile)
         assert bool(out.loc["Gemini 2.5 Flash", "floor"]), experiment
         assert out.loc["Gemini 2.5 Flash", "word_change"] == pytest.approx(
-            g["mean_words"].iloc[-1] - g["mean_words"].iloc[0])
+            g["mean_words"].iloc[-1] - g["mean_words"].iloc[0]
+        )
         # mean error column of Table 12 is mean words minus target
         assert np.allclose(g["mean_words"] - g["target"], g["mean_error"], atol=1e-9)
 
 
 def test_floor_regime_gemini_31_and_a_regular_model():
     # App. I: Gemini 3.1 exact 21.6/0.9/0.7/0.0 %, mean length between 2.36 and 2.88 words.
-    gem31 = pd.DataFrame({"model": "Gemini 3.1", "target": [5, 8, 10, 12],
-                          "exact": [0.216, 0.009, 0.007, 0.0], "mean_words": [2.88, 2.5, 2.4, 2.36]})
-    regular = pd.DataFrame({"model": "Claude", "target": [5, 8, 10, 12],
-                            "exact": [0.6, 0.5, 0.45, 0.4], "mean_words": [5.2, 8.1, 9.8, 11.6]})
+    gem31 = pd.DataFrame(
+        {
+            "model": "Gemini 3.1",
+            "target": [5, 8, 10, 12],
+            "exact": [0.216, 0.009, 0.007, 0.0],
+            "mean_words": [2.88, 2.5, 2.4, 2.36],
+        }
+    )
+    regular = pd.DataFrame(
+        {
+            "model": "Claude",
+            "target": [5, 8, 10, 12],
+            "exact": [0.6, 0.5, 0.45, 0.4],
+            "mean_words": [5.2, 8.1, 9.8, 11.6],
+        }
+    )
     short_but_compliant = gem31.assign(model="X", exact=[0.2, 0.02, 0.0, 0.0])
     out = wise.floor_regime(pd.concat([gem31, regular, short_but_compliant]))
     assert out["floor"].to_dict() == {"Gemini 3.1": True, "Claude": False, "X": False}
 
 
 def test_target_profile_from_outputs():
-    df = pd.DataFrame({
-        "model": ["m"] * 6, "target": [5, 5, 5, 8, 8, 8], "words": [5, 3, 4, 2, 3, 4],
-        "passed": [1, 0, 0, 0, 0, 0],
-    })
+    df = pd.DataFrame(
+        {
+            "model": ["m"] * 6,
+            "target": [5, 5, 5, 8, 8, 8],
+            "words": [5, 3, 4, 2, 3, 4],
+            "passed": [1, 0, 0, 0, 0, 0],
+        }
+    )
     p = wise.target_profile(df).set_index("target")
     assert p.loc[5, "exact"] == pytest.approx(1 / 3) and p.loc[8, "exact"] == 0
     assert p.loc[5, "mean_words"] == pytest.approx(4) and p.loc[8, "mean_error"] == pytest.approx(3 - 8)

@@ -34,8 +34,10 @@ def _literal(df: pd.DataFrame, n_boot: int, seed: int) -> dict[str, np.ndarray]:
     w = item_bootstrap_weights(len(ITEMS), n_boot, np.random.default_rng(seed))
     out = {k: np.full(n_boot, np.nan) for k in ("tau_b", "top3_jaccard", "max_rank_shift")}
     for b in range(n_boot):
-        comp = {f: np.array([sum(w[b, i] * table[(m, it, f)] for i, it in enumerate(ITEMS)) / len(ITEMS)
-                             for m in MODELS]) for f in ("POS", "TIED")}
+        comp = {
+            f: np.array([sum(w[b, i] * table[(m, it, f)] for i, it in enumerate(ITEMS)) / len(ITEMS) for m in MODELS])
+            for f in ("POS", "TIED")
+        }
         if np.ptp(comp["TIED"]) > 0:
             out["tau_b"][b] = stats.kendalltau(comp["POS"], comp["TIED"]).statistic
         top = {f: set(np.flatnonzero(stats.rankdata(-comp[f], method="min") <= 3)) for f in comp}
@@ -79,5 +81,8 @@ def test_the_service_reports_the_undefined_count_and_keeps_the_other_intervals()
     undefined = int(got.loc["TIED", "tau_b_undefined"])
     assert undefined > 0 and np.isfinite(got.loc["TIED", "tau_b_low"])
     assert np.isfinite(got.loc["TIED", "top3_jaccard_low"]) and np.isfinite(got.loc["TIED", "max_rank_shift_low"])
-    assert notes == [f"form TIED: {name} is undefined in {undefined:,} of 600 ranking replicates (every model "
-                     f"tied); its interval is over the other {600 - undefined:,}" for name in ("τ_b", "the reversal rate")]
+    assert notes == [
+        f"form TIED: {name} is undefined in {undefined:,} of 600 ranking replicates (every model "
+        f"tied); its interval is over the other {600 - undefined:,}"
+        for name in ("τ_b", "the reversal rate")
+    ]

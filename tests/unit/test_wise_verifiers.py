@@ -12,7 +12,10 @@ def check(verifier_id, text, **params):
 
 def test_all_four_are_registered():
     assert base.registered_ids("wise:") == [
-        "wise:exact_words", "wise:json_keys", "wise:keyword_once", "wise:word_range",
+        "wise:exact_words",
+        "wise:json_keys",
+        "wise:keyword_once",
+        "wise:word_range",
     ]
 
 

@@ -5,23 +5,24 @@ Revision ID: 0011_wording_outside_raters
 Revises: 0010_catalog_document
 Create Date: 2026-12-05 10:00:00
 """
-from alembic import op
+
 import sqlalchemy as sa
 import sqlmodel
+from alembic import op
 
-
-revision = '0011_wording_outside_raters'
-down_revision = '0010_catalog_document'
+revision = "0011_wording_outside_raters"
+down_revision = "0010_catalog_document"
 branch_labels = None
 depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('wording_rating', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('annotator', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False,
-                                      server_default=''))
+    with op.batch_alter_table("wording_rating", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("annotator", sqlmodel.sql.sqltypes.AutoString(length=100), nullable=False, server_default="")
+        )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('wording_rating', schema=None) as batch_op:
-        batch_op.drop_column('annotator')
+    with op.batch_alter_table("wording_rating", schema=None) as batch_op:
+        batch_op.drop_column("annotator")

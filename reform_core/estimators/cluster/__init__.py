@@ -52,14 +52,21 @@ def _labels(instances: pd.DataFrame, index: UnitIndex, judge_a: str, judge_b: st
 
 def _progress_frame(index: UnitIndex, lay: Layout, prog: Progress) -> pd.DataFrame:
     cl, nm = lay.clusters, lay.clusters.nm
-    return pd.DataFrame({
-        "model": index.models, "clusters": np.bincount(cl.c_model, cl.c_exists, minlength=nm).astype(int),
-        "clusters_sampled": prog.n_sampled, "clusters_observed": prog.n_observed,
-        "disagreements": lay.dis_per_model.astype(int),
-        "disagreements_decided": np.bincount(cl.row_model[prog.obs_dis], minlength=nm).astype(int),
-        "audits_planned": lay.audits_per_model.astype(int), "audits_decided": prog.audited_m.astype(int),
-        "tasks_planned": prog.tasks_planned.astype(int), "tasks_decided": prog.tasks_decided.astype(int),
-        "awaiting_opinion": prog.awaiting_opinion.astype(int)})
+    return pd.DataFrame(
+        {
+            "model": index.models,
+            "clusters": np.bincount(cl.c_model, cl.c_exists, minlength=nm).astype(int),
+            "clusters_sampled": prog.n_sampled,
+            "clusters_observed": prog.n_observed,
+            "disagreements": lay.dis_per_model.astype(int),
+            "disagreements_decided": np.bincount(cl.row_model[prog.obs_dis], minlength=nm).astype(int),
+            "audits_planned": lay.audits_per_model.astype(int),
+            "audits_decided": prog.audited_m.astype(int),
+            "tasks_planned": prog.tasks_planned.astype(int),
+            "tasks_decided": prog.tasks_decided.astype(int),
+            "awaiting_opinion": prog.awaiting_opinion.astype(int),
+        }
+    )
 
 
 def _tables(index: UnitIndex, variances: dict, df_m: np.ndarray, level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -73,16 +80,36 @@ def _tables(index: UnitIndex, variances: dict, df_m: np.ndarray, level: float) -
         table[f"{metric}_lo"] = mv.point - tq * se
         table[f"{metric}_hi"] = mv.point + tq * se
         for mi, mm in enumerate(index.models):
-            comp_rows.append({"model": mm, "metric": metric, "sampling": mv.sampling[mi], "audit": mv.audit[mi],
-                              "adjudicator_error": mv.adjudicator_error[mi], "audit_direct": mv.audit_direct[mi]})
+            comp_rows.append(
+                {
+                    "model": mm,
+                    "metric": metric,
+                    "sampling": mv.sampling[mi],
+                    "audit": mv.audit[mi],
+                    "adjudicator_error": mv.adjudicator_error[mi],
+                    "audit_direct": mv.audit_direct[mi],
+                }
+            )
     return pd.DataFrame(table), pd.DataFrame(comp_rows)
 
 
-def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFrame, design: Design, *,
-             judge_a: str = "label_a", judge_b: str = "label_b", condition: str | None = "main",
-             error_model: ae.ErrorModel | None = None, error_boot: int = ERROR_BOOT,
-             rng: np.random.Generator | None = None, index: UnitIndex | None = None,
-             level: float = 0.95, realised: dict | None = None, memo: dict | None = None) -> ClusterEstimate:
+def estimate(
+    instances: pd.DataFrame,
+    tasks: pd.DataFrame,
+    decisions: pd.DataFrame,
+    design: Design,
+    *,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    condition: str | None = "main",
+    error_model: ae.ErrorModel | None = None,
+    error_boot: int = ERROR_BOOT,
+    rng: np.random.Generator | None = None,
+    index: UnitIndex | None = None,
+    level: float = 0.95,
+    realised: dict | None = None,
+    memo: dict | None = None,
+) -> ClusterEstimate:
     """Estimate the fixed benchmark's scores and their measurement variance (module docstring).
 
     Parameters
@@ -119,38 +146,64 @@ def estimate(instances: pd.DataFrame, tasks: pd.DataFrame, decisions: pd.DataFra
     require_columns(decisions, [INSTANCE_KEY, "annotator", "h"], "decisions")
     index = index if index is not None else build_index(instances, condition=condition)
     g, m, iid = _labels(instances, index, judge_a, judge_b)
-    lay = design_layout(instances, tasks, design, index, g, m, iid, realised=realised, memo=memo, memo_key=(judge_a, judge_b))
+    lay = design_layout(
+        instances, tasks, design, index, g, m, iid, realised=realised, memo=memo, memo_key=(judge_a, judge_b)
+    )
     prog = progress_of(lay, decisions, g, m, index.models, closed=design.extra.get("closed"))
     dec = decisions_used(lay, prog, decisions, g, m, error_model)
     pred = predict(lay, prog, classical(lay, dec), g, m)
     it = item_values(lay, dec, pred.x, iid)
     tot = cluster_totals(index, lay, prog, pred, it, g, m, memo)
     model = dec.error_model
-    err_draws = (error_bootstrap(dec.dec, model, it.layout, error_boot, rng)
-                 if model.identified and error_boot and len(dec.dec) else None)
+    err_draws = (
+        error_bootstrap(dec.dec, model, it.layout, error_boot, rng)
+        if model.identified and error_boot and len(dec.dec)
+        else None
+    )
     gz = gradients(tot)
     variances = {metric: metric_variance(metric, lay, prog, tot, gz, err_draws, iid) for metric in METRICS}
     df_m = np.maximum(prog.n_observed - 1, 1)
     return _result(index, lay, prog, dec, pred, it, tot, variances, g, df_m, level)
 
 
-def _result(index: UnitIndex, lay: Layout, prog: Progress, dec, pred, it, tot, variances: dict, g: np.ndarray,
-            df_m: np.ndarray, level: float) -> ClusterEstimate:
+def _result(
+    index: UnitIndex,
+    lay: Layout,
+    prog: Progress,
+    dec,
+    pred,
+    it,
+    tot,
+    variances: dict,
+    g: np.ndarray,
+    df_m: np.ndarray,
+    level: float,
+) -> ClusterEstimate:
     """The steps' results gathered into a :class:`ClusterEstimate` (tables, reports, notes)."""
     table, comps = _tables(index, variances, df_m, level)
     ad = pred.audited_rows
-    rates = wrong_rates(lay.strata.a_names[lay.strata.a_stratum[ad]], np.where(g[ad] == 1, 1 - it.y[ad], it.y[ad]),
-                        pred.w_ad, it.v[ad])
+    rates = wrong_rates(
+        lay.strata.a_names[lay.strata.a_stratum[ad]], np.where(g[ad] == 1, 1 - it.y[ad], it.y[ad]), pred.w_ad, it.v[ad]
+    )
     cl = lay.clusters
     task_of_q = np.zeros(len(index.questions), dtype=np.int64)
     task_of_q[index.inst_question] = index.inst_task
-    return ClusterEstimate(models=index.models, questions=index.questions,
-                           tasks_of_question=np.asarray(index.tasks)[task_of_q], table=table, components=comps,
-                           totals={num: tot.totals[num].reshape(cl.nm, cl.nq) for num in NUMERATORS},
-                           denominators={num: lay.counts[DENOMINATORS[num]].reshape(cl.nm, cl.nq) for num in NUMERATORS},
-                           error_variance={k: v.adjudicator_error for k, v in variances.items()},
-                           both_wrong=both_wrong(index.models, lay.strata.agreement_sizes, rates, level),
-                           error_model=dec.error_model, progress=_progress_frame(index, lay, prog), df=df_m,
-                           notes=[*lay.notes, *prog.notes, *dec.notes], smooth=tot.smooth, index=index,
-                           floor_variance={k: v.floor for k, v in variances.items()},
-                           smooth_evaluation=tot.smooth_evaluation)
+    return ClusterEstimate(
+        models=index.models,
+        questions=index.questions,
+        tasks_of_question=np.asarray(index.tasks)[task_of_q],
+        table=table,
+        components=comps,
+        totals={num: tot.totals[num].reshape(cl.nm, cl.nq) for num in NUMERATORS},
+        denominators={num: lay.counts[DENOMINATORS[num]].reshape(cl.nm, cl.nq) for num in NUMERATORS},
+        error_variance={k: v.adjudicator_error for k, v in variances.items()},
+        both_wrong=both_wrong(index.models, lay.strata.agreement_sizes, rates, level),
+        error_model=dec.error_model,
+        progress=_progress_frame(index, lay, prog),
+        df=df_m,
+        notes=[*lay.notes, *prog.notes, *dec.notes],
+        smooth=tot.smooth,
+        index=index,
+        floor_variance={k: v.floor for k, v in variances.items()},
+        smooth_evaluation=tot.smooth_evaluation,
+    )

@@ -55,11 +55,12 @@ def audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, nm, label) -> tuple
         return np.zeros(nm), np.zeros((nm, 2))
     pc = np.clip(pi_c[audited], 1e-12, 1.0)
     pa = pi_a[audited]
-    term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc ** 2) + (1 - pc) / pc ** 2)
+    term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc**2) + (1 - pc) / pc**2)
     lab = (np.asarray(label)[audited] == 1).astype(np.int64)
     n = np.bincount(lab, minlength=2).astype(float)
     k = np.maximum(np.bincount(lab, wrong[audited], minlength=2), 0.0)
     r = np.minimum((k + 0.5) / (n + 1.0), 0.5)
-    per_label = np.stack([np.bincount(row_model[audited], np.where(lab == col, term, 0.0), minlength=nm)
-                          for col in (0, 1)], axis=1)
+    per_label = np.stack(
+        [np.bincount(row_model[audited], np.where(lab == col, term, 0.0), minlength=nm) for col in (0, 1)], axis=1
+    )
     return per_label @ (r * (1 - r)), 0.25 * per_label

@@ -24,10 +24,10 @@ def wrong_rates(keys: np.ndarray, wrong: np.ndarray, weight: np.ndarray, noise: 
         n = len(d)
         wt = d["wt"].to_numpy() / d["wt"].sum()
         r = float(np.sum(wt * d["w"].to_numpy()))
-        v_design = float(np.sum(wt ** 2 * (d["w"].to_numpy() - r) ** 2)) * n / max(n - 1, 1)
+        v_design = float(np.sum(wt**2 * (d["w"].to_numpy() - r) ** 2)) * n / max(n - 1, 1)
         k = int((d["w"].to_numpy() > 0.5).sum())
         jeff = (k + 0.5) / (n + 1.0)
-        var = max(v_design, jeff * (1 - jeff) / n) + float(np.sum(wt ** 2 * d["v"].to_numpy()))
+        var = max(v_design, jeff * (1 - jeff) / n) + float(np.sum(wt**2 * d["v"].to_numpy()))
         rows.append({"stratum": s_, "rate": r, "var": var, "n": n, "k": k})
     return pd.DataFrame(rows, columns=["stratum", "rate", "var", "n", "k"]).set_index("stratum")
 
@@ -42,12 +42,28 @@ def both_wrong(models, agreement_sizes: list, rates: pd.DataFrame, level: float)
         got = rates.reindex(sizes.index)
         ok = got["n"].notna().to_numpy()
         if not ok.any():
-            rows.append({"model": mm, "agreements": int(sizes.sum()), "audited": 0, "both_wrong": np.nan,
-                         "lo": np.nan, "hi": np.nan})
+            rows.append(
+                {
+                    "model": mm,
+                    "agreements": int(sizes.sum()),
+                    "audited": 0,
+                    "both_wrong": np.nan,
+                    "lo": np.nan,
+                    "hi": np.nan,
+                }
+            )
             continue
         w = (sizes[ok] / sizes[ok].sum()).to_numpy()
         est = float((w * got["rate"].to_numpy()[ok]).sum())
-        se = float(np.sqrt((w ** 2 * got["var"].to_numpy()[ok]).sum()))
-        rows.append({"model": mm, "agreements": int(sizes.sum()), "audited": int(got["n"].to_numpy()[ok].sum()),
-                     "both_wrong": 100 * est, "lo": 100 * max(est - z * se, 0.0), "hi": 100 * (est + z * se)})
+        se = float(np.sqrt((w**2 * got["var"].to_numpy()[ok]).sum()))
+        rows.append(
+            {
+                "model": mm,
+                "agreements": int(sizes.sum()),
+                "audited": int(got["n"].to_numpy()[ok].sum()),
+                "both_wrong": 100 * est,
+                "lo": 100 * max(est - z * se, 0.0),
+                "hi": 100 * (est + z * se),
+            }
+        )
     return pd.DataFrame(rows)

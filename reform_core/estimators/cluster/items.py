@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from reform_core.estimators import adjudicator_error as ae
-from reform_core.estimators.opinion_phases import PhasedLayout
 from reform_core.estimators.cluster.layout import Layout, rows_of_items
 from reform_core.estimators.cluster.progress import Progress
+from reform_core.estimators.opinion_phases import PhasedLayout
 from reform_core.frames import INSTANCE_KEY
 
 
@@ -36,8 +36,15 @@ class Decisions:
     item_stratum: pd.Series | None = None  # the second phase's strata of the later opinions (model × kind), by item
     complete: bool = True  # every decided item has the decisions its rule asks for
 
-def decisions_used(lay: Layout, prog: Progress, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray,
-                   error_model: ae.ErrorModel | None) -> Decisions:
+
+def decisions_used(
+    lay: Layout,
+    prog: Progress,
+    decisions: pd.DataFrame,
+    g: np.ndarray,
+    m: np.ndarray,
+    error_model: ae.ErrorModel | None,
+) -> Decisions:
     """The decisions on observed disagreements and audited agreements, and the error model fitted
     on them (infallible adjudicators, with a note, when no item was decided twice)."""
     dec_pos = np.where(prog.slot >= 0, lay.need_pos[np.maximum(prog.slot, 0)], -1)  # each decision's row (-1: none)
@@ -63,8 +70,17 @@ def decisions_used(lay: Layout, prog: Progress, decisions: pd.DataFrame, g: np.n
     stratum = pd.Series(lay.clusters.row_model[pos][first] * 2 + (g == m)[pos][first], index=items)
     n_dec = dec.groupby(INSTANCE_KEY, sort=False).size().reindex(items).to_numpy()
     complete = not pd.Index(items).isin(prog.pending).any() and bool((n_dec >= required.to_numpy()).all())
-    return Decisions(dec=dec, pos=pos, error_model=error_model, item_ref=item_ref, item_depth=item_depth, notes=notes,
-                     item_required=required, item_stratum=stratum, complete=complete)
+    return Decisions(
+        dec=dec,
+        pos=pos,
+        error_model=error_model,
+        item_ref=item_ref,
+        item_depth=item_depth,
+        notes=notes,
+        item_required=required,
+        item_stratum=stratum,
+        complete=complete,
+    )
 
 
 def _phased(d: Decisions, prior: pd.Series) -> PhasedLayout:
@@ -87,8 +103,9 @@ def classical(lay: Layout, d: Decisions) -> np.ndarray:
     elif d.item_ref is not None and d.item_ref.notna().any():
         in_seq = dec[INSTANCE_KEY].isin(d.item_ref.dropna().index).to_numpy()
         deb = ae.debiased(dec[~in_seq], d.error_model)["y_tilde"] if (~in_seq).any() else pd.Series(dtype=float)
-        seq = ae.item_estimates(dec[in_seq], d.error_model, pd.Series(dtype=float), reference=d.item_ref,
-                                depth=d.item_depth)["y_tilde"]
+        seq = ae.item_estimates(
+            dec[in_seq], d.error_model, pd.Series(dtype=float), reference=d.item_ref, depth=d.item_depth
+        )["y_tilde"]
         deb = pd.concat([deb, seq])
     else:
         deb = ae.debiased(dec, d.error_model)["y_tilde"]

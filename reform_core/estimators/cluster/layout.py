@@ -113,16 +113,19 @@ def coefficients(den: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]
     return out
 
 
-def cluster_sums(index: UnitIndex, pv: np.ndarray, row_cluster: np.ndarray, n_clusters: int,
-                 evaluated: tuple | None = None) -> dict[str, np.ndarray]:
+def cluster_sums(
+    index: UnitIndex, pv: np.ndarray, row_cluster: np.ndarray, n_clusters: int, evaluated: tuple | None = None
+) -> dict[str, np.ndarray]:
     """Per-cluster numerator sums of ``pv``; ``evaluated``: ``index.evaluate(pv)`` where the
     caller has it already."""
     allpass, joint, _ = evaluated if evaluated is not None else index.evaluate(pv)
     nq = len(index.questions)
     inst_c = index.inst_model * nq + index.inst_question
     unit_c = index.unit_model * nq + index.unit_question
-    out = {"rows": np.bincount(row_cluster, pv, minlength=n_clusters),
-           "allpass": np.bincount(inst_c, allpass, minlength=n_clusters)}
+    out = {
+        "rows": np.bincount(row_cluster, pv, minlength=n_clusters),
+        "allpass": np.bincount(inst_c, allpass, minlength=n_clusters),
+    }
     for k in KS:
         sel = index.unit_k == k
         out[f"joint{k}"] = np.bincount(unit_c[sel], joint[sel], minlength=n_clusters)
@@ -131,8 +134,10 @@ def cluster_sums(index: UnitIndex, pv: np.ndarray, row_cluster: np.ndarray, n_cl
 
 def cluster_counts(index: UnitIndex, row_cluster: np.ndarray, n_clusters: int) -> dict[str, np.ndarray]:
     nq = len(index.questions)
-    out = {"n_rows": np.bincount(row_cluster, minlength=n_clusters).astype(float),
-           "n_inst": np.bincount(index.inst_model * nq + index.inst_question, minlength=n_clusters).astype(float)}
+    out = {
+        "n_rows": np.bincount(row_cluster, minlength=n_clusters).astype(float),
+        "n_inst": np.bincount(index.inst_model * nq + index.inst_question, minlength=n_clusters).astype(float),
+    }
     unit_c = index.unit_model * nq + index.unit_question
     for k in KS:
         out[f"units{k}"] = np.bincount(unit_c[index.unit_k == k], minlength=n_clusters).astype(float)
@@ -226,8 +231,16 @@ def _clusters(rows: pd.DataFrame, index: UnitIndex, design: Design, g, m, realis
     else:
         picked = set(map(tuple, realised.get("clusters", [])))
         sampled_c = c_exists & np.array([(str(a), str(b)) in picked for a, b in zip(c_models, c_questions)], dtype=bool)
-    return Clusters(nm=nm, nq=nq, row_cluster=row_cluster.astype(I32), c_model=c_model, has_dis=has_dis,
-                    c_exists=c_exists, pi_c=pi_c, sampled_c=sampled_c)
+    return Clusters(
+        nm=nm,
+        nq=nq,
+        row_cluster=row_cluster.astype(I32),
+        c_model=c_model,
+        has_dis=has_dis,
+        c_exists=c_exists,
+        pi_c=pi_c,
+        sampled_c=sampled_c,
+    )
 
 
 def _audits(rows: pd.DataFrame, index: UnitIndex, design: Design, cl: Clusters, g, m, iid, realised: dict | None):
@@ -237,11 +250,19 @@ def _audits(rows: pd.DataFrame, index: UnitIndex, design: Design, cl: Clusters, 
     pi_a_row = audit_row_probabilities(design, index, rows, g, m)
     a_group, groups = None, None
     if design.audit_unit == "target":
-        groups = audit_groups(index.models[row_model], index.questions[cl.row_cluster % cl.nq], rows["feature"],
-                              rows["mode"], np.where(agree, g, 0.0))
+        groups = audit_groups(
+            index.models[row_model],
+            index.questions[cl.row_cluster % cl.nq],
+            rows["feature"],
+            rows["mode"],
+            np.where(agree, g, 0.0),
+        )
         a_group = np.where(agree, groups[0], -1).astype(I32)
-    drawn = (design.audited_rows(iid, index.models[row_model], pi_a_row, groups) if realised is None
-             else pd.Index(iid).isin(list(realised.get("audits", []))))
+    drawn = (
+        design.audited_rows(iid, index.models[row_model], pi_a_row, groups)
+        if realised is None
+        else pd.Index(iid).isin(list(realised.get("audits", [])))
+    )
     return pi_a_row, a_group, agree & cl.sampled_c[cl.row_cluster] & drawn
 
 
@@ -267,10 +288,16 @@ def _strata(rows: pd.DataFrame, index: UnitIndex, cl: Clusters, g, m) -> Strata:
         order = np.argsort(-c, kind="stable")
         sizes.append(pd.Series(c[order], index=a_names[2 * mi + order])[lambda s: s > 0])
     del dis
-    return Strata(d_stratum=d_stratum.astype(I32), d_parent=d_parent.astype(I32), stratum_parent=stratum_parent,
-                  a_stratum=a_stratum.astype(I32), a_names=a_names,
-                  a_ctx=np.where(agree, a_stratum * 3 + ctx, -1).astype(I32),
-                  ctx_stratum=np.arange(2 * nm * 3) // 3, agreement_sizes=sizes)
+    return Strata(
+        d_stratum=d_stratum.astype(I32),
+        d_parent=d_parent.astype(I32),
+        stratum_parent=stratum_parent,
+        a_stratum=a_stratum.astype(I32),
+        a_names=a_names,
+        a_ctx=np.where(agree, a_stratum * 3 + ctx, -1).astype(I32),
+        ctx_stratum=np.arange(2 * nm * 3) // 3,
+        agreement_sizes=sizes,
+    )
 
 
 def _needs(cl: Clusters, audit_sel: np.ndarray, iid: np.ndarray, tasks: pd.DataFrame, g, m):
@@ -281,8 +308,10 @@ def _needs(cl: Clusters, audit_sel: np.ndarray, iid: np.ndarray, tasks: pd.DataF
     task_iid = np.sort(tasks[INSTANCE_KEY].to_numpy(dtype=np.int64))
     planned = pd.Index(iid).isin(pd.Index(task_iid))
     if (need & ~planned).any():
-        notes.append(f"{int((need & ~planned).sum())} instance(s) of sampled questions have no task (judgments changed "
-                     "after the plan was made?); those questions count as not yet adjudicated")
+        notes.append(
+            f"{int((need & ~planned).sum())} instance(s) of sampled questions have no task (judgments changed "
+            "after the plan was made?); those questions count as not yet adjudicated"
+        )
     has_task = np.bincount(cl.row_cluster[need], minlength=cl.n_clusters) > 0
     need_pos = np.flatnonzero(need)
     order = np.argsort(iid[need_pos], kind="stable")
@@ -302,9 +331,19 @@ def _by_fold(fold: np.ndarray, folds: int, g, m, strata: Strata) -> tuple[list, 
     return dis_of_fold, agree_of_fold, [strata.a_ctx[rows] for rows in agree_of_fold], labels
 
 
-def design_layout(instances: pd.DataFrame, tasks: pd.DataFrame, design: Design, index: UnitIndex, g: np.ndarray,
-           m: np.ndarray, iid: np.ndarray, *, realised: dict | None = None, memo: dict | None = None,
-           memo_key: tuple = ()) -> Layout:
+def design_layout(
+    instances: pd.DataFrame,
+    tasks: pd.DataFrame,
+    design: Design,
+    index: UnitIndex,
+    g: np.ndarray,
+    m: np.ndarray,
+    iid: np.ndarray,
+    *,
+    realised: dict | None = None,
+    memo: dict | None = None,
+    memo_key: tuple = (),
+) -> Layout:
     """The decision-independent arrays of the estimator (module docstring). ``memo``: a dict
     the caller keeps between calls on the same rows (one entry, keyed by the labels, the design
     and the tasks); ``realised``: the realised draws instead of the hashed ones."""
@@ -326,15 +365,32 @@ def design_layout(instances: pd.DataFrame, tasks: pd.DataFrame, design: Design, 
     den_m = {num: counts[DENOMINATORS[num]].reshape(cl.nm, cl.nq).sum(axis=1) for num in NUMERATORS}
     dis_f, agree_f, ctx_f, lab_f = _by_fold(fold, int(design.folds), g, m, strata)
     need_kind = np.where((g == m)[need_pos], "audit", "disagreement")
-    out = Layout(n=len(rows), clusters=cl, pi_a_row=pi_a_row, audit_sel=audit_sel, need=need, has_task=has_task,
-                 folds=int(design.folds), fold=fold, strata=strata, counts=counts, coef=coefficients(den_m),
-                 notes=notes, need_iid=need_iid, need_pos=need_pos.astype(I32), dis_of_fold=dis_f,
-                 agree_of_fold=agree_f, agree_ctx_of_fold=ctx_f, agree_label_of_fold=lab_f,
-                 dis_per_model=np.bincount(cl.row_model[g != m], minlength=cl.nm),
-                 audits_per_model=np.bincount(cl.row_model[audit_sel], minlength=cl.nm),
-                 need_reference=design.second_opinion_reference(need_iid, need_kind, g[need_pos]),
-                 need_depth=design.opinion_depth(need_kind), a_group=a_group,
-                 need_required=np.where(design.doubled(need_iid), 2, 1))
+    out = Layout(
+        n=len(rows),
+        clusters=cl,
+        pi_a_row=pi_a_row,
+        audit_sel=audit_sel,
+        need=need,
+        has_task=has_task,
+        folds=int(design.folds),
+        fold=fold,
+        strata=strata,
+        counts=counts,
+        coef=coefficients(den_m),
+        notes=notes,
+        need_iid=need_iid,
+        need_pos=need_pos.astype(I32),
+        dis_of_fold=dis_f,
+        agree_of_fold=agree_f,
+        agree_ctx_of_fold=ctx_f,
+        agree_label_of_fold=lab_f,
+        dis_per_model=np.bincount(cl.row_model[g != m], minlength=cl.nm),
+        audits_per_model=np.bincount(cl.row_model[audit_sel], minlength=cl.nm),
+        need_reference=design.second_opinion_reference(need_iid, need_kind, g[need_pos]),
+        need_depth=design.opinion_depth(need_kind),
+        a_group=a_group,
+        need_required=np.where(design.doubled(need_iid), 2, 1),
+    )
     if key is not None:
         memo["cluster-layout"] = (key, snapshot(g, m, iid), out)
     return out

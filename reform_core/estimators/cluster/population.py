@@ -18,8 +18,9 @@ BOOT_CHUNK = 256  # population-bootstrap replicates whose question weights are h
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level")
 
 
-def population_intervals(est: "ClusterEstimate", *, n_boot: int = 2000, level: float = 0.95,
-                         rng: np.random.Generator | None = None) -> pd.DataFrame:
+def population_intervals(
+    est: "ClusterEstimate", *, n_boot: int = 2000, level: float = 0.95, rng: np.random.Generator | None = None
+) -> pd.DataFrame:
     """Intervals that add question resampling to the measurement uncertainty.
 
     Cluster bootstrap over questions (multinomial weights shared by all models) of the
@@ -52,7 +53,13 @@ def population_intervals(est: "ClusterEstimate", *, n_boot: int = 2000, level: f
             den[k][b0:b1] = wts @ v.T
     with np.errstate(divide="ignore", invalid="ignore"):
         r = {k: np.where(den[k] > 0, 100 * num[k] / den[k], np.nan) for k in num}
-    reps = {"tcpr": r["allpass"], "constraint_level": r["rows"], "r1": r["joint1"], "r2": r["joint2"], "r3": r["joint3"]}
+    reps = {
+        "tcpr": r["allpass"],
+        "constraint_level": r["rows"],
+        "r1": r["joint1"],
+        "r2": r["joint2"],
+        "r3": r["joint3"],
+    }
     reps["emcr"] = (r["joint1"] + r["joint2"] + r["joint3"]) / 3
     alpha = 100 * (1 - level) / 2
     meas = est.table.set_index("model")
@@ -67,7 +74,7 @@ def population_intervals(est: "ClusterEstimate", *, n_boot: int = 2000, level: f
         for mi, mm in enumerate(est.models):
             col = rep[:, mi]
             ok = ~np.isnan(col)
-            lo, hi = (np.percentile(col[ok], [alpha, 100 - alpha]) if ok.any() else (np.nan, np.nan))
+            lo, hi = np.percentile(col[ok], [alpha, 100 - alpha]) if ok.any() else (np.nan, np.nan)
             m_lo, m_hi = meas.loc[mm, f"{metric}_lo"], meas.loc[mm, f"{metric}_hi"]
             if ok.any() and not np.isnan(m_lo):
                 lo, hi = min(lo, m_lo), max(hi, m_hi)
@@ -83,9 +90,15 @@ def scores_frame(est: "ClusterEstimate", population: pd.DataFrame | None = None)
     t = est.table.set_index("model")
     for metric in METRICS:
         for mm in est.models:
-            r = {"model": mm, "metric": metric, "estimate": t.loc[mm, metric],
-                 "measurement_lo": t.loc[mm, f"{metric}_lo"], "measurement_hi": t.loc[mm, f"{metric}_hi"],
-                 "population_lo": np.nan, "population_hi": np.nan}
+            r = {
+                "model": mm,
+                "metric": metric,
+                "estimate": t.loc[mm, metric],
+                "measurement_lo": t.loc[mm, f"{metric}_lo"],
+                "measurement_hi": t.loc[mm, f"{metric}_hi"],
+                "population_lo": np.nan,
+                "population_hi": np.nan,
+            }
             if pop is not None and (mm, metric) in pop.index:
                 r["population_lo"], r["population_hi"] = pop.loc[(mm, metric), "lo"], pop.loc[(mm, metric), "hi"]
             rows.append(r)

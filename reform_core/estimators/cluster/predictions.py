@@ -22,9 +22,17 @@ AUDIT_PRIOR = (0.01, 1.0)  # prior both-wrong rate and pseudo-decisions of the a
 AUDIT_SHRINK = 20.0  # pseudo-decisions pulling a context bin's both-wrong rate to its stratum's
 
 
-def disagreement_predictions(fold: np.ndarray, folds: int, *, dis_of_fold: list, obs_dis_rows: np.ndarray,
-                              y: np.ndarray, d_stratum: np.ndarray, d_parent: np.ndarray,
-                              stratum_parent: np.ndarray) -> np.ndarray:
+def disagreement_predictions(
+    fold: np.ndarray,
+    folds: int,
+    *,
+    dis_of_fold: list,
+    obs_dis_rows: np.ndarray,
+    y: np.ndarray,
+    d_stratum: np.ndarray,
+    d_parent: np.ndarray,
+    stratum_parent: np.ndarray,
+) -> np.ndarray:
     """Cross-fitted ``p̂`` of every disagreement: for a cluster of fold k, its stratum's
     mean debiased decision over the observed clusters of the other folds, shrunk to the
     model × direction rate (Jeffreys-smoothed), clipped into (0, 1).
@@ -53,8 +61,15 @@ def disagreement_predictions(fold: np.ndarray, folds: int, *, dis_of_fold: list,
     return p_hat
 
 
-def hajek_codes(codes: np.ndarray, values: np.ndarray, weights: np.ndarray, n_codes: int, *, prior: np.ndarray,
-                 strength: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def hajek_codes(
+    codes: np.ndarray,
+    values: np.ndarray,
+    weights: np.ndarray,
+    n_codes: int,
+    *,
+    prior: np.ndarray,
+    strength: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Weighted mean of ``values`` per code, shrunk with ``strength`` pseudo-rows towards
     ``prior[code]``: ``(Σ w v + s·w̄·prior) / (Σ w + s·w̄)``; and whether the code has rows."""
     wv = np.bincount(codes, weights * values, minlength=n_codes)
@@ -77,7 +92,9 @@ class Predictions:
     w_ad: np.ndarray
 
 
-def audit_predictions(lay: Layout, prog: Progress, y0: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def audit_predictions(
+    lay: Layout, prog: Progress, y0: np.ndarray, g: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cross-fitted ``q̂`` of every agreement (module docstring); also the audited rows and their weights."""
     cl, st = lay.clusters, lay.strata
     ad = np.flatnonzero(prog.audited)
@@ -103,8 +120,15 @@ def audit_predictions(lay: Layout, prog: Progress, y0: np.ndarray, g: np.ndarray
 def predict(lay: Layout, prog: Progress, y0: np.ndarray, g: np.ndarray, m: np.ndarray) -> Predictions:
     """:class:`Predictions` from the classical debiased values ``y0`` of the decided rows."""
     st = lay.strata
-    p_hat = disagreement_predictions(lay.fold, lay.folds, dis_of_fold=lay.dis_of_fold,
-                                     obs_dis_rows=np.flatnonzero(prog.obs_dis), y=y0, d_stratum=st.d_stratum,
-                                     d_parent=st.d_parent, stratum_parent=st.stratum_parent)
+    p_hat = disagreement_predictions(
+        lay.fold,
+        lay.folds,
+        dis_of_fold=lay.dis_of_fold,
+        obs_dis_rows=np.flatnonzero(prog.obs_dis),
+        y=y0,
+        d_stratum=st.d_stratum,
+        d_parent=st.d_parent,
+        stratum_parent=st.stratum_parent,
+    )
     q_hat, ad, w_ad = audit_predictions(lay, prog, y0, g)
     return Predictions(x=np.where(g != m, p_hat, q_hat), q_hat=q_hat, audited_rows=ad, w_ad=w_ad)

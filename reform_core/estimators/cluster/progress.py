@@ -72,9 +72,11 @@ def _decided(lay: Layout, decisions: pd.DataFrame):
         waiting |= (counts > 0) & (counts < lay.need_required)  # doubled from the start, one decision so far
     notes = []
     if waiting.any():
-        notes.append(f"{int(waiting.sum())} item(s) await another opinion (a second annotator on an item decided twice "
-                     "from the start, or after a first decision against the plan's reference); they count with the "
-                     "decisions they have, and the missing opinions widen the interval")
+        notes.append(
+            f"{int(waiting.sum())} item(s) await another opinion (a second annotator on an item decided twice "
+            "from the start, or after a first decision against the plan's reference); they count with the "
+            "decisions they have, and the missing opinions widen the interval"
+        )
     return slot, decided, waiting, reference, depth, pending, notes
 
 
@@ -137,13 +139,16 @@ def _observed(lay: Layout, decided: np.ndarray, g, m, mode: str):
 def _closed_note(closed: dict, decided: np.ndarray) -> str:
     when = str(closed.get("at", ""))[:10]
     why = f" ({closed['reason']})" if closed.get("reason") else ""
-    return (f"the plan was closed on {when}{why}: its {int((~decided).sum())} undecided task(s) are withdrawn and the "
-            "estimate is final for the sample reached (the questions they left incomplete count as not drawn in "
-            "the second phase; opinions still owed count with the decisions made)")
+    return (
+        f"the plan was closed on {when}{why}: its {int((~decided).sum())} undecided task(s) are withdrawn and the "
+        "estimate is final for the sample reached (the questions they left incomplete count as not drawn in "
+        "the second phase; opinions still owed count with the decisions made)"
+    )
 
 
-def progress_of(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray, models,
-                closed: dict | None = None) -> Progress:
+def progress_of(
+    lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarray, models, closed: dict | None = None
+) -> Progress:
     """:class:`Progress` of the decisions so far, with a note per model whose audit or
     disagreements are not measured yet. ``closed``: the plan's closure (``Design.extra["closed"]``):
     its undecided tasks are withdrawn — the counts then cover the decided tasks, nothing is owed,
@@ -157,19 +162,33 @@ def progress_of(lay: Layout, decisions: pd.DataFrame, g: np.ndarray, m: np.ndarr
     mode = _mode(lay, decided)
     observed_c, pi_eff, inv_pi, pi_d, obs_dis, audited = _observed(lay, decided, g, m, mode)
     if mode == "tasks":
-        notes.append("many questions are partly decided: each decided task counts as a random draw among its "
-                     "model's tasks of its kind (the undecided ones at their prediction)")
+        notes.append(
+            "many questions are partly decided: each decided task counts as a random draw among its "
+            "model's tasks of its kind (the undecided ones at their prediction)"
+        )
     audited_m = np.bincount(cl.row_model[np.flatnonzero(audited)], minlength=cl.nm)
     for mi, mm in enumerate([] if closed else models):
         if not audited_m[mi]:
             notes.append(f"{mm}: no audited agreement decided yet — both-judges-wrong errors are not corrected")
         if not (obs_dis & (cl.row_model == mi)).any() and lay.dis_per_model[mi]:
             notes.append(f"{mm}: no fully adjudicated question yet — its disagreements are predicted, not measured")
-    return Progress(slot=slot, reference=reference, depth=depth, observed_c=observed_c, pi_eff=pi_eff, inv_pi=inv_pi,
-                    obs_dis=obs_dis, audited=audited,
-                    n_sampled=np.bincount(cl.c_model, cl.sampled_c, minlength=cl.nm).astype(int),
-                    n_observed=np.bincount(cl.c_model, observed_c, minlength=cl.nm).astype(int),
-                    audited_m=audited_m, notes=notes, pending=pending, mode=mode, pi_d=pi_d,
-                    tasks_planned=np.bincount(need_model[decided] if closed else need_model, minlength=cl.nm),
-                    tasks_decided=np.bincount(need_model[decided & ~waiting], minlength=cl.nm),
-                    awaiting_opinion=np.bincount(need_model[waiting], minlength=cl.nm))
+    return Progress(
+        slot=slot,
+        reference=reference,
+        depth=depth,
+        observed_c=observed_c,
+        pi_eff=pi_eff,
+        inv_pi=inv_pi,
+        obs_dis=obs_dis,
+        audited=audited,
+        n_sampled=np.bincount(cl.c_model, cl.sampled_c, minlength=cl.nm).astype(int),
+        n_observed=np.bincount(cl.c_model, observed_c, minlength=cl.nm).astype(int),
+        audited_m=audited_m,
+        notes=notes,
+        pending=pending,
+        mode=mode,
+        pi_d=pi_d,
+        tasks_planned=np.bincount(need_model[decided] if closed else need_model, minlength=cl.nm),
+        tasks_decided=np.bincount(need_model[decided & ~waiting], minlength=cl.nm),
+        awaiting_opinion=np.bincount(need_model[waiting], minlength=cl.nm),
+    )

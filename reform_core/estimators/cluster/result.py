@@ -41,7 +41,9 @@ class ClusterEstimate:
     notes: list = field(default_factory=list)
     smooth: np.ndarray | None = None  # point estimate of each scored row's truth (for plug-in tables)
     index: UnitIndex | None = None
-    floor_variance: dict | None = None  # per metric, per model: what the audit's composite and floor add beyond the T_c spread
+    floor_variance: dict | None = (
+        None  # per metric, per model: what the audit's composite and floor add beyond the T_c spread
+    )
     # ``index.evaluate(clip(smooth, 0, 1))`` (per-instruction all-pass, per-unit Ĵ and Ŵ): what the
     # plug-in tables evaluate, from the evaluation of the predictions patched on the observed clusters
     smooth_evaluation: tuple | None = None

@@ -73,6 +73,7 @@ class Totals:
     rows: AuditGroups | None = None  # each audited agreement its own group (TCPR's instructions)
     a_row: np.ndarray | None = None  # each such row's audit deviation
 
+
 def observed_index(index: UnitIndex, observed_c: np.ndarray, memo: dict | None):
     """``index.restrict(observed_c)`` and the positions in ``index`` of the instructions and units
     it keeps, kept in ``memo`` for the same observed clusters (a new decision seldom completes a
@@ -121,9 +122,24 @@ def _observed(lay: Layout, prog: Progress, pred: Predictions, it: ItemValues, su
         member, decided, dis = agree, aud, prog.obs_dis[rs]
         pa = np.where(aud, pi_a, 1.0)
     q = pred.q_hat[rs]
-    return Observed(sub=sub, rs=rs, rc=lay.clusters.row_cluster[rs], x=x, y=it.y[rs], g=g[rs], q=q, v=it.v[rs],
-                    audited=aud, dis=dis, agree=agree, pa=pa, member=member, decided=decided,
-                    base=np.where(agree, g[rs], x), lin=np.where(agree, q, x))
+    return Observed(
+        sub=sub,
+        rs=rs,
+        rc=lay.clusters.row_cluster[rs],
+        x=x,
+        y=it.y[rs],
+        g=g[rs],
+        q=q,
+        v=it.v[rs],
+        audited=aud,
+        dis=dis,
+        agree=agree,
+        pa=pa,
+        member=member,
+        decided=decided,
+        base=np.where(agree, g[rs], x),
+        lin=np.where(agree, q, x),
+    )
 
 
 def _linear_audit(lay: Layout, o: Observed, sums, s_z: dict, s_zd: dict, nums: tuple, grp: AuditGroups):
@@ -154,8 +170,16 @@ def _linear_audit(lay: Layout, o: Observed, sums, s_z: dict, s_zd: dict, nums: t
     return g_j, g_group, a_dev
 
 
-def cluster_totals(index: UnitIndex, lay: Layout, prog: Progress, pred: Predictions, it: ItemValues, g: np.ndarray,
-                   m: np.ndarray, memo: dict | None = None) -> Totals:
+def cluster_totals(
+    index: UnitIndex,
+    lay: Layout,
+    prog: Progress,
+    pred: Predictions,
+    it: ItemValues,
+    g: np.ndarray,
+    m: np.ndarray,
+    memo: dict | None = None,
+) -> Totals:
     """:class:`Totals` (module docstring)."""
     cl = lay.clusters
     smooth = np.where(prog.obs_dis | prog.audited, it.y, pred.x)
@@ -180,5 +204,19 @@ def cluster_totals(index: UnitIndex, lay: Layout, prog: Progress, pred: Predicti
     g_a, g_row, a_row = _linear_audit(lay, o, sums, s_z, s_zd, ("allpass",), rows)
     g_j["allpass"], g_group["allpass"] = g_a["allpass"], g_row["allpass"]
     totals = {num: s_x[num] + prog.inv_pi * (s_z[num] - s_x[num]) for num in NUMERATORS}
-    return Totals(s_x=s_x, s_z=s_z, s_zd=s_zd, totals=totals, obs=o, z=z, groups=grp, g_j=g_j, g_group=g_group,
-                  a_dev=a_dev, smooth=smooth, smooth_evaluation=smooth_eval, rows=rows, a_row=a_row)
+    return Totals(
+        s_x=s_x,
+        s_z=s_z,
+        s_zd=s_zd,
+        totals=totals,
+        obs=o,
+        z=z,
+        groups=grp,
+        g_j=g_j,
+        g_group=g_group,
+        a_dev=a_dev,
+        smooth=smooth,
+        smooth_evaluation=smooth_eval,
+        rows=rows,
+        a_row=a_row,
+    )

@@ -36,8 +36,9 @@ def metric_gradient(grads: dict[str, np.ndarray], coef: dict[str, np.ndarray], r
     return g
 
 
-def error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, layout: ae.ItemLayout, reps: int,
-                     rng: np.random.Generator) -> pd.DataFrame:
+def error_bootstrap(
+    dec: pd.DataFrame, model: ae.ErrorModel, layout: ae.ItemLayout, reps: int, rng: np.random.Generator
+) -> pd.DataFrame:
     """Item estimates of every decided item under error models refitted on items
     resampled with replacement (with all their decisions); (n_items, reps)."""
     item_code, items = pd.factorize(dec[INSTANCE_KEY])
@@ -56,11 +57,26 @@ def error_bootstrap(dec: pd.DataFrame, model: ae.ErrorModel, layout: ae.ItemLayo
         within = np.arange(n_rows.sum()) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)
         rows = order[np.repeat(starts[pick], n_rows) + within]
         new_item = np.repeat(np.arange(len(pick)), n_rows)
-        a, bb, pooled, _ = ae.fit_arrays(h[rows], new_item, ann_code[rows], g_code[pick], len(anns), len(groups),
-                                         start=(base_a, base_b, model.pooled), tol=BOOT_TOL)
+        a, bb, pooled, _ = ae.fit_arrays(
+            h[rows],
+            new_item,
+            ann_code[rows],
+            g_code[pick],
+            len(anns),
+            len(groups),
+            start=(base_a, base_b, model.pooled),
+            tol=BOOT_TOL,
+        )
         seen = np.bincount(ann_code[rows], minlength=len(anns)) > 0  # absent annotators keep the full-data rates
-        refit = ae.ErrorModel(pd.Series(np.where(seen, a, base_a), index=anns), pd.Series(np.where(seen, bb, base_b), index=anns),
-                              pooled, model.prevalence, True, model.n_decisions, model.n_double)
+        refit = ae.ErrorModel(
+            pd.Series(np.where(seen, a, base_a), index=anns),
+            pd.Series(np.where(seen, bb, base_b), index=anns),
+            pooled,
+            model.prevalence,
+            True,
+            model.n_decisions,
+            model.n_double,
+        )
         try:
             out[:, b] = layout.estimate(refit)["y_tilde"].reindex(items).to_numpy()
         except (ValueError, FloatingPointError):
@@ -114,7 +130,7 @@ def _second_stage(metric: str, w: dict, gm: np.ndarray, tot: Totals, model_s: np
         c_aud = grp.total(np.where(o.decided, gm * (o.y - o.lin), 0.0))
     v_aud = np.zeros(len(o.rs))
     v_aud[grp.rep] = np.where(o.decided[grp.rep], (1 - o.pa[grp.rep]) * (c_aud / o.pa[grp.rep]) ** 2, 0.0)
-    v_dec = np.where(o.dis | o.decided, gm ** 2 * o.v / o.pa, 0.0)  # G² v, over π for a decided member
+    v_dec = np.where(o.dis | o.decided, gm**2 * o.v / o.pa, 0.0)  # G² v, over π for a decided member
     return np.bincount(o.rc, v_aud + v_dec, minlength=n_clusters), v_dec
 
 
@@ -127,8 +143,9 @@ def _error_variance(gm: np.ndarray, tot: Totals, prog: Progress, err_draws, mode
     dec_rows = np.flatnonzero(o.dis | o.decided)
     eff = (gm / o.pa * prog.inv_pi[o.rc])[dec_rows]
     delta = np.nan_to_num(err_draws.reindex(iid[o.rs][dec_rows]).to_numpy() - o.y[dec_rows, None])
-    per_model = np.stack([np.bincount(model_s[dec_rows], eff * delta[:, b], minlength=nm)
-                          for b in range(delta.shape[1])])
+    per_model = np.stack(
+        [np.bincount(model_s[dec_rows], eff * delta[:, b], minlength=nm) for b in range(delta.shape[1])]
+    )
     return per_model.var(axis=0, ddof=1)
 
 
@@ -146,7 +163,7 @@ def metric_variance(metric: str, lay: Layout, prog: Progress, tot: Totals, gz: d
 
     def first_stage(s_z: dict) -> np.ndarray:
         contrib = sum(np.nan_to_num(w[num])[cl.c_model] * (s_z[num] - tot.s_x[num]) for num in NUMERATORS)
-        return np.where(obs, (1 - pi_eff) * inv_pi ** 2 * contrib ** 2, 0.0)
+        return np.where(obs, (1 - pi_eff) * inv_pi**2 * contrib**2, 0.0)
 
     v_cluster = np.bincount(cl.c_model, first_stage(tot.s_z) + np.where(obs, v2_c * inv_pi, 0.0), minlength=nm)
     # the same without the audit's residuals, plus a rate-based floor for them
@@ -161,6 +178,12 @@ def metric_variance(metric: str, lay: Layout, prog: Progress, tot: Totals, gz: d
     # the floor: a small audit that found none of the rare both-wrong rows never reports almost no
     # variance (docs/estimator.md, "The audit's share"; bench/bench_small_plan.py)
     v_audit = np.maximum(pooled, floor) if metric in FLOORED_METRICS else pooled
-    return MetricVariance(point=np.where(undefined, np.nan, point), undefined=undefined, sampling=v_d, audit=v_audit,
-                          adjudicator_error=_error_variance(gm, tot, prog, err_draws, model_s, iid, nm),
-                          audit_direct=direct, floor=np.maximum(v_audit - direct, 0.0))
+    return MetricVariance(
+        point=np.where(undefined, np.nan, point),
+        undefined=undefined,
+        sampling=v_d,
+        audit=v_audit,
+        adjudicator_error=_error_variance(gm, tot, prog, err_draws, model_s, iid, nm),
+        audit_direct=direct,
+        floor=np.maximum(v_audit - direct, 0.0),
+    )

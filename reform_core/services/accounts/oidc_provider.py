@@ -57,8 +57,9 @@ def _check_url(name: str, url, *, suffix: str = "") -> str:
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise OidcConfigError(f"[auth] {name}: expected an absolute https:// URL, got {url!r} ({GUIDE})")
     if parts.scheme == "http" and not _loopback(parts.hostname):
-        raise OidcConfigError(f"[auth] {name}: use https:// (plain http only for a provider on this machine), "
-                              f"got {url!r}")
+        raise OidcConfigError(
+            f"[auth] {name}: use https:// (plain http only for a provider on this machine), got {url!r}"
+        )
     if suffix and not parts.path.endswith(suffix):
         raise OidcConfigError(f"[auth] {name}: must end with {suffix}, got {url!r} ({GUIDE})")
     return url
@@ -76,23 +77,28 @@ def _authlib_installed() -> bool:
 
 def _check_keys(auth: Mapping) -> None:
     if not auth:
-        raise OidcConfigError("REFORM_AUTH_MODE=oidc needs an [auth] section in .streamlit/secrets.toml "
-                              f"({GUIDE})")
+        raise OidcConfigError(f"REFORM_AUTH_MODE=oidc needs an [auth] section in .streamlit/secrets.toml ({GUIDE})")
     missing = [k for k in REQUIRED_KEYS if not auth.get(k)]
     if missing:
-        raise OidcConfigError(f"[auth] in .streamlit/secrets.toml lacks {', '.join(missing)} (ReForm signs in with "
-                              f"the [auth] section's own keys, one provider; {GUIDE})")
+        raise OidcConfigError(
+            f"[auth] in .streamlit/secrets.toml lacks {', '.join(missing)} (ReForm signs in with "
+            f"the [auth] section's own keys, one provider; {GUIDE})"
+        )
     if not isinstance(auth["cookie_secret"], str) or len(auth["cookie_secret"]) < MIN_COOKIE_SECRET:
-        raise OidcConfigError(f"[auth] cookie_secret: use a random string of at least {MIN_COOKIE_SECRET} characters, "
-                              "e.g. from: python -c \"import secrets; print(secrets.token_urlsafe(32))\"")
+        raise OidcConfigError(
+            f"[auth] cookie_secret: use a random string of at least {MIN_COOKIE_SECRET} characters, "
+            'e.g. from: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+        )
     _check_url("redirect_uri", str(auth["redirect_uri"]).replace("{port}", "8501"), suffix="/oauth2callback")
     _check_url("server_metadata_url", auth["server_metadata_url"])
     tokens = auth.get("expose_tokens")
     tokens = [tokens] if isinstance(tokens, str) else list(tokens or [])
     if "access" not in tokens:
-        raise OidcConfigError('[auth] expose_tokens: must include "access" (ReForm asks the provider\'s userinfo '
-                              'endpoint for the e-mail address when the ID token lacks it), e.g. '
-                              'expose_tokens = ["access"]')
+        raise OidcConfigError(
+            '[auth] expose_tokens: must include "access" (ReForm asks the provider\'s userinfo '
+            "endpoint for the e-mail address when the ID token lacks it), e.g. "
+            'expose_tokens = ["access"]'
+        )
 
 
 def effective_client_kwargs(auth: Mapping) -> tuple[str, str]:
@@ -111,9 +117,11 @@ def _check_client_kwargs(auth: Mapping, metadata: Mapping) -> None:
     supported = metadata.get("prompt_values_supported")
     unsupported = [p for p in prompt.split() if isinstance(supported, list) and p not in supported]
     if unsupported:
-        raise OidcConfigError(f"[auth] client_kwargs.prompt: the provider does not support prompt={prompt!r} "
-                              f"(it supports {', '.join(map(str, supported))}); set e.g. "
-                              f'client_kwargs = {{ prompt = "login" }} or {{ prompt = "" }} ({GUIDE})')
+        raise OidcConfigError(
+            f"[auth] client_kwargs.prompt: the provider does not support prompt={prompt!r} "
+            f"(it supports {', '.join(map(str, supported))}); set e.g. "
+            f'client_kwargs = {{ prompt = "login" }} or {{ prompt = "" }} ({GUIDE})'
+        )
 
 
 def fetch_json(url: str, *, headers: Mapping[str, str] | None = None, timeout: float = TIMEOUT_S) -> dict:
@@ -132,21 +140,31 @@ def _metadata(url: str, fetch: Callable[[str], dict]) -> dict:
     try:
         meta = fetch(url)
     except (OSError, ValueError) as exc:
-        raise OidcConfigError(f"[auth] server_metadata_url: cannot read the provider's metadata at {url} ({exc})") \
-            from None
-    missing = [k for k in ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri", "userinfo_endpoint")
-               if not isinstance(meta.get(k), str) or not meta.get(k)]
+        raise OidcConfigError(
+            f"[auth] server_metadata_url: cannot read the provider's metadata at {url} ({exc})"
+        ) from None
+    missing = [
+        k
+        for k in ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri", "userinfo_endpoint")
+        if not isinstance(meta.get(k), str) or not meta.get(k)
+    ]
     if missing:
-        raise OidcConfigError(f"[auth] server_metadata_url: the provider's metadata at {url} lacks "
-                              f"{', '.join(missing)} (is it an OpenID Connect discovery document?)")
+        raise OidcConfigError(
+            f"[auth] server_metadata_url: the provider's metadata at {url} lacks "
+            f"{', '.join(missing)} (is it an OpenID Connect discovery document?)"
+        )
     issuer = meta["issuer"]
     if "{" in issuer:
-        raise OidcConfigError(f"[auth] server_metadata_url: the issuer {issuer!r} is a template (a multi-tenant "
-                              "endpoint such as Entra ID's common or organizations); use your tenant's own "
-                              f"metadata URL ({GUIDE})")
+        raise OidcConfigError(
+            f"[auth] server_metadata_url: the issuer {issuer!r} is a template (a multi-tenant "
+            "endpoint such as Entra ID's common or organizations); use your tenant's own "
+            f"metadata URL ({GUIDE})"
+        )
     if url.rstrip("/") != issuer.rstrip("/") + "/.well-known/openid-configuration":
-        raise OidcConfigError(f"[auth] server_metadata_url: the metadata names the issuer {issuer!r}, which does not "
-                              f"publish it at {url} (expected {issuer.rstrip('/')}/.well-known/openid-configuration)")
+        raise OidcConfigError(
+            f"[auth] server_metadata_url: the metadata names the issuer {issuer!r}, which does not "
+            f"publish it at {url} (expected {issuer.rstrip('/')}/.well-known/openid-configuration)"
+        )
     for k in ("authorization_endpoint", "token_endpoint", "jwks_uri", "userinfo_endpoint"):
         _check_url(f"the provider's {k}", meta[k])
     return meta
@@ -162,16 +180,16 @@ def check_auth_config(auth: Mapping, *, fetch: Callable[[str], dict] = fetch_jso
     lacks an endpoint, an issuer that does not match its discovery URL, or a ``prompt`` the
     provider says it does not support."""
     if not _authlib_installed():
-        raise OidcConfigError("REFORM_AUTH_MODE=oidc needs Authlib >= 1.3.2: "
-                              "pip install -r requirements.lock (it holds streamlit[auth])")
+        raise OidcConfigError(
+            "REFORM_AUTH_MODE=oidc needs Authlib >= 1.3.2: pip install -r requirements.lock (it holds streamlit[auth])"
+        )
     _check_keys(auth)
     meta = _metadata(auth["server_metadata_url"], fetch)
     _check_client_kwargs(auth, meta)
     return ProviderInfo(issuer=meta["issuer"], userinfo_endpoint=meta["userinfo_endpoint"])
 
 
-def fetch_userinfo(endpoint: str, access_token: str | None, *,
-                   fetch: Callable[..., dict] = fetch_json) -> dict:
+def fetch_userinfo(endpoint: str, access_token: str | None, *, fetch: Callable[..., dict] = fetch_json) -> dict:
     """The claims the provider's userinfo endpoint returns for ``access_token``."""
     if not access_token:
         raise UserinfoError('no access token to ask the provider with ([auth] expose_tokens must include "access")')

@@ -55,8 +55,11 @@ class Identity:
 def _claim(claims: Mapping, name: str) -> str:
     value = claims.get(name)
     if not isinstance(value, str) or not value or len(value) > MAX_CLAIM:
-        raise SignInRefused("invalid", f"The identity provider sent no usable {name!r} claim; sign in again, and if "
-                                       "this repeats ask a lead to check the provider's configuration.")
+        raise SignInRefused(
+            "invalid",
+            f"The identity provider sent no usable {name!r} claim; sign in again, and if "
+            "this repeats ask a lead to check the provider's configuration.",
+        )
     return value
 
 
@@ -84,8 +87,11 @@ def email_claims(id_claims: Mapping, userinfo: Callable[[], Mapping] | None = No
     if not ("email" in id_claims and "email_verified" in id_claims) and userinfo is not None:
         info = userinfo()
         if info.get("sub") != id_claims.get("sub"):
-            raise SignInRefused("userinfo", "The identity provider's userinfo answer is for another identity; "
-                                            "sign in again, and if this repeats ask a lead to check the provider.")
+            raise SignInRefused(
+                "userinfo",
+                "The identity provider's userinfo answer is for another identity; "
+                "sign in again, and if this repeats ask a lead to check the provider.",
+            )
         sources.append(info)
     both = [s for s in sources if "email" in s and "email_verified" in s]
     some = both or [s for s in sources if isinstance(s.get("email"), str) and s.get("email")]
@@ -96,35 +102,50 @@ def email_claims(id_claims: Mapping, userinfo: Callable[[], Mapping] | None = No
 
 
 def _deactivated(username: str) -> SignInRefused:
-    return SignInRefused("deactivated", f"Your ReForm account {username} is deactivated: ask a lead to reactivate "
-                                        f"it (user-set {username} --activate).")
+    return SignInRefused(
+        "deactivated",
+        f"Your ReForm account {username} is deactivated: ask a lead to reactivate it (user-set {username} --activate).",
+    )
 
 
 def _bind_by_email(engine: Engine, ident: Identity, email: str | None, verified: bool) -> None:
     """Bind the account with this (verified) e-mail to ``ident``, or refuse saying why."""
-    unbound = (f"or ask a lead to bind your ReForm account to this identity: python -m reform_core user-bind NAME "
-               f"--issuer {ident.issuer} --subject {ident.subject}")
+    unbound = (
+        f"or ask a lead to bind your ReForm account to this identity: python -m reform_core user-bind NAME "
+        f"--issuer {ident.issuer} --subject {ident.subject}"
+    )
     if email is None:
-        raise SignInRefused("no_email", f"Your identity provider sent no e-mail address for you; ask it to (scope "
-                                        f"email), {unbound}.")
+        raise SignInRefused(
+            "no_email", f"Your identity provider sent no e-mail address for you; ask it to (scope email), {unbound}."
+        )
     if not verified:
-        raise SignInRefused("not_verified", f"Your identity provider has not verified your e-mail address {email}: "
-                                            f"verify it there and sign in again, {unbound}.")
+        raise SignInRefused(
+            "not_verified",
+            f"Your identity provider has not verified your e-mail address {email}: "
+            f"verify it there and sign in again, {unbound}.",
+        )
     key = normalize_email(email, strict=False)
     with engine.begin() as conn:
         u = repo.user_by_email(conn, email=key) if key else None
         if u is None or u["username"] in BUILTIN_USERS:
-            raise SignInRefused("not_invited", f"No ReForm account has the e-mail address {email}: ask a lead to "
-                                               f"invite you ({INVITE.format(email=key or email)}).")
+            raise SignInRefused(
+                "not_invited",
+                f"No ReForm account has the e-mail address {email}: ask a lead to "
+                f"invite you ({INVITE.format(email=key or email)}).",
+            )
         if not u["active"]:
             raise _deactivated(u["username"])
-        if u["sso_subject"] is None and repo.bind_sso(conn, user_id=int(u["id"]), issuer=ident.issuer,
-                                                      subject=ident.subject):
+        if u["sso_subject"] is None and repo.bind_sso(
+            conn, user_id=int(u["id"]), issuer=ident.issuer, subject=ident.subject
+        ):
             return
         now_bound = repo.user_by_sso(conn, issuer=ident.issuer, subject=ident.subject)
         if now_bound is None or now_bound["id"] != u["id"]:  # (bound to this identity by a parallel sign-in: fine)
-            raise SignInRefused("bound_elsewhere", f"The ReForm account with the e-mail address {email} is bound to "
-                                                   "another sign-in identity: ask a lead to check it (user-bind).")
+            raise SignInRefused(
+                "bound_elsewhere",
+                f"The ReForm account with the e-mail address {email} is bound to "
+                "another sign-in identity: ask a lead to check it (user-bind).",
+            )
 
 
 def _session(conn, u: dict, ident: Identity, now: datetime) -> Principal:
@@ -135,13 +156,17 @@ def _session(conn, u: dict, ident: Identity, now: datetime) -> Principal:
     if row is None:
         expires = min(ident.issued_at, now) + timedelta(hours=SESSION_HOURS)
         if expires > now:
-            repo.insert_session(conn, user_id=int(u["id"]), secret_hash=ident.sign_in_hash, role=u["role"],
-                                expires_at=expires)
+            repo.insert_session(
+                conn, user_id=int(u["id"]), secret_hash=ident.sign_in_hash, role=u["role"], expires_at=expires
+            )
     else:
         expires = row["expires_at"] if row["expires_at"].tzinfo else row["expires_at"].replace(tzinfo=timezone.utc)
     if expires <= now or (row is not None and (row["revoked_at"] is not None or row["role"] != u["role"])):
-        raise SignInRefused("ended", "Your session has ended (signed out, 12 hours after you signed in, or your "
-                                     "account was changed by a lead). Sign in again.")
+        raise SignInRefused(
+            "ended",
+            "Your session has ended (signed out, 12 hours after you signed in, or your "
+            "account was changed by a lead). Sign in again.",
+        )
     return Principal(int(u["id"]), u["username"], u["role"])
 
 
@@ -156,8 +181,9 @@ def _bound_principal(engine: Engine, ident: Identity, now: datetime) -> Principa
         return _session(conn, u, ident, now)
 
 
-def sso_principal(engine: Engine, claims: Mapping, *, userinfo: Callable[[], Mapping] | None = None,
-                  now: datetime | None = None) -> Principal:
+def sso_principal(
+    engine: Engine, claims: Mapping, *, userinfo: Callable[[], Mapping] | None = None, now: datetime | None = None
+) -> Principal:
     """The principal of the signed-in identity ``claims`` (the ID token's, ``st.user``), checked
     against its account now; :class:`SignInRefused` saying why not. ``userinfo`` returns the
     provider's userinfo claims; it is called only for an identity not bound yet whose ID
@@ -183,8 +209,9 @@ def end_sso_session(engine: Engine, claims: Mapping) -> None:
         repo.revoke_sessions_by_hash(conn, secret_hash=ident.sign_in_hash)
 
 
-def bind_identity(engine: Engine, principal: Principal, *, username: str, issuer: str | None,
-                  subject: str | None) -> dict:
+def bind_identity(
+    engine: Engine, principal: Principal, *, username: str, issuer: str | None, subject: str | None
+) -> dict:
     """Bind ``username`` to the provider identity ``(issuer, subject)``, or unbind it when both
     are None (leads only). Ends the account's open sessions. Returns the new binding."""
     require(principal, "manage_users")

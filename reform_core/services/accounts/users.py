@@ -68,11 +68,14 @@ def _now() -> datetime:
 def validate_username(username: str) -> str:
     """The username if it is valid for an account; ValueError naming the rule otherwise."""
     if not isinstance(username, str) or not USERNAME_RE.fullmatch(username):
-        raise ValueError(f"username: 1–100 letters, digits or . _ @ + - starting with a letter or digit, "
-                         f"got {username!r}")
+        raise ValueError(
+            f"username: 1–100 letters, digits or . _ @ + - starting with a letter or digit, got {username!r}"
+        )
     if username.lower() in BUILTIN_USERS:
-        raise ValueError(f"username: {username!r} is reserved for the built-in "
-                         f"{'local mode' if username.lower() == LOCAL_USER else 'CLI'} principal")
+        raise ValueError(
+            f"username: {username!r} is reserved for the built-in "
+            f"{'local mode' if username.lower() == LOCAL_USER else 'CLI'} principal"
+        )
     return username
 
 
@@ -110,12 +113,22 @@ def normalize_email(email: str | None, *, strict: bool = True) -> str | None:
     if not EMAIL_RE.fullmatch(value) or len(value) > 254:
         if not strict:
             return None
-        raise ValueError(f"email: expected one address such as alice@example.com (at most 254 characters), got {email!r}")
+        raise ValueError(
+            f"email: expected one address such as alice@example.com (at most 254 characters), got {email!r}"
+        )
     return value
 
 
-def create_user(engine: Engine, principal: Principal | None, *, username: str, password: str | None, role: str,
-                display_name: str = "", email: str | None = None) -> Principal:
+def create_user(
+    engine: Engine,
+    principal: Principal | None,
+    *,
+    username: str,
+    password: str | None,
+    role: str,
+    display_name: str = "",
+    email: str | None = None,
+) -> Principal:
     """Create an account (leads only; ``principal=None`` only from the CLI bootstrap).
 
     ``password=None`` makes an account that signs in only by single sign-on. ``email`` (default:
@@ -134,8 +147,14 @@ def create_user(engine: Engine, principal: Principal | None, *, username: str, p
             raise ValueError(f"username: {username!r} already exists")
         if email is not None and repo.user_by_email(conn, email=email) is not None:
             raise ValueError(f"email: another account already has the address {email!r}")
-        uid = repo.insert_user(conn, username=username, role=role, display_name=display_name, email=email,
-                               password_hash=_hasher.hash(password) if password is not None else "")
+        uid = repo.insert_user(
+            conn,
+            username=username,
+            role=role,
+            display_name=display_name,
+            email=email,
+            password_hash=_hasher.hash(password) if password is not None else "",
+        )
     return Principal(uid, username, role)
 
 
@@ -161,8 +180,16 @@ def set_password(engine: Engine, principal: Principal, *, username: str, passwor
         repo.clear_attempts(conn, username=username)
 
 
-def update_user(engine: Engine, principal: Principal, *, username: str, role: str | None = None,
-                active: bool | None = None, unlock: bool = False, email: str | None = None) -> dict:
+def update_user(
+    engine: Engine,
+    principal: Principal,
+    *,
+    username: str,
+    role: str | None = None,
+    active: bool | None = None,
+    unlock: bool = False,
+    email: str | None = None,
+) -> dict:
     """Change an account (leads only): its role, deactivate / activate it, lift its sign-in
     throttle, set its e-mail address. A role change or a deactivation ends the account's open
     sessions at once. Returns the account as :func:`list_users` shows it."""
@@ -192,9 +219,15 @@ def update_user(engine: Engine, principal: Principal, *, username: str, role: st
 
 
 def _public(u: dict, failures: int) -> dict:
-    return {"username": u["username"], "display_name": u["display_name"], "role": u["role"],
-            "active": bool(u["active"]), "locked": failures >= MAX_ATTEMPTS, "email": u["email"],
-            "sso_bound": u["sso_subject"] is not None}
+    return {
+        "username": u["username"],
+        "display_name": u["display_name"],
+        "role": u["role"],
+        "active": bool(u["active"]),
+        "locked": failures >= MAX_ATTEMPTS,
+        "email": u["email"],
+        "sso_bound": u["sso_subject"] is not None,
+    }
 
 
 def list_users(engine: Engine, principal: Principal) -> list[dict]:
@@ -204,8 +237,10 @@ def list_users(engine: Engine, principal: Principal) -> list[dict]:
     with engine.connect() as conn:
         rows = [u for u in repo.list_users(conn) if u["username"] not in BUILTIN_USERS]
         locked = repo.locked_usernames(conn, limit=MAX_ATTEMPTS, since=_now() - timedelta(seconds=WINDOW_S))
-    return [{**u, "active": bool(u["active"]), "locked": u["username"] in locked, "sso_bound": bool(u["sso_bound"])}
-            for u in rows]
+    return [
+        {**u, "active": bool(u["active"]), "locked": u["username"] in locked, "sso_bound": bool(u["sso_bound"])}
+        for u in rows
+    ]
 
 
 def sign_in(engine: Engine, username: str, password: str) -> Principal:
@@ -217,8 +252,9 @@ def sign_in(engine: Engine, username: str, password: str) -> Principal:
     key = str(username)[:100]
     now = _now()
     with engine.begin() as conn:
-        if not repo.reserve_attempt(conn, username=key, now=now, window=timedelta(seconds=WINDOW_S),
-                                    limit=MAX_ATTEMPTS):
+        if not repo.reserve_attempt(
+            conn, username=key, now=now, window=timedelta(seconds=WINDOW_S), limit=MAX_ATTEMPTS
+        ):
             raise SignInError("Too many failed attempts; wait a few minutes and try again.")
         u = repo.get_user(conn, username=key) if key == username else None
     if u is not None and u["username"] in BUILTIN_USERS:
@@ -264,8 +300,13 @@ def issue_session(engine: Engine, principal: Principal, *, hours: float = SESSIO
     secret = secrets.token_urlsafe(32)
     expires = _now() + timedelta(hours=hours)
     with engine.begin() as conn:
-        sid = repo.insert_session(conn, user_id=principal.user_id, role=principal.role, expires_at=expires,
-                                  secret_hash=hashlib.sha256(secret.encode()).hexdigest())
+        sid = repo.insert_session(
+            conn,
+            user_id=principal.user_id,
+            role=principal.role,
+            expires_at=expires,
+            secret_hash=hashlib.sha256(secret.encode()).hexdigest(),
+        )
     payload = f"{sid}.{secret}.{int(expires.timestamp())}"
     return f"{payload}.{_mac(payload)}"
 

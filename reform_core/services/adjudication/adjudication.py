@@ -43,8 +43,8 @@ from sqlalchemy.engine import Engine
 
 from db.repo import adjudication as repo
 from reform_core.services.accounts.auth import Principal, require
-from reform_core.verdicts import VERDICTS, verdict_choice, verdict_of
 from reform_core.services.data.instances import instance_id, load_adjudications, load_instances
+from reform_core.verdicts import VERDICTS, verdict_choice, verdict_of
 
 CHOICES = ("A", "B", "neither")
 PLAN_ACTION = "plan_sampling"  # lead only (no role but "lead" lists it)
@@ -99,19 +99,31 @@ def model_sizes(strata: pd.DataFrame) -> pd.DataFrame:
     """Per model: disagreements (N), planned (n) and number of strata of a stratum plan."""
     if strata.empty:
         return pd.DataFrame({"model": [], "disagreements": [], "planned": [], "strata": []})
-    return (strata.groupby("model", sort=True)
-            .agg(disagreements=("size", "sum"), planned=("planned", "sum"), strata=("stratum", "size"))
-            .reset_index())
+    return (
+        strata.groupby("model", sort=True)
+        .agg(disagreements=("size", "sum"), planned=("planned", "sum"), strata=("stratum", "size"))
+        .reset_index()
+    )
 
 
-def preview_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str, confidence: float = 0.95,
-                 p: float = 0.5, margin: float = 0.03) -> pd.DataFrame:
+def preview_plan(
+    engine: Engine,
+    principal: Principal,
+    *,
+    judge_a: str,
+    judge_b: str,
+    confidence: float = 0.95,
+    p: float = 0.5,
+    margin: float = 0.03,
+) -> pd.DataFrame:
     """The per-stratum plan (``sampling.plan``) a :func:`create_plan` call would store; writes nothing."""
     from reform_core import sampling
 
     require(principal, PLAN_ACTION)
     _check_params(confidence, p, margin, 0, 0, 0.0)
-    return sampling.plan(_disagreements(load_instances(engine, judge_a, judge_b)), confidence=confidence, p=p, margin=margin)
+    return sampling.plan(
+        _disagreements(load_instances(engine, judge_a, judge_b)), confidence=confidence, p=p, margin=margin
+    )
 
 
 @dataclass(frozen=True)
@@ -122,9 +134,20 @@ class PlanCreated:
     tasks: int
 
 
-def create_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str, confidence: float = 0.95,
-                p: float = 0.5, margin: float = 0.03, seed: int = 0, audit: int = 0, overlap_fraction: float = 0.0,
-                name: Optional[str] = None) -> PlanCreated:
+def create_plan(
+    engine: Engine,
+    principal: Principal,
+    *,
+    judge_a: str,
+    judge_b: str,
+    confidence: float = 0.95,
+    p: float = 0.5,
+    margin: float = 0.03,
+    seed: int = 0,
+    audit: int = 0,
+    overlap_fraction: float = 0.0,
+    name: Optional[str] = None,
+) -> PlanCreated:
     """Draw and store a sample plan for a judge pair (docs/metrics.md#sample-size, #allocation).
 
     Parameters
@@ -159,35 +182,63 @@ def create_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: 
         la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
         agreed = inst[inst[la].notna() & (inst[la] == inst[lb])][["iid", "model"]]
         extra = sampling.audit_sample(agreed, int(audit), rng)
-        sample = pd.concat([sample, extra.assign(stratum=extra["model"].astype(str) + "|audit", kind="audit")[
-            ["iid", "stratum", "kind"]]], ignore_index=True)
+        sample = pd.concat(
+            [
+                sample,
+                extra.assign(stratum=extra["model"].astype(str) + "|audit", kind="audit")[["iid", "stratum", "kind"]],
+            ],
+            ignore_index=True,
+        )
     sample = sampling.double_adjudication(sample, float(overlap_fraction), rng)
     row = pd.Index(inst["iid"]).get_indexer(sample["iid"])
     order_key = rng.random(len(sample))
     a_left = np.where(rng.random(len(sample)) < 0.5, "A", "B")
     sizes = model_sizes(strata)
     params = {
-        "judge_a": judge_a, "judge_b": judge_b, "confidence": confidence, "p": p, "margin": margin, "seed": int(seed),
-        "audit": int(audit), "overlap_fraction": float(overlap_fraction),
-        "models": {r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
-                   for r in sizes.itertuples()},
+        "judge_a": judge_a,
+        "judge_b": judge_b,
+        "confidence": confidence,
+        "p": p,
+        "margin": margin,
+        "seed": int(seed),
+        "audit": int(audit),
+        "overlap_fraction": float(overlap_fraction),
+        "models": {
+            r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
+            for r in sizes.itertuples()
+        },
         "strata": {r.stratum: {"size": int(r.size), "planned": int(r.planned)} for r in strata.itertuples()},
     }
     with repo.write_tx(engine) as conn:
         plan_id, name = insert_named_plan(conn, judge_a, judge_b, name, params, actor.user_id)
-        repo.insert_tasks(conn, rows=[
-            {"plan_id": plan_id, "response_id": int(inst["response_id"].iat[r]),
-             "constraint_id": int(inst["constraint_id"].iat[r]), "stratum": st, "kind": kind,
-             "required": 2 if double else 1, "decided": 0, "status": "open", "claimed_by": None,
-             "lease_until": None, "order_key": float(ok), "a_left": str(left)}
-            for r, st, kind, double, ok, left in zip(row, sample["stratum"], sample["kind"], sample["double"],
-                                                      order_key, a_left)
-        ])
+        repo.insert_tasks(
+            conn,
+            rows=[
+                {
+                    "plan_id": plan_id,
+                    "response_id": int(inst["response_id"].iat[r]),
+                    "constraint_id": int(inst["constraint_id"].iat[r]),
+                    "stratum": st,
+                    "kind": kind,
+                    "required": 2 if double else 1,
+                    "decided": 0,
+                    "status": "open",
+                    "claimed_by": None,
+                    "lease_until": None,
+                    "order_key": float(ok),
+                    "a_left": str(left),
+                }
+                for r, st, kind, double, ok, left in zip(
+                    row, sample["stratum"], sample["kind"], sample["double"], order_key, a_left
+                )
+            ],
+        )
     return PlanCreated(plan_id=plan_id, name=name, models=sizes, tasks=len(sample))
 
 
-def insert_named_plan(conn, judge_a: str, judge_b: str, name: Optional[str], params: dict,
-                      created_by: Optional[int]) -> tuple[int, str]:
+def insert_named_plan(
+    conn, judge_a: str, judge_b: str, name: Optional[str], params: dict, created_by: Optional[int]
+) -> tuple[int, str]:
     """Insert a ``sample_plan`` row (default name ``"<A> vs <B> #k"``, the first k free);
     returns its id and name."""
     ids = repo.judge_ids(conn, names=[judge_a, judge_b])
@@ -197,8 +248,9 @@ def insert_named_plan(conn, judge_a: str, judge_b: str, name: Optional[str], par
         while f"{judge_a} vs {judge_b} #{k}" in taken:
             k += 1
         name = f"{judge_a} vs {judge_b} #{k}"
-    plan_id = repo.insert_plan(conn, name=name, judge_a_id=ids[judge_a], judge_b_id=ids[judge_b],
-                               params=params, created_by=created_by)
+    plan_id = repo.insert_plan(
+        conn, name=name, judge_a_id=ids[judge_a], judge_b_id=ids[judge_b], params=params, created_by=created_by
+    )
     return plan_id, name
 
 
@@ -317,8 +369,13 @@ def _plan_adjudications(rows: pd.DataFrame) -> pd.DataFrame:
 
     cur = current_decisions(rows)
     cur = cur[cur["label"].notna()].sort_values("id").drop_duplicates("task_id")
-    return pd.DataFrame({"iid": instance_id(cur["response_id"], cur["constraint_id"]),
-                         "a": cur["label"].astype(float).to_numpy(), "choice": cur["choice"].to_numpy(dtype=object)})
+    return pd.DataFrame(
+        {
+            "iid": instance_id(cur["response_id"], cur["constraint_id"]),
+            "a": cur["label"].astype(float).to_numpy(),
+            "choice": cur["choice"].to_numpy(dtype=object),
+        }
+    )
 
 
 def plan_summary(engine: Engine, principal: Principal, plan_id: int) -> PlanSummary:
@@ -349,11 +406,13 @@ def plan_summary(engine: Engine, principal: Principal, plan_id: int) -> PlanSumm
 
     rates = stratum_rates(inst, adj, judge_a=la, judge_b=lb)
     stored = plan["params"].get("strata", {}) if isinstance(plan["params"], dict) else {}
-    st = rates[["stratum", "model", "direction", "category", "mode", "n_disagreements", "n_reviewed", "pi_hat",
-                "provisional"]].rename(columns={"n_disagreements": "size", "n_reviewed": "reviewed"})
+    st = rates[
+        ["stratum", "model", "direction", "category", "mode", "n_disagreements", "n_reviewed", "pi_hat", "provisional"]
+    ].rename(columns={"n_disagreements": "size", "n_reviewed": "reviewed"})
     st.insert(6, "planned", st["stratum"].map(lambda s: stored.get(s, {}).get("planned", 0)).astype(int))
-    return PlanSummary(name=plan["name"], judge_a=plan["judge_a"], judge_b=plan["judge_b"],
-                       params=plan["params"], models=a3, strata=st)
+    return PlanSummary(
+        name=plan["name"], judge_a=plan["judge_a"], judge_b=plan["judge_b"], params=plan["params"], models=a3, strata=st
+    )
 
 
 # ============================================================================= the queue
@@ -400,20 +459,35 @@ def _item(c: dict) -> Item:
     from reform_core.judges.blinding import blind_rationale
 
     t = c["task"]
-    cons = [{k: v for k, v in x.items() if k != "id"} | {"feature_name": x["feature_name"] or x["feature"]}
-            for x in c["constraints"]]
+    cons = [
+        {k: v for k, v in x.items() if k != "id"} | {"feature_name": x["feature_name"] or x["feature"]}
+        for x in c["constraints"]
+    ]
     target = next(i for i, x in enumerate(c["constraints"]) if x["id"] == t["constraint_id"])
     left, right = ("A", "B") if t["a_left"] == "A" else ("B", "A")
     names = [n for n in c.get("judge_names", ()) if n]
-    j = {s: Judgement(None if lab is None else int(lab), blind_rationale(rat or "", names),
-                      None if jid is None else int(jid))
-         for s, (jid, lab, rat) in c["judgments"].items()}
-    return Item(task_id=int(t["task_id"]), instruction=c["instruction_text"], constraint=cons[target],
-                other_constraints=[x for i, x in enumerate(cons) if i != target], response=c["response_text"],
-                judge_a=j[left], judge_b=j[right], lease_until=_naive(t["lease_until"]), kind=str(t["kind"]))
+    j = {
+        s: Judgement(
+            None if lab is None else int(lab), blind_rationale(rat or "", names), None if jid is None else int(jid)
+        )
+        for s, (jid, lab, rat) in c["judgments"].items()
+    }
+    return Item(
+        task_id=int(t["task_id"]),
+        instruction=c["instruction_text"],
+        constraint=cons[target],
+        other_constraints=[x for i, x in enumerate(cons) if i != target],
+        response=c["response_text"],
+        judge_a=j[left],
+        judge_b=j[right],
+        lease_until=_naive(t["lease_until"]),
+        kind=str(t["kind"]),
+    )
 
 
-def claim_next(engine: Engine, principal: Principal, plan_id: int, lease_seconds: int = DEFAULT_LEASE_SECONDS) -> Optional[Item]:
+def claim_next(
+    engine: Engine, principal: Principal, plan_id: int, lease_seconds: int = DEFAULT_LEASE_SECONDS
+) -> Optional[Item]:
     """The next item of ``plan_id`` for the signed-in annotator, claimed under a lease.
 
     A user who already holds a live lease in the plan gets that item back (a page refresh
@@ -426,8 +500,9 @@ def claim_next(engine: Engine, principal: Principal, plan_id: int, lease_seconds
         raise ValueError(f"lease_seconds must be > 0, got {lease_seconds!r}")
     now = _now()
     with repo.claim_connection(engine) as conn:  # PostgreSQL: claim + content in one statement
-        content = repo.claim_item(conn, plan_id=plan_id, user_id=user.user_id, now=now,
-                                  lease_until=now + timedelta(seconds=lease_seconds))
+        content = repo.claim_item(
+            conn, plan_id=plan_id, user_id=user.user_id, now=now, lease_until=now + timedelta(seconds=lease_seconds)
+        )
     return None if content is None else _item(content)
 
 
@@ -452,8 +527,9 @@ def _shown_judgments(conn, t: dict, shown: Optional[tuple[Optional[int], Optiona
     (``shown`` = ids as shown, left then right), else each judge's newest."""
     judge = {"A": int(t["judge_a_id"]), "B": int(t["judge_b_id"])}
     if shown is None:
-        newest = repo.newest_judgments(conn, judge_ids=list(judge.values()), response_id=t["response_id"],
-                                       constraint_id=t["constraint_id"])
+        newest = repo.newest_judgments(
+            conn, judge_ids=list(judge.values()), response_id=t["response_id"], constraint_id=t["constraint_id"]
+        )
         return {side: newest.get(j, (None, None)) for side, j in judge.items()}
     if len(shown) != 2:
         raise ValueError(f"shown must be the two judgment ids (left, right), got {shown!r}")
@@ -466,14 +542,24 @@ def _shown_judgments(conn, t: dict, shown: Optional[tuple[Optional[int], Optiona
             continue
         r = rows.get(int(jid))
         if r is None or (int(r["judge_id"]), int(r["response_id"]), int(r["constraint_id"])) != (
-                judge[side], int(t["response_id"]), int(t["constraint_id"])):
+            judge[side],
+            int(t["response_id"]),
+            int(t["constraint_id"]),
+        ):
             raise ValueError(f"task {t['id']}: judgment {jid} is not one of this item's judgments")
         out[side] = (int(jid), None if r["label"] is None else int(r["label"]))
     return out
 
 
-def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note: str = "", seconds: float = 0.0,
-           shown: Optional[tuple[Optional[int], Optional[int]]] = None) -> Decision:
+def decide(
+    engine: Engine,
+    principal: Principal,
+    task_id: int,
+    choice: str,
+    note: str = "",
+    seconds: float = 0.0,
+    shown: Optional[tuple[Optional[int], Optional[int]]] = None,
+) -> Decision:
     """Record the signed-in annotator's decision on a task (append-only).
 
     Parameters
@@ -516,8 +602,15 @@ def decide(engine: Engine, principal: Principal, task_id: int, choice: str, note
     return _record(engine, user, task_id, resolve, note=note, seconds=seconds, shown=shown)
 
 
-def give_verdict(engine: Engine, principal: Principal, task_id: int, verdict: str, note: str = "",
-                 seconds: float = 0.0, shown: Optional[tuple[Optional[int], Optional[int]]] = None) -> Decision:
+def give_verdict(
+    engine: Engine,
+    principal: Principal,
+    task_id: int,
+    verdict: str,
+    note: str = "",
+    seconds: float = 0.0,
+    shown: Optional[tuple[Optional[int], Optional[int]]] = None,
+) -> Decision:
     """Record the signed-in annotator's own verdict on an audit item (the judges agree).
 
     ``verdict``: "pass" or "fail" — does the response satisfy the constraint? Stored by
@@ -533,15 +626,25 @@ def give_verdict(engine: Engine, principal: Principal, task_id: int, verdict: st
     def resolve(t: dict, judgments: dict) -> tuple[str, Optional[int]]:
         la, lb = judgments["A"][1], judgments["B"][1]
         if t["kind"] != "audit" or la is None or la != lb:
-            raise ValueError(f"task {task_id}: a verdict answers an audit of an agreement; the judges do not agree "
-                             "here — choose the better-supported judgment")
+            raise ValueError(
+                f"task {task_id}: a verdict answers an audit of an agreement; the judges do not agree "
+                "here — choose the better-supported judgment"
+            )
         return verdict_choice(verdict, la)
 
     return _record(engine, user, task_id, resolve, note=(note or "").strip(), seconds=seconds, shown=shown)
 
 
-def _record(engine: Engine, user: Principal, task_id: int, resolve, *, note: str, seconds: float,
-            shown: Optional[tuple[Optional[int], Optional[int]]]) -> Decision:
+def _record(
+    engine: Engine,
+    user: Principal,
+    task_id: int,
+    resolve,
+    *,
+    note: str,
+    seconds: float,
+    shown: Optional[tuple[Optional[int], Optional[int]]],
+) -> Decision:
     """Append the decision ``resolve(task, judgments shown) -> (plan side, label)`` of ``user``
     on a task under its lock, with the queue's refusals (:func:`_decidable`), second-opinion
     rule and counters."""
@@ -554,10 +657,18 @@ def _record(engine: Engine, user: Principal, task_id: int, resolve, *, note: str
         held_by_other = t["claimed_by"] is not None and t["claimed_by"] != user.user_id
         judgments = _shown_judgments(conn, t, shown)
         side, label = resolve(t, judgments)
-        adj_id = repo.insert_adjudication(conn, task_id=task_id, user_id=user.user_id, choice=side, label=label,
-                                          note=note, seconds=float(seconds),
-                                          supersedes_id=None if mine is None else mine["id"],
-                                          judgment_a_id=judgments["A"][0], judgment_b_id=judgments["B"][0])
+        adj_id = repo.insert_adjudication(
+            conn,
+            task_id=task_id,
+            user_id=user.user_id,
+            choice=side,
+            label=label,
+            note=note,
+            seconds=float(seconds),
+            supersedes_id=None if mine is None else mine["id"],
+            judgment_a_id=judgments["A"][0],
+            judgment_b_id=judgments["B"][0],
+        )
         before, decided = decided, decided + 1  # the user had no current decision (checked under the task's lock)
         if before == 0:  # the first opinion: the plan's rule may ask for a second one
             t = _second_opinion(conn, t, [side])
@@ -565,12 +676,25 @@ def _record(engine: Engine, user: Principal, task_id: int, resolve, *, note: str
             # another finding of both judges wrong: the rule may ask for a third opinion
             t = _second_opinion(conn, t, repo.choices(conn, task_id=task_id))
         done = decided >= t["required"]
-        repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
-                          status_after="done" if done else t["status"], annotator=(user.user_id, ""), decisions=1,
-                          seconds=float(seconds))
+        repo.count_change(
+            conn,
+            task=t,
+            before=before,
+            after=decided,
+            status_before=t["status"],
+            status_after="done" if done else t["status"],
+            annotator=(user.user_id, ""),
+            decisions=1,
+            seconds=float(seconds),
+        )
         _settle(conn, task_id, decided, done=done, kept_by_other=held_by_other and lease is not None and lease >= now)
-    return Decision(adjudication_id=adj_id, task_id=task_id, iid=int(instance_id(t["response_id"], t["constraint_id"])),
-                    label=label, task_done=done)
+    return Decision(
+        adjudication_id=adj_id,
+        task_id=task_id,
+        iid=int(instance_id(t["response_id"], t["constraint_id"])),
+        label=label,
+        task_done=done,
+    )
 
 
 def _settle(conn, task_id: int, decided: int, *, done: bool, kept_by_other: bool) -> None:
@@ -604,7 +728,8 @@ def _decidable(conn, task_id: int, user: Principal, now: datetime) -> tuple[dict
     if t["status"] == "claimed" and held_by_other and t["required"] <= 1:
         raise AdjudicationRefused(
             f"task {task_id}: your lease expired and the item was handed to another annotator; "
-            "your decision was not recorded — take the next item")
+            "your decision was not recorded — take the next item"
+        )
     return t, mine, decided
 
 
@@ -663,8 +788,9 @@ class Undone:
     verdict: Optional[str] = None
 
 
-def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = None,
-              lease_seconds: int = DEFAULT_LEASE_SECONDS) -> Optional[Undone]:
+def undo_last(
+    engine: Engine, principal: Principal, plan_id: Optional[int] = None, lease_seconds: int = DEFAULT_LEASE_SECONDS
+) -> Optional[Undone]:
     """Withdraw the signed-in user's most recent decision (see the module docstring).
 
     Appends a ``retracted`` row superseding it, recounts the task and hands the task back
@@ -686,23 +812,45 @@ def undo_last(engine: Engine, principal: Principal, plan_id: Optional[int] = Non
         mine, _ = repo.decision_state(conn, task_id=t["id"], user_id=user.user_id)  # read under the lock
         if mine is None or mine["id"] != last["id"] or mine["choice"] == repo.RETRACTED:
             return None  # withdrawn (or changed) by a concurrent call since we looked
-        repo.insert_adjudication(conn, task_id=t["id"], user_id=user.user_id, choice=repo.RETRACTED, label=None,
-                                 note="undo", seconds=0.0, supersedes_id=last["id"])
+        repo.insert_adjudication(
+            conn,
+            task_id=t["id"],
+            user_id=user.user_id,
+            choice=repo.RETRACTED,
+            label=None,
+            note="undo",
+            seconds=0.0,
+            supersedes_id=last["id"],
+        )
         decided = repo.count_decided(conn, task_id=t["id"])  # one fewer than before: this user's decision is gone
         before = decided + 1
         if decided < MAX_OPINIONS:  # an opinion withdrawn: one it asked for may no longer be needed
             t = _second_opinion(conn, t, repo.choices(conn, task_id=t["id"]) if decided else [])
-        repo.count_change(conn, task=t, before=before, after=decided, status_before=t["status"],
-                          status_after="done" if decided >= t["required"] else "claimed",
-                          annotator=(user.user_id, ""), decisions=-1, seconds=-float(mine["seconds"]))
+        repo.count_change(
+            conn,
+            task=t,
+            before=before,
+            after=decided,
+            status_before=t["status"],
+            status_after="done" if decided >= t["required"] else "claimed",
+            annotator=(user.user_id, ""),
+            decisions=-1,
+            seconds=-float(mine["seconds"]),
+        )
         lease = _naive(t["lease_until"])
         if decided >= t["required"]:
             repo.update_task(conn, task_id=t["id"], decided=decided)  # still complete (an extra decision)
         elif t["status"] == "claimed" and t["claimed_by"] != user.user_id and lease is not None and lease >= now:
             repo.update_task(conn, task_id=t["id"], decided=decided)
         else:
-            repo.update_task(conn, task_id=t["id"], decided=decided, status="claimed", claimed_by=user.user_id,
-                             lease_until=now + timedelta(seconds=lease_seconds))
+            repo.update_task(
+                conn,
+                task_id=t["id"],
+                decided=decided,
+                status="claimed",
+                claimed_by=user.user_id,
+                lease_until=now + timedelta(seconds=lease_seconds),
+            )
         shown = mine["choice"] if mine["choice"] == "neither" else _plan_side(mine["choice"], t["a_left"])
         verdict = verdict_of(*repo.decision_labels(conn, adjudication_id=mine["id"])) if t["kind"] == "audit" else None
         return Undone(task_id=int(t["id"]), choice=shown, verdict=verdict)
@@ -769,8 +917,12 @@ def my_progress(engine: Engine, principal: Principal, plan_id: int) -> Progress:
     rate = 3600.0 / mean if decided and mean > 0 else float("nan")
     out = counts[["stratum", "tasks", "done", "mine"]].astype({"tasks": int, "done": int, "mine": int})
     out["stratum"] = out["stratum"].map(_stratum_alias(out["stratum"]))
-    return Progress(strata=out.sort_values("stratum").reset_index(drop=True), decided=decided, mean_seconds=mean,
-                    items_per_hour=rate)
+    return Progress(
+        strata=out.sort_values("stratum").reset_index(drop=True),
+        decided=decided,
+        mean_seconds=mean,
+        items_per_hour=rate,
+    )
 
 
 # ============================================================================= live calibration
@@ -787,8 +939,15 @@ class LiveScores:
     only that model is rescored through its prebuilt unit index (docs/metrics.md#benchmark-scores).
     """
 
-    def __init__(self, instances: pd.DataFrame, adjudications: pd.DataFrame, *, judge_a: str, judge_b: str,
-                 condition: Optional[str] = "main"):
+    def __init__(
+        self,
+        instances: pd.DataFrame,
+        adjudications: pd.DataFrame,
+        *,
+        judge_a: str,
+        judge_b: str,
+        condition: Optional[str] = "main",
+    ):
         from reform_core.calibration import calibrate_stratified
         from reform_core.unit_index import build_index
 
@@ -810,7 +969,7 @@ class LiveScores:
         self._stratum = codes
         order = np.argsort(codes, kind="stable")
         starts = np.searchsorted(codes[order], np.arange(len(names) + 1))
-        self._s_rows = [order[starts[h]:starts[h + 1]] for h in range(len(names))]
+        self._s_rows = [order[starts[h] : starts[h + 1]] for h in range(len(names))]
         first = np.array([rows[0] for rows in self._s_rows], dtype=np.int64)
         self._s_model = instances["model"].astype(str).to_numpy(dtype=object)[first]
         self._s_a1b0 = self._g[first] == 1  # direction A1B0: judge A passes
@@ -820,15 +979,20 @@ class LiveScores:
         self._with_a = np.bincount(codes[rev], (self._adj[rev] == self._g[rev]).astype(float), minlength=len(names))
         self._model_strata = {mdl: np.flatnonzero(self._s_model == mdl) for mdl in np.unique(self._s_model)}
         # the fallback of a stratum without review is the pooled share of its model *and condition*
-        cond = (instances["condition"].astype(str).to_numpy(dtype=object)[first] if "condition" in instances.columns
-                else np.full(len(first), "main", dtype=object))
+        cond = (
+            instances["condition"].astype(str).to_numpy(dtype=object)[first]
+            if "condition" in instances.columns
+            else np.full(len(first), "main", dtype=object)
+        )
         self._s_group = list(zip(self._s_model.tolist(), cond.tolist()))
         self._group_strata: dict[tuple, list[int]] = {}
         for h, grp in enumerate(self._s_group):
             self._group_strata.setdefault(grp, []).append(h)
 
         # an instruction with a constraint nobody labelled is left out whole (as in scoring.score)
-        missing = pd.Series(np.isnan(self.p)).groupby([instances["model"].to_numpy(), instances["instruction"].to_numpy()])
+        missing = pd.Series(np.isnan(self.p)).groupby(
+            [instances["model"].to_numpy(), instances["instruction"].to_numpy()]
+        )
         scored = ~missing.transform("any").to_numpy()
         if condition is not None:
             scored &= instances["condition"].to_numpy() == condition
@@ -843,8 +1007,13 @@ class LiveScores:
     @classmethod
     def from_engine(cls, engine: Engine, judge_a: str, judge_b: str, condition: Optional[str] = "main") -> "LiveScores":
         inst = load_instances(engine, judge_a, judge_b)
-        live = cls(inst, load_adjudications(engine, judge_a, judge_b), judge_a=inst.attrs["judge_a"],
-                   judge_b=inst.attrs["judge_b"], condition=condition)
+        live = cls(
+            inst,
+            load_adjudications(engine, judge_a, judge_b),
+            judge_a=inst.attrs["judge_a"],
+            judge_b=inst.attrs["judge_b"],
+            condition=condition,
+        )
         live._names = (judge_a, judge_b)
         return live
 
@@ -855,12 +1024,22 @@ class LiveScores:
         s = group_sums(idx, self.p[rows])
         r = rates_from_sums(s)
         empty = np.zeros(0, dtype=np.int64)
-        strata = (self._model_strata.get(model, empty) if self.condition is None
-                  else np.asarray(self._group_strata.get((model, self.condition), empty), dtype=np.int64))
+        strata = (
+            self._model_strata.get(model, empty)
+            if self.condition is None
+            else np.asarray(self._group_strata.get((model, self.condition), empty), dtype=np.int64)
+        )
         out = {"model": model}
         out.update({k: float(r[k][0]) for k in ("tcpr", "emcr", "r1", "r2", "r3")})
-        out.update({"n_instructions": int(s["n_inst"][0]), "n1": int(s["units1"][0]), "n2": int(s["units2"][0]),
-                    "n3": int(s["units3"][0]), "provisional": bool((self._n_rev[strata] == 0).any())})
+        out.update(
+            {
+                "n_instructions": int(s["n_inst"][0]),
+                "n1": int(s["units1"][0]),
+                "n2": int(s["units2"][0]),
+                "n3": int(s["units3"][0]),
+                "provisional": bool((self._n_rev[strata] == 0).any()),
+            }
+        )
         return out
 
     def _refresh_group(self, group: tuple) -> None:

@@ -97,8 +97,10 @@ def _open_cluster_plan(conn, plan: str) -> tuple[int, dict]:
     if not is_stored_design(params):
         raise ValueError(f"plan {plan!r} is not a question-cluster plan: only those can be extended")
     if isinstance(params.get("closed"), dict):
-        raise ValueError(f"plan {plan!r} was closed on {str(params['closed'].get('at', ''))[:10]}: its estimate is "
-                         "final; create another plan for more decisions")
+        raise ValueError(
+            f"plan {plan!r} was closed on {str(params['closed'].get('at', ''))[:10]}: its estimate is "
+            "final; create another plan for more decisions"
+        )
     return pid, params
 
 
@@ -129,8 +131,9 @@ def _prepare(engine: Engine, plan: str, questions: int) -> _Drawn:
     grown, table = extended_design(Design.from_stored(params), main, questions, judge_a=ja, judge_b=jb)
     if not (table["not_sampled"] > 0).any():
         raise ValueError(f"plan {plan!r} already holds every question of the benchmark: nothing to extend")
-    return _Drawn(params=params, inst=inst, main=main, design=grown, table=table,
-                  tasks=draw(main, grown, judge_a=ja, judge_b=jb))
+    return _Drawn(
+        params=params, inst=inst, main=main, design=grown, table=table, tasks=draw(main, grown, judge_a=ja, judge_b=jb)
+    )
 
 
 def _stored_after(d: _Drawn, record: dict) -> dict:
@@ -143,8 +146,15 @@ def _stored_after(d: _Drawn, record: dict) -> dict:
     models = dict(d.params.get("models", {}))
     for m, r in models_json(model_table(d.main, d.tasks, d.design, ja, jb, None)).items():
         models[m] = {**models.get(m, {}), **r}
-    return jsonable({**d.params, "cluster_pi": stored["cluster_pi"], "cluster_pi0": stored["cluster_pi0"],
-                      "models": models, "extensions": [*d.params.get("extensions", []), record]})
+    return jsonable(
+        {
+            **d.params,
+            "cluster_pi": stored["cluster_pi"],
+            "cluster_pi0": stored["cluster_pi0"],
+            "models": models,
+            "extensions": [*d.params.get("extensions", []), record],
+        }
+    )
 
 
 def extend_plan(engine: Engine, principal: Principal, plan: str, *, questions: int) -> Extended:
@@ -153,8 +163,8 @@ def extend_plan(engine: Engine, principal: Principal, plan: str, *, questions: i
     every question is already sampled, or one changed meanwhile (try again)."""
     from db.repo.status import bump_revision
     from reform_core.estimators.extension import new_tasks
-    from reform_core.services.data.instances import instance_id
     from reform_core.services.adjudication.planning import task_rows
+    from reform_core.services.data.instances import instance_id
 
     actor = require(principal, PLAN_ACTION)
     d = _prepare(engine, plan, questions)
@@ -164,10 +174,16 @@ def extend_plan(engine: Engine, principal: Principal, plan: str, *, questions: i
             raise ValueError(f"plan {plan!r} changed while the extension was drawn; try again")
         keys = repo.plan_task_keys(conn, plan_id=pid)
         added = new_tasks(d.tasks, instance_id(keys["response_id"], keys["constraint_id"]))
-        repo.insert_tasks(conn, rows=task_rows(pid, d.inst, added, d.design,
-                                               order_start=repo.max_order_key(conn, plan_id=pid) + 1.0))
-        record = {"at": _stamp(), "by": actor.username, "questions": int(questions), "tasks": len(added),
-                  "cluster_pi_before": dict(zip(d.table["model"], d.table["cluster_pi_before"]))}
+        repo.insert_tasks(
+            conn, rows=task_rows(pid, d.inst, added, d.design, order_start=repo.max_order_key(conn, plan_id=pid) + 1.0)
+        )
+        record = {
+            "at": _stamp(),
+            "by": actor.username,
+            "questions": int(questions),
+            "tasks": len(added),
+            "cluster_pi_before": dict(zip(d.table["model"], d.table["cluster_pi_before"])),
+        }
         repo.set_plan(conn, plan_id=pid, params=_stored_after(d, record))
         bump_revision(conn)
     return Extended(plan=plan, tasks=len(added), models=_extension_table(d, added))

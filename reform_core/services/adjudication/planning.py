@@ -75,10 +75,20 @@ def _check(seed, double_fraction, audit_pi) -> None:
             raise ValueError(f"{name} must lie in [0, 1], got {v!r}")
 
 
-def size_cluster_plan(instances: pd.DataFrame, *, judge_a: str, judge_b: str, seed: int = 0,
-                      confidence: float = 0.95, p: float = 0.5, margin: float = 0.03,
-                      target_half_width: Optional[float] = None, metric: str = "tcpr",
-                      audit_pi: Optional[float] = None, double_fraction: Optional[float] = None) -> ClusterPlan:
+def size_cluster_plan(
+    instances: pd.DataFrame,
+    *,
+    judge_a: str,
+    judge_b: str,
+    seed: int = 0,
+    confidence: float = 0.95,
+    p: float = 0.5,
+    margin: float = 0.03,
+    target_half_width: Optional[float] = None,
+    metric: str = "tcpr",
+    audit_pi: Optional[float] = None,
+    double_fraction: Optional[float] = None,
+) -> ClusterPlan:
     """Size and draw the design for ``instances`` (INSTANCES with the pair's label columns
     ``judge_a`` / ``judge_b``); pure."""
     from reform_core import sampling
@@ -97,25 +107,49 @@ def size_cluster_plan(instances: pd.DataFrame, *, judge_a: str, judge_b: str, se
     if target_half_width is not None:
         if audit_pi is not None:
             raise ValueError("--audit-share is chosen by the planner when sizing by --target-half-width; give one")
-        plan, table = planner.plan_for_half_width(main, half_width=float(target_half_width), metric=metric,
-                                                  seed=int(seed), judge_a=judge_a, judge_b=judge_b,
-                                                  double_fraction=dfrac)
+        plan, table = planner.plan_for_half_width(
+            main,
+            half_width=float(target_half_width),
+            metric=metric,
+            seed=int(seed),
+            judge_a=judge_a,
+            judge_b=judge_b,
+            double_fraction=dfrac,
+        )
         plan = plan.with_extra(target={**plan.target, "source": "plan --target-half-width"})
     else:
-        plan = default_design(main, seed=int(seed), judge_a=judge_a, judge_b=judge_b, confidence=confidence,
-                              p=p, margin=margin, double_fraction=dfrac,
-                              audit_pi=design.DEFAULT_AUDIT if audit_pi is None else float(audit_pi))
-        plan = plan.with_extra(target={"metric": "tcpr", "half_width": round(100 * float(margin), 6),
-                                       "source": "Cochran margin"},
-                               confidence=float(confidence), p=float(p), margin=float(margin))
+        plan = default_design(
+            main,
+            seed=int(seed),
+            judge_a=judge_a,
+            judge_b=judge_b,
+            confidence=confidence,
+            p=p,
+            margin=margin,
+            double_fraction=dfrac,
+            audit_pi=design.DEFAULT_AUDIT if audit_pi is None else float(audit_pi),
+        )
+        plan = plan.with_extra(
+            target={"metric": "tcpr", "half_width": round(100 * float(margin), 6), "source": "Cochran margin"},
+            confidence=float(confidence),
+            p=float(p),
+            margin=float(margin),
+        )
     tasks = draw(main, plan, judge_a=judge_a, judge_b=judge_b)
     models = model_table(main, tasks, plan, judge_a, judge_b, table)
     strat = stratified_size(instances, judge_a=judge_a, judge_b=judge_b, confidence=confidence, p=p, margin=margin)
     return ClusterPlan(design=plan, tasks=tasks, models=models, explanation=explain_size(len(tasks), models, strat))
 
 
-def stratified_size(instances: pd.DataFrame, *, judge_a: str, judge_b: str, confidence: float = 0.95,
-                    p: float = 0.5, margin: float = 0.03) -> int:
+def stratified_size(
+    instances: pd.DataFrame,
+    *,
+    judge_a: str,
+    judge_b: str,
+    confidence: float = 0.95,
+    p: float = 0.5,
+    margin: float = 0.03,
+) -> int:
     """The tasks the paper's stratified plan (``plan --design stratified``) would draw from these
     instances: Cochran/FPC sizes of every model's disagreements."""
     from reform_core import sampling
@@ -135,14 +169,17 @@ def explain_size(n_tasks: int, models: pd.DataFrame, stratified: int) -> str:
         return f"{n_tasks:,} tasks, against {stratified:,} for the paper's stratified sample of disagreements only."
     q = _span(models["questions_sampled"], "{:.0f}")
     audit = _span(100 * models["audit_pi"], "{:.0f}")
-    return (f"{n_tasks:,} tasks: every disagreement of {q} sampled question(s) per model plus an audit of {audit} % of "
-            f"their agreements (agreed fails more often), against {stratified:,} for the paper's stratified sample of "
-            "disagreements only — the audit and the second opinions are what make the estimate unbiased when both "
-            "judges are wrong together or annotators err.")
+    return (
+        f"{n_tasks:,} tasks: every disagreement of {q} sampled question(s) per model plus an audit of {audit} % of "
+        f"their agreements (agreed fails more often), against {stratified:,} for the paper's stratified sample of "
+        "disagreements only — the audit and the second opinions are what make the estimate unbiased when both "
+        "judges are wrong together or annotators err."
+    )
 
 
-def model_table(main: pd.DataFrame, tasks: pd.DataFrame, design: Design, ja: str, jb: str,
-                 planner: Optional[pd.DataFrame]) -> pd.DataFrame:
+def model_table(
+    main: pd.DataFrame, tasks: pd.DataFrame, design: Design, ja: str, jb: str, planner: Optional[pd.DataFrame]
+) -> pd.DataFrame:
     """Per model: the plan's clusters, tasks and expected decisions (with the planner's prediction if any)."""
     from reform_core.estimators.design import cluster_key
 
@@ -154,13 +191,18 @@ def model_table(main: pd.DataFrame, tasks: pd.DataFrame, design: Design, ja: str
         mine = main["model"].astype(str).to_numpy() == name
         t = tasks[tasks["model"] == name]
         dis = mine & both & (g != m)
-        r = {"model": name, "disagreements": int(dis.sum()), "agreements": int((mine & both & (g == m)).sum()),
-             "questions": int(main.loc[mine, "question"].nunique()),
-             "questions_sampled": int(pd.unique(cluster_key(t["model"], t["question"])).size),
-             "disagreement_tasks": int((t["kind"] == "disagreement").sum()),
-             "audit_tasks": int((t["kind"] == "audit").sum()), "decisions_needed": int(t["required"].sum()),
-             "cluster_pi": float(design.cluster_pi.get(name, 0.0)),
-             "audit_pi": float(design.audit_probability([name])[0])}
+        r = {
+            "model": name,
+            "disagreements": int(dis.sum()),
+            "agreements": int((mine & both & (g == m)).sum()),
+            "questions": int(main.loc[mine, "question"].nunique()),
+            "questions_sampled": int(pd.unique(cluster_key(t["model"], t["question"])).size),
+            "disagreement_tasks": int((t["kind"] == "disagreement").sum()),
+            "audit_tasks": int((t["kind"] == "audit").sum()),
+            "decisions_needed": int(t["required"].sum()),
+            "cluster_pi": float(design.cluster_pi.get(name, 0.0)),
+            "audit_pi": float(design.audit_probability([name])[0]),
+        }
         if planner is not None:
             pr = planner.set_index("model")
             r["predicted_half_width"] = float(pr.loc[name, "predicted_half_width"]) if name in pr.index else np.nan
@@ -186,8 +228,9 @@ class ClusterPlanCreated:
     explanation: str = ""
 
 
-def create_cluster_plan(engine: Engine, principal: Principal, *, judge_a: str, judge_b: str,
-                        name: Optional[str] = None, **options) -> ClusterPlanCreated:
+def create_cluster_plan(
+    engine: Engine, principal: Principal, *, judge_a: str, judge_b: str, name: Optional[str] = None, **options
+) -> ClusterPlanCreated:
     """Draw and store the default (question-cluster) plan of a judge pair (module docstring).
 
     ``options``: ``seed``, ``confidence``, ``p``, ``margin``, ``target_half_width``,
@@ -203,8 +246,14 @@ def create_cluster_plan(engine: Engine, principal: Principal, *, judge_a: str, j
     with repo.write_tx(engine) as conn:
         plan_id, name = insert_named_plan(conn, judge_a, judge_b, name, jsonable(params), actor.user_id)
         repo.insert_tasks(conn, rows=task_rows(plan_id, inst, plan.tasks, plan.design))
-    return ClusterPlanCreated(plan_id=plan_id, name=name, params=params, models=plan.models, tasks=len(plan.tasks),
-                              explanation=plan.explanation)
+    return ClusterPlanCreated(
+        plan_id=plan_id,
+        name=name,
+        params=params,
+        models=plan.models,
+        tasks=len(plan.tasks),
+        explanation=plan.explanation,
+    )
 
 
 def models_json(models: pd.DataFrame) -> dict:
@@ -212,8 +261,9 @@ def models_json(models: pd.DataFrame) -> dict:
     return {r["model"]: {k: v for k, v in r.items() if k != "model"} for r in models.to_dict("records")}
 
 
-def task_rows(plan_id: int, inst: pd.DataFrame, tasks: pd.DataFrame, design: Design, *,
-              order_start: Optional[float] = None) -> list[dict]:
+def task_rows(
+    plan_id: int, inst: pd.DataFrame, tasks: pd.DataFrame, design: Design, *, order_start: Optional[float] = None
+) -> list[dict]:
     """``adjudication_task`` rows of drawn tasks (``tasks``: :func:`reform_core.estimators.draws.draw`'s
     columns, in queue order): queue keys their ``queue_order``, or ``order_start`` + their position
     (tasks added to a plan behind its others); the judge shown on the left from the plan's seed."""
@@ -221,13 +271,28 @@ def task_rows(plan_id: int, inst: pd.DataFrame, tasks: pd.DataFrame, design: Des
 
     row = pd.Index(inst["iid"]).get_indexer(tasks["iid"])
     a_left = np.where(design.uniform(Stream.SIDES, tasks["iid"].to_numpy()) < 0.5, "A", "B")
-    order = (tasks["queue_order"].to_numpy(dtype=float) if order_start is None
-             else order_start + np.arange(len(tasks), dtype=float))
-    return [{"plan_id": plan_id, "response_id": int(inst["response_id"].iat[r]),
-             "constraint_id": int(inst["constraint_id"].iat[r]), "stratum": str(st), "kind": str(kind),
-             "required": int(req), "decided": 0, "status": "open", "claimed_by": None, "lease_until": None,
-             "order_key": float(o), "a_left": str(left)}
-            for r, st, kind, req, o, left in zip(row, tasks["stratum"], tasks["kind"], tasks["required"], order, a_left)]
+    order = (
+        tasks["queue_order"].to_numpy(dtype=float)
+        if order_start is None
+        else order_start + np.arange(len(tasks), dtype=float)
+    )
+    return [
+        {
+            "plan_id": plan_id,
+            "response_id": int(inst["response_id"].iat[r]),
+            "constraint_id": int(inst["constraint_id"].iat[r]),
+            "stratum": str(st),
+            "kind": str(kind),
+            "required": int(req),
+            "decided": 0,
+            "status": "open",
+            "claimed_by": None,
+            "lease_until": None,
+            "order_key": float(o),
+            "a_left": str(left),
+        }
+        for r, st, kind, req, o, left in zip(row, tasks["stratum"], tasks["kind"], tasks["required"], order, a_left)
+    ]
 
 
 def jsonable(value):

@@ -71,8 +71,16 @@ class _Task:
 def _annotators(conn: Connection, adj: pd.DataFrame, err: Err) -> dict[str, tuple[Optional[int], str]]:
     """Name → (user id, '') for annotator accounts, (None, name) for outside annotators."""
     names = sorted(set(adj["annotator"]))
-    rows = conn.execute(text("SELECT id, username, role FROM app_user WHERE username IN :n")
-                        .bindparams(bindparam("n", expanding=True)), {"n": names}).all() if names else []
+    rows = (
+        conn.execute(
+            text("SELECT id, username, role FROM app_user WHERE username IN :n").bindparams(
+                bindparam("n", expanding=True)
+            ),
+            {"n": names},
+        ).all()
+        if names
+        else []
+    )
     accounts = {r[1]: (int(r[0]), r[2]) for r in rows}
     out = {}
     for name in names:
@@ -96,8 +104,10 @@ def name_problem(name: str, role: Optional[str], verb: str = "decided") -> Optio
     if name.strip().lower() in RESERVED:
         return f"{name!r} is reserved for the app's built-in lead; name the person who {verb}"
     if role is not None and role != "annotator":
-        return (f"{name!r} is the name of a {role} account: imported answers are attributed only to annotator "
-                "accounts or recorded under an outside name")
+        return (
+            f"{name!r} is the name of a {role} account: imported answers are attributed only to annotator "
+            "accounts or recorded under an outside name"
+        )
     return None
 
 
@@ -106,9 +116,13 @@ def _labels(conn: Connection, judge_ids: list[int], response_id: int, constraint
     out = {}
     for j in judge_ids:
         # ORDER BY +id: SQLite would otherwise walk the judge's whole index (id order) to skip a sort of 1–2 rows
-        r = conn.execute(text("SELECT id, label FROM judgment WHERE judge_id = :j AND response_id = :r "
-                              "AND constraint_id = :c AND status = 'ok' ORDER BY +id DESC LIMIT 1"),
-                         {"j": int(j), "r": response_id, "c": constraint_id}).first()
+        r = conn.execute(
+            text(
+                "SELECT id, label FROM judgment WHERE judge_id = :j AND response_id = :r "
+                "AND constraint_id = :c AND status = 'ok' ORDER BY +id DESC LIMIT 1"
+            ),
+            {"j": int(j), "r": response_id, "c": constraint_id},
+        ).first()
         out[int(j)] = (None, None) if r is None else (int(r[0]), None if r[1] is None else int(r[1]))
     return out
 
@@ -118,12 +132,24 @@ def _plans(conn: Connection, adj: pd.DataFrame, jid: dict, err: Err) -> dict[str
     ones created (not live)."""
     out = {}
     for (plan, ja, jb), rows in adj.groupby(["plan", "judge_a", "judge_b"], sort=True):
-        r = conn.execute(text("SELECT id, judge_a_id, judge_b_id, params FROM sample_plan WHERE name = :n"),
-                         {"n": plan}).first()
+        r = conn.execute(
+            text("SELECT id, judge_a_id, judge_b_id, params FROM sample_plan WHERE name = :n"), {"n": plan}
+        ).first()
         if r is None:
-            bulk_insert(conn, "sample_plan", [{"name": plan, "judge_a_id": int(jid[ja]), "judge_b_id": int(jid[jb]),
-                                               "params": {"source": IMPORT_SOURCE}, "active": True,
-                                               "created_at": utcnow()}])
+            bulk_insert(
+                conn,
+                "sample_plan",
+                [
+                    {
+                        "name": plan,
+                        "judge_a_id": int(jid[ja]),
+                        "judge_b_id": int(jid[jb]),
+                        "params": {"source": IMPORT_SOURCE},
+                        "active": True,
+                        "created_at": utcnow(),
+                    }
+                ],
+            )
             pid = int(conn.execute(text("SELECT id FROM sample_plan WHERE name = :n"), {"n": plan}).scalar_one())
             out[plan] = (pid, False)
             continue
@@ -139,8 +165,12 @@ def _plans(conn: Connection, adj: pd.DataFrame, jid: dict, err: Err) -> dict[str
         closed = (params or {}).get("closed")
         if isinstance(closed, dict):
             for _, row in rows.iterrows():
-                err(row, "plan", f"plan {plan!r} was closed on {str(closed.get('at', ''))[:10]}: its decisions are "
-                                 "final and it takes no more (create another plan for more decisions)")
+                err(
+                    row,
+                    "plan",
+                    f"plan {plan!r} was closed on {str(closed.get('at', ''))[:10]}: its decisions are "
+                    "final and it takes no more (create another plan for more decisions)",
+                )
             continue
         out[plan] = (int(r[0]), (params or {}).get("source") != IMPORT_SOURCE)
     return out
@@ -191,8 +221,9 @@ class _Progress:
             delta[1] -= prev["seconds"]
 
 
-def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: dict, cid: dict, inst_q: dict,
-                        err: Err) -> int:
+def write_adjudications(
+    conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: dict, cid: dict, inst_q: dict, err: Err
+) -> int:
     """Write the decisions of ``adj`` (the ``adjudications`` frame of a bundle, validated
     against judges, responses and constraints); return how many rows were written.
 
@@ -204,8 +235,14 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
     if any(p not in plans for p in adj["plan"]):
         return 0
     plan_ids = sorted({pid for pid, _ in plans.values()})
-    keys = [(plans[r.plan][0], int(rid[(r.model, inst_q[r.instruction], r.instruction)]),
-             int(cid[(r.instruction, r.position)])) for r in adj.itertuples()]
+    keys = [
+        (
+            plans[r.plan][0],
+            int(rid[(r.model, inst_q[r.instruction], r.instruction)]),
+            int(cid[(r.instruction, r.position)]),
+        )
+        for r in adj.itertuples()
+    ]
     batch = _Batch(conn, adj, keys, jid, err)
     tasks = _load_tasks(conn, plan_ids)
     new_rows = _new_tasks(batch, tasks, plans)
@@ -217,7 +254,9 @@ def write_adjudications(conn: Connection, adj: pd.DataFrame, *, jid: dict, rid: 
     current = _current_decisions(conn, plan_ids)
     progress = _record_decisions(batch, tasks, current, who_of)
     stratum_deltas = _settle_tasks(conn, progress.touched, current, plan_ids)
-    for plan_id in sorted(set(stratum_deltas) | set(progress.annotator_deltas)):  # counters last (lock order: tasks first)
+    for plan_id in sorted(
+        set(stratum_deltas) | set(progress.annotator_deltas)
+    ):  # counters last (lock order: tasks first)
         repo.add_stratum_counts(conn, plan_id=plan_id, deltas=stratum_deltas.get(plan_id, {}))
         repo.add_annotator_counts(conn, plan_id=plan_id, deltas=progress.annotator_deltas.get(plan_id, {}))
     return progress.written
@@ -230,22 +269,41 @@ def _new_tasks(b: _Batch, tasks: dict[tuple, _Task], plans: dict[str, tuple[int,
         if key in tasks or key in new_rows:
             continue
         if plans[r["plan"]][1]:
-            b.err(r, "plan", f"plan {r['plan']!r} has no item for model {r['model']!r}, instruction "
-                             f"{r['instruction']!r}, position {r['position']}: a plan drawn by `plan` takes decisions "
-                             "only on its own items (`tasks` writes them)")
+            b.err(
+                r,
+                "plan",
+                f"plan {r['plan']!r} has no item for model {r['model']!r}, instruction "
+                f"{r['instruction']!r}, position {r['position']}: a plan drawn by `plan` takes decisions "
+                "only on its own items (`tasks` writes them)",
+            )
             continue
         (_, la), (_, lb) = b.labels(r, key)
         agree = la is not None and la == lb
         if agree:
             stratum = f"{r['model']}|audit"
         else:
-            cat, mode, cond = b.conn.execute(text(
-                "SELECT c.category, c.mode, i.condition FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
-                "WHERE c.id = :c"), {"c": key[2]}).one()
+            cat, mode, cond = b.conn.execute(
+                text(
+                    "SELECT c.category, c.mode, i.condition FROM constraint_item c JOIN instruction i ON i.id = c.instruction_id "
+                    "WHERE c.id = :c"
+                ),
+                {"c": key[2]},
+            ).one()
             stratum = stratum_key(r["model"], "A1B0" if la == 1 else "A0B1", cat, mode, cond or "main")
-        new_rows[key] = {"plan_id": key[0], "response_id": key[1], "constraint_id": key[2], "stratum": stratum,
-                         "kind": "audit" if agree else "disagreement", "required": 1, "decided": 0, "status": "open",
-                         "claimed_by": None, "lease_until": None, "order_key": 0.0, "a_left": "A"}
+        new_rows[key] = {
+            "plan_id": key[0],
+            "response_id": key[1],
+            "constraint_id": key[2],
+            "stratum": stratum,
+            "kind": "audit" if agree else "disagreement",
+            "required": 1,
+            "decided": 0,
+            "status": "open",
+            "claimed_by": None,
+            "lease_until": None,
+            "order_key": 0.0,
+            "a_left": "A",
+        }
     return new_rows
 
 
@@ -269,10 +327,19 @@ def _record_decisions(b: _Batch, tasks: dict[tuple, _Task], current: "_Current",
         if prev is not None and prev["choice"] == choice and prev["note"] == note:
             continue  # already recorded: a re-import changes nothing
         seconds = float(r["seconds"])
-        new_id = repo.insert_adjudication(b.conn, task_id=task.id, user_id=who[0], annotator=who[1],
-                                          choice=choice, label=label, note=note, seconds=seconds,
-                                          supersedes_id=None if prev is None else prev["id"],
-                                          judgment_a_id=ida, judgment_b_id=idb)
+        new_id = repo.insert_adjudication(
+            b.conn,
+            task_id=task.id,
+            user_id=who[0],
+            annotator=who[1],
+            choice=choice,
+            label=label,
+            note=note,
+            seconds=seconds,
+            supersedes_id=None if prev is None else prev["id"],
+            judgment_a_id=ida,
+            judgment_b_id=idb,
+        )
         progress.count(task, who, seconds, prev)
         current[(task.id, who)] = {"id": new_id, "choice": choice, "note": note, "seconds": seconds}
         progress.written += 1
@@ -287,8 +354,9 @@ def _lock(conn: Connection, task: _Task, current: "_Current") -> None:
     task.status0 = task.status
 
 
-def _settle_tasks(conn: Connection, touched: dict[int, _Task], current: "_Current",
-                  plan_ids: list[int]) -> dict[int, dict[str, list[int]]]:
+def _settle_tasks(
+    conn: Connection, touched: dict[int, _Task], current: "_Current", plan_ids: list[int]
+) -> dict[int, dict[str, list[int]]]:
     """Update each touched task (required, decided, status, lease); return the stratum counter deltas."""
     stratum_deltas: dict[int, dict[str, list[int]]] = {}
     now = _now()
@@ -299,11 +367,14 @@ def _settle_tasks(conn: Connection, touched: dict[int, _Task], current: "_Curren
         need = _second_opinion(conn, task, params_of[task.plan_id])
         if need is not None and need > task.required:  # the opinions so far ask for another (design rule)
             repo.update_task(conn, task_id=task.id, required=need)
-            stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])[1] += need - task.required
+            stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])[1] += (
+                need - task.required
+            )
             task.required = need
         status, claimed_by, lease_until = _next_state(task, decided >= task.required, now)
-        repo.update_task(conn, task_id=task.id, decided=decided, status=status, claimed_by=claimed_by,
-                         lease_until=lease_until)
+        repo.update_task(
+            conn, task_id=task.id, decided=decided, status=status, claimed_by=claimed_by, lease_until=lease_until
+        )
         d = stratum_deltas.setdefault(task.plan_id, {}).setdefault(task.stratum, [0, 0, 0, 0])
         d[2] += int(status == "done") - int(task.status0 == "done")
         d[3] += min(decided, task.required) - min(task.decided0, required0)
@@ -333,8 +404,12 @@ def _answer(r: pd.Series, la: Optional[int], lb: Optional[int], err: Err) -> tup
     verdict = r.get("verdict") or None
     if verdict is not None:
         if la is None or la != lb:
-            err(r, "verdict", "a verdict answers an audit of an agreement, but the judges do not agree on this "
-                              "instance: give choice (A | B | neither)")
+            err(
+                r,
+                "verdict",
+                "a verdict answers an audit of an agreement, but the judges do not agree on this "
+                "instance: give choice (A | B | neither)",
+            )
             return None, None
         return verdict_choice(str(verdict), la)
     if r["choice"] == "neither":
@@ -355,28 +430,55 @@ def _second_opinion(conn: Connection, task: _Task, params: dict) -> Optional[int
     from reform_core.estimators.design import required_annotators
     from reform_core.services.data.instances import instance_id
 
-    return required_annotators(params, task.kind, int(instance_id(task.response_id, task.constraint_id)),
-                               repo.choices(conn, task_id=task.id))
+    return required_annotators(
+        params, task.kind, int(instance_id(task.response_id, task.constraint_id)), repo.choices(conn, task_id=task.id)
+    )
 
 
 def _load_tasks(conn: Connection, plan_ids: list[int]) -> dict[tuple, _Task]:
-    rows = conn.execute(text(
-        "SELECT id, plan_id, response_id, constraint_id, stratum, required, status, claimed_by, lease_until, kind "
-        "FROM adjudication_task WHERE plan_id IN :p").bindparams(bindparam("p", expanding=True)),
-        {"p": plan_ids}).all() if plan_ids else []
-    return {(int(r[1]), int(r[2]), int(r[3])): _Task(int(r[0]), int(r[1]), r[4], int(r[5]), r[6], r[7], r[8],
-                                                     kind=r[9], response_id=int(r[2]), constraint_id=int(r[3]))
-            for r in rows}
+    rows = (
+        conn.execute(
+            text(
+                "SELECT id, plan_id, response_id, constraint_id, stratum, required, status, claimed_by, lease_until, kind "
+                "FROM adjudication_task WHERE plan_id IN :p"
+            ).bindparams(bindparam("p", expanding=True)),
+            {"p": plan_ids},
+        ).all()
+        if plan_ids
+        else []
+    )
+    return {
+        (int(r[1]), int(r[2]), int(r[3])): _Task(
+            int(r[0]),
+            int(r[1]),
+            r[4],
+            int(r[5]),
+            r[6],
+            r[7],
+            r[8],
+            kind=r[9],
+            response_id=int(r[2]),
+            constraint_id=int(r[3]),
+        )
+        for r in rows
+    }
 
 
 def _current_decisions(conn: Connection, plan_ids: list[int]) -> "_Current":
     """``{(task id, (user id or None, outside name)): row}``: each annotator's current row
     (retractions included) on the tasks of the plans."""
-    rows = conn.execute(text(
-        "SELECT d.id, d.task_id, d.user_id, d.annotator, d.choice, d.note, d.seconds FROM adjudication d "
-        "JOIN adjudication_task t ON t.id = d.task_id WHERE t.plan_id IN :p AND NOT EXISTS "
-        "(SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id) ORDER BY d.id")
-        .bindparams(bindparam("p", expanding=True)), {"p": plan_ids}).all() if plan_ids else []
+    rows = (
+        conn.execute(
+            text(
+                "SELECT d.id, d.task_id, d.user_id, d.annotator, d.choice, d.note, d.seconds FROM adjudication d "
+                "JOIN adjudication_task t ON t.id = d.task_id WHERE t.plan_id IN :p AND NOT EXISTS "
+                "(SELECT 1 FROM adjudication s WHERE s.task_id = d.task_id AND s.supersedes_id = d.id) ORDER BY d.id"
+            ).bindparams(bindparam("p", expanding=True)),
+            {"p": plan_ids},
+        ).all()
+        if plan_ids
+        else []
+    )
     out = {}
     for r in rows:
         who = (None if r[2] is None else int(r[2]), "" if r[2] is not None else r[3])

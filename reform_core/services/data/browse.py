@@ -9,7 +9,9 @@ from db.repo import browse as repo
 from reform_core.services.accounts.auth import Principal, require
 
 
-def questions(engine: Engine, principal: Principal, *, search: str = "", task_type: str = "", page: int = 0, page_size: int = 50) -> tuple[pd.DataFrame, int]:
+def questions(
+    engine: Engine, principal: Principal, *, search: str = "", task_type: str = "", page: int = 0, page_size: int = 50
+) -> tuple[pd.DataFrame, int]:
     """One page of questions matching the filters, and the total count."""
     require(principal, "view_data")
     with engine.connect() as conn:

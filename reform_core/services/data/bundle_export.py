@@ -13,9 +13,7 @@ from db.repo import catalogs as catalog_repo
 from db.repo import data as repo
 
 _QUERIES = {
-    "questions.jsonl": (
-        "SELECT key, text, task_type, domain, language, source FROM question ORDER BY id"
-    ),
+    "questions.jsonl": ("SELECT key, text, task_type, domain, language, source FROM question ORDER BY id"),
     "models.jsonl": "SELECT name, provider, settings FROM eval_model ORDER BY id",
     "responses.jsonl": (
         "SELECT m.name AS model, q.key AS question, i.key AS instruction, r.text, r.meta "
@@ -86,10 +84,15 @@ def export_bundle(engine: Engine, out_dir: str | Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     with engine.connect() as conn:
         meta = repo.get_meta(conn)
-        catalogs = repo.project_catalogs(conn) or \
-            [r[0] for r in conn.execute(text("SELECT DISTINCT catalog FROM catalog_feature ORDER BY catalog"))]
-        manifest = {"format": "reform-bundle", "version": 1, "name": meta.get("project_name", ""),
-                    "catalog": catalogs[0] if catalogs else "reformbench"}
+        catalogs = repo.project_catalogs(conn) or [
+            r[0] for r in conn.execute(text("SELECT DISTINCT catalog FROM catalog_feature ORDER BY catalog"))
+        ]
+        manifest = {
+            "format": "reform-bundle",
+            "version": 1,
+            "name": meta.get("project_name", ""),
+            "catalog": catalogs[0] if catalogs else "reformbench",
+        }
         own = catalog_repo.catalog_document(conn, manifest["catalog"])
         if own is not None:  # a team's own catalog travels with the bundle (read back by the importer)
             fname = "catalog.json" if own["filename"].lower().endswith(".json") else "catalog.yaml"
@@ -112,12 +115,26 @@ def export_bundle(engine: Engine, out_dir: str | Path) -> dict[str, int]:
                 recs.append(rec)
             counts[fname] = _write_jsonl(out / fname, recs)
         # instructions with nested constraints
-        ins = conn.execute(text(
-            "SELECT i.id, i.key, q.key AS question, i.condition, i.pair_group, i.text "
-            "FROM instruction i JOIN question q ON q.id = i.question_id ORDER BY i.id")).mappings().all()
-        cons = conn.execute(text(
-            "SELECT instruction_id, position, feature, category, mode, text, acceptance, params "
-            "FROM constraint_item ORDER BY instruction_id, position")).mappings().all()
+        ins = (
+            conn.execute(
+                text(
+                    "SELECT i.id, i.key, q.key AS question, i.condition, i.pair_group, i.text "
+                    "FROM instruction i JOIN question q ON q.id = i.question_id ORDER BY i.id"
+                )
+            )
+            .mappings()
+            .all()
+        )
+        cons = (
+            conn.execute(
+                text(
+                    "SELECT instruction_id, position, feature, category, mode, text, acceptance, params "
+                    "FROM constraint_item ORDER BY instruction_id, position"
+                )
+            )
+            .mappings()
+            .all()
+        )
         by_ins: dict[int, list] = {}
         for c in cons:
             c = _clean(dict(c))

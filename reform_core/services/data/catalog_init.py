@@ -21,7 +21,7 @@ import yaml
 from reform_core.catalog.loader import BUNDLED, MODES, parse_catalog_text
 from reform_core.records import DuplicateKeyError, loads_unique
 from reform_core.services.data.reading import ImportFailed, one_line, read_file
-from reform_core.services.data.table_import import Table, table_cell, read_table, resolve_columns
+from reform_core.services.data.table_import import Table, read_table, resolve_columns, table_cell
 
 HEADER = """\
 # Starter catalog written by `python -m reform_core catalog-init` from {table}.
@@ -40,8 +40,9 @@ def catalog_name(table_name: str) -> str:
 
 
 def _json_type(v: Any) -> str:
-    return next(name for t, name in TYPE_OF if isinstance(v, t)) if isinstance(v, (bool, int, float, str, list)) \
-        else "any"
+    return (
+        next(name for t, name in TYPE_OF if isinstance(v, t)) if isinstance(v, (bool, int, float, str, list)) else "any"
+    )
 
 
 def _param_entries(values: dict[str, list]) -> list[dict]:
@@ -65,8 +66,11 @@ def _texts(name: str, mode: str, given: set[str], accepted: set[str], shown: lis
     verb = "must have" if mode == "require" else "must not have"
     with_params = f" ({', '.join(f'{p}: {{{p}}}' for p in shown)})" if shown else ""
     template = _escape(given.pop()) if len(given) == 1 else f"Your response {verb} this feature: {name}{with_params}."
-    acceptance = (_escape(accepted.pop()) if len(accepted) == 1 else
-                  f"The response {'has' if mode == 'require' else 'does not have'} the feature: {name}{with_params}.")
+    acceptance = (
+        _escape(accepted.pop())
+        if len(accepted) == 1
+        else f"The response {'has' if mode == 'require' else 'does not have'} the feature: {name}{with_params}."
+    )
     return template, acceptance
 
 
@@ -123,15 +127,20 @@ def _entry(key: str, f: dict) -> dict:
     prefix, sep, rest = key.partition(":")
     name = (rest if sep else key).replace("_", " ").replace("-", " ").strip().capitalize() or key
     modes = [m for m in MODES if m in f["modes"]]
-    entry: dict[str, Any] = {"key": key, "name": name, "category": prefix if sep and prefix else "custom",
-                             "definition": f"edit: what makes a response have the feature '{name}'.",
-                             "modes": modes}
+    entry: dict[str, Any] = {
+        "key": key,
+        "name": name,
+        "category": prefix if sep and prefix else "custom",
+        "definition": f"edit: what makes a response have the feature '{name}'.",
+        "modes": modes,
+    }
     acceptance = {}
     shown = [p for p, vals in f["params"].items() if len(vals) == f["rows"] and p.isidentifier()]
     for mode in modes:
         given, accepted = set(f["text"].get(mode, ())), set(f["acceptance"].get(mode, ()))
-        template, acc = _texts(name, mode, given if None not in given else set(),
-                               accepted if None not in accepted else set(), shown)
+        template, acc = _texts(
+            name, mode, given if None not in given else set(), accepted if None not in accepted else set(), shown
+        )
         entry[f"{mode}_template"] = template
         acceptance[mode] = acc
     entry["acceptance"] = acceptance
@@ -147,16 +156,21 @@ def starter_catalog(table: Table, columns: dict[str, str], *, name: Optional[str
         raise ImportFailed([f"{table.name}:1: (file): no feature in the table"])
     entries = [_entry(k, f) for k, f in features.items()]
     categories = list(dict.fromkeys(e["category"] for e in entries))
-    return {"name": name or catalog_name(table.name), "version": "0.1",
-            "description": f"Starter catalog of the features of {table.name} (edit the texts).",
-            "metrics": ["tcpr", "constraint_level"],
-            "categories": [{"key": c, "name": "Custom" if c == "custom" else c.replace("_", " ").capitalize()}
-                           for c in categories],
-            "features": entries}
+    return {
+        "name": name or catalog_name(table.name),
+        "version": "0.1",
+        "description": f"Starter catalog of the features of {table.name} (edit the texts).",
+        "metrics": ["tcpr", "constraint_level"],
+        "categories": [
+            {"key": c, "name": "Custom" if c == "custom" else c.replace("_", " ").capitalize()} for c in categories
+        ],
+        "features": entries,
+    }
 
 
-def catalog_init(table_path: str | Path, out: str | Path, mapping: dict[str, str], *, name: Optional[str] = None,
-                 force: bool = False) -> dict:
+def catalog_init(
+    table_path: str | Path, out: str | Path, mapping: dict[str, str], *, name: Optional[str] = None, force: bool = False
+) -> dict:
     """Write the starter catalog of the table at ``table_path`` to ``out`` (YAML; refused if
     ``out`` exists, unless ``force``); return ``{"features": n, "out": path}``."""
     table_path, out = Path(table_path), Path(out)

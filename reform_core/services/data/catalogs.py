@@ -55,19 +55,23 @@ def parse_catalog_file(data: bytes, filename: str) -> CatalogFile:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise ImportFailed([f"{name}:{line}: (file): not valid UTF-8"]) from None
     problem = storage_problem(text)
     if problem:
-        line = text[:max(text.find("\x00"), 0)].count("\n") + 1
+        line = text[: max(text.find("\x00"), 0)].count("\n") + 1
         raise ImportFailed([f"{name}:{line}: (file): {problem}"])
     try:
         catalog = parse_catalog_text(text, source=name, json_format=name.lower().endswith(".json"))
     except CatalogError as exc:
         raise ImportFailed([one_line(e) for e in exc.errors]) from None
     if catalog.name in BUNDLED:
-        raise ImportFailed([f"{name}:{_name_line(text)}: name: {catalog.name!r} is the name of a bundled catalog; "
-                            "give your catalog its own name"])
+        raise ImportFailed(
+            [
+                f"{name}:{_name_line(text)}: name: {catalog.name!r} is the name of a bundled catalog; "
+                "give your catalog its own name"
+            ]
+        )
     return CatalogFile(catalog, text, name)
 
 
@@ -118,8 +122,10 @@ def catalog_named(conn: Connection, name: str) -> Catalog:
     doc = repo.catalog_document(conn, name)
     if doc is None:
         stored = ", ".join(repo.catalog_documents(conn)) or "none"
-        raise ValueError(f"catalog {name!r} is neither bundled ({', '.join(BUNDLED)}) nor stored with this project "
-                         f"(stored: {stored})")
+        raise ValueError(
+            f"catalog {name!r} is neither bundled ({', '.join(BUNDLED)}) nor stored with this project "
+            f"(stored: {stored})"
+        )
     return _parse_stored(doc["content"], doc["filename"] or f"{name}.yaml")
 
 
@@ -142,27 +148,51 @@ def store(conn: Connection, f: CatalogFile, *, replace: bool = False) -> int:
     if doc is not None and doc["sha256"] == f.sha256:
         return 0
     if doc is not None and not replace:
-        raise ImportFailed([one_line(
-            f"{f.filename}:{_name_line(f.text)}: name: catalog {f.catalog.name!r} is stored with this project with "
-            f"other content (from {doc['filename']}, sha256 {doc['sha256'][:12]}…); import with --replace to replace it")])
-    repo.save_catalog_document(conn, {"name": f.catalog.name, "version": str(f.catalog.version)[:50],
-                                      "filename": f.filename[:200], "sha256": f.sha256, "content": f.text})
+        raise ImportFailed(
+            [
+                one_line(
+                    f"{f.filename}:{_name_line(f.text)}: name: catalog {f.catalog.name!r} is stored with this project with "
+                    f"other content (from {doc['filename']}, sha256 {doc['sha256'][:12]}…); import with --replace to replace it"
+                )
+            ]
+        )
+    repo.save_catalog_document(
+        conn,
+        {
+            "name": f.catalog.name,
+            "version": str(f.catalog.version)[:50],
+            "filename": f.filename[:200],
+            "sha256": f.sha256,
+            "content": f.text,
+        },
+    )
     return write_features(conn, f.catalog)
 
 
 def write_features(conn: Connection, cat: Catalog) -> int:
     """Load ``cat``'s features into ``catalog_feature`` (the importer checks constraints
     against them); return the number inserted."""
-    rows = [{"catalog": cat.name, "catalog_version": str(cat.version)[:50], "key": f.key, "name": f.name[:200],
-             "category": f.category[:100], "category_name": (f.category_name or "")[:200],
-             "definition": f.definition or "", "require_template": f.require_template or "",
-             "forbid_template": f.forbid_template or "", "rule_detectable": bool(f.rule_detectable)}
-            for f in cat.features]
+    rows = [
+        {
+            "catalog": cat.name,
+            "catalog_version": str(cat.version)[:50],
+            "key": f.key,
+            "name": f.name[:200],
+            "category": f.category[:100],
+            "category_name": (f.category_name or "")[:200],
+            "definition": f.definition or "",
+            "require_template": f.require_template or "",
+            "forbid_template": f.forbid_template or "",
+            "rule_detectable": bool(f.rule_detectable),
+        }
+        for f in cat.features
+    ]
     return repo.save_catalog_features(conn, cat.name, rows)
 
 
-def ensure(conn: Connection, name_or_path: str = "reformbench", *, file: Optional[CatalogFile] = None,
-           replace: bool = False) -> tuple[Catalog, int]:
+def ensure(
+    conn: Connection, name_or_path: str = "reformbench", *, file: Optional[CatalogFile] = None, replace: bool = False
+) -> tuple[Catalog, int]:
     """The catalog an import uses, stored and loaded if it is not yet: ``file`` (a catalog
     file read already) or a bundled name, stored name or file path. Returns the catalog and
     the number of features inserted."""

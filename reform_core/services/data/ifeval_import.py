@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 from sqlalchemy.engine import Engine
 
+from reform_core.records import storage_problem
 from reform_core.services.data.importer import Progress, field_label, frames_bundle, import_bundle_obj, read_lines
 from reform_core.services.data.reading import ImportFailed, one_line
-from reform_core.records import storage_problem
 
 MAX_IFEVAL_KEY = 200 - len("ifeval-")  # question/instruction keys are at most 200 characters
 
@@ -25,8 +25,13 @@ def _json_objects(path: Path, errors: list[str]) -> list[tuple[int, dict]]:
         try:
             d = loads_unique(line)
         except DuplicateKeyError as exc:
-            errors += [one_line(f"{path.name}:{lineno}: {field_label(k)}: given twice in this line (JSON would keep "
-                                "only the last value)") for k in exc.keys]
+            errors += [
+                one_line(
+                    f"{path.name}:{lineno}: {field_label(k)}: given twice in this line (JSON would keep "
+                    "only the last value)"
+                )
+                for k in exc.keys
+            ]
             continue
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, too many digits, too deep
             errors.append(one_line(f"{path.name}:{lineno}: (line): invalid JSON: {getattr(exc, 'msg', None) or exc}"))
@@ -75,7 +80,12 @@ def _ifeval_problems(d: dict, cat) -> list[tuple[str, str]]:
         return missing
     key, ids, kwargs = d["key"], d["instruction_id_list"], d["kwargs"]
     out = []
-    if isinstance(key, bool) or not isinstance(key, (int, str)) or not str(key).strip() or len(str(key)) > MAX_IFEVAL_KEY:
+    if (
+        isinstance(key, bool)
+        or not isinstance(key, (int, str))
+        or not str(key).strip()
+        or len(str(key)) > MAX_IFEVAL_KEY
+    ):
         out.append(("key", f"must be an integer or a non-empty string of at most {MAX_IFEVAL_KEY} characters"))
     if not isinstance(d["prompt"], str):
         out.append(("prompt", f"must be a string, got {type(d['prompt']).__name__}"))
@@ -96,8 +106,14 @@ def _key_order(key: str):
     return (not key.isdecimal(), len(key) if key.isdecimal() else 0, key)
 
 
-def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str, str | Path],
-                  replace: bool = False, progress: Progress = None) -> dict:
+def import_ifeval(
+    engine: Engine,
+    *,
+    input_path: str | Path,
+    responses: dict[str, str | Path],
+    replace: bool = False,
+    progress: Progress = None,
+) -> dict:
     """Import IFEval-format data: prompts with instruction ids/kwargs and per-model responses.
 
     Each prompt becomes a question and one main instruction whose constraints are its
@@ -139,27 +155,71 @@ def import_ifeval(engine: Engine, *, input_path: str | Path, responses: dict[str
             if key in seen:
                 continue
             seen.add(key)
-            resp_rows.append({"model": model, "question": f"ifeval-{key}", "instruction": f"ifeval-{key}",
-                              "text": d["response"], "_line": lineno, "_file": path.name})
+            resp_rows.append(
+                {
+                    "model": model,
+                    "question": f"ifeval-{key}",
+                    "instruction": f"ifeval-{key}",
+                    "text": d["response"],
+                    "_line": lineno,
+                    "_file": path.name,
+                }
+            )
         missing[model] = sorted((k for k in by_prompt.values() if k not in seen), key=_key_order)
     if errors:
         raise ImportFailed(errors)
-    questions = pd.DataFrame([{"key": f"ifeval-{d['key']}", "text": d["prompt"], "task_type": "ifeval",
-                               "source": "IFEval", "_line": n, "_file": src} for n, d in prompts])
-    instructions = pd.DataFrame([{"key": f"ifeval-{d['key']}", "question": f"ifeval-{d['key']}",
-                                  "condition": "main", "pair_group": f"ifeval-{d['key']}", "text": d["prompt"],
-                                  "_line": n, "_file": src} for n, d in prompts])
+    questions = pd.DataFrame(
+        [
+            {
+                "key": f"ifeval-{d['key']}",
+                "text": d["prompt"],
+                "task_type": "ifeval",
+                "source": "IFEval",
+                "_line": n,
+                "_file": src,
+            }
+            for n, d in prompts
+        ]
+    )
+    instructions = pd.DataFrame(
+        [
+            {
+                "key": f"ifeval-{d['key']}",
+                "question": f"ifeval-{d['key']}",
+                "condition": "main",
+                "pair_group": f"ifeval-{d['key']}",
+                "text": d["prompt"],
+                "_line": n,
+                "_file": src,
+            }
+            for n, d in prompts
+        ]
+    )
     cons = []
     for n, d in prompts:
         for pos, (iid, kw) in enumerate(zip(d["instruction_id_list"], d["kwargs"]), start=1):
             kw = {k: v for k, v in kw.items() if v is not None}
             feat = cat[iid]
             mode = feat.modes[0]
-            cons.append({"instruction": f"ifeval-{d['key']}", "position": pos, "feature": iid, "mode": mode,
-                         "text": feat.render(mode, **kw), "acceptance": feat.render_acceptance(mode, **kw),
-                         "params": kw, "_line": n, "_file": src})
-    frames = {"questions": questions, "instructions": instructions, "constraints": pd.DataFrame(cons),
-              "responses": pd.DataFrame(resp_rows)}
+            cons.append(
+                {
+                    "instruction": f"ifeval-{d['key']}",
+                    "position": pos,
+                    "feature": iid,
+                    "mode": mode,
+                    "text": feat.render(mode, **kw),
+                    "acceptance": feat.render_acceptance(mode, **kw),
+                    "params": kw,
+                    "_line": n,
+                    "_file": src,
+                }
+            )
+    frames = {
+        "questions": questions,
+        "instructions": instructions,
+        "constraints": pd.DataFrame(cons),
+        "responses": pd.DataFrame(resp_rows),
+    }
     bundle = frames_bundle(frames, source=str(input_path), catalog="ifeval")
     counts = import_bundle_obj(engine, bundle, replace=replace, progress=progress)
     return {**counts, "missing_responses": missing, "unmatched_responses": unmatched}

@@ -34,9 +34,30 @@ FRAME_COLUMNS: dict[str, list[str]] = {
     "responses": ["model", "question", "instruction", "kind", "text", "meta"],
     "baseline": ["model", "question", "feature", "present", "source", "evidence"],
     "judges": ["name", "provider", "model", "prompt_version", "config"],
-    "judgments": ["judge", "model", "instruction", "position", "label", "rationale", "status", "error", "prompt_version"],
-    "adjudications": ["judge_a", "judge_b", "model", "instruction", "position", "choice", "verdict", "annotator", "note", "seconds",
-                      "plan"],
+    "judgments": [
+        "judge",
+        "model",
+        "instruction",
+        "position",
+        "label",
+        "rationale",
+        "status",
+        "error",
+        "prompt_version",
+    ],
+    "adjudications": [
+        "judge_a",
+        "judge_b",
+        "model",
+        "instruction",
+        "position",
+        "choice",
+        "verdict",
+        "annotator",
+        "note",
+        "seconds",
+        "plan",
+    ],
     "extractions": ["model", "question", "label", "feature", "match", "source"],
 }
 FILE_OF = {
@@ -106,7 +127,9 @@ def read_lines(path: Path, errors: list[str], root: Path | None = None) -> list[
     return list(iter_lines(path, errors, root))
 
 
-def iter_records(path: Path, record_type: type, errors: list[str], root: Path | None = None) -> Iterator[tuple[int, object]]:
+def iter_records(
+    path: Path, record_type: type, errors: list[str], root: Path | None = None
+) -> Iterator[tuple[int, object]]:
     """Parse and validate one line at a time, strictly (:func:`reform_core.records.parse_record`:
     no type coercion, no repeated key); append every located problem of every line to ``errors``."""
     for lineno, line in iter_lines(path, errors, root):
@@ -137,8 +160,9 @@ def _bundle_catalog(root: Path, manifest: R.BundleManifest, named: bool, errors:
         errors += exc.errors
         return None
     if own and named and name != f.catalog.name:
-        errors.append(one_line(f"bundle.json:1: catalog: {name!r} is not the catalog of {paths[0].name} "
-                               f"({f.catalog.name!r})"))
+        errors.append(
+            one_line(f"bundle.json:1: catalog: {name!r} is not the catalog of {paths[0].name} ({f.catalog.name!r})")
+        )
     manifest.catalog = f.catalog.name
     return f
 
@@ -182,9 +206,15 @@ def read_bundle(path: str | Path) -> Bundle:
     return Bundle(frames=frames, manifest=manifest, source=str(root), catalog_file=catalog_file)
 
 
-_KIND_OF = {"questions.jsonl": "questions", "models.jsonl": "models", "baseline_features.jsonl": "baseline",
-            "judges.jsonl": "judges", "judgments.jsonl": "judgments", "adjudications.jsonl": "adjudications",
-            "extractions.jsonl": "extractions"}
+_KIND_OF = {
+    "questions.jsonl": "questions",
+    "models.jsonl": "models",
+    "baseline_features.jsonl": "baseline",
+    "judges.jsonl": "judges",
+    "judgments.jsonl": "judgments",
+    "adjudications.jsonl": "adjudications",
+    "extractions.jsonl": "extractions",
+}
 _SHARED_MAX = 64  # strings up to this length are shared between rows (keys, names, statuses)
 _OBJECT_COLUMNS = {"params", "settings", "meta", "config"}  # dicts (JSON) stay Python objects
 
@@ -237,15 +267,41 @@ class _FrameBuilder:
         return out
 
 
-def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", catalog: str = "reformbench",
-                  construction_models: tuple[str, ...] = ()) -> Bundle:
+def frames_bundle(
+    frames: dict[str, pd.DataFrame],
+    source: str = "<frames>",
+    catalog: str = "reformbench",
+    construction_models: tuple[str, ...] = (),
+) -> Bundle:
     """Wrap in-memory frames (e.g. from the simulator) as a bundle; missing columns get defaults."""
     defaults = {
-        "text": "", "task_type": "", "domain": "", "language": "", "source": "", "condition": "main",
-        "pair_group": "", "category": "", "acceptance": "", "params": None, "provider": "",
-        "settings": None, "meta": None, "present": True, "evidence": "", "model": "",
-        "prompt_version": "", "config": None, "rationale": "", "status": "ok", "error": "",
-        "note": "", "seconds": 0.0, "plan": "imported", "verdict": "", "annotator": "import", "kind": "constrained",
+        "text": "",
+        "task_type": "",
+        "domain": "",
+        "language": "",
+        "source": "",
+        "condition": "main",
+        "pair_group": "",
+        "category": "",
+        "acceptance": "",
+        "params": None,
+        "provider": "",
+        "settings": None,
+        "meta": None,
+        "present": True,
+        "evidence": "",
+        "model": "",
+        "prompt_version": "",
+        "config": None,
+        "rationale": "",
+        "status": "ok",
+        "error": "",
+        "note": "",
+        "seconds": 0.0,
+        "plan": "imported",
+        "verdict": "",
+        "annotator": "import",
+        "kind": "constrained",
     }
     out = {}
     for kind, cols in FRAME_COLUMNS.items():
@@ -260,12 +316,17 @@ def frames_bundle(frames: dict[str, pd.DataFrame], source: str = "<frames>", cat
                     d = "import"
                 df[c] = [{} for _ in range(len(df))] if d is None else d
             elif c in ("params", "settings", "meta", "config"):
-                df[c] = [v if isinstance(v, dict) else (json.loads(v) if isinstance(v, str) and v else {}) for v in df[c]]
+                df[c] = [
+                    v if isinstance(v, dict) else (json.loads(v) if isinstance(v, str) and v else {}) for v in df[c]
+                ]
         if "_line" not in df.columns:
             df["_line"] = np.arange(1, len(df) + 1)
         out[kind] = df[cols + ["_line"] + (["_file"] if "_file" in df.columns else [])]
-    return Bundle(frames=out, manifest=R.BundleManifest(catalog=catalog, construction_models=list(construction_models)),
-                  source=source)
+    return Bundle(
+        frames=out,
+        manifest=R.BundleManifest(catalog=catalog, construction_models=list(construction_models)),
+        source=source,
+    )
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -317,7 +378,7 @@ def _insert_frame(conn: Connection, tname: str, df: pd.DataFrame, cols: list[str
     at the end: :func:`db.repo.data.bulk_load`)."""
     with repo.bulk_load(conn, tname, len(df)) if empty else nullcontext():
         for start in range(0, len(df), WRITE_BATCH):
-            repo.bulk_insert(conn, tname, _rows(df.iloc[start:start + WRITE_BATCH], cols))
+            repo.bulk_insert(conn, tname, _rows(df.iloc[start : start + WRITE_BATCH], cols))
 
 
 NATURAL_KEYS = (  # (kind, natural key, what a row is): two rows of a bundle with one key are ambiguous
@@ -330,8 +391,11 @@ NATURAL_KEYS = (  # (kind, natural key, what a row is): two rows of a bundle wit
     ("judges", ["name"], "judge"),
     ("judgments", ["judge", "model", "instruction", "position", "prompt_version"], "judgment"),
     ("extractions", ["model", "question", "label"], "extraction"),
-    ("adjudications", ["plan", "judge_a", "judge_b", "model", "instruction", "position", "annotator"],
-     "decision of this annotator in this plan"),
+    (
+        "adjudications",
+        ["plan", "judge_a", "judge_b", "model", "instruction", "position", "annotator"],
+        "decision of this annotator in this plan",
+    ),
 )
 
 
@@ -351,8 +415,9 @@ def duplicate_errors(frames: dict[str, pd.DataFrame]) -> list[str]:
             if row["_line"] != fl:
                 fname = row.get("_file")
                 fname = fname if isinstance(fname, str) else FILE_OF[kind]
-                out.append(one_line(f"{fname}:{int(row['_line'])}: {keys[-1]}: duplicate {label} "
-                                    f"(first at line {int(fl)})"))
+                out.append(
+                    one_line(f"{fname}:{int(row['_line'])}: {keys[-1]}: duplicate {label} (first at line {int(fl)})")
+                )
     return out
 
 
@@ -373,11 +438,13 @@ def _judgment_rows(jd: pd.DataFrame, *, inst_q: dict, rid: dict, cid: dict, jid:
     dropped."""
     n_jd, jd = len(jd), jd.copy(deep=False)
     qk = jd["instruction"].map(inst_q)
-    jd["response_id"] = np.fromiter((rid[(m, q, i)] for m, q, i in zip(jd["model"], qk, jd["instruction"])),
-                                    dtype=np.int64, count=n_jd)
+    jd["response_id"] = np.fromiter(
+        (rid[(m, q, i)] for m, q, i in zip(jd["model"], qk, jd["instruction"])), dtype=np.int64, count=n_jd
+    )
     del qk
-    jd["constraint_id"] = np.fromiter((cid[(i, p)] for i, p in zip(jd["instruction"], jd["position"])),
-                                      dtype=np.int64, count=n_jd)
+    jd["constraint_id"] = np.fromiter(
+        (cid[(i, p)] for i, p in zip(jd["instruction"], jd["position"])), dtype=np.int64, count=n_jd
+    )
     jd["judge_id"] = jd["judge"].map(jid)
     jd["label"] = jd["label"].astype("Int64").astype(object).where(jd["label"].notna(), None)
     for c in ("judge", "model", "instruction", "position"):
@@ -405,7 +472,17 @@ class _Writer:
             self.err(kind, row, fld, msg_fn(row))
 
     # -- sync one table -------------------------------------------------------------
-    def sync(self, kind: str, tname: str, df: pd.DataFrame, key_cols: list[str], val_cols: list[str], label: str, *, immutable: bool = False) -> None:
+    def sync(
+        self,
+        kind: str,
+        tname: str,
+        df: pd.DataFrame,
+        key_cols: list[str],
+        val_cols: list[str],
+        label: str,
+        *,
+        immutable: bool = False,
+    ) -> None:
         """Insert new rows, skip identical ones, report (or with replace: update) conflicts."""
         written = 0
         if df.empty:
@@ -484,8 +561,13 @@ class _Writer:
         conn, f = self.conn, self.f
         q_keys = set(key_frame(conn, "question")["question"]) | set(f["questions"]["key"])
         ins = f["instructions"]
-        self.missing("instructions", ins, ~ins["question"].isin(q_keys), "question",
-                     lambda r: f"unknown question {r['question']!r}")
+        self.missing(
+            "instructions",
+            ins,
+            ~ins["question"].isin(q_keys),
+            "question",
+            lambda r: f"unknown question {r['question']!r}",
+        )
         db_i = key_frame(conn, "instruction")
         inst_q = dict(zip(db_i["instruction"], db_i["question"]))
         inst_q.update(zip(ins["key"], ins["question"]))
@@ -511,13 +593,25 @@ class _Writer:
         if len(cons):
             loaded = ", ".join(sorted(set(cat["catalog"]))) or "none"
             unknown = ~cons["feature"].isin(feat_cat)
-            self.missing("constraints", cons, unknown, "constraints.feature",
-                         lambda r: f"unknown catalog feature {r['feature']!r} (catalogs loaded: {loaded})")
+            self.missing(
+                "constraints",
+                cons,
+                unknown,
+                "constraints.feature",
+                lambda r: f"unknown catalog feature {r['feature']!r} (catalogs loaded: {loaded})",
+            )
             known_cat = cons["feature"].map(feat_cat)
             bad_cat = (~unknown) & (cons["category"] != "") & (cons["category"] != known_cat)
-            self.missing("constraints", cons, bad_cat, "constraints.category",
-                         lambda r: f"{r['category']!r} does not match the catalog category "
-                                   f"{feat_cat.get(r['feature'])!r} of {r['feature']!r}")
+            self.missing(
+                "constraints",
+                cons,
+                bad_cat,
+                "constraints.category",
+                lambda r: (
+                    f"{r['category']!r} does not match the catalog category "
+                    f"{feat_cat.get(r['feature'])!r} of {r['feature']!r}"
+                ),
+            )
             self.f["constraints"] = cons.assign(category=known_cat.fillna(cons["category"]))
         return feat_cat
 
@@ -526,16 +620,33 @@ class _Writer:
         that question. Returns the (model, question, instruction) keys of bundle ∪ database."""
         resp = self.f["responses"]
         if len(resp):
-            self.missing("responses", resp, ~resp["question"].isin(q_keys), "question",
-                         lambda r: f"unknown question {r['question']!r}")
+            self.missing(
+                "responses",
+                resp,
+                ~resp["question"].isin(q_keys),
+                "question",
+                lambda r: f"unknown question {r['question']!r}",
+            )
             has_i = resp["instruction"] != ""
             iq = resp["instruction"].map(inst_q)
-            self.missing("responses", resp, has_i & iq.isna(), "instruction",
-                         lambda r: f"unknown instruction {r['instruction']!r}")
+            self.missing(
+                "responses",
+                resp,
+                has_i & iq.isna(),
+                "instruction",
+                lambda r: f"unknown instruction {r['instruction']!r}",
+            )
             wrong = has_i & iq.notna() & (iq != resp["question"])
-            self.missing("responses", resp, wrong, "instruction",
-                         lambda r: f"instruction {r['instruction']!r} belongs to question "
-                                   f"{inst_q[r['instruction']]!r}, not {r['question']!r}")
+            self.missing(
+                "responses",
+                resp,
+                wrong,
+                "instruction",
+                lambda r: (
+                    f"instruction {r['instruction']!r} belongs to question "
+                    f"{inst_q[r['instruction']]!r}, not {r['question']!r}"
+                ),
+            )
         db_r = key_frame(self.conn, "response")
         resp_keys = set(zip(db_r["model"], db_r["question"], db_r["instruction"]))
         resp_keys |= set(zip(resp["model"], resp["question"], resp["instruction"]))
@@ -547,17 +658,37 @@ class _Writer:
         base = self.f["baseline"]
         if len(base):
             ok = [(m, q, "") in resp_keys for m, q in zip(base["model"], base["question"])]
-            self.missing("baseline", base, ~np.array(ok), "question",
-                         lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}")
-            self.missing("baseline", base, ~base["feature"].isin(feat_cat), "feature",
-                         lambda r: f"unknown catalog feature {r['feature']!r}")
+            self.missing(
+                "baseline",
+                base,
+                ~np.array(ok),
+                "question",
+                lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}",
+            )
+            self.missing(
+                "baseline",
+                base,
+                ~base["feature"].isin(feat_cat),
+                "feature",
+                lambda r: f"unknown catalog feature {r['feature']!r}",
+            )
         ext = self.f["extractions"]
         if len(ext):
             ok = [(m, q, "") in resp_keys for m, q in zip(ext["model"], ext["question"])]
-            self.missing("extractions", ext, ~np.array(ok), "question",
-                         lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}")
-            self.missing("extractions", ext, (ext["feature"] != "") & ~ext["feature"].isin(feat_cat), "feature",
-                         lambda r: f"unknown catalog feature {r['feature']!r}")
+            self.missing(
+                "extractions",
+                ext,
+                ~np.array(ok),
+                "question",
+                lambda r: f"no baseline response of model {r['model']!r} to question {r['question']!r}",
+            )
+            self.missing(
+                "extractions",
+                ext,
+                (ext["feature"] != "") & ~ext["feature"].isin(feat_cat),
+                "feature",
+                lambda r: f"unknown catalog feature {r['feature']!r}",
+            )
 
     def _check_judgments(self, inst_q: dict, resp_keys: set, con_keys: set) -> None:
         """Every judgment names a known instruction, a response of its model to it and one of
@@ -568,11 +699,21 @@ class _Writer:
         qk = jd["instruction"].map(inst_q)
         self.missing("judgments", jd, qk.isna(), "instruction", lambda r: f"unknown instruction {r['instruction']!r}")
         has = [(m, q, i) in resp_keys for m, q, i in zip(jd["model"], qk, jd["instruction"])]
-        self.missing("judgments", jd, qk.notna() & ~np.array(has), "model",
-                     lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
+        self.missing(
+            "judgments",
+            jd,
+            qk.notna() & ~np.array(has),
+            "model",
+            lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}",
+        )
         hasc = [(i, p) in con_keys for i, p in zip(jd["instruction"], jd["position"])]
-        self.missing("judgments", jd, qk.notna() & ~np.array(hasc), "position",
-                     lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
+        self.missing(
+            "judgments",
+            jd,
+            qk.notna() & ~np.array(hasc),
+            "position",
+            lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}",
+        )
 
     def _check_adjudications(self, db_judges: set, inst_q: dict, resp_keys: set, con_keys: set) -> None:
         """Every adjudication names known judges (stored, in judges.jsonl or judging in
@@ -585,12 +726,22 @@ class _Writer:
         for col in ("judge_a", "judge_b"):
             self.missing("adjudications", adj, ~adj[col].isin(j_names), col, lambda r, c=col: f"unknown judge {r[c]!r}")
         hasc = [(i, p) in con_keys for i, p in zip(adj["instruction"], adj["position"])]
-        self.missing("adjudications", adj, ~np.array(hasc), "position",
-                     lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}")
+        self.missing(
+            "adjudications",
+            adj,
+            ~np.array(hasc),
+            "position",
+            lambda r: f"instruction {r['instruction']!r} has no constraint at position {r['position']}",
+        )
         qk = adj["instruction"].map(inst_q)
         has = [(m, q, i) in resp_keys for m, q, i in zip(adj["model"], qk, adj["instruction"])]
-        self.missing("adjudications", adj, np.array(hasc) & ~np.array(has), "model",
-                     lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}")
+        self.missing(
+            "adjudications",
+            adj,
+            np.array(hasc) & ~np.array(has),
+            "model",
+            lambda r: f"no response of model {r['model']!r} to instruction {r['instruction']!r}",
+        )
 
     # -- writes, in dependency order -------------------------------------------------
     def _write_questions(self) -> tuple[dict, dict]:
@@ -598,19 +749,37 @@ class _Writer:
         ids by key."""
         conn, f = self.conn, self.f
         self.progress("questions")
-        self.sync("questions", "question", f["questions"], ["key"],
-                  ["text", "task_type", "domain", "language", "source"], "question")
+        self.sync(
+            "questions",
+            "question",
+            f["questions"],
+            ["key"],
+            ["text", "task_type", "domain", "language", "source"],
+            "question",
+        )
         qid = dict(zip(*key_frame(conn, "question")[["question", "id"]].T.values))
 
         self.progress("instructions")
         ins = f["instructions"].assign(question_id=f["instructions"]["question"].map(qid))
-        self.sync("instructions", "instruction", ins, ["key"], ["question_id", "condition", "pair_group", "text"],
-                  "instruction")
+        self.sync(
+            "instructions",
+            "instruction",
+            ins,
+            ["key"],
+            ["question_id", "condition", "pair_group", "text"],
+            "instruction",
+        )
         iid = dict(zip(*key_frame(conn, "instruction")[["instruction", "id"]].T.values))
 
         cons = f["constraints"].assign(instruction_id=lambda d: d["instruction"].map(iid))
-        self.sync("constraints", "constraint_item", cons, ["instruction_id", "position"],
-                  ["feature", "category", "mode", "text", "acceptance", "params"], "constraint")
+        self.sync(
+            "constraints",
+            "constraint_item",
+            cons,
+            ["instruction_id", "position"],
+            ["feature", "category", "mode", "text", "acceptance", "params"],
+            "constraint",
+        )
         return qid, iid
 
     def _write_models_and_responses(self, known: _Known, qid: dict, iid: dict) -> dict:
@@ -621,9 +790,13 @@ class _Writer:
         models, resp = f["models"], f["responses"]
         implicit = sorted(set(resp["model"]) - set(models["name"]) - known.db_models)
         if implicit:
-            models = pd.concat([models, pd.DataFrame({"name": implicit, "provider": "",
-                                                      "settings": [{} for _ in implicit], "_line": 0})],
-                               ignore_index=True)
+            models = pd.concat(
+                [
+                    models,
+                    pd.DataFrame({"name": implicit, "provider": "", "settings": [{} for _ in implicit], "_line": 0}),
+                ],
+                ignore_index=True,
+            )
         self.sync("models", "eval_model", models, ["name"], ["provider", "settings"], "model")
         mid = dict(zip(*key_frame(conn, "model")[["model", "id"]].T.values))
 
@@ -634,8 +807,14 @@ class _Writer:
             instruction_id=resp["instruction"].map(iid),
             variant=resp["instruction"],
         )
-        self.sync("responses", "response", resp, ["model_id", "question_id", "variant"],
-                  ["instruction_id", "kind", "text", "meta"], "response")
+        self.sync(
+            "responses",
+            "response",
+            resp,
+            ["model_id", "question_id", "variant"],
+            ["instruction_id", "kind", "text", "meta"],
+            "response",
+        )
         self._raise_if_errors()
         rk = key_frame(conn, "response")
         return dict(zip(zip(rk["model"], rk["question"], rk["instruction"]), rk["id"]))
@@ -645,15 +824,28 @@ class _Writer:
         self.progress("baseline features")
         base = self.f["baseline"]
         base = base.assign(response_id=[rid[(m, q, "")] for m, q in zip(base["model"], base["question"])])
-        self.sync("baseline", "baseline_feature", base, ["response_id", "feature"], ["present", "source", "evidence"],
-                  "baseline feature")
+        self.sync(
+            "baseline",
+            "baseline_feature",
+            base,
+            ["response_id", "feature"],
+            ["present", "source", "evidence"],
+            "baseline feature",
+        )
         ext = self.f["extractions"]
         if len(ext):
             self.progress("feature extractions")
-            ext = ext.assign(response_id=[rid[(m, q, "")] for m, q in zip(ext["model"], ext["question"])],
-                             mapping=ext["match"])
-            self.sync("extractions", "feature_extraction", ext, ["response_id", "label"], ["feature", "mapping", "source"],
-                      "feature extraction")
+            ext = ext.assign(
+                response_id=[rid[(m, q, "")] for m, q in zip(ext["model"], ext["question"])], mapping=ext["match"]
+            )
+            self.sync(
+                "extractions",
+                "feature_extraction",
+                ext,
+                ["response_id", "label"],
+                ["feature", "mapping", "source"],
+                "feature extraction",
+            )
         else:
             self.counts["extractions"] = 0
 
@@ -665,9 +857,22 @@ class _Writer:
         judges, jd = f["judges"], f["judgments"]
         implicit = sorted(set(jd["judge"]) - set(judges["name"]) - known.db_judges)
         if implicit:
-            judges = pd.concat([judges, pd.DataFrame({"name": implicit, "provider": "replay", "model": "",
-                                                      "prompt_version": "", "config": [{} for _ in implicit],
-                                                      "_line": 0})], ignore_index=True)
+            judges = pd.concat(
+                [
+                    judges,
+                    pd.DataFrame(
+                        {
+                            "name": implicit,
+                            "provider": "replay",
+                            "model": "",
+                            "prompt_version": "",
+                            "config": [{} for _ in implicit],
+                            "_line": 0,
+                        }
+                    ),
+                ],
+                ignore_index=True,
+            )
         self.sync("judges", "judge", judges, ["name"], ["provider", "model", "prompt_version", "config"], "judge")
         jid = dict(zip(*key_frame(conn, "judge")[["judge", "id"]].T.values))
 
@@ -676,8 +881,14 @@ class _Writer:
         cid = dict(zip(zip(ck["instruction"], ck["position"]), ck["id"]))
         if len(jd):
             jd = _judgment_rows(jd, inst_q=known.inst_q, rid=rid, cid=cid, jid=jid)
-        self.sync("judgments", "judgment", jd, ["judge_id", "response_id", "constraint_id", "prompt_version"],
-                  ["label", "rationale", "status", "error"], "judgment")
+        self.sync(
+            "judgments",
+            "judgment",
+            jd,
+            ["judge_id", "response_id", "constraint_id", "prompt_version"],
+            ["label", "rationale", "status", "error"],
+            "judgment",
+        )
         self._raise_if_errors()
         return jid, cid
 
@@ -685,8 +896,15 @@ class _Writer:
         """Decisions made elsewhere: see :mod:`reform_core.services.data.adjudication_import`."""
         from reform_core.services.data.adjudication_import import write_adjudications
 
-        return write_adjudications(self.conn, adj, jid=jid, rid=rid, cid=cid, inst_q=inst_q,
-                                   err=lambda row, fld, msg: self.err("adjudications", row, fld, msg))
+        return write_adjudications(
+            self.conn,
+            adj,
+            jid=jid,
+            rid=rid,
+            cid=cid,
+            inst_q=inst_q,
+            err=lambda row, fld, msg: self.err("adjudications", row, fld, msg),
+        )
 
 
 def ensure_catalog(conn: Connection, name: str = "reformbench", *, file=None, replace: bool = False) -> int:
@@ -702,7 +920,9 @@ def ensure_catalog(conn: Connection, name: str = "reformbench", *, file=None, re
 IMPORT_LOCK_KEY = 0x5245464F524D01  # the advisory lock of imports on PostgreSQL ("REFORM", 1)
 
 
-def import_bundle_obj(engine: Engine, bundle: Bundle, *, replace: bool = False, progress: Progress = None) -> dict[str, int]:
+def import_bundle_obj(
+    engine: Engine, bundle: Bundle, *, replace: bool = False, progress: Progress = None
+) -> dict[str, int]:
     """Validate and write ``bundle`` in one transaction; return rows written per kind.
 
     Imports are serialised (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped
@@ -728,6 +948,8 @@ def import_bundle_obj(engine: Engine, bundle: Bundle, *, replace: bool = False, 
         return counts
 
 
-def import_bundle(engine: Engine, path: str | Path, *, replace: bool = False, progress: Progress = None) -> dict[str, int]:
+def import_bundle(
+    engine: Engine, path: str | Path, *, replace: bool = False, progress: Progress = None
+) -> dict[str, int]:
     """Read, validate and import a bundle directory (see ``reform_core.records``)."""
     return import_bundle_obj(engine, read_bundle(path), replace=replace, progress=progress)

@@ -28,8 +28,19 @@ from db.repo import adjudication as repo
 from reform_core.frames import IID_SHIFT, MODES
 
 INSTANCE_COLUMNS = [
-    "iid", "model", "question", "instruction", "condition", "pair_group", "task_type", "domain", "position",
-    "feature", "category", "mode", "baseline_opposed",
+    "iid",
+    "model",
+    "question",
+    "instruction",
+    "condition",
+    "pair_group",
+    "task_type",
+    "domain",
+    "position",
+    "feature",
+    "category",
+    "mode",
+    "baseline_opposed",
 ]
 ADJUDICATION_COLUMNS = ["iid", "a", "annotator", "choice", "task_id", "adjudication_id", "kind", "seconds"]
 _SHIFT = np.int64(IID_SHIFT)
@@ -61,8 +72,9 @@ def _judge_ids(conn, names) -> list[int]:
     return [ids[n] for n in names]
 
 
-def _in_baseline(model_id: np.ndarray, question_id: np.ndarray, feature_code: np.ndarray, features: pd.Index,
-                 base: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def _in_baseline(
+    model_id: np.ndarray, question_id: np.ndarray, feature_code: np.ndarray, features: pd.Index, base: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
     """``(present, known)`` of each (model, question, feature) in the model's baseline response.
 
     ``feature_code`` indexes ``features``; baseline rows outside ``features`` never match.
@@ -92,8 +104,14 @@ def _all_pairs(keys: dict[str, pd.DataFrame]) -> np.ndarray:
     resp = keys["responses"]
     resp = resp[resp["instruction_id"].notna()]
     pairs = pd.DataFrame({"r": resp["id"].to_numpy(np.int64), "i": resp["instruction_id"].to_numpy(np.int64)}).merge(
-        pd.DataFrame({"c": keys["constraints"]["id"].to_numpy(np.int64),
-                      "i": keys["constraints"]["instruction_id"].to_numpy(np.int64)}), on="i")
+        pd.DataFrame(
+            {
+                "c": keys["constraints"]["id"].to_numpy(np.int64),
+                "i": keys["constraints"]["instruction_id"].to_numpy(np.int64),
+            }
+        ),
+        on="i",
+    )
     return instance_id(pairs["r"].to_numpy(), pairs["c"].to_numpy())
 
 
@@ -153,9 +171,13 @@ def load_judged_with_baseline(engine: Engine, judges) -> tuple[pd.DataFrame, pd.
     present = base[base["present"].astype(bool).to_numpy()] if len(base) else base
     mpos = _lookup(keys["models"], present["model_id"].to_numpy(np.int64), "model")
     qpos = _lookup(keys["questions"], present["question_id"].to_numpy(np.int64), "question")
-    baseline = pd.DataFrame({"model": _strings(keys["models"], "name", mpos),
-                             "question": _strings(keys["questions"], "key", qpos),
-                             "feature": pd.array(present["feature"].astype(str).to_numpy(dtype=object), dtype="str")})
+    baseline = pd.DataFrame(
+        {
+            "model": _strings(keys["models"], "name", mpos),
+            "question": _strings(keys["questions"], "key", qpos),
+            "feature": pd.array(present["feature"].astype(str).to_numpy(dtype=object), dtype="str"),
+        }
+    )
     return out, baseline
 
 
@@ -192,24 +214,26 @@ def _load_judged(engine: Engine, judges) -> tuple[pd.DataFrame, dict[str, pd.Dat
     present, known = _in_baseline(model_id, question_id, fcode[cpos], pd.Index(features), keys["baseline"])
     opposed = pd.array(np.where(mode == "forbid", present, ~present), dtype="boolean")
     opposed[~known] = pd.NA
-    out = pd.DataFrame({
-        "iid": iid,
-        "model": _strings(keys["models"], "name", mpos),
-        "question": _strings(qs, "key", qpos),
-        "instruction": _strings(ins, "key", ipos),
-        "condition": _strings(ins, "condition", ipos),
-        "pair_group": _strings(ins, "pair_group", ipos),
-        "task_type": _strings(qs, "task_type", qpos),
-        "domain": _strings(qs, "domain", qpos),
-        "position": con["position"].to_numpy(np.int64)[cpos],
-        "feature": _strings(con, "feature", cpos),
-        "category": _strings(con, "category", cpos),
-        "mode": _strings(con, "mode", cpos),
-        "baseline_opposed": opposed,
-        **{label_column(name): x for name, x in zip(judges, lab)},
-        "response_id": response_id,
-        "constraint_id": constraint_id,
-    })
+    out = pd.DataFrame(
+        {
+            "iid": iid,
+            "model": _strings(keys["models"], "name", mpos),
+            "question": _strings(qs, "key", qpos),
+            "instruction": _strings(ins, "key", ipos),
+            "condition": _strings(ins, "condition", ipos),
+            "pair_group": _strings(ins, "pair_group", ipos),
+            "task_type": _strings(qs, "task_type", qpos),
+            "domain": _strings(qs, "domain", qpos),
+            "position": con["position"].to_numpy(np.int64)[cpos],
+            "feature": _strings(con, "feature", cpos),
+            "category": _strings(con, "category", cpos),
+            "mode": _strings(con, "mode", cpos),
+            "baseline_opposed": opposed,
+            **{label_column(name): x for name, x in zip(judges, lab)},
+            "response_id": response_id,
+            "constraint_id": constraint_id,
+        }
+    )
     return out, keys
 
 
@@ -246,14 +270,16 @@ def load_adjudications(engine: Engine, judge_a: str, judge_b: str) -> pd.DataFra
     swapped = cur["judge_a_id"].to_numpy() != ja
     choice = cur["choice"].to_numpy(dtype=object).copy()
     choice[swapped] = np.where(choice[swapped] == "A", "B", np.where(choice[swapped] == "B", "A", choice[swapped]))
-    out = pd.DataFrame({
-        "iid": instance_id(cur["response_id"], cur["constraint_id"]),
-        "a": cur["label"].astype(float).to_numpy(),
-        "annotator": cur["annotator"].to_numpy(dtype=object),
-        "choice": choice,
-        "task_id": cur["task_id"].to_numpy(np.int64),
-        "adjudication_id": cur["id"].to_numpy(np.int64),
-        "kind": cur["kind"].to_numpy(dtype=object),
-        "seconds": cur["seconds"].astype(float).to_numpy(),
-    })
+    out = pd.DataFrame(
+        {
+            "iid": instance_id(cur["response_id"], cur["constraint_id"]),
+            "a": cur["label"].astype(float).to_numpy(),
+            "annotator": cur["annotator"].to_numpy(dtype=object),
+            "choice": choice,
+            "task_id": cur["task_id"].to_numpy(np.int64),
+            "adjudication_id": cur["id"].to_numpy(np.int64),
+            "kind": cur["kind"].to_numpy(dtype=object),
+            "seconds": cur["seconds"].astype(float).to_numpy(),
+        }
+    )
     return out.drop_duplicates("iid", keep="first").reset_index(drop=True)

@@ -36,8 +36,13 @@ def one_line(msg: str) -> str:
     return msg.translate(_LINE_BREAKS)
 
 
-_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
 
 
 def open_regular(path: Path, root: Path | None = None):
@@ -133,8 +138,10 @@ def _json_records(text: str, filename: str, errors: list[str]) -> list[tuple[int
         try:
             rec = loads_unique(line)
         except DuplicateKeyError as exc:
-            errors += [f"{filename}:{n}: {field_label(k)}: given twice in this line (JSON would keep only the last "
-                       "value)" for k in exc.keys]
+            errors += [
+                f"{filename}:{n}: {field_label(k)}: given twice in this line (JSON would keep only the last value)"
+                for k in exc.keys
+            ]
             continue
         except (ValueError, RecursionError) as exc:
             errors.append(f"{filename}:{n}: (line): invalid JSON: {getattr(exc, 'msg', None) or exc}")

@@ -37,7 +37,7 @@ def sqlite_file(url: str) -> Optional[Path]:
     """The file of a plain ``sqlite:///PATH`` URL (no driver, no query), else None."""
     for prefix in ("sqlite:///", "sqlite+pysqlite:///"):
         if url.startswith(prefix):
-            rest = url[len(prefix):]
+            rest = url[len(prefix) :]
             if not rest or rest == ":memory:" or "?" in rest:
                 return None
             return Path(unquote(rest)).expanduser()

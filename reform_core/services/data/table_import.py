@@ -47,7 +47,7 @@ FIELDS: dict[str, str] = {
     "condition": "the instruction's condition (default: main)",
     "pair_group": "the instruction's pair group (default: its id)",
     "position": "the constraint's position in its instruction, 1–50 (default: order of first appearance; a "
-                "constraint listed twice for one response is two constraints)",
+    "constraint listed twice for one response is two constraints)",
     "feature": "the catalog feature the constraint asks for or forbids (required)",
     "mode": "require or forbid (default: the feature's first mode)",
     "constraint_text": "the constraint as worded (default: the catalog template with params)",
@@ -169,18 +169,26 @@ def read_table(data: bytes, filename: str) -> Table:
 
 def resolve_columns(columns: list[str], mapping: dict[str, str], name: str) -> dict[str, str]:
     """``{field: column}``: the mapping, plus columns named like a field that no mapping overrides."""
-    errors = [one_line(f"{name}:1: (header): --map {c}={f}: no column {c!r} (columns: {', '.join(map(repr, columns))})")
-              for c, f in mapping.items() if c not in columns]
+    errors = [
+        one_line(f"{name}:1: (header): --map {c}={f}: no column {c!r} (columns: {', '.join(map(repr, columns))})")
+        for c, f in mapping.items()
+        if c not in columns
+    ]
     by_field: dict[str, str] = {}
     for column, fld in mapping.items():
         if fld in by_field:
-            errors.append(one_line(f"{name}:1: (header): field {fld!r} is mapped from both {by_field[fld]!r} and {column!r}"))
+            errors.append(
+                one_line(f"{name}:1: (header): field {fld!r} is mapped from both {by_field[fld]!r} and {column!r}")
+            )
         by_field[fld] = column
     for column in columns:
         if column not in mapping and field_problem(column) is None and column not in by_field:
             by_field.setdefault(column, column)
-    errors += [f"{name}:1: (header): no column for the required field {f!r} (map one with --map COLUMN={f})"
-               for f in REQUIRED if f not in by_field]
+    errors += [
+        f"{name}:1: (header): no column for the required field {f!r} (map one with --map COLUMN={f})"
+        for f in REQUIRED
+        if f not in by_field
+    ]
     for fld in by_field:
         if fld.startswith("rationale:") and f"label:{fld[10:]}" not in by_field:
             errors.append(one_line(f"{name}:1: (header): {fld!r} needs a label:{fld[10:]} column"))
@@ -305,8 +313,11 @@ class _Rows:
             try:
                 params = loads_unique(v) if isinstance(v, str) else None
             except DuplicateKeyError as exc:
-                self.err(i, "params", f"key(s) {', '.join(map(repr, exc.keys))} given twice (JSON would keep only the "
-                                      "last value)")
+                self.err(
+                    i,
+                    "params",
+                    f"key(s) {', '.join(map(repr, exc.keys))} given twice (JSON would keep only the last value)",
+                )
                 return None
             except (ValueError, RecursionError) as exc:
                 self.err(i, "params", f"invalid JSON: {getattr(exc, 'msg', None) or exc}")
@@ -362,24 +373,46 @@ class _Rows:
         self._unknown_features()
         if self.errors:
             raise ImportFailed(self.errors)
-        frames = {kind: pd.DataFrame(list(rows.values() if isinstance(rows, dict) else rows))
-                  for kind, rows in (("questions", st.questions), ("instructions", st.instructions),
-                                     ("constraints", st.constraints), ("responses", st.responses),
-                                     ("judgments", st.judgments))}
+        frames = {
+            kind: pd.DataFrame(list(rows.values() if isinstance(rows, dict) else rows))
+            for kind, rows in (
+                ("questions", st.questions),
+                ("instructions", st.instructions),
+                ("constraints", st.constraints),
+                ("responses", st.responses),
+                ("judgments", st.judgments),
+            )
+        }
         has_response = "response" in self.columns
-        report = {"rows": self.n, "catalog": self.cat.name,
-                  "columns": {col: fld for fld, col in self.columns.items()},
-                  "labels": st.labels, "not_judged": st.unjudged,
-                  "responses_without_text": sum(1 for r in st.responses.values() if not r["text"])
-                  if has_response else len(st.responses)}
+        report = {
+            "rows": self.n,
+            "catalog": self.cat.name,
+            "columns": {col: fld for fld, col in self.columns.items()},
+            "labels": st.labels,
+            "not_judged": st.unjudged,
+            "responses_without_text": sum(1 for r in st.responses.values() if not r["text"])
+            if has_response
+            else len(st.responses),
+        }
         return frames, report
 
     def _row(self, i: int, st: "_State") -> None:
         """Row ``i``: its question, instruction and response (agreeing with earlier rows), then
         its constraint and judgments."""
         c, name = self.cells, self.t.name
-        vals = {f: self._text(i, f) for f in ("model", "question", "instruction", "prompt", "instruction_text",
-                                              "condition", "pair_group", "response")}
+        vals = {
+            f: self._text(i, f)
+            for f in (
+                "model",
+                "question",
+                "instruction",
+                "prompt",
+                "instruction_text",
+                "condition",
+                "pair_group",
+                "response",
+            )
+        }
         missing = [f for f in REQUIRED if not (c[f][i] if isinstance(c[f][i], str) else True)]
         for f in missing:
             self.err(i, f, "required (empty cell)")
@@ -390,13 +423,36 @@ class _Rows:
         cons = self._constraint(i, self._text(i, "feature"))
         self._agree(st.q_seen, qkey, vals["prompt"], i, "prompt", f"question {qkey!r}")
         st.questions.setdefault(qkey, {"key": qkey, "text": vals["prompt"], "_line": self.t.lines[i], "_file": name})
-        ins = (qkey, vals["instruction_text"] or vals["prompt"], vals["condition"] or "main", vals["pair_group"] or ikey)
+        ins = (
+            qkey,
+            vals["instruction_text"] or vals["prompt"],
+            vals["condition"] or "main",
+            vals["pair_group"] or ikey,
+        )
         compared = ins if "instruction_text" in self.columns else (ins[0], ins[2], ins[3])  # else: the prompt's
-        self._agree(st.i_seen, ikey, compared, i, "instruction",
-                    f"instruction {ikey!r} (its question, text, condition and pair group)")
-        st.instructions.setdefault(ikey, {"key": ikey, "question": ins[0], "text": ins[1], "condition": ins[2],
-                                          "pair_group": ins[3], "_line": self.t.lines[i], "_file": name})
-        self._agree(st.r_seen, (model, ikey), vals["response"], i, "response", f"model {model!r} and instruction {ikey!r}")
+        self._agree(
+            st.i_seen,
+            ikey,
+            compared,
+            i,
+            "instruction",
+            f"instruction {ikey!r} (its question, text, condition and pair group)",
+        )
+        st.instructions.setdefault(
+            ikey,
+            {
+                "key": ikey,
+                "question": ins[0],
+                "text": ins[1],
+                "condition": ins[2],
+                "pair_group": ins[3],
+                "_line": self.t.lines[i],
+                "_file": name,
+            },
+        )
+        self._agree(
+            st.r_seen, (model, ikey), vals["response"], i, "response", f"model {model!r} and instruction {ikey!r}"
+        )
         if cons is None:
             for j in st.judges:  # still report bad label cells
                 self._label(i, j)
@@ -404,15 +460,29 @@ class _Rows:
         pos = self._position(i, st, model, ikey, cons)
         if pos is None:
             return
-        st.constraints.setdefault((ikey, pos), {"instruction": ikey, "position": pos, **cons,
-                                                "_line": self.t.lines[i], "_file": name})
+        st.constraints.setdefault(
+            (ikey, pos), {"instruction": ikey, "position": pos, **cons, "_line": self.t.lines[i], "_file": name}
+        )
         first = st.row_seen.setdefault((model, ikey, pos), i)
         if first != i:
-            self.err(i, "model", f"a second row for model {model!r}, instruction {ikey!r}, position {pos} "
-                                 f"(first at {self.t.unit} {self.t.lines[first]})")
+            self.err(
+                i,
+                "model",
+                f"a second row for model {model!r}, instruction {ikey!r}, position {pos} "
+                f"(first at {self.t.unit} {self.t.lines[first]})",
+            )
             return
-        st.responses.setdefault((model, ikey), {"model": model, "question": qkey, "instruction": ikey,
-                                                "text": vals["response"], "_line": self.t.lines[i], "_file": name})
+        st.responses.setdefault(
+            (model, ikey),
+            {
+                "model": model,
+                "question": qkey,
+                "instruction": ikey,
+                "text": vals["response"],
+                "_line": self.t.lines[i],
+                "_file": name,
+            },
+        )
         for j in st.judges:
             judgment = self._judgment(i, j, model, ikey, pos)
             if judgment is None:
@@ -446,8 +516,14 @@ class _Rows:
             if pos > 50:
                 self.err(i, "feature", f"instruction {ikey!r} has more than 50 distinct constraints")
                 return None
-        self._agree(st.c_seen, (ikey, pos), signature, i, "feature",
-                    f"constraint ({ikey!r}, position {pos}): feature, mode, text, acceptance and params")
+        self._agree(
+            st.c_seen,
+            (ikey, pos),
+            signature,
+            i,
+            "feature",
+            f"constraint ({ikey!r}, position {pos}): feature, mode, text, acceptance and params",
+        )
         return pos
 
     def _conflicting_twin(self, i: int, st: "_State", model: str, ikey: str, cons: dict) -> bool:
@@ -456,14 +532,19 @@ class _Rows:
         disagrees with the first such row is reported (True), since which constraint it
         describes cannot be told."""
         key = (model, ikey, cons["feature"], cons["mode"], json.dumps(cons["params"], sort_keys=True))
-        labels = {j: LABELS.get(v.lower(), v) if isinstance(v, str) else v
-                  for j in st.judges for v in [self.cells[f"label:{j}"][i]]}
+        labels = {
+            j: LABELS.get(v.lower(), v) if isinstance(v, str) else v
+            for j in st.judges
+            for v in [self.cells[f"label:{j}"][i]]
+        }
         first = st.twins.setdefault(key, (i, cons["text"], cons["acceptance"], labels))
         if first[0] == i:
             return False
         fi, text, acceptance, first_labels = first
-        where = (f"conflicts with {self.t.unit} {self.t.lines[fi]}, the same model {model!r}, prompt {ikey!r}, "
-                 f"feature {cons['feature']!r}, mode and params")
+        where = (
+            f"conflicts with {self.t.unit} {self.t.lines[fi]}, the same model {model!r}, prompt {ikey!r}, "
+            f"feature {cons['feature']!r}, mode and params"
+        )
         hint = "; if the prompt asks for this constraint twice, give each row its position (a position column)"
         if (text, acceptance) != (cons["text"], cons["acceptance"]):
             fld = "constraint_text" if text != cons["text"] else "acceptance"
@@ -491,7 +572,9 @@ class _Rows:
             what = f"unknown feature {feature!r}" + (f" ({rows_of(rows)})" if len(rows) > 1 else "")
         else:
             more = f" and {len(self.unknown) - len(shown)} more" if len(self.unknown) > len(shown) else ""
-            what = f"{len(self.unknown)} unknown features: " + ", ".join(f"{f!r} ({rows_of(r)})" for f, r in shown) + more
+            what = (
+                f"{len(self.unknown)} unknown features: " + ", ".join(f"{f!r} ({rows_of(r)})" for f, r in shown) + more
+            )
         if self.catalog_file is not None or self.cat.name not in BUNDLED:
             hint = f"add {'it' if len(self.unknown) == 1 else 'them'} to catalog {self.cat.name} (docs/catalog.md)"
         else:
@@ -503,10 +586,14 @@ class _Rows:
 
         others = [n for n in BUNDLED if n != self.cat.name and all(f in load_catalog(n) for f in self.unknown)]
         if others:
-            return (f"{'it is a feature' if len(self.unknown) == 1 else 'they are features'} of catalog {others[0]}: "
-                    f"--catalog {others[0]}")
-        return (f"for your own features, write a starter catalog with `python -m reform_core catalog-init "
-                f"{self.t.name} --out catalog.yaml`, edit its texts and import with --catalog catalog.yaml")
+            return (
+                f"{'it is a feature' if len(self.unknown) == 1 else 'they are features'} of catalog {others[0]}: "
+                f"--catalog {others[0]}"
+            )
+        return (
+            f"for your own features, write a starter catalog with `python -m reform_core catalog-init "
+            f"{self.t.name} --out catalog.yaml`, edit its texts and import with --catalog catalog.yaml"
+        )
 
     def _label(self, i: int, judge: str) -> Optional[int]:
         """0, 1, None (empty) or -1 (invalid, reported)."""
@@ -524,13 +611,29 @@ class _Rows:
         rationale = self._text(i, f"rationale:{judge}") if f"rationale:{judge}" in self.columns else ""
         if label is None and not rationale or label == -1:
             return None
-        return {"judge": judge, "model": model, "instruction": ikey, "position": pos, "label": label,
-                "rationale": rationale, "status": "ok" if label is not None else "abstain",
-                "_line": self.t.lines[i], "_file": self.t.name}
+        return {
+            "judge": judge,
+            "model": model,
+            "instruction": ikey,
+            "position": pos,
+            "label": label,
+            "rationale": rationale,
+            "status": "ok" if label is not None else "abstain",
+            "_line": self.t.lines[i],
+            "_file": self.t.name,
+        }
 
 
-def import_table(engine: Engine, data: bytes, filename: str, mapping: dict[str, str], *,
-                 catalog=None, replace: bool = False, progress: Progress = None) -> dict:
+def import_table(
+    engine: Engine,
+    data: bytes,
+    filename: str,
+    mapping: dict[str, str],
+    *,
+    catalog=None,
+    replace: bool = False,
+    progress: Progress = None,
+) -> dict:
     """Validate and import one table (module docstring); return rows written per kind plus
     ``rows``, ``catalog``, ``columns`` (column → field), ``ignored_columns``, per judge
     ``labels`` (labels and abstentions written) and ``not_judged`` (rows without a label),
@@ -553,10 +656,16 @@ def import_table(engine: Engine, data: bytes, filename: str, mapping: dict[str, 
     return {**counts, **report, "ignored_columns": [c for c in table.frame.columns if c not in used]}
 
 
-
-
-def import_upload(engine: Engine, principal, data: bytes, filename: str, mapping: dict[str, str], *,
-                  catalog=None, replace: bool = False) -> dict:
+def import_upload(
+    engine: Engine,
+    principal,
+    data: bytes,
+    filename: str,
+    mapping: dict[str, str],
+    *,
+    catalog=None,
+    replace: bool = False,
+) -> dict:
     """:func:`import_table` for a signed-in user (the import page): leads only. ``catalog``: a
     name, or a :class:`~reform_core.services.data.catalogs.CatalogFile` uploaded."""
     from reform_core.services.accounts.auth import require
@@ -582,5 +691,13 @@ def import_table_file(engine: Engine, path: str | Path, mapping: dict[str, str],
     return import_table(engine, data, path.name, mapping, **kw)
 
 
-__all__ = ["FIELDS", "ImportFailed", "guess_field", "import_table", "import_table_file", "import_upload",
-           "parse_mapping", "read_table"]
+__all__ = [
+    "FIELDS",
+    "ImportFailed",
+    "guess_field",
+    "import_table",
+    "import_table_file",
+    "import_upload",
+    "parse_mapping",
+    "read_table",
+]

@@ -29,9 +29,6 @@ from sqlalchemy.engine import Engine
 from db.repo import data as repo
 from reform_core.config import judge_endpoint
 from reform_core.construction.prompts import user_message
-from reform_core.judges.pricing import cost_usd
-from reform_core.judges.ratelimit import RateLimits
-from reform_core.judges.retry import RetryPolicy
 from reform_core.judges.generation_judge import (  # noqa: F401  (GenerationSettings re-exported for callers)
     PROVIDERS,
     GenerationSettings,
@@ -39,6 +36,9 @@ from reform_core.judges.generation_judge import (  # noqa: F401  (GenerationSett
     GenItem,
     GenResult,
 )
+from reform_core.judges.pricing import cost_usd
+from reform_core.judges.ratelimit import RateLimits
+from reform_core.judges.retry import RetryPolicy
 from reform_core.judges.runner import run_items
 from reform_core.services.data.importer import frames_bundle, import_bundle_obj
 from reform_core.services.judging.judging import KEY_ENV, OFFICIAL, api_key_for
@@ -81,12 +81,20 @@ def pending_items(engine: Engine, *, model: str, conditions=("baseline",)) -> li
     qkey = dict(zip(q["id"], q["key"]))
     for r in ins[ins["condition"].isin(conditions)].sort_values("key").itertuples(index=False):
         if (r.question_id, r.key) not in have:
-            items.append(GenItem(model, qkey[r.question_id], r.key, r.condition, user_message(r.text or "", r.condition)))
+            items.append(
+                GenItem(model, qkey[r.question_id], r.key, r.condition, user_message(r.text or "", r.condition))
+            )
     return items
 
 
-def estimate(engine: Engine, *, model: str, conditions=("baseline",), settings: Optional[GenerationSettings] = None,
-             provider_model: Optional[str] = None) -> dict:
+def estimate(
+    engine: Engine,
+    *,
+    model: str,
+    conditions=("baseline",),
+    settings: Optional[GenerationSettings] = None,
+    provider_model: Optional[str] = None,
+) -> dict:
     """Calls and an upper-bound cost before launch: prompt tokens ≈ characters / 4, output
     tokens = ``max_tokens`` per call; priced with :mod:`reform_core.judges.pricing`
     (0 for a model without a price). Returns ``{"calls", "by_condition", "input_tokens",
@@ -96,14 +104,28 @@ def estimate(engine: Engine, *, model: str, conditions=("baseline",), settings: 
     tin = sum(len(i.prompt) // 4 + 1 for i in items)
     tout = len(items) * (settings.max_tokens or 0)
     by = pd.Series([i.condition for i in items], dtype=object).value_counts().to_dict()
-    return {"calls": len(items), "by_condition": {k: int(v) for k, v in by.items()}, "input_tokens": tin,
-            "max_output_tokens": tout, "max_cost_usd": round(cost_usd(provider_model or model, tin, tout), 6)}
+    return {
+        "calls": len(items),
+        "by_condition": {k: int(v) for k, v in by.items()},
+        "input_tokens": tin,
+        "max_output_tokens": tout,
+        "max_cost_usd": round(cost_usd(provider_model or model, tin, tout), 6),
+    }
 
 
-def run_prompts(items: list[GenItem], *, provider: str, model: str, api_key: Optional[str] = None,
-                settings: Optional[GenerationSettings] = None, base_url: Optional[str] = None,
-                concurrency: int = 8, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
-                progress: Optional[Progress] = None) -> list[GenResult]:
+def run_prompts(
+    items: list[GenItem],
+    *,
+    provider: str,
+    model: str,
+    api_key: Optional[str] = None,
+    settings: Optional[GenerationSettings] = None,
+    base_url: Optional[str] = None,
+    concurrency: int = 8,
+    timeout: float = 300.0,
+    retry: Optional[RetryPolicy] = None,
+    progress: Optional[Progress] = None,
+) -> list[GenResult]:
     """Run construction prompts (integration, extraction) through the same machinery and
     return their results in the order of ``items`` (nothing is stored)."""
     got: dict[int, GenResult] = {}
@@ -112,8 +134,19 @@ def run_prompts(items: list[GenItem], *, provider: str, model: str, api_key: Opt
         for r in results:
             got[id(r.item)] = r
 
-    generate(items, provider=provider, model=model, on_results=on_results, settings=settings, base_url=base_url,
-             api_key=api_key, concurrency=concurrency, timeout=timeout, retry=retry, progress=progress)
+    generate(
+        items,
+        provider=provider,
+        model=model,
+        on_results=on_results,
+        settings=settings,
+        base_url=base_url,
+        api_key=api_key,
+        concurrency=concurrency,
+        timeout=timeout,
+        retry=retry,
+        progress=progress,
+    )
     return [got.get(id(i), GenResult(i, error="not run")) for i in items]
 
 
@@ -125,17 +158,37 @@ def _response_rows(results: list[GenResult], provider: str, settings: Generation
     for r in results:
         if r.error:
             continue
-        rows.append({"model": r.item.model, "question": r.item.question, "instruction": r.item.instruction or "",
-                     "kind": "baseline" if r.item.instruction is None else "constrained", "text": r.text,
-                     "meta": {**generation_meta(r, provider, settings), "condition": r.item.condition}})
+        rows.append(
+            {
+                "model": r.item.model,
+                "question": r.item.question,
+                "instruction": r.item.instruction or "",
+                "kind": "baseline" if r.item.instruction is None else "constrained",
+                "text": r.text,
+                "meta": {**generation_meta(r, provider, settings), "condition": r.item.condition},
+            }
+        )
     return rows
 
 
-def generate(items: list[GenItem], *, provider: str, model: str, on_results: Callable[[list[GenResult]], None],
-             settings: Optional[GenerationSettings] = None, base_url: Optional[str] = None,
-             api_key: Optional[str] = None, concurrency: int = 8, rpm: Optional[int] = None,
-             tpm: Optional[int] = None, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
-             progress: Optional[Progress] = None, cancel: Any = None, commit_every: int = 16) -> dict:
+def generate(
+    items: list[GenItem],
+    *,
+    provider: str,
+    model: str,
+    on_results: Callable[[list[GenResult]], None],
+    settings: Optional[GenerationSettings] = None,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    concurrency: int = 8,
+    rpm: Optional[int] = None,
+    tpm: Optional[int] = None,
+    timeout: float = 300.0,
+    retry: Optional[RetryPolicy] = None,
+    progress: Optional[Progress] = None,
+    cancel: Any = None,
+    commit_every: int = 16,
+) -> dict:
     """Run ``items`` on endpoint model ``model`` and hand the results to ``on_results`` in
     small batches (called in a worker thread; it persists them, so a killed run loses at most
     a batch). A failed call arrives as a :class:`GenResult` with ``error`` set.
@@ -150,31 +203,61 @@ def generate(items: list[GenItem], *, provider: str, model: str, on_results: Cal
     if not key:
         raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
     limits = RateLimits(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
-    gen = Generator(provider, model=model, api_key=key, settings=settings or GenerationSettings(), base_url=base_url,
-                    timeout=timeout, retry=retry, limits=limits)
+    gen = Generator(
+        provider,
+        model=model,
+        api_key=key,
+        settings=settings or GenerationSettings(),
+        base_url=base_url,
+        timeout=timeout,
+        retry=retry,
+        limits=limits,
+    )
 
     def handle(results: list) -> None:  # a runner-caught bug arrives as a judge result: make it a failed call
-        on_results([r if isinstance(r, GenResult) else GenResult(r.item, error=getattr(r, "error", "") or "failed")
-                    for r in results])
+        on_results(
+            [
+                r if isinstance(r, GenResult) else GenResult(r.item, error=getattr(r, "error", "") or "failed")
+                for r in results
+            ]
+        )
 
     async def go():
         try:
-            return await run_items(gen, items, on_results=handle, concurrency=concurrency, progress=progress,
-                                   cancel=cancel, commit_every=commit_every)
+            return await run_items(
+                gen,
+                items,
+                on_results=handle,
+                concurrency=concurrency,
+                progress=progress,
+                cancel=cancel,
+                commit_every=commit_every,
+            )
         finally:
             await gen.aclose()
 
     stats = asyncio.run(go())
-    return {"requests": stats.requests, "input_tokens": stats.input_tokens, "output_tokens": stats.output_tokens,
-            "cost_usd": round(stats.cost_usd, 6), "cancelled": stats.cancelled}
+    return {
+        "requests": stats.requests,
+        "input_tokens": stats.input_tokens,
+        "output_tokens": stats.output_tokens,
+        "cost_usd": round(stats.cost_usd, 6),
+        "cancelled": stats.cancelled,
+    }
 
 
-def generation_meta(result: GenResult, provider: str, settings: GenerationSettings,
-                    provider_model: Optional[str] = None) -> dict:
+def generation_meta(
+    result: GenResult, provider: str, settings: GenerationSettings, provider_model: Optional[str] = None
+) -> dict:
     """What a stored generation records about how it was made (never the key)."""
-    meta = {"provider": provider, "settings": settings.to_meta(), "finish_reason": result.finish_reason,
-            "truncated": result.truncated, "input_tokens": result.input_tokens,
-            "output_tokens": result.output_tokens}
+    meta = {
+        "provider": provider,
+        "settings": settings.to_meta(),
+        "finish_reason": result.finish_reason,
+        "truncated": result.truncated,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+    }
     if provider_model:
         meta["provider_model"] = provider_model
     return meta
@@ -196,12 +279,27 @@ def endpoint_target(provider: str, endpoint: Optional[str]) -> tuple[Optional[st
     return ep.base_url, key
 
 
-def collect(engine: Engine, *, model: str, provider: str, provider_model: Optional[str] = None,
-            conditions=("baseline",), settings: Optional[GenerationSettings] = None, base_url: Optional[str] = None,
-            api_key: Optional[str] = None, concurrency: int = 8, rpm: Optional[int] = None, tpm: Optional[int] = None,
-            limit: Optional[int] = None, timeout: float = 300.0, retry: Optional[RetryPolicy] = None,
-            progress: Optional[Progress] = None, cancel: Any = None, commit_every: int = 16,
-            endpoint: Optional[str] = None) -> dict:
+def collect(
+    engine: Engine,
+    *,
+    model: str,
+    provider: str,
+    provider_model: Optional[str] = None,
+    conditions=("baseline",),
+    settings: Optional[GenerationSettings] = None,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    concurrency: int = 8,
+    rpm: Optional[int] = None,
+    tpm: Optional[int] = None,
+    limit: Optional[int] = None,
+    timeout: float = 300.0,
+    retry: Optional[RetryPolicy] = None,
+    progress: Optional[Progress] = None,
+    cancel: Any = None,
+    commit_every: int = 16,
+    endpoint: Optional[str] = None,
+) -> dict:
     """Collect the missing responses of evaluated model ``model`` (stored under this name;
     ``provider_model`` is the endpoint's model id, default the same).
 
@@ -227,8 +325,18 @@ def collect(engine: Engine, *, model: str, provider: str, provider_model: Option
     items = pending_items(engine, model=model, conditions=conditions)
     if limit is not None:
         items = items[:limit]
-    out = {"pending": len(items), "written": 0, "errors": 0, "truncated": 0, "requests": 0, "input_tokens": 0,
-           "output_tokens": 0, "cost_usd": 0.0, "cancelled": False, "first_error": ""}
+    out = {
+        "pending": len(items),
+        "written": 0,
+        "errors": 0,
+        "truncated": 0,
+        "requests": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "cancelled": False,
+        "first_error": "",
+    }
     if not items:
         return out
     with engine.connect() as conn:
@@ -244,15 +352,36 @@ def collect(engine: Engine, *, model: str, provider: str, provider_model: Option
             return
         frames = {"responses": pd.DataFrame(rows)}
         if model not in known:
-            frames["models"] = pd.DataFrame([{"name": model, "provider": provider,
-                                              "settings": {"provider_model": provider_model or model,
-                                                           **settings.to_meta()}}])
+            frames["models"] = pd.DataFrame(
+                [
+                    {
+                        "name": model,
+                        "provider": provider,
+                        "settings": {"provider_model": provider_model or model, **settings.to_meta()},
+                    }
+                ]
+            )
             known.add(model)
         import_bundle_obj(engine, frames_bundle(frames, source="<collection>"))
         out["written"] += len(rows)
 
-    out.update(generate(items, provider=provider, model=provider_model or model, on_results=on_results,
-                        settings=settings, base_url=base_url, api_key=api_key, concurrency=concurrency, rpm=rpm,
-                        tpm=tpm, timeout=timeout, retry=retry, progress=progress, cancel=cancel,
-                        commit_every=commit_every))
+    out.update(
+        generate(
+            items,
+            provider=provider,
+            model=provider_model or model,
+            on_results=on_results,
+            settings=settings,
+            base_url=base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            rpm=rpm,
+            tpm=tpm,
+            timeout=timeout,
+            retry=retry,
+            progress=progress,
+            cancel=cancel,
+            commit_every=commit_every,
+        )
+    )
     return out

@@ -100,26 +100,50 @@ def _judgment_rows(result: JudgeResult, *, judge_id: int, prompt_version: str, s
     n = len(result.verdicts)
     rows = []
     for k, v in enumerate(result.verdicts):
-        rows.append({
-            "judge_id": judge_id, "response_id": result.item.response_id, "constraint_id": v.constraint_id,
-            "prompt_version": prompt_version, "label": v.label if v.status == "ok" else None,
-            "rationale": redact(v.rationale, secrets), "status": v.status, "error": redact(v.error, secrets),
-            "raw": redact(result.raw, secrets),
-            "input_tokens": result.input_tokens // n + (result.input_tokens % n if k == 0 else 0),
-            "output_tokens": result.output_tokens // n + (result.output_tokens % n if k == 0 else 0),
-            "cost_usd": result.cost_usd / n,
-        })
+        rows.append(
+            {
+                "judge_id": judge_id,
+                "response_id": result.item.response_id,
+                "constraint_id": v.constraint_id,
+                "prompt_version": prompt_version,
+                "label": v.label if v.status == "ok" else None,
+                "rationale": redact(v.rationale, secrets),
+                "status": v.status,
+                "error": redact(v.error, secrets),
+                "raw": redact(result.raw, secrets),
+                "input_tokens": result.input_tokens // n + (result.input_tokens % n if k == 0 else 0),
+                "output_tokens": result.output_tokens // n + (result.output_tokens % n if k == 0 else 0),
+                "cost_usd": result.cost_usd / n,
+            }
+        )
     return rows
 
 
-def _make_llm(provider: str, *, model: str, base_url: Optional[str], rpm, tpm, timeout: float,
-              retry: Optional[RetryPolicy], api_key: Optional[str]):
+def _make_llm(
+    provider: str,
+    *,
+    model: str,
+    base_url: Optional[str],
+    rpm,
+    tpm,
+    timeout: float,
+    retry: Optional[RetryPolicy],
+    api_key: Optional[str],
+):
     key = api_key if api_key is not None else api_key_for(provider)
     if not key:
         raise ValueError(f"{KEY_ENV[provider]}: no API key for provider {provider!r} (set it in the environment)")
     limits = RateLimits(rpm=rpm, tpm=tpm) if (rpm or tpm) else None
-    judge = make_llm_judge(provider, model=model, api_key=key, base_url=base_url, timeout=timeout,
-                           limits=limits, retry=retry, cache=MemoryCache())
+    judge = make_llm_judge(
+        provider,
+        model=model,
+        api_key=key,
+        base_url=base_url,
+        timeout=timeout,
+        limits=limits,
+        retry=retry,
+        cache=MemoryCache(),
+    )
     return judge, key
 
 
@@ -128,9 +152,16 @@ def _summary(stats: RunStats, written: int, secrets: list[str]) -> dict:
     one of a label, an abstention or an error (``labels + abstentions + errors``).
     ``all_failed``: calls were made and every verdict is an error (e.g. a wrong base URL)."""
     return {
-        "calls": stats.items, "written": written, "errors": stats.errors, "labels": stats.labels,
-        "abstentions": stats.abstained, "requests": stats.requests, "input_tokens": stats.input_tokens,
-        "output_tokens": stats.output_tokens, "cost_usd": round(stats.cost_usd, 6), "cancelled": stats.cancelled,
+        "calls": stats.items,
+        "written": written,
+        "errors": stats.errors,
+        "labels": stats.labels,
+        "abstentions": stats.abstained,
+        "requests": stats.requests,
+        "input_tokens": stats.input_tokens,
+        "output_tokens": stats.output_tokens,
+        "cost_usd": round(stats.cost_usd, 6),
+        "cancelled": stats.cancelled,
         "all_failed": stats.items > 0 and stats.errors == stats.verdicts,
         "first_error": redact(stats.first_error, secrets)[:500],
     }
@@ -139,9 +170,11 @@ def _summary(stats: RunStats, written: int, secrets: list[str]) -> dict:
 def run_report(out: dict) -> str:
     """One line saying what a judge run did, labels, abstentions and errors apart (the
     CLI's and the Judges page's wording)."""
-    line = (f"{out['calls']:,} calls: {out['labels']:,} labels, {out['abstentions']:,} abstentions, "
-            f"{out['errors']:,} errors ({out['written']:,} judgment rows written), "
-            f"{out['input_tokens']:,}+{out['output_tokens']:,} tokens, ${out['cost_usd']:.4f}")
+    line = (
+        f"{out['calls']:,} calls: {out['labels']:,} labels, {out['abstentions']:,} abstentions, "
+        f"{out['errors']:,} errors ({out['written']:,} judgment rows written), "
+        f"{out['input_tokens']:,}+{out['output_tokens']:,} tokens, ${out['cost_usd']:.4f}"
+    )
     return line + (" (cancelled)" if out.get("cancelled") else "")
 
 
@@ -211,9 +244,22 @@ def _progress_to(job: jobs.JobHandle, progress: Optional[Progress]) -> Progress:
     return on_progress
 
 
-def _judge_run(engine: Engine, *, provider: str, model: str, name: Optional[str], base_url: Optional[str],
-               endpoint: Optional[str], concurrency: int, rpm, tpm, limit: Optional[int], source: Optional[str],
-               timeout: float, mode: str = "strict") -> JudgeRun:
+def _judge_run(
+    engine: Engine,
+    *,
+    provider: str,
+    model: str,
+    name: Optional[str],
+    base_url: Optional[str],
+    endpoint: Optional[str],
+    concurrency: int,
+    rpm,
+    tpm,
+    limit: Optional[int],
+    source: Optional[str],
+    timeout: float,
+    mode: str = "strict",
+) -> JudgeRun:
     """Validate a run before anything is claimed or called."""
     _check(provider, concurrency, limit)
     if provider in LLM_PROVIDERS and not model:
@@ -229,11 +275,25 @@ def _judge_run(engine: Engine, *, provider: str, model: str, name: Optional[str]
     with unit_of_work(engine) as s:
         existing = repo.get_judge(s, name=name)
     if existing is not None and (existing["provider"], existing["model"]) != (provider, judge_model):
-        raise ValueError(f"judge {name!r} exists with provider={existing['provider']!r}, "
-                         f"model={existing['model']!r}; got provider={provider!r}, model={judge_model!r} "
-                         "(choose another --name)")
-    return JudgeRun(provider, judge_model, name, base_url or None, endpoint, concurrency, rpm, tpm, limit, source,
-                    timeout, mode if provider == "rules" else None)
+        raise ValueError(
+            f"judge {name!r} exists with provider={existing['provider']!r}, "
+            f"model={existing['model']!r}; got provider={provider!r}, model={judge_model!r} "
+            "(choose another --name)"
+        )
+    return JudgeRun(
+        provider,
+        judge_model,
+        name,
+        base_url or None,
+        endpoint,
+        concurrency,
+        rpm,
+        tpm,
+        limit,
+        source,
+        timeout,
+        mode if provider == "rules" else None,
+    )
 
 
 def _provider_key(run: JudgeRun, api_key: Optional[str], key_env: Optional[str] = None) -> str:
@@ -247,13 +307,29 @@ def _provider_key(run: JudgeRun, api_key: Optional[str], key_env: Optional[str] 
     return key
 
 
-def _judge_pending(engine: Engine, run: JudgeRun, key: str, job: jobs.JobHandle, *,
-                   progress: Optional[Progress] = None, cancel: Any = None, retry: Optional[RetryPolicy] = None,
-                   commit_every: int = 32) -> dict:
+def _judge_pending(
+    engine: Engine,
+    run: JudgeRun,
+    key: str,
+    job: jobs.JobHandle,
+    *,
+    progress: Optional[Progress] = None,
+    cancel: Any = None,
+    retry: Optional[RetryPolicy] = None,
+    commit_every: int = 32,
+) -> dict:
     """The work of a judge run, holding its job (the run lock): judge what is pending."""
     if run.provider in LLM_PROVIDERS:
-        judge, _ = _make_llm(run.provider, model=run.model, base_url=run.base_url, rpm=run.rpm, tpm=run.tpm,
-                             timeout=run.timeout, retry=retry, api_key=key)
+        judge, _ = _make_llm(
+            run.provider,
+            model=run.model,
+            base_url=run.base_url,
+            rpm=run.rpm,
+            tpm=run.tpm,
+            timeout=run.timeout,
+            retry=retry,
+            api_key=key,
+        )
     elif run.provider == "rules":
         from reform_core.services.data.catalogs import project_catalogs
 
@@ -264,27 +340,40 @@ def _judge_pending(engine: Engine, run: JudgeRun, key: str, job: jobs.JobHandle,
         with unit_of_work(engine) as s:
             judge = ReplayJudge(repo.judgment_labels(s, judge_name=run.source), source=run.source)
     secrets = _secrets(key)
-    config = {"base_url": redact(run.base_url or "", secrets), "concurrency": run.concurrency, "rpm": run.rpm,
-              "tpm": run.tpm}
+    config = {
+        "base_url": redact(run.base_url or "", secrets),
+        "concurrency": run.concurrency,
+        "rpm": run.rpm,
+        "tpm": run.tpm,
+    }
     if run.endpoint:
         config["endpoint"] = run.endpoint
     if run.mode:
         config["mode"] = run.mode
     with unit_of_work(engine) as s:
-        judge_id = repo.ensure_judge(s, name=run.name, provider=run.provider, model=judge.model,
-                                     prompt_version=judge.prompt_version, config=config)
+        judge_id = repo.ensure_judge(
+            s,
+            name=run.name,
+            provider=run.provider,
+            model=judge.model,
+            prompt_version=judge.prompt_version,
+            config=config,
+        )
         cfg = repo.get_judge(s, name=run.name)["config"]
         df = repo.pending_pairs(s, judge_id=judge_id, prompt_version=judge.prompt_version)
     items = [i for i in items_from_pairs(df) if batch_mod.item_key(i) not in _open_batch_keys(cfg)]
     if run.limit is not None:
-        items = items[:run.limit]
+        items = items[: run.limit]
     job.progress(0, len(items))
     written = 0
 
     def on_results(results: list[JudgeResult]) -> None:
         nonlocal written
-        rows = [r for res in results for r in _judgment_rows(res, judge_id=judge_id,
-                                                              prompt_version=judge.prompt_version, secrets=secrets)]
+        rows = [
+            r
+            for res in results
+            for r in _judgment_rows(res, judge_id=judge_id, prompt_version=judge.prompt_version, secrets=secrets)
+        ]
         with unit_of_work(engine) as s2:
             written += repo.upsert_judgments(s2, rows=rows)
         statuses = [r["status"] for r in rows]
@@ -292,9 +381,15 @@ def _judge_pending(engine: Engine, run: JudgeRun, key: str, job: jobs.JobHandle,
 
     async def go() -> RunStats:
         try:
-            return await run_items(judge, items, on_results=on_results, concurrency=run.concurrency,
-                                   progress=_progress_to(job, progress), cancel=_AnyFlag(cancel, job.cancel),
-                                   commit_every=commit_every)
+            return await run_items(
+                judge,
+                items,
+                on_results=on_results,
+                concurrency=run.concurrency,
+                progress=_progress_to(job, progress),
+                cancel=_AnyFlag(cancel, job.cancel),
+                commit_every=commit_every,
+            )
         finally:
             await _aclose(judge)
 
@@ -348,14 +443,32 @@ def run_judge(
             raise ValueError("endpoint: give a configured endpoint name or a base URL, not both")
         ep = judge_endpoint(endpoint, provider)
         base_url, key_env = ep.base_url, ep.key_env
-    run = _judge_run(engine, provider=provider, model=model, name=name, base_url=base_url, endpoint=endpoint,
-                     concurrency=concurrency, rpm=rpm, tpm=tpm, limit=limit, source=source, timeout=timeout,
-                     mode=mode)
+    run = _judge_run(
+        engine,
+        provider=provider,
+        model=model,
+        name=name,
+        base_url=base_url,
+        endpoint=endpoint,
+        concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        limit=limit,
+        source=source,
+        timeout=timeout,
+        mode=mode,
+    )
     key = _provider_key(run, api_key, key_env)
-    return jobs.run(engine, kind="judge", lock_key=run.lock_key, params=run.params(_secrets(key)),
-                    created_by=created_by,
-                    fn=lambda job: _judge_pending(engine, run, key, job, progress=progress, cancel=cancel,
-                                                  retry=retry, commit_every=commit_every))
+    return jobs.run(
+        engine,
+        kind="judge",
+        lock_key=run.lock_key,
+        params=run.params(_secrets(key)),
+        created_by=created_by,
+        fn=lambda job: _judge_pending(
+            engine, run, key, job, progress=progress, cancel=cancel, retry=retry, commit_every=commit_every
+        ),
+    )
 
 
 # --- background runs (the Judges page) --------------------------------------------------
@@ -373,9 +486,19 @@ def endpoint_choices(provider: str) -> list[str]:
     return [OFFICIAL, *sorted(n for n, e in get_settings().judge_endpoints.items() if e.provider == provider)]
 
 
-def start_judge_job(engine: Engine, principal, *, provider: str, model: str = "", name: Optional[str] = None,
-                    endpoint: Optional[str] = None, concurrency: int = 16, limit: Optional[int] = None,
-                    source: Optional[str] = None, mode: str = "strict") -> int:
+def start_judge_job(
+    engine: Engine,
+    principal,
+    *,
+    provider: str,
+    model: str = "",
+    name: Optional[str] = None,
+    endpoint: Optional[str] = None,
+    concurrency: int = 16,
+    limit: Optional[int] = None,
+    source: Optional[str] = None,
+    mode: str = "strict",
+) -> int:
     """Start a judge run in the background (a job of this process) and return its id at
     once; progress, cancel and the outcome live in the job table (:mod:`jobs`). Requests
     go to the provider's official API or to a configured endpoint named ``endpoint`` —
@@ -385,12 +508,30 @@ def start_judge_job(engine: Engine, principal, *, provider: str, model: str = ""
 
     require(principal, "run_judges")
     ep = judge_endpoint(endpoint, provider) if endpoint and endpoint != OFFICIAL else None
-    run = _judge_run(engine, provider=provider, model=model, name=name, base_url=ep.base_url if ep else None,
-                     endpoint=endpoint if ep else None, concurrency=concurrency, rpm=None, tpm=None, limit=limit,
-                     source=source, timeout=120.0, mode=mode)
+    run = _judge_run(
+        engine,
+        provider=provider,
+        model=model,
+        name=name,
+        base_url=ep.base_url if ep else None,
+        endpoint=endpoint if ep else None,
+        concurrency=concurrency,
+        rpm=None,
+        tpm=None,
+        limit=limit,
+        source=source,
+        timeout=120.0,
+        mode=mode,
+    )
     key = _provider_key(run, None, ep.key_env if ep else None)
-    return jobs.start(engine, kind="judge", lock_key=run.lock_key, params=run.params(_secrets(key)),
-                      created_by=principal.username, fn=lambda job: _judge_pending(engine, run, key, job))
+    return jobs.start(
+        engine,
+        kind="judge",
+        lock_key=run.lock_key,
+        params=run.params(_secrets(key)),
+        created_by=principal.username,
+        fn=lambda job: _judge_pending(engine, run, key, job),
+    )
 
 
 def resume_judge_job(engine: Engine, principal, job_id: int) -> int:
@@ -407,9 +548,18 @@ def resume_judge_job(engine: Engine, principal, job_id: int) -> int:
     p = job.params
     if p.get("base_url"):
         raise ValueError(f"job {job_id} was started from the command line with --base-url; resume it there")
-    return start_judge_job(engine, principal, provider=p["provider"], model=p.get("model", ""), name=p["name"],
-                           endpoint=p.get("endpoint"), concurrency=int(p.get("concurrency", 16)),
-                           limit=p.get("limit"), source=p.get("source"), mode=p.get("mode") or "strict")
+    return start_judge_job(
+        engine,
+        principal,
+        provider=p["provider"],
+        model=p.get("model", ""),
+        name=p["name"],
+        endpoint=p.get("endpoint"),
+        concurrency=int(p.get("concurrency", 16)),
+        limit=p.get("limit"),
+        source=p.get("source"),
+        mode=p.get("mode") or "strict",
+    )
 
 
 def cancel_job(engine: Engine, principal, job_id: int) -> bool:
@@ -443,8 +593,13 @@ def prompt_for_display(engine: Optional[Engine] = None, *, response_id: Optional
     item = None
     if engine is not None:
         with unit_of_work(engine) as s:
-            df = repo.pending_pairs(s, judge_id=None, prompt_version="", include_done=True,
-                                    response_ids=[response_id] if response_id is not None else None)
+            df = repo.pending_pairs(
+                s,
+                judge_id=None,
+                prompt_version="",
+                include_done=True,
+                response_ids=[response_id] if response_id is not None else None,
+            )
         if response_id is None and len(df):
             df = df[df["response_id"] == df["response_id"].iloc[0]]
         found = items_from_pairs(df)
@@ -452,8 +607,12 @@ def prompt_for_display(engine: Optional[Engine] = None, *, response_id: Optional
             raise ValueError(f"response_id: no constrained response with id {response_id}")
         item = found[0] if found else None
     if item is None:
-        item = JudgeItem(0, "{instruction}", "{response}", (
-            ConstraintSpec(0, 1, "{feature}", "require", "{constraint text}", "{acceptance criteria}"),))
+        item = JudgeItem(
+            0,
+            "{instruction}",
+            "{response}",
+            (ConstraintSpec(0, 1, "{feature}", "require", "{constraint text}", "{acceptance criteria}"),),
+        )
     return {"version": prompt_mod.PROMPT_VERSION, "text": prompt_mod.prompt_text(item)}
 
 
@@ -480,9 +639,18 @@ async def _close_client(client) -> None:
         await client.close()
 
 
-def submit_batch(engine: Engine, *, provider: str, model: str, name: Optional[str] = None,
-                 base_url: Optional[str] = None, limit: Optional[int] = None, api_key: Optional[str] = None,
-                 timeout: float = 300.0, created_by: str = "") -> dict:
+def submit_batch(
+    engine: Engine,
+    *,
+    provider: str,
+    model: str,
+    name: Optional[str] = None,
+    base_url: Optional[str] = None,
+    limit: Optional[int] = None,
+    api_key: Optional[str] = None,
+    timeout: float = 300.0,
+    created_by: str = "",
+) -> dict:
     """Write the pending items (not already in an open batch) as one provider batch and
     submit it; the batch id is kept in the judge's config. Returns ``{"batch_id", "items"}``
     (``batch_id`` None when nothing is pending). Holds the judge's run lock."""
@@ -493,19 +661,47 @@ def submit_batch(engine: Engine, *, provider: str, model: str, name: Optional[st
         raise ValueError("model: required for batch mode")
     name = name or model
     params = {"action": "submit", "provider": provider, "model": model, "name": name, "limit": limit}
-    return jobs.run(engine, kind="judge-batch", lock_key=judge_lock_key(name), params=params, created_by=created_by,
-                    fn=lambda job: _submit_batch(engine, provider=provider, model=model, name=name, base_url=base_url,
-                                                 limit=limit, api_key=api_key, timeout=timeout))
+    return jobs.run(
+        engine,
+        kind="judge-batch",
+        lock_key=judge_lock_key(name),
+        params=params,
+        created_by=created_by,
+        fn=lambda job: _submit_batch(
+            engine,
+            provider=provider,
+            model=model,
+            name=name,
+            base_url=base_url,
+            limit=limit,
+            api_key=api_key,
+            timeout=timeout,
+        ),
+    )
 
 
-def _submit_batch(engine: Engine, *, provider: str, model: str, name: str, base_url: Optional[str],
-                  limit: Optional[int], api_key: Optional[str], timeout: float) -> dict:
+def _submit_batch(
+    engine: Engine,
+    *,
+    provider: str,
+    model: str,
+    name: str,
+    base_url: Optional[str],
+    limit: Optional[int],
+    api_key: Optional[str],
+    timeout: float,
+) -> dict:
     mod, client, key = _batch_client(provider, base_url, api_key, timeout)
     secrets = _secrets(key)
     with unit_of_work(engine) as s:
-        judge_id = repo.ensure_judge(s, name=name, provider=provider, model=model,
-                                     prompt_version=prompt_mod.PROMPT_VERSION,
-                                     config={"base_url": redact(base_url or "", secrets)})
+        judge_id = repo.ensure_judge(
+            s,
+            name=name,
+            provider=provider,
+            model=model,
+            prompt_version=prompt_mod.PROMPT_VERSION,
+            config={"base_url": redact(base_url or "", secrets)},
+        )
         cfg = repo.get_judge(s, name=name)["config"]
         df = repo.pending_pairs(s, judge_id=judge_id, prompt_version=prompt_mod.PROMPT_VERSION)
     items = [i for i in items_from_pairs(df) if batch_mod.item_key(i) not in _open_batch_keys(cfg)]
@@ -518,8 +714,9 @@ def _submit_batch(engine: Engine, *, provider: str, model: str, name: str, base_
     async def go() -> str:
         try:
             if provider == "openai":
-                return await mod.submit_batch(client, batch_mod.openai_lines(items, model=model),
-                                              metadata={"reform_judge": name})
+                return await mod.submit_batch(
+                    client, batch_mod.openai_lines(items, model=model), metadata={"reform_judge": name}
+                )
             return await mod.submit_batch(client, model, batch_mod.gemini_requests(items), display_name=name)
         finally:
             await _close_client(client)
@@ -527,14 +724,28 @@ def _submit_batch(engine: Engine, *, provider: str, model: str, name: str, base_
     batch_id = asyncio.run(go())
     with unit_of_work(engine) as s:
         cfg = repo.get_judge(s, name=name)["config"]
-        entry = {"id": batch_id, "provider": provider, "prompt_version": prompt_mod.PROMPT_VERSION,
-                 "keys": [batch_mod.item_key(i) for i in items], "state": "submitted", "ingested": False}
+        entry = {
+            "id": batch_id,
+            "provider": provider,
+            "prompt_version": prompt_mod.PROMPT_VERSION,
+            "keys": [batch_mod.item_key(i) for i in items],
+            "state": "submitted",
+            "ingested": False,
+        }
         repo.set_judge_config(s, judge_id=judge_id, config={**cfg, "batches": [*cfg.get("batches", []), entry]})
     return {"batch_id": batch_id, "items": len(items)}
 
 
-def poll_batches(engine: Engine, *, name: str, base_url: Optional[str] = None, api_key: Optional[str] = None,
-                 ingest: bool = False, timeout: float = 300.0, created_by: str = "") -> dict:
+def poll_batches(
+    engine: Engine,
+    *,
+    name: str,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    ingest: bool = False,
+    timeout: float = 300.0,
+    created_by: str = "",
+) -> dict:
     """Poll every open batch of judge ``name``; with ``ingest`` write the results of the
     finished ones (idempotent: ok judgments are never overwritten, an ingested batch is
     not read again). Returns ``{"batches": [{"id", "state", "done"}], "written", "errors",
@@ -548,13 +759,21 @@ def poll_batches(engine: Engine, *, name: str, base_url: Optional[str] = None, a
     if provider not in LLM_PROVIDERS:
         raise ValueError(f"judge {name!r} has provider {provider!r}; batch mode needs one of {LLM_PROVIDERS}")
     params = {"action": "ingest" if ingest else "poll", "name": name}
-    return jobs.run(engine, kind="judge-batch", lock_key=judge_lock_key(name), params=params, created_by=created_by,
-                    fn=lambda job: _poll_batches(engine, name=name, base_url=base_url, api_key=api_key,
-                                                 ingest=ingest, timeout=timeout))
+    return jobs.run(
+        engine,
+        kind="judge-batch",
+        lock_key=judge_lock_key(name),
+        params=params,
+        created_by=created_by,
+        fn=lambda job: _poll_batches(
+            engine, name=name, base_url=base_url, api_key=api_key, ingest=ingest, timeout=timeout
+        ),
+    )
 
 
-def _poll_batches(engine: Engine, *, name: str, base_url: Optional[str], api_key: Optional[str], ingest: bool,
-                  timeout: float) -> dict:
+def _poll_batches(
+    engine: Engine, *, name: str, base_url: Optional[str], api_key: Optional[str], ingest: bool, timeout: float
+) -> dict:
     with unit_of_work(engine) as s:
         j = repo.get_judge(s, name=name)  # read again under the lock
     provider, model = j["provider"], j["model"]
@@ -575,15 +794,22 @@ def _poll_batches(engine: Engine, *, name: str, base_url: Optional[str], api_key
         out["batches"].append({"id": b["id"], "state": st.state, "done": st.done})
         if not (ingest and st.done):
             continue
-        rows = (batch_mod.openai_rows(st.output, st.errors) if provider == "openai"
-                else [batch_mod.BatchRow(k, c, e) for k, c, e in st.rows])
+        rows = (
+            batch_mod.openai_rows(st.output, st.errors)
+            if provider == "openai"
+            else [batch_mod.BatchRow(k, c, e) for k, c, e in st.rows]
+        )
         rids = [int(k.split(":", 1)[1]) for k in b["keys"]]
         with unit_of_work(engine) as s:
-            df = repo.pending_pairs(s, judge_id=j["id"], prompt_version=b["prompt_version"],
-                                    response_ids=rids, include_done=True)
+            df = repo.pending_pairs(
+                s, judge_id=j["id"], prompt_version=b["prompt_version"], response_ids=rids, include_done=True
+            )
         got = batch_mod.ingest(rows, items_from_pairs(df), model=model)
-        db_rows = [r for res in got.results for r in _judgment_rows(
-            res, judge_id=j["id"], prompt_version=b["prompt_version"], secrets=secrets)]
+        db_rows = [
+            r
+            for res in got.results
+            for r in _judgment_rows(res, judge_id=j["id"], prompt_version=b["prompt_version"], secrets=secrets)
+        ]
         with unit_of_work(engine) as s:
             out["written"] += repo.upsert_judgments(s, rows=db_rows)
         out["errors"] += sum(r["status"] == "error" for r in db_rows)
@@ -628,19 +854,50 @@ def annotate_baseline(
     if provider not in ("rules", *LLM_PROVIDERS):
         raise ValueError(f"provider: expected rules, openai or gemini, got {provider!r}")
     _check(provider, concurrency, limit)
-    kw = dict(provider=provider, model=model, base_url=base_url, concurrency=concurrency, rpm=rpm, tpm=tpm,
-              limit=limit, catalog=catalog, api_key=api_key, timeout=timeout, retry=retry)
+    kw = dict(
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        concurrency=concurrency,
+        rpm=rpm,
+        tpm=tpm,
+        limit=limit,
+        catalog=catalog,
+        api_key=api_key,
+        timeout=timeout,
+        retry=retry,
+    )
     params = {"provider": provider, "model": model, "limit": limit, "catalog": catalog}
 
-    return jobs.run(engine, kind="annotate-baseline", lock_key="annotate-baseline", params=params,
-                    created_by=created_by,
-                    fn=lambda job: _annotate_baseline(engine, progress=_progress_to(job, progress),
-                                                      cancel=_AnyFlag(cancel, job.cancel), **kw))
+    return jobs.run(
+        engine,
+        kind="annotate-baseline",
+        lock_key="annotate-baseline",
+        params=params,
+        created_by=created_by,
+        fn=lambda job: _annotate_baseline(
+            engine, progress=_progress_to(job, progress), cancel=_AnyFlag(cancel, job.cancel), **kw
+        ),
+    )
 
 
-def _annotate_baseline(engine: Engine, *, provider: str, model: str, base_url: Optional[str], concurrency: int,
-                       rpm, tpm, limit: Optional[int], catalog: Optional[str], progress: Progress, cancel: Any,
-                       api_key: Optional[str], timeout: float, retry: Optional[RetryPolicy]) -> dict:
+def _annotate_baseline(
+    engine: Engine,
+    *,
+    provider: str,
+    model: str,
+    base_url: Optional[str],
+    concurrency: int,
+    rpm,
+    tpm,
+    limit: Optional[int],
+    catalog: Optional[str],
+    progress: Progress,
+    cancel: Any,
+    api_key: Optional[str],
+    timeout: float,
+    retry: Optional[RetryPolicy],
+) -> dict:
     with unit_of_work(engine) as s:
         feats = repo.catalog_features(s, catalog=catalog or repo.project_catalog(s))
         base = repo.baseline_responses(s)
@@ -656,27 +913,39 @@ def _annotate_baseline(engine: Engine, *, provider: str, model: str, base_url: O
             sel = todo[todo["key"].isin(rule_keys)] if keys is not None else todo[~todo["key"].isin(rule_keys)]
             if sel.empty:
                 continue
-            specs = tuple(ConstraintSpec(f.key, n, f.key, "require", f.definition or "", name=f.name or "")
-                          for n, f in enumerate(sel.itertuples(index=False), 1))
-            bucket.append(JudgeItem(int(r.response_id), r.question_text or "", r.response_text or "", specs,
-                                    task=TASK_PRESENCE))
+            specs = tuple(
+                ConstraintSpec(f.key, n, f.key, "require", f.definition or "", name=f.name or "")
+                for n, f in enumerate(sel.itertuples(index=False), 1)
+            )
+            bucket.append(
+                JudgeItem(int(r.response_id), r.question_text or "", r.response_text or "", specs, task=TASK_PRESENCE)
+            )
     counts = {"responses": int(len(base)), "written": 0, "rule": 0, "llm": 0, "errors": 0}
     key = ""
     judges: list[tuple[Any, list[JudgeItem], str]] = [(RuleJudge(), rule_items, "rule")]
     if provider in LLM_PROVIDERS and llm_items:
-        llm, key = _make_llm(provider, model=model, base_url=base_url, rpm=rpm, tpm=tpm, timeout=timeout,
-                             retry=retry, api_key=api_key)
+        llm, key = _make_llm(
+            provider, model=model, base_url=base_url, rpm=rpm, tpm=tpm, timeout=timeout, retry=retry, api_key=api_key
+        )
         judges.append((llm, llm_items, "llm"))
     secrets = _secrets(key)
     total = sum(len(items) for _, items, _ in judges)
     offset = 0
 
     for judge, items, source in judges:
+
         def on_results(results: list[JudgeResult], source=source) -> None:
             rows = [
-                {"response_id": res.item.response_id, "feature": v.constraint_id, "present": bool(v.label),
-                 "source": source, "evidence": redact(v.rationale, secrets)[:2000]}
-                for res in results for v in res.verdicts if v.status == "ok"
+                {
+                    "response_id": res.item.response_id,
+                    "feature": v.constraint_id,
+                    "present": bool(v.label),
+                    "source": source,
+                    "evidence": redact(v.rationale, secrets)[:2000],
+                }
+                for res in results
+                for v in res.verdicts
+                if v.status == "ok"
             ]
             counts["errors"] += sum(v.status == "error" for res in results for v in res.verdicts)
             with unit_of_work(engine) as s2:
@@ -690,8 +959,9 @@ def _annotate_baseline(engine: Engine, *, provider: str, model: str, base_url: O
 
         async def go(judge=judge, items=items, on_results=on_results, prog=prog) -> RunStats:
             try:
-                return await run_items(judge, items, on_results=on_results, concurrency=concurrency,
-                                       progress=prog, cancel=cancel)
+                return await run_items(
+                    judge, items, on_results=on_results, concurrency=concurrency, progress=prog, cancel=cancel
+                )
             finally:
                 await _aclose(judge)
 
@@ -736,8 +1006,18 @@ def judge_health(engine: Engine) -> dict[str, JudgeHealth]:
     return {h.name: h for h in _health(df)}
 
 
-SUMMARY_COLUMNS = ["judge", "provider", "model", "prompt version", "labels", "abstentions", "errors", "state",
-                   "tokens", "cost (USD)"]
+SUMMARY_COLUMNS = [
+    "judge",
+    "provider",
+    "model",
+    "prompt version",
+    "labels",
+    "abstentions",
+    "errors",
+    "state",
+    "tokens",
+    "cost (USD)",
+]
 
 
 def judges_summary(engine: Engine, principal=None) -> pd.DataFrame:
@@ -749,9 +1029,18 @@ def judges_summary(engine: Engine, principal=None) -> pd.DataFrame:
         require(principal, "run_judges")
     with unit_of_work(engine) as s:
         df = repo.judges_summary(s)
-    out = pd.DataFrame({
-        "judge": df["name"], "provider": df["provider"], "model": df["model"], "prompt version": df["prompt_version"],
-        "labels": df["labels"], "abstentions": df["abstentions"], "errors": df["errors"],
-        "state": [h.state for h in _health(df)], "tokens": df["tokens"], "cost (USD)": df["cost_usd"].round(4),
-    })
+    out = pd.DataFrame(
+        {
+            "judge": df["name"],
+            "provider": df["provider"],
+            "model": df["model"],
+            "prompt version": df["prompt_version"],
+            "labels": df["labels"],
+            "abstentions": df["abstentions"],
+            "errors": df["errors"],
+            "state": [h.state for h in _health(df)],
+            "tokens": df["tokens"],
+            "cost (USD)": df["cost_usd"].round(4),
+        }
+    )
     return out[SUMMARY_COLUMNS]

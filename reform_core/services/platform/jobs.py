@@ -159,9 +159,11 @@ def _view(job: dict, now: Optional[datetime] = None, active: Optional[frozenset[
 def _busy_message(job: dict) -> str:
     beat = (_now() - job["heartbeat_at"]).total_seconds()
     who = f" by {job['created_by']}" if job["created_by"] else ""
-    return (f"{job['lock_key']} is already running as job {job['id']} (started{who} on {job['owner']}, "
-            f"{job['done']:,} of {job['total'] if job['total'] is not None else '?'} done, last heartbeat "
-            f"{beat:.0f} s ago): wait for it to finish or cancel it")
+    return (
+        f"{job['lock_key']} is already running as job {job['id']} (started{who} on {job['owner']}, "
+        f"{job['done']:,} of {job['total'] if job['total'] is not None else '?'} done, last heartbeat "
+        f"{beat:.0f} s ago): wait for it to finish or cancel it"
+    )
 
 
 def claim(engine: Engine, *, kind: str, lock_key: str, params: dict, created_by: str = "") -> int:
@@ -171,8 +173,9 @@ def claim(engine: Engine, *, kind: str, lock_key: str, params: dict, created_by:
         job_id = None
         try:
             with unit_of_work(engine) as s:
-                job_id = repo.insert_running(s, kind=kind, lock_key=lock_key, params=params, owner=_owner(),
-                                             created_by=created_by)
+                job_id = repo.insert_running(
+                    s, kind=kind, lock_key=lock_key, params=params, owner=_owner(), created_by=created_by
+                )
                 with _ACTIVE_LOCK:  # before the commit makes the row visible to other threads
                     _ACTIVE.add(job_id)
             return job_id
@@ -190,8 +193,12 @@ def claim(engine: Engine, *, kind: str, lock_key: str, params: dict, created_by:
             reason = stale_reason(holder, active=active)
             if not reason:
                 raise JobBusy(_busy_message(holder))
-            repo.take_over(s, job_id=holder["id"], heartbeat_at=holder["heartbeat_at"],
-                           error=f"stale: {reason}; taken over by {_owner()}")
+            repo.take_over(
+                s,
+                job_id=holder["id"],
+                heartbeat_at=holder["heartbeat_at"],
+                error=f"stale: {reason}; taken over by {_owner()}",
+            )
     raise JobBusy(f"{lock_key}: could not start (other runs kept claiming it); try again")
 
 
@@ -256,15 +263,17 @@ def _finish(engine: Engine, handle: JobHandle, status: str, result: dict, error:
         repo.finish(s, job_id=handle.id, status=status, result=result, error=error, done=done, total=total)
 
 
-def run(engine: Engine, *, kind: str, lock_key: str, params: dict, fn: Callable[[JobHandle], Any],
-        created_by: str = "") -> Any:
+def run(
+    engine: Engine, *, kind: str, lock_key: str, params: dict, fn: Callable[[JobHandle], Any], created_by: str = ""
+) -> Any:
     """Claim ``lock_key`` and run ``fn(handle)`` in this thread; return its result."""
     handle = JobHandle(claim(engine, kind=kind, lock_key=lock_key, params=params, created_by=created_by))
     return _execute(engine, handle, fn)
 
 
-def start(engine: Engine, *, kind: str, lock_key: str, params: dict, fn: Callable[[JobHandle], Any],
-          created_by: str = "") -> int:
+def start(
+    engine: Engine, *, kind: str, lock_key: str, params: dict, fn: Callable[[JobHandle], Any], created_by: str = ""
+) -> int:
     """Claim ``lock_key`` now (:class:`JobBusy` if held) and run ``fn(handle)`` in a
     background thread of this process; return the job id at once."""
     handle = JobHandle(claim(engine, kind=kind, lock_key=lock_key, params=params, created_by=created_by))
@@ -293,8 +302,9 @@ def get(engine: Engine, job_id: int) -> Optional[JobView]:
     return None if job is None else _view(job, active=active)
 
 
-def recent(engine: Engine, *, kind: Optional[str] = None, kinds: Optional[tuple[str, ...]] = None,
-           limit: int = 20) -> list[JobView]:
+def recent(
+    engine: Engine, *, kind: Optional[str] = None, kinds: Optional[tuple[str, ...]] = None, limit: int = 20
+) -> list[JobView]:
     """The newest jobs first (of ``kind`` or ``kinds`` only, when given)."""
     active = active_snapshot()
     with unit_of_work(engine) as s:
@@ -320,10 +330,17 @@ def frame(views: list[JobView]) -> pd.DataFrame:
     rows = []
     for v in views:
         progress = f"{v.done:,} / {v.total:,}" if v.total is not None else f"{v.done:,}"
-        rows.append({
-            "job": v.id, "kind": v.kind, "what": v.lock_key, "state": v.state, "progress": progress,
-            "started": when(v.started_at), "by": v.created_by or "—", "finished": when(v.finished_at) or "—",
-            "note": v.stale_reason or v.error or ("cancel requested" if v.cancel_requested and v.active else ""),
-        })
-    return pd.DataFrame(rows, columns=["job", "kind", "what", "state", "progress", "started", "by", "finished",
-                                       "note"])
+        rows.append(
+            {
+                "job": v.id,
+                "kind": v.kind,
+                "what": v.lock_key,
+                "state": v.state,
+                "progress": progress,
+                "started": when(v.started_at),
+                "by": v.created_by or "—",
+                "finished": when(v.finished_at) or "—",
+                "note": v.stale_reason or v.error or ("cancel requested" if v.cancel_requested and v.active else ""),
+            }
+        )
+    return pd.DataFrame(rows, columns=["job", "kind", "what", "state", "progress", "started", "by", "finished", "note"])

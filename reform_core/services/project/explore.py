@@ -17,15 +17,43 @@ from sqlalchemy.engine import Engine
 
 from db.repo import explore as repo
 from reform_core.metrics.composition import composition_table, prompting_comparison
-from reform_core.unit_index import build_index, opposition
-from reform_core.services.scoring import scoring
 from reform_core.services.accounts.auth import Principal, require, require_any
+from reform_core.services.scoring import scoring
+from reform_core.unit_index import build_index, opposition
 
-LIST_COLUMNS = ["iid", "model", "question", "instruction", "condition", "task_type", "domain", "position", "feature",
-                "category", "mode", "baseline_opposed", "label_a", "label_b", "agree", "adjudicated", "source", "p"]
+LIST_COLUMNS = [
+    "iid",
+    "model",
+    "question",
+    "instruction",
+    "condition",
+    "task_type",
+    "domain",
+    "position",
+    "feature",
+    "category",
+    "mode",
+    "baseline_opposed",
+    "label_a",
+    "label_b",
+    "agree",
+    "adjudicated",
+    "source",
+    "p",
+]
 PARAM_PREFIX = "f_"
-_CATEGORICAL = ["model", "question", "instruction", "condition", "task_type", "domain", "feature", "category", "mode",
-                "source"]
+_CATEGORICAL = [
+    "model",
+    "question",
+    "instruction",
+    "condition",
+    "task_type",
+    "domain",
+    "feature",
+    "category",
+    "mode",
+    "source",
+]
 
 
 def data_version(engine: Engine) -> tuple:
@@ -38,8 +66,13 @@ def data_version(engine: Engine) -> tuple:
 # ----------------------------------------------------------------------------- scores
 
 
-def scores(engine: Engine, principal: Optional[Principal], *, calibration: str = scoring.DEFAULT_CALIBRATION,
-           judge: Optional[str] = None) -> scoring.ScoreResult:
+def scores(
+    engine: Engine,
+    principal: Optional[Principal],
+    *,
+    calibration: str = scoring.DEFAULT_CALIBRATION,
+    judge: Optional[str] = None,
+) -> scoring.ScoreResult:
     """Every table of docs/metrics.md#reporting-tables: one judge's raw labels (``judge``) or
     calibrated p (``calibration``).
 
@@ -61,8 +94,9 @@ def pair(engine: Engine, principal: Optional[Principal]) -> scoring.PairChoice:
     return scoring.resolve_pair(engine)
 
 
-def score_intervals(principal: Optional[Principal], result: scoring.ScoreResult, *, n_boot: int = 2000,
-                    seed: int = 0) -> pd.DataFrame:
+def score_intervals(
+    principal: Optional[Principal], result: scoring.ScoreResult, *, n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
     """Measurement and population 95 % intervals of TCPR, EMCR, R1–R3 per model (seeded;
     :func:`reform_core.services.scoring.scoring.compute_intervals`); the default estimator's rerun
     estimate (with the adjudicator-error term) rides along as ``attrs["estimate"]`` (a
@@ -113,8 +147,9 @@ def condition_tables(principal: Optional[Principal], result: scoring.ScoreResult
     return out
 
 
-def failing_units(principal: Optional[Principal], result: scoring.ScoreResult, *, model: str,
-                  task_type: str) -> pd.DataFrame:
+def failing_units(
+    principal: Optional[Principal], result: scoring.ScoreResult, *, model: str, task_type: str
+) -> pd.DataFrame:
     """Eligible units of one model × task cell that are not certainly corrected (Ĵ < 1), worst first.
 
     Ĵ_{q,S} = ∏_{t∈S} ∏_{i∈V(q,t)} p[i,t] (docs/metrics.md#joint-correction; ReFormBench eq. 9).
@@ -135,19 +170,29 @@ def failing_units(principal: Optional[Principal], result: scoring.ScoreResult, *
     uv_unit = np.repeat(np.arange(n_units), np.diff(np.r_[index.unit_uv_starts, len(index.uv_starts)]))
     mem_unit = np.repeat(uv_unit, np.diff(np.r_[index.uv_starts, len(index.mem_rows)]))
     rows = sub.iloc[index.row_pos[index.mem_rows]]
-    mem = pd.DataFrame({"unit": mem_unit, "instruction": rows["instruction"].to_numpy(),
-                        "target": (rows["feature"].astype(str) + ":" + rows["mode"].astype(str)).to_numpy(),
-                        "fail": rows["p"].to_numpy(dtype=float) < 0.5})
+    mem = pd.DataFrame(
+        {
+            "unit": mem_unit,
+            "instruction": rows["instruction"].to_numpy(),
+            "target": (rows["feature"].astype(str) + ":" + rows["mode"].astype(str)).to_numpy(),
+            "fail": rows["p"].to_numpy(dtype=float) < 0.5,
+        }
+    )
     g = mem.groupby("unit")
-    out = pd.DataFrame({
-        "question": index.questions[index.unit_question],
-        "k": index.unit_k,
-        "targets": g["target"].agg(lambda s: ", ".join(sorted(set(s)))).to_numpy(),
-        "variants": g["instruction"].nunique().to_numpy(),
-        "failed_in": mem[mem["fail"]].groupby("unit")["instruction"].agg(lambda s: ", ".join(sorted(set(s))))
-        .reindex(range(n_units), fill_value="").to_numpy(),
-        "j_hat": 100 * joint,
-    })
+    out = pd.DataFrame(
+        {
+            "question": index.questions[index.unit_question],
+            "k": index.unit_k,
+            "targets": g["target"].agg(lambda s: ", ".join(sorted(set(s)))).to_numpy(),
+            "variants": g["instruction"].nunique().to_numpy(),
+            "failed_in": mem[mem["fail"]]
+            .groupby("unit")["instruction"]
+            .agg(lambda s: ", ".join(sorted(set(s))))
+            .reindex(range(n_units), fill_value="")
+            .to_numpy(),
+            "j_hat": 100 * joint,
+        }
+    )
     return out[out["j_hat"] < 100 - 1e-9].sort_values(["j_hat", "question", "k"]).reset_index(drop=True)[cols]
 
 
@@ -170,8 +215,12 @@ class Filters:
     p_min: float = 0.0
     p_max: float = 1.0
 
-    CHOICES = {"opposed": ("", "opposed", "aligned", "unknown"), "agree": ("", "agree", "disagree"),
-               "adjudicated": ("", "yes", "no"), "mode": ("", "require", "forbid")}
+    CHOICES = {
+        "opposed": ("", "opposed", "aligned", "unknown"),
+        "agree": ("", "agree", "disagree"),
+        "adjudicated": ("", "yes", "no"),
+        "mode": ("", "require", "forbid"),
+    }
 
     def __post_init__(self):
         for name, allowed in self.CHOICES.items():
@@ -200,8 +249,11 @@ class Filters:
     def to_params(self) -> dict[str, str]:
         """Only the non-default filters, as strings."""
         default = Filters()
-        return {PARAM_PREFIX + k: (f"{v:g}" if isinstance(v, float) else v) for k, v in asdict(self).items()
-                if v != getattr(default, k)}
+        return {
+            PARAM_PREFIX + k: (f"{v:g}" if isinstance(v, float) else v)
+            for k, v in asdict(self).items()
+            if v != getattr(default, k)
+        }
 
 
 def explore_frame(principal: Optional[Principal], result: scoring.ScoreResult) -> pd.DataFrame:
@@ -224,15 +276,22 @@ def explore_frame(principal: Optional[Principal], result: scoring.ScoreResult) -
     return out[LIST_COLUMNS].reset_index(drop=True)
 
 
-def filter_instances(principal: Optional[Principal], frame: pd.DataFrame, filters: Filters, *, page: int = 0,
-                     page_size: int = 50) -> tuple[pd.DataFrame, int]:
+def filter_instances(
+    principal: Optional[Principal], frame: pd.DataFrame, filters: Filters, *, page: int = 0, page_size: int = 50
+) -> tuple[pd.DataFrame, int]:
     """One page (``page`` from 0) of the instances matching ``filters``, and the match count."""
     require(principal, "explore")
     if page < 0 or page_size < 1:
         raise ValueError(f"page must be ≥ 0 and page_size ≥ 1, got page={page}, page_size={page_size}")
     mask = np.ones(len(frame), dtype=bool)
-    for col, value in (("model", filters.model), ("task_type", filters.task), ("domain", filters.domain),
-                       ("feature", filters.feature), ("category", filters.category), ("mode", filters.mode)):
+    for col, value in (
+        ("model", filters.model),
+        ("task_type", filters.task),
+        ("domain", filters.domain),
+        ("feature", filters.feature),
+        ("category", filters.category),
+        ("mode", filters.mode),
+    ):
         if value:
             mask &= (frame[col] == value).to_numpy()
     if filters.opposed:
@@ -246,12 +305,13 @@ def filter_instances(principal: Optional[Principal], frame: pd.DataFrame, filter
         p = frame["p"].to_numpy(dtype=float)
         mask &= (p >= filters.p_min) & (p <= filters.p_max)
     hits = np.flatnonzero(mask)
-    rows = hits[page * page_size:(page + 1) * page_size]
+    rows = hits[page * page_size : (page + 1) * page_size]
     return frame.iloc[rows].reset_index(drop=True), len(hits)
 
 
-def example(engine: Engine, principal: Optional[Principal], *, model: str, question: str,
-            p: Optional[pd.Series] = None) -> Optional[dict]:
+def example(
+    engine: Engine, principal: Optional[Principal], *, model: str, question: str, p: Optional[pd.Series] = None
+) -> Optional[dict]:
     """One model's baseline and every variant of one question, per-constraint labels, rationales and p_u.
 
     ``p`` maps iid → calibrated probability (e.g. from the cached scoring result); the
@@ -279,8 +339,9 @@ def example(engine: Engine, principal: Optional[Principal], *, model: str, quest
 # ----------------------------------------------------------------------------- export archive
 
 
-def export_archive(engine: Engine, principal: Optional[Principal], *, calibration: str = scoring.DEFAULT_CALIBRATION,
-                   seed: int = 0) -> tuple[bytes, dict]:
+def export_archive(
+    engine: Engine, principal: Optional[Principal], *, calibration: str = scoring.DEFAULT_CALIBRATION, seed: int = 0
+) -> tuple[bytes, dict]:
     """Run the export (docs/formats.md#exports) into a temporary directory; return it as a zip and the manifest.
 
     The zip holds exactly the files the CLI ``export`` writes (every manifest entry plus

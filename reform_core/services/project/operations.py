@@ -62,8 +62,9 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 def _run_tool(argv: list[str], env: dict) -> subprocess.CompletedProcess:
     """Run a PostgreSQL client tool as a child that cannot outlive this process."""
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent
+    )
     try:
         out, err = proc.communicate()
     except BaseException:  # Ctrl-C, SIGTERM turned into an exception, ...: never leave it running
@@ -148,8 +149,18 @@ def restore(url: str, source: str | Path) -> dict:
     if shutil.which("pg_restore") is None:
         raise OperationFailed("pg_restore not found on PATH (install the PostgreSQL client tools)")
     conninfo, env = _pg_conninfo(url)
-    r = _run_tool(["pg_restore", "--clean", "--if-exists", "--no-owner", "--single-transaction",
-                   f"--dbname={conninfo}", str(source)], env)
+    r = _run_tool(
+        [
+            "pg_restore",
+            "--clean",
+            "--if-exists",
+            "--no-owner",
+            "--single-transaction",
+            f"--dbname={conninfo}",
+            str(source),
+        ],
+        env,
+    )
     if r.returncode != 0:
         raise OperationFailed(f"pg_restore failed: {r.stderr.strip()}")
     return {"backend": "postgresql", "restored_from": str(source)}
@@ -190,16 +201,24 @@ def _data_checks(engine: Engine, conn) -> list[dict]:
     if not emcr and catalogs:
         detail = f"not needed: catalog {', '.join(catalogs)} declares no EMCR ({cov['annotated']} of {cov['pairs']} annotated)"
     else:
-        detail = (f"{cov['annotated']} of {cov['pairs']} (model, question) pairs have a baseline annotation"
-                  + (f"; the targets of the other {missing} are left out of EMCR (opposition unknown)" if missing else ""))
-    out.append({"check": "baseline coverage", "ok": True, "warn": bool(emcr or not catalogs) and missing > 0,
-                "detail": detail})
+        detail = f"{cov['annotated']} of {cov['pairs']} (model, question) pairs have a baseline annotation" + (
+            f"; the targets of the other {missing} are left out of EMCR (opposition unknown)" if missing else ""
+        )
+    out.append(
+        {"check": "baseline coverage", "ok": True, "warn": bool(emcr or not catalogs) and missing > 0, "detail": detail}
+    )
     pair = project_pair(engine)
     n = score_repo.unlabelled_instances(conn, judges=list(pair) if pair else None)
     who = f"the scoring pair ({pair[0]}, {pair[1]})" if pair else "any judge"
-    out.append({"check": "unlabelled instances", "ok": True, "warn": n["instances"] > 0,
-                "detail": f"{n['instances']} (response, constraint) pair(s) in {n['responses']} response(s) have no label "
-                          f"from {who}" + ("; their instructions are left out of every score" if n["instances"] else "")})
+    out.append(
+        {
+            "check": "unlabelled instances",
+            "ok": True,
+            "warn": n["instances"] > 0,
+            "detail": f"{n['instances']} (response, constraint) pair(s) in {n['responses']} response(s) have no label "
+            f"from {who}" + ("; their instructions are left out of every score" if n["instances"] else ""),
+        }
+    )
     return out
 
 
@@ -225,17 +244,41 @@ def doctor(engine: Engine) -> dict:
             if lease.tzinfo is None:
                 lease = lease.replace(tzinfo=timezone.utc)
             expired += lease < now
-        checks.append({"check": "leases", "ok": True,
-                       "detail": f"{len(claimed)} claimed, {expired} expired (expired leases return to the queue on the next claim)"})
-        bad = int(conn.execute(text(
-            "SELECT COUNT(*) FROM adjudication_task t WHERE t.status = 'done' AND t.decided < t.required")).scalar_one())
-        checks.append({"check": "task counters", "ok": bad == 0, "detail": f"{bad} done task(s) with fewer decisions than required"})
+        checks.append(
+            {
+                "check": "leases",
+                "ok": True,
+                "detail": f"{len(claimed)} claimed, {expired} expired (expired leases return to the queue on the next claim)",
+            }
+        )
+        bad = int(
+            conn.execute(
+                text("SELECT COUNT(*) FROM adjudication_task t WHERE t.status = 'done' AND t.decided < t.required")
+            ).scalar_one()
+        )
+        checks.append(
+            {
+                "check": "task counters",
+                "ok": bad == 0,
+                "detail": f"{bad} done task(s) with fewer decisions than required",
+            }
+        )
         bad = adj_repo.task_counter_mismatches(conn)
-        checks.append({"check": "task decision counts", "ok": bad == 0,
-                       "detail": f"{bad} task(s) whose decided count or status disagrees with their decisions"})
+        checks.append(
+            {
+                "check": "task decision counts",
+                "ok": bad == 0,
+                "detail": f"{bad} task(s) whose decided count or status disagrees with their decisions",
+            }
+        )
         bad = adj_repo.counter_mismatches(conn)
-        checks.append({"check": "progress counters", "ok": bad == 0,
-                       "detail": f"{bad} plan progress counter row(s) differ from a recount"})
+        checks.append(
+            {
+                "check": "progress counters",
+                "ok": bad == 0,
+                "detail": f"{bad} plan progress counter row(s) differ from a recount",
+            }
+        )
         checks += _data_checks(engine, conn)
         if conn.dialect.name == "sqlite":
             res = conn.execute(text("PRAGMA integrity_check")).scalar_one()

@@ -11,8 +11,8 @@ from sqlalchemy.engine import Engine
 from db.repo import data as data_repo
 from db.repo import overview as repo
 from db.repo import status as status_repo
-from reform_core.services.adjudication.adjudication import blind_plan_names
 from reform_core.services.accounts.auth import Principal, require
+from reform_core.services.adjudication.adjudication import blind_plan_names
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,9 @@ def overview(engine: Engine, principal: Principal) -> Overview:
     """Counts, judge agreement, progress; blinded for a role that may not see scores (see
     :func:`combine`)."""
     require(principal, "view_overview")
-    return combine(data_part(engine, principal), decisions_part(engine, principal),
-                   blind=not principal.can("view_scores"))
+    return combine(
+        data_part(engine, principal), decisions_part(engine, principal), blind=not principal.can("view_scores")
+    )
 
 
 def data_part(engine: Engine, principal: Principal) -> dict:
@@ -39,9 +40,13 @@ def data_part(engine: Engine, principal: Principal) -> dict:
     require(principal, "view_overview")
     with engine.connect() as conn:
         meta = data_repo.get_meta(conn)
-        return {"name": meta.get("project_name", "ReForm project"), "counts": status_repo.data_counts(conn),
-                "agreement": repo.judge_pair_agreement(conn), "tasks": repo.models_and_tasks(conn),
-                "demo": meta.get("demo_loaded") == "1"}
+        return {
+            "name": meta.get("project_name", "ReForm project"),
+            "counts": status_repo.data_counts(conn),
+            "agreement": repo.judge_pair_agreement(conn),
+            "tasks": repo.models_and_tasks(conn),
+            "demo": meta.get("demo_loaded") == "1",
+        }
 
 
 def decisions_part(engine: Engine, principal: Principal) -> dict:
@@ -59,6 +64,11 @@ def combine(data: dict, decisions: dict, *, blind: bool = True) -> Overview:
     progress = decisions["progress"]
     if blind:
         progress = progress.assign(plan=blind_plan_names(progress["id"]))
-    return Overview(name=data["name"], counts={**data["counts"], "adjudications": decisions["adjudications"]},
-                    agreement=None if blind else data["agreement"], progress=progress.drop(columns=["id"]),
-                    tasks=data["tasks"], demo=data["demo"])
+    return Overview(
+        name=data["name"],
+        counts={**data["counts"], "adjudications": decisions["adjudications"]},
+        agreement=None if blind else data["agreement"],
+        progress=progress.drop(columns=["id"]),
+        tasks=data["tasks"],
+        demo=data["demo"],
+    )

@@ -29,9 +29,8 @@ def load_demo(engine: Engine, *, progress: Progress = None) -> dict:
     """Import the bundled demo project (idempotent) and return the ``demo`` counts
     (docs/formats.md#project-data)."""
     from reform_core.demo import bundle_dir
-    from reform_core.services.studies.study_demo import load_demo_studies
-
     from reform_core.services.scoring.scoring import PAIR_META
+    from reform_core.services.studies.study_demo import load_demo_studies
 
     import_bundle(engine, bundle_dir(), progress=progress)
     _demo_queue(engine)
@@ -56,9 +55,9 @@ def _demo_queue(engine: Engine) -> None:
     two intervals, the audit's both-wrong rates, the annotators' accuracy and the planner's
     verdict on first start, and the Adjudicate page still has work (the bundle's own
     decisions live in the imported plan 'demo')."""
+    from reform_core.services.accounts.users import local_principal
     from reform_core.services.adjudication import adjudication
     from reform_core.services.adjudication.planning import create_cluster_plan
-    from reform_core.services.accounts.users import local_principal
 
     lead = local_principal(engine)
     if DEMO_PLAN not in set(adjudication.list_plans(engine, lead)["name"]):
@@ -81,10 +80,10 @@ def _demo_decisions(engine: Engine) -> None:
     import tempfile
 
     from db.repo import adjudication as adj_repo
-    from reform_core.services.adjudication import adjudication
     from reform_core.demo.build import stable_uniform
-    from reform_core.services.data.instances import instance_id, load_instances
     from reform_core.services.accounts.users import local_principal
+    from reform_core.services.adjudication import adjudication
+    from reform_core.services.data.instances import instance_id, load_instances
 
     inst = load_instances(engine, *DEMO_PAIR)
     la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
@@ -116,13 +115,25 @@ def _demo_decisions(engine: Engine) -> None:
             else:
                 choice, note = ("A" if said == g else "B"), ""
             said_so_far.append(choice)
-            need = required_annotators(params, t.kind, int(instance_id(t.response_id, t.constraint_id)),
-                                       said_so_far) or need
+            need = (
+                required_annotators(params, t.kind, int(instance_id(t.response_id, t.constraint_id)), said_so_far)
+                or need
+            )
             k += 1
-            lines.append({"judge_a": DEMO_PAIR[0], "judge_b": DEMO_PAIR[1], "model": r["model"],
-                          "instruction": r["instruction"], "position": int(r["position"]), "choice": choice,
-                          "note": note, "annotator": who, "seconds": round(20 + 90 * stable_uniform("demo-seconds", who, *unit), 1),
-                          "plan": DEMO_PLAN})
+            lines.append(
+                {
+                    "judge_a": DEMO_PAIR[0],
+                    "judge_b": DEMO_PAIR[1],
+                    "model": r["model"],
+                    "instruction": r["instruction"],
+                    "position": int(r["position"]),
+                    "choice": choice,
+                    "note": note,
+                    "annotator": who,
+                    "seconds": round(20 + 90 * stable_uniform("demo-seconds", who, *unit), 1),
+                    "plan": DEMO_PLAN,
+                }
+            )
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "questions.jsonl").write_text("", encoding="utf-8")  # a bundle of decisions only
         path = Path(tmp) / "adjudications.jsonl"

@@ -29,25 +29,87 @@ from reform_core.services.accounts.auth import Principal
 Writer = Callable[[pd.DataFrame, Path, str, list], None]
 
 MOSAIC_COLUMNS = {
-    "mosaic_pa": ["study", "model", "n", "pa", "pa_low", "pa_high", "all_followed", "all_followed_low",
-                  "all_followed_high", "outputs", "checked", "unchecked"],
+    "mosaic_pa": [
+        "study",
+        "model",
+        "n",
+        "pa",
+        "pa_low",
+        "pa_high",
+        "all_followed",
+        "all_followed_low",
+        "all_followed_high",
+        "outputs",
+        "checked",
+        "unchecked",
+    ],
     "mosaic_scc": ["study", "model", "constraint", "n", "scc", "ci_low", "ci_high"],
     "mosaic_poscc": ["study", "model", "position", "n", "poscc", "ci_low", "ci_high"],
     "mosaic_pcc": ["study", "model", "constraint_i", "constraint_j", "n", "pcc", "ci_low", "ci_high", "r", "p_value"],
 }
-WISE_FORM_COLUMNS = ["study", "form", "compliance", "compliance_low", "compliance_high", "delta", "delta_low",
-                     "delta_high", "p_value", "p_holm", "tau_b", "tau_b_low", "tau_b_high", "reversal_rate",
-                     "reversal_rate_low", "reversal_rate_high", "top3_jaccard", "top3_jaccard_low",
-                     "top3_jaccard_high", "max_rank_shift", "max_rank_shift_low", "max_rank_shift_high",
-                     "tau_b_undefined", "reversal_rate_undefined", "top3_jaccard_undefined", "max_rank_shift_undefined"]
-WISE_SUMMARY_COLUMNS = ["study", "reference", "checker", "scheme", "models", "outputs", "c_mean", "c_mean_low",
-                        "c_mean_high", "c_worst", "c_worst_low", "c_worst_high", "worst_form", "g_wording",
-                        "g_wording_low", "g_wording_high", "best_form"]
+WISE_FORM_COLUMNS = [
+    "study",
+    "form",
+    "compliance",
+    "compliance_low",
+    "compliance_high",
+    "delta",
+    "delta_low",
+    "delta_high",
+    "p_value",
+    "p_holm",
+    "tau_b",
+    "tau_b_low",
+    "tau_b_high",
+    "reversal_rate",
+    "reversal_rate_low",
+    "reversal_rate_high",
+    "top3_jaccard",
+    "top3_jaccard_low",
+    "top3_jaccard_high",
+    "max_rank_shift",
+    "max_rank_shift_low",
+    "max_rank_shift_high",
+    "tau_b_undefined",
+    "reversal_rate_undefined",
+    "top3_jaccard_undefined",
+    "max_rank_shift_undefined",
+]
+WISE_SUMMARY_COLUMNS = [
+    "study",
+    "reference",
+    "checker",
+    "scheme",
+    "models",
+    "outputs",
+    "c_mean",
+    "c_mean_low",
+    "c_mean_high",
+    "c_worst",
+    "c_worst_low",
+    "c_worst_high",
+    "worst_form",
+    "g_wording",
+    "g_wording_low",
+    "g_wording_high",
+    "best_form",
+]
 
 
 CHECK_COLUMNS = ["study", "model", "prompt", "position", "constraint", "followed", "score", "category", "checker"]
-OUTPUT_COLUMNS = ["study", "model", "item", "form", "target", "repetition", "compliant", "provider", "direction",
-                  "words", "checker"]  # of services.mosaic.check_rows / services.wise.outputs (a test holds them equal)
+OUTPUT_COLUMNS = [
+    "study",
+    "model",
+    "item",
+    "form",
+    "target",
+    "repetition",
+    "compliant",
+    "provider",
+    "direction",
+    "words",
+    "checker",
+]  # of services.mosaic.check_rows / services.wise.outputs (a test holds them equal)
 
 
 def _mosaic_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int, notes: list) -> dict:
@@ -58,11 +120,17 @@ def _mosaic_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: i
         res = mosaic.results(engine, principal, study=name, n_boot=n_boot, seed=seed)
         notes += [f"MOSAIC {name}: {n}" for n in res.notes]
         pa = res.pa.join(res.counts, on="model")
-        for key, df in (("mosaic_pa", pa), ("mosaic_scc", res.scc), ("mosaic_poscc", res.poscc),
-                        ("mosaic_pcc", res.pcc)):
+        for key, df in (
+            ("mosaic_pa", pa),
+            ("mosaic_scc", res.scc),
+            ("mosaic_poscc", res.poscc),
+            ("mosaic_pcc", res.pcc),
+        ):
             tables[key].append(df.assign(study=name))
-    return {k: (pd.concat(v, ignore_index=True) if v else pd.DataFrame(columns=MOSAIC_COLUMNS[k]))[MOSAIC_COLUMNS[k]]
-            for k, v in tables.items()}
+    return {
+        k: (pd.concat(v, ignore_index=True) if v else pd.DataFrame(columns=MOSAIC_COLUMNS[k]))[MOSAIC_COLUMNS[k]]
+        for k, v in tables.items()
+    }
 
 
 def _wise_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int, notes: list) -> dict:
@@ -77,31 +145,55 @@ def _wise_tables(engine: Engine, principal: Principal, *, n_boot: int, seed: int
             continue
         notes += [f"WISE {name}: {n}" for n in res.notes]
         forms.append(res.forms.rename_axis("form").reset_index().assign(study=name))
-        summary.append({"study": name, "reference": res.reference, "checker": res.checker, "scheme": res.scheme,
-                        "models": len(res.compliance), "outputs": res.outputs, **res.summary})
-        comp.append(res.compliance.rename_axis("model").reset_index().melt(
-            "model", var_name="form", value_name="compliance").assign(study=name))
+        summary.append(
+            {
+                "study": name,
+                "reference": res.reference,
+                "checker": res.checker,
+                "scheme": res.scheme,
+                "models": len(res.compliance),
+                "outputs": res.outputs,
+                **res.summary,
+            }
+        )
+        comp.append(
+            res.compliance.rename_axis("model")
+            .reset_index()
+            .melt("model", var_name="form", value_name="compliance")
+            .assign(study=name)
+        )
     return _wise_frames(forms, summary, comp)
 
 
 def _wise_frames(forms: list, summary: list, comp: list) -> dict:
     return {
         "wise_forms": (pd.concat(forms, ignore_index=True) if forms else pd.DataFrame(columns=WISE_FORM_COLUMNS))[
-            WISE_FORM_COLUMNS],
+            WISE_FORM_COLUMNS
+        ],
         "wise_summary": pd.DataFrame(summary, columns=WISE_SUMMARY_COLUMNS),
-        "wise_model_compliance": (pd.concat(comp, ignore_index=True) if comp else pd.DataFrame(
-            columns=["study", "model", "form", "compliance"]))[["study", "model", "form", "compliance"]],
+        "wise_model_compliance": (
+            pd.concat(comp, ignore_index=True)
+            if comp
+            else pd.DataFrame(columns=["study", "model", "form", "compliance"])
+        )[["study", "model", "form", "compliance"]],
     }
 
 
-def write_study_tables(engine: Engine, principal: Principal, out: Path, files: list[str], *, write: Writer,
-                       n_boot: int = 2000, seed: int = 0) -> dict:
+def write_study_tables(
+    engine: Engine,
+    principal: Principal,
+    out: Path,
+    files: list[str],
+    *,
+    write: Writer,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict:
     """Write the study files into ``out`` (appending their names to ``files``); returns the
     manifest's ``studies`` entry."""
     notes: list[str] = []
     if has_studies(engine):
-        from reform_core.services.studies import mosaic
-        from reform_core.services.studies import wise
+        from reform_core.services.studies import mosaic, wise
 
         checks, outputs = mosaic.check_rows(engine, principal), wise.outputs(engine, principal)
         mosaic_tables = _mosaic_tables(engine, principal, n_boot=n_boot, seed=seed, notes=notes)
@@ -117,16 +209,22 @@ def write_study_tables(engine: Engine, principal: Principal, out: Path, files: l
     for stem, df in wise_tables.items():
         write(df, out, stem, files)
     return {
-        "mosaic": {"rows": "mosaic_checks.csv (followed = score >= 0.5, docs/metrics.md#mosaic; "
-                           "unchecked pairs absent)",
-                   "intervals": "percentile bootstrap over prompts, one draw for every model",
-                   "recompute": "python -m reform_core mosaic-score --study NAME --json"},
-        "wise": {"rows": "wise_outputs.csv (compliant = the wise:* checker on the complete output)",
-                 "intervals": "per study the paper's scheme for its checker (provider-model-item for exact counts "
-                              "and JSON, item for keywords, model-item for ranges); ranking: task bootstrap; "
-                              "Holm over the study's contrasts",
-                 "recompute": "python -m reform_core wise-score --study NAME --json"},
-        "replicates": n_boot, "seed": seed, "level": 0.95, "notes": notes,
+        "mosaic": {
+            "rows": "mosaic_checks.csv (followed = score >= 0.5, docs/metrics.md#mosaic; unchecked pairs absent)",
+            "intervals": "percentile bootstrap over prompts, one draw for every model",
+            "recompute": "python -m reform_core mosaic-score --study NAME --json",
+        },
+        "wise": {
+            "rows": "wise_outputs.csv (compliant = the wise:* checker on the complete output)",
+            "intervals": "per study the paper's scheme for its checker (provider-model-item for exact counts "
+            "and JSON, item for keywords, model-item for ranges); ranking: task bootstrap; "
+            "Holm over the study's contrasts",
+            "recompute": "python -m reform_core wise-score --study NAME --json",
+        },
+        "replicates": n_boot,
+        "seed": seed,
+        "level": 0.95,
+        "notes": notes,
         "inputs_sha256": inputs_sha256(engine),
     }
 
@@ -153,19 +251,30 @@ def inputs_sha256(engine: Engine) -> dict:
         for sid, name in mosaic_repo.list_studies(conn)[["id", "name"]].itertuples(index=False):
             sid = int(sid)
             parts = [
-                _digest(mosaic_repo.prompts(conn, study_id=sid), ["key", "task", "product", "system_prompt",
-                                                                  "user_prompt"], ["key"]),
-                _digest(mosaic_repo.constraints(conn, study_id=sid), ["prompt", "position", "constraint", "category",
-                                                                      "text", "verifier", "params", "rubric"],
-                        ["prompt", "position"]),
+                _digest(
+                    mosaic_repo.prompts(conn, study_id=sid),
+                    ["key", "task", "product", "system_prompt", "user_prompt"],
+                    ["key"],
+                ),
+                _digest(
+                    mosaic_repo.constraints(conn, study_id=sid),
+                    ["prompt", "position", "constraint", "category", "text", "verifier", "params", "rubric"],
+                    ["prompt", "position"],
+                ),
                 _digest(mosaic_repo.outputs(conn, study_id=sid), ["prompt", "model", "output"], ["prompt", "model"]),
-                _digest(mosaic_repo.checks(conn, study_id=sid), ["model", "prompt", "position", "checker", "score"],
-                        ["model", "prompt", "position", "checker"]),
+                _digest(
+                    mosaic_repo.checks(conn, study_id=sid),
+                    ["model", "prompt", "position", "checker", "score"],
+                    ["model", "prompt", "position", "checker"],
+                ),
             ]
             out["mosaic"][str(name)] = hashlib.sha256("".join(parts).encode()).hexdigest()
         for name in wording_repo.list_wise_studies(conn)["name"]:
-            out["wise"][str(name)] = _digest(wording_repo.generations(conn, study=name),
-                                             list(wording_repo.GENERATION_COLUMNS), list(wording_repo.GENERATION_KEY))
+            out["wise"][str(name)] = _digest(
+                wording_repo.generations(conn, study=name),
+                list(wording_repo.GENERATION_COLUMNS),
+                list(wording_repo.GENERATION_KEY),
+            )
     return out
 
 
@@ -195,11 +304,13 @@ def export_studies_only(engine: Engine, out: Path, *, principal: Principal, n_bo
     files: list[str] = []
     studies = write_study_tables(engine, principal, out, files, write=write_table, n_boot=n_boot, seed=seed)
     manifest = {
-        "app": "ReForm", "app_version": reform_core.__version__,
+        "app": "ReForm",
+        "app_version": reform_core.__version__,
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "dataset_sha256": dataset_hash(engine),
         "scores_from": "no judgments in this project: only the study files are written",
-        "studies": studies, "files": {f: sha256_file(out / f) for f in files},
+        "studies": studies,
+        "files": {f: sha256_file(out / f) for f in files},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str), encoding="utf-8")
     return manifest

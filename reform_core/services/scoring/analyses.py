@@ -48,11 +48,15 @@ from reform_core.services.accounts.auth import Principal, require
 
 RULES = ("pooled", "stratified")
 RULE_TEXT = {
-    "pooled": ("auxiliary analyses: the ReFormBench paper's pooled rule (its App. A.3.2) — p = agreed label, else "
-               "W_A·label_A + (1 − W_A)·label_B with W_A from the main adjudication pool; main scores use main "
-               "judgments and main adjudications only"),
-    "stratified": ("auxiliary analyses: the stratified rule per condition — each condition calibrated from its own "
-                   "strata and its own adjudications; main scores use main judgments and main adjudications only"),
+    "pooled": (
+        "auxiliary analyses: the ReFormBench paper's pooled rule (its App. A.3.2) — p = agreed label, else "
+        "W_A·label_A + (1 − W_A)·label_B with W_A from the main adjudication pool; main scores use main "
+        "judgments and main adjudications only"
+    ),
+    "stratified": (
+        "auxiliary analyses: the stratified rule per condition — each condition calibrated from its own "
+        "strata and its own adjudications; main scores use main judgments and main adjudications only"
+    ),
 }
 INTERVAL_TEXT = {
     "population": "cluster bootstrap over questions",
@@ -62,9 +66,9 @@ INTERVAL_TEXT = {
         "raw": "none: one judge's raw labels have no calibration to resample",
         "coverage": "extracted instances resampled within each (model, question)",
         "table4": "none: baseline annotations enter as observed (no measurement model); the population interval of ρ "
-                  "is a Fisher-z interval, tanh(atanh ρ̂ ± z·sd(atanh ρ*)) with the standard deviation over the "
-                  "bootstrap replicates: it always contains ρ̂ (resampled ρ* are biased low, so percentile intervals "
-                  "would sit beside it)",
+        "is a Fisher-z interval, tanh(atanh ρ̂ ± z·sd(atanh ρ*)) with the standard deviation over the "
+        "bootstrap replicates: it always contains ρ̂ (resampled ρ* are biased low, so percentile intervals "
+        "would sit beside it)",
     },
 }
 CONSTRUCTION_META = "construction_models"
@@ -82,7 +86,9 @@ class AnalysisError(ValueError):
 class AnalysesResult:
     rule: str
     rule_text: str
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)  # table3_composition, composition_targets, prompting, table_a4_coverage, table4_frequency, table4_correlation
+    tables: dict[str, pd.DataFrame] = field(
+        default_factory=dict
+    )  # table3_composition, composition_targets, prompting, table_a4_coverage, table4_frequency, table4_correlation
     exclusions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=A.EXCLUSION_COLUMNS))
     notes: dict[str, list[str]] = field(default_factory=dict)  # per analysis: why it is missing or partial
     errors: dict[str, str] = field(default_factory=dict)  # per analysis: what failed (the others still run)
@@ -133,6 +139,7 @@ def _calibrate(frames, rule: str, judge: Optional[str]) -> _Calibrated:
             p = base.copy()
             p[dis] = w_star * gd + (1 - w_star) * md
             return p
+
         return _Calibrated(out, sample, "pooled")
     adj = frames.adjudications[["iid", "a"]]
     rates = stratum_rates(inst, adj)
@@ -148,6 +155,7 @@ def _calibrate(frames, rule: str, judge: Optional[str]) -> _Calibrated:
         p = base.copy()
         p[var] = pi[code_var]
         return p
+
     return _Calibrated(out, sample, "stratified")
 
 
@@ -234,9 +242,11 @@ def _prompting(cal: _Calibrated, n_boot: int, rng, level: float):
     for r in table.itertuples(index=False):
         i, k = models.index(r.model), r.metric
         row = r._asdict()
-        for col, pop, meas in (("base", rb[k], None if meas_b is None else meas_b[k]),
-                               ("other", ro[k], None if meas_o is None else meas_o[k]),
-                               ("diff_pp", ro[k] - rb[k], None if meas_b is None else meas_o[k] - meas_b[k])):
+        for col, pop, meas in (
+            ("base", rb[k], None if meas_b is None else meas_b[k]),
+            ("other", ro[k], None if meas_o is None else meas_o[k]),
+            ("diff_pp", ro[k] - rb[k], None if meas_b is None else meas_o[k] - meas_b[k]),
+        ):
             iv = _interval_rows(np.zeros(1), pop[:, [i]], None if meas is None else meas[:, [i]], level)
             for name, v in iv.items():
                 row[f"{col}_{name}"] = float(v[0])
@@ -249,8 +259,10 @@ A_METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 
 def _coverage(extracted: pd.DataFrame, n_boot: int, rng, level: float):
     if extracted.empty:
-        return None, ["no feature extractions (import extractions.jsonl, or `simulate --extractions`, or "
-                      "`extract-features --open-ended`)"]
+        return None, [
+            "no feature extractions (import extractions.jsonl, or `simulate --extractions`, or "
+            "`extract-features --open-ended`)"
+        ]
     table = catalog_coverage(extracted)
     models = sorted(extracted["model"].astype(str).unique())
     questions = sorted(extracted["question"].astype(str).unique())
@@ -268,8 +280,16 @@ def _coverage(extracted: pd.DataFrame, n_boot: int, rng, level: float):
     return table, []
 
 
-def _table4(baseline: pd.DataFrame, features: list[str], common: list[str], models: list[str],
-            reference: list[str], n_boot: int, rng, level: float):
+def _table4(
+    baseline: pd.DataFrame,
+    features: list[str],
+    common: list[str],
+    models: list[str],
+    reference: list[str],
+    n_boot: int,
+    rng,
+    level: float,
+):
     notes: list[str] = []
     if baseline.empty or not common:
         return None, None, ["no baseline annotations on a question every model answered"]
@@ -301,8 +321,10 @@ def _table4(baseline: pd.DataFrame, features: list[str], common: list[str], mode
         rho = A.correlation_replicates(reps, [models.index(m) for m in ref], [models.index(m) for m in others])
         corr["reference"] = ", ".join(ref)
     elif len(models) >= 2:
-        notes.append("no construction models recorded (`bundle.json` construction_models): each model is compared "
-                     "with the mean of the other models; no pooled row")
+        notes.append(
+            "no construction models recorded (`bundle.json` construction_models): each model is compared "
+            "with the mean of the other models; no pooled row"
+        )
         rows = []
         rho = np.full((n_boot, len(models)), np.nan)
         for i, m in enumerate(models):
@@ -322,10 +344,20 @@ def _table4(baseline: pd.DataFrame, features: list[str], common: list[str], mode
     return long, corr, notes
 
 
-def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "pooled", judge: Optional[str] = None,
-             judges: Optional[tuple[str, str]] = None, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
-             frames=None, reference: Optional[list[str]] = None,
-             static: Optional["StaticAnalyses"] = None) -> AnalysesResult:
+def analyses(
+    engine: Engine,
+    principal: Optional[Principal],
+    *,
+    rule: str = "pooled",
+    judge: Optional[str] = None,
+    judges: Optional[tuple[str, str]] = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    level: float = 0.95,
+    frames=None,
+    reference: Optional[list[str]] = None,
+    static: Optional["StaticAnalyses"] = None,
+) -> AnalysesResult:
     """Every auxiliary analysis of the project (module docstring). An analysis that cannot run
     says why in ``notes`` / ``errors``; it never stops the others. ``static``: the result of
     :func:`static_analyses` for the same inputs (the Scores page keeps it across decisions)."""
@@ -337,14 +369,21 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
     if judge is None and rule not in RULES:
         raise AnalysisError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
     rule_key = f"judge:{judge}" if judge else rule
-    text = (f"auxiliary analyses: judge {judge}'s raw labels; main scores use main judgments only" if judge
-            else RULE_TEXT.get(rule, rule))
+    text = (
+        f"auxiliary analyses: judge {judge}'s raw labels; main scores use main judgments only"
+        if judge
+        else RULE_TEXT.get(rule, rule)
+    )
     res = AnalysesResult(rule=rule_key, rule_text=text, n_boot=int(n_boot), seed=int(seed))
-    res.intervals = {"level": level, "replicates": int(n_boot), "seed": int(seed),
-                     "population": INTERVAL_TEXT["population"],
-                     "measurement": INTERVAL_TEXT["measurement"]["raw" if judge else rule] if (judge or rule in RULES) else "",
-                     "measurement_coverage": INTERVAL_TEXT["measurement"]["coverage"],
-                     "measurement_table4": INTERVAL_TEXT["measurement"]["table4"]}
+    res.intervals = {
+        "level": level,
+        "replicates": int(n_boot),
+        "seed": int(seed),
+        "population": INTERVAL_TEXT["population"],
+        "measurement": INTERVAL_TEXT["measurement"]["raw" if judge else rule] if (judge or rule in RULES) else "",
+        "measurement_coverage": INTERVAL_TEXT["measurement"]["coverage"],
+        "measurement_table4": INTERVAL_TEXT["measurement"]["table4"],
+    }
     rng = np.random.default_rng(seed)
     exclusions = []
     cal = None
@@ -376,19 +415,35 @@ def analyses(engine: Engine, principal: Optional[Principal], *, rule: str = "poo
             if table is not None:
                 res.tables["prompting"] = table
         exclusions.append(excl)
-        res.notes[key] = notes + [f"{n} group(s) left out: {reason}" for reason, n in A.exclusion_counts(excl).items() if n]
+        res.notes[key] = notes + [
+            f"{n} group(s) left out: {reason}" for reason, n in A.exclusion_counts(excl).items() if n
+        ]
     if exclusions:
         res.exclusions = pd.concat(exclusions, ignore_index=True)
-    part = static if static is not None else static_analyses(
-        engine, principal, n_boot=n_boot, seed=seed, level=level, reference=reference,
-        baseline=frames.baseline if frames is not None else None)
+    part = (
+        static
+        if static is not None
+        else static_analyses(
+            engine,
+            principal,
+            n_boot=n_boot,
+            seed=seed,
+            level=level,
+            reference=reference,
+            baseline=frames.baseline if frames is not None else None,
+        )
+    )
     return with_static(res, part)
 
 
 def with_static(res: AnalysesResult, part: "StaticAnalyses") -> AnalysesResult:
     """``res`` (a copy) with the tables, notes and errors of ``part`` added."""
-    return replace(res, tables={**res.tables, **part.tables}, notes={**res.notes, **part.notes},
-                   errors={**res.errors, **part.errors})
+    return replace(
+        res,
+        tables={**res.tables, **part.tables},
+        notes={**res.notes, **part.notes},
+        errors={**res.errors, **part.errors},
+    )
 
 
 @dataclass
@@ -405,9 +460,16 @@ class StaticAnalyses:
 STATIC_STREAM = 4  # their bootstrap draws: np.random.default_rng([seed, STATIC_STREAM]), apart from the others'
 
 
-def static_analyses(engine: Engine, principal: Optional[Principal], *, n_boot: int = N_BOOT, seed: int = 0,
-                    level: float = 0.95, reference: Optional[list[str]] = None,
-                    baseline: Optional[pd.DataFrame] = None) -> StaticAnalyses:
+def static_analyses(
+    engine: Engine,
+    principal: Optional[Principal],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    level: float = 0.95,
+    reference: Optional[list[str]] = None,
+    baseline: Optional[pd.DataFrame] = None,
+) -> StaticAnalyses:
     """A4 coverage and Table 4 (:class:`StaticAnalyses`), with their own random stream so that
     they do not depend on how many draws the decision-dependent analyses took. ``baseline``:
     the present baseline features (``model, question, feature``) when the caller has read them
@@ -459,7 +521,7 @@ def static_version(version: tuple, inputs: tuple) -> tuple:
     from db.repo.explore import VERSIONED_TABLES
 
     at = [2 * VERSIONED_TABLES.index(t) for t in STATIC_INPUTS]
-    return (*(v for i in at for v in version[i:i + 2]), version[2 * len(VERSIONED_TABLES)], *inputs)
+    return (*(v for i in at for v in version[i : i + 2]), version[2 * len(VERSIONED_TABLES)], *inputs)
 
 
 def inputs_version(engine: Engine) -> tuple:
@@ -474,6 +536,7 @@ def inputs_version(engine: Engine) -> tuple:
 def analyses_json(res: AnalysesResult) -> dict:
     """The ``analyses --json`` shape: rule, interval methods, tables as records, exclusions
     (counts per analysis and reason, and the list), notes and errors."""
+
     def records(df: pd.DataFrame) -> list[dict]:
         return json.loads(df.to_json(orient="records", double_precision=10))
 
@@ -481,7 +544,13 @@ def analyses_json(res: AnalysesResult) -> dict:
     for analysis in ("composition", "prompting"):
         ex = res.exclusions[res.exclusions["analysis"] == analysis] if len(res.exclusions) else res.exclusions
         counts[analysis] = A.exclusion_counts(ex)
-    return {"rule": res.rule, "rule_text": res.rule_text, "intervals": res.intervals,
-            "tables": {k: records(v) for k, v in res.tables.items()},
-            "excluded": counts, "exclusions": records(res.exclusions),
-            "notes": res.notes, "errors": res.errors}
+    return {
+        "rule": res.rule,
+        "rule_text": res.rule_text,
+        "intervals": res.intervals,
+        "tables": {k: records(v) for k, v in res.tables.items()},
+        "excluded": counts,
+        "exclusions": records(res.exclusions),
+        "notes": res.notes,
+        "errors": res.errors,
+    }

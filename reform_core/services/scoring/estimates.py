@@ -40,11 +40,15 @@ from reform_core.unit_index import sorted_slots
 ESTIMATOR = base.DEFAULT  # the default estimator's name (score / export "estimator")
 INTERVAL_METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 DEFAULT_REPS = 2000
-MEASUREMENT_TEXT = ("Measurement interval (95 %): the score of this fixed benchmark — how far it may move because "
-                    "only a sample of questions was adjudicated, unreviewed disagreements are predicted, agreements "
-                    "are audited on a sample and adjudicators err; the questions themselves are held fixed.")
-POPULATION_TEXT = ("Population interval (95 %): adds the questions' own sampling — the score a benchmark of new "
-                   "questions drawn the same way would get; use it to compare models beyond these questions.")
+MEASUREMENT_TEXT = (
+    "Measurement interval (95 %): the score of this fixed benchmark — how far it may move because "
+    "only a sample of questions was adjudicated, unreviewed disagreements are predicted, agreements "
+    "are audited on a sample and adjudicators err; the questions themselves are held fixed."
+)
+POPULATION_TEXT = (
+    "Population interval (95 %): adds the questions' own sampling — the score a benchmark of new "
+    "questions drawn the same way would get; use it to compare models beyond these questions."
+)
 DEFAULT_TARGET = {"metric": "tcpr", "half_width": 3.0}  # the Cochran margin e = 0.03 of the default sizing
 
 
@@ -57,8 +61,10 @@ def design_plan(engine: Engine, judge_a: str, judge_b: str) -> Optional[dict]:
     """The newest question-cluster plan of the pair (either order), as ``repo.plan_row``; None if none."""
     with engine.connect() as conn:
         plans = repo.plans(conn)
-        mine = plans[((plans["judge_a"] == judge_a) & (plans["judge_b"] == judge_b))
-                     | ((plans["judge_a"] == judge_b) & (plans["judge_b"] == judge_a))]
+        mine = plans[
+            ((plans["judge_a"] == judge_a) & (plans["judge_b"] == judge_b))
+            | ((plans["judge_a"] == judge_b) & (plans["judge_b"] == judge_a))
+        ]
         for pid in reversed(mine["id"].tolist()):
             row = repo.plan_row(conn, plan_id=int(pid))
             if row is not None and is_cluster_plan(row["params"]):
@@ -75,8 +81,15 @@ class PlanInputs:
     task_stamp: Optional[tuple] = None  # the plan and its tasks' (count, max id) when ``tasks`` was read
 
 
-def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a: str = "label_a",
-                judge_b: str = "label_b", known: Optional[PlanInputs] = None) -> PlanInputs:
+def plan_inputs(
+    engine: Engine,
+    plan: dict,
+    instances: pd.DataFrame,
+    *,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    known: Optional[PlanInputs] = None,
+) -> PlanInputs:
     """The plan's tasks and current decisions (module docstring), read against the pair's
     current labels in ``instances`` (columns ``iid``, ``judge_a``, ``judge_b``). ``known``: the
     inputs of an earlier call; its tasks are reused when the plan's tasks are still the same
@@ -85,20 +98,38 @@ def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a:
 
     pid = int(plan["id"])
     with engine.connect() as conn:
-        stamp = (pid, str(plan["name"]), json.dumps(plan["params"], sort_keys=True, default=str),
-                 *repo.plan_task_stamp(conn, plan_id=pid))
+        stamp = (
+            pid,
+            str(plan["name"]),
+            json.dumps(plan["params"], sort_keys=True, default=str),
+            *repo.plan_task_stamp(conn, plan_id=pid),
+        )
         if known is not None and known.task_stamp == stamp:
             t = known.tasks
         else:
             tasks = repo.plan_task_keys(conn, plan_id=pid)
-            t = pd.DataFrame({"iid": instance_id(tasks["response_id"], tasks["constraint_id"]),
-                              "kind": tasks["kind"].astype(str).to_numpy()})
+            t = pd.DataFrame(
+                {
+                    "iid": instance_id(tasks["response_id"], tasks["constraint_id"]),
+                    "kind": tasks["kind"].astype(str).to_numpy(),
+                }
+            )
         rows = repo.adjudication_rows(conn, plan_id=pid)
     cur = current_decisions(rows)
     if cur.empty:
-        return PlanInputs(t, pd.DataFrame({"iid": pd.Series(dtype="int64"), "annotator": pd.Series(dtype=object),
-                                           "h": pd.Series(dtype=float), "kind": pd.Series(dtype=object)}), 0,
-                          task_stamp=stamp)
+        return PlanInputs(
+            t,
+            pd.DataFrame(
+                {
+                    "iid": pd.Series(dtype="int64"),
+                    "annotator": pd.Series(dtype=object),
+                    "h": pd.Series(dtype=float),
+                    "kind": pd.Series(dtype=object),
+                }
+            ),
+            0,
+            task_stamp=stamp,
+        )
     iid = instance_id(cur["response_id"], cur["constraint_id"])
     g, m = _labels_at(instances, iid, judge_a, judge_b)
     agree = ~np.isnan(g) & (g == m)
@@ -108,8 +139,14 @@ def plan_inputs(engine: Engine, plan: dict, instances: pd.DataFrame, *, judge_a:
     h = np.where(agree, np.where(choice == "neither", 1.0 - g, g), label)
     ok = ~np.isnan(h)
     unsure = int((~agree & (choice == "neither")).sum())
-    dec = pd.DataFrame({"iid": iid[ok], "annotator": cur["annotator"].astype(str).to_numpy()[ok], "h": h[ok],
-                        "kind": np.where(agree, "audit", "disagreement")[ok]})
+    dec = pd.DataFrame(
+        {
+            "iid": iid[ok],
+            "annotator": cur["annotator"].astype(str).to_numpy()[ok],
+            "h": h[ok],
+            "kind": np.where(agree, "audit", "disagreement")[ok],
+        }
+    )
     return PlanInputs(t, dec.reset_index(drop=True), unsure, task_stamp=stamp)
 
 
@@ -201,9 +238,18 @@ class PlanEstimate:
         return out
 
 
-def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *, intervals: bool = False,
-                     reps: int = DEFAULT_REPS, seed: int = 0, judge_a: str = "label_a",
-                     judge_b: str = "label_b", index=None) -> PlanEstimate:
+def cluster_estimate(
+    instances: pd.DataFrame,
+    plan: dict,
+    inputs: PlanInputs,
+    *,
+    intervals: bool = False,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    judge_a: str = "label_a",
+    judge_b: str = "label_b",
+    index=None,
+) -> PlanEstimate:
     """The default estimate of the main condition (``instances``: the scored main rows, both
     labels present) on a question-cluster plan (``plan``: ``name`` and stored ``params``), through
     the estimation seam. ``intervals`` adds the population bootstrap (``reps`` replicates) and the
@@ -217,40 +263,91 @@ def cluster_estimate(instances: pd.DataFrame, plan: dict, inputs: PlanInputs, *,
         raise ValueError(f"reps must be >= 1, got {reps!r}")
     design = Design.from_stored(plan["params"])
     index = index if index is not None else build_index(instances, condition=None)
-    data = base.EstimationData(instances=instances, decisions=inputs.decisions, judge_a=judge_a, judge_b=judge_b,
-                               design=design, tasks=inputs.tasks, index=index, memo=index.memo)
+    data = base.EstimationData(
+        instances=instances,
+        decisions=inputs.decisions,
+        judge_a=judge_a,
+        judge_b=judge_b,
+        design=design,
+        tasks=inputs.tasks,
+        index=index,
+        memo=index.memo,
+    )
     est = base.get(ESTIMATOR).estimate(data, base.Options(intervals=intervals, reps=int(reps), seed=int(seed)))
     if inputs.unsure:
-        est.notes.append(f"{inputs.unsure} 'neither / unsure' decision(s) on disagreements carry no label; their "
-                         "questions count as not yet adjudicated until another annotator decides them")
+        est.notes.append(
+            f"{inputs.unsure} 'neither / unsure' decision(s) on disagreements carry no label; their "
+            "questions count as not yet adjudicated until another annotator decides them"
+        )
     forward = None
     if intervals:  # the verdict's way forward, on the run with every variance source
         from reform_core.estimators.forward import forward_table
 
         t = target_of(design.to_stored())
-        forward = forward_table(instances, index, design, metric=t["metric"], target=t["half_width"],
-                                progress=est.reports["progress"], components=est.components, scores=est.intervals,
-                                both_wrong=est.reports["both_wrong"], annotators=est.reports.get("annotators"),
-                                smooth=est.rows, judge_a=judge_a, judge_b=judge_b)
-    return PlanEstimate(plan=str(plan["name"]), design=design, estimate=est, with_population=intervals,
-                        reps=int(reps), seed=int(seed), inputs=inputs, index=index, forward=forward)
+        forward = forward_table(
+            instances,
+            index,
+            design,
+            metric=t["metric"],
+            target=t["half_width"],
+            progress=est.reports["progress"],
+            components=est.components,
+            scores=est.intervals,
+            both_wrong=est.reports["both_wrong"],
+            annotators=est.reports.get("annotators"),
+            smooth=est.rows,
+            judge_a=judge_a,
+            judge_b=judge_b,
+        )
+    return PlanEstimate(
+        plan=str(plan["name"]),
+        design=design,
+        estimate=est,
+        with_population=intervals,
+        reps=int(reps),
+        seed=int(seed),
+        inputs=inputs,
+        index=index,
+        forward=forward,
+    )
 
 
-def plain_estimate(instances: pd.DataFrame, name: str, adjudications: pd.DataFrame, *, intervals: bool = False,
-                   reps: int = DEFAULT_REPS, seed: int = 0, index=None) -> PlanEstimate:
+def plain_estimate(
+    instances: pd.DataFrame,
+    name: str,
+    adjudications: pd.DataFrame,
+    *,
+    intervals: bool = False,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    index=None,
+) -> PlanEstimate:
     """An estimator of the seam that needs no plan (``name``, registered) on the scored main rows,
     from the pair's current decisions (``iid, a``; ``annotator`` where known)."""
-    dec = pd.DataFrame({"iid": adjudications["iid"].to_numpy(dtype=np.int64), "h": adjudications["a"].to_numpy(float),
-                        "annotator": (adjudications["annotator"].astype(str).to_numpy() if "annotator" in adjudications
-                                      else "")})
+    dec = pd.DataFrame(
+        {
+            "iid": adjudications["iid"].to_numpy(dtype=np.int64),
+            "h": adjudications["a"].to_numpy(float),
+            "annotator": (adjudications["annotator"].astype(str).to_numpy() if "annotator" in adjudications else ""),
+        }
+    )
     data = base.EstimationData(instances=instances, decisions=dec, index=index)
     est = base.get(name).estimate(data, base.Options(intervals=intervals, reps=int(reps), seed=int(seed)))
-    return PlanEstimate(plan="", design=None, estimate=est, with_population=intervals, reps=int(reps), seed=int(seed),
-                        index=index)
+    return PlanEstimate(
+        plan="", design=None, estimate=est, with_population=intervals, reps=int(reps), seed=int(seed), index=index
+    )
 
 
-def paper_intervals(instances: pd.DataFrame, adjudications: pd.DataFrame, method: str, *, reps: int = DEFAULT_REPS,
-                    seed: int = 0, rates: pd.DataFrame | None = None, index=None) -> pd.DataFrame:
+def paper_intervals(
+    instances: pd.DataFrame,
+    adjudications: pd.DataFrame,
+    method: str,
+    *,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    rates: pd.DataFrame | None = None,
+    index=None,
+) -> pd.DataFrame:
     """Measurement and population intervals of the paper's rules (``stratified`` | ``pooled``)
     for the scored main rows, from the pair's decisions (``iid, a``), through the estimation seam:
     long frame as :attr:`PlanEstimate.scores`. ``rates``: the scoring run's stratum rates, when
@@ -274,9 +371,14 @@ def intervals_json(scores: pd.DataFrame, model: str, *, population: bool = True)
     s = scores[scores["model"] == model].set_index("metric")
     out = {}
     for kind in ("measurement", "population") if population else ("measurement",):
-        out[kind] = {m: ([json_number(s.loc[m, f"{kind}_lo"]), json_number(s.loc[m, f"{kind}_hi"])]
-                         if m in s.index and pd.notna(s.loc[m, f"{kind}_lo"]) else None)
-                     for m in (*INTERVAL_METRICS, "constraint_level")}
+        out[kind] = {
+            m: (
+                [json_number(s.loc[m, f"{kind}_lo"]), json_number(s.loc[m, f"{kind}_hi"])]
+                if m in s.index and pd.notna(s.loc[m, f"{kind}_lo"])
+                else None
+            )
+            for m in (*INTERVAL_METRICS, "constraint_level")
+        }
     return out
 
 
@@ -296,14 +398,18 @@ def closure_of(params) -> Optional[dict]:
     return dict(c) if isinstance(c, dict) else None
 
 
-VERDICT_BASIS = ("the measurement interval with every variance source, the adjudicator-error refits included "
-                 "(as Table 2 shows it; seed of the intervals, 0 by default)")
+VERDICT_BASIS = (
+    "the measurement interval with every variance source, the adjudicator-error refits included "
+    "(as Table 2 shows it; seed of the intervals, 0 by default)"
+)
 
 
 def _half_widths(est: PlanEstimate, metric: str) -> dict:
     s = est.scores[est.scores["metric"] == metric]
-    return {str(r.model): (float(r.measurement_hi - r.measurement_lo) / 2 if pd.notna(r.measurement_lo) else None)
-            for r in s.itertuples(index=False)}
+    return {
+        str(r.model): (float(r.measurement_hi - r.measurement_lo) / 2 if pd.notna(r.measurement_lo) else None)
+        for r in s.itertuples(index=False)
+    }
 
 
 def _forward_summary(est: PlanEstimate, target: float) -> dict:
@@ -312,21 +418,38 @@ def _forward_summary(est: PlanEstimate, target: float) -> dict:
     the questions to add per model, whether the target is reachable with this benchmark's
     questions at all and the best reachable half-width (the largest over models)."""
     p = est.progress
-    owed = {"tasks_left": int((p["tasks_planned"] - p["tasks_decided"] - p["awaiting_opinion"]).clip(lower=0).sum()),
-            "opinions_owed": int(p["awaiting_opinion"].sum())}
+    owed = {
+        "tasks_left": int((p["tasks_planned"] - p["tasks_decided"] - p["awaiting_opinion"]).clip(lower=0).sum()),
+        "opinions_owed": int(p["awaiting_opinion"].sum()),
+    }
     fw = est.forward
     if fw is None or fw.empty:
-        return {**owed, "decisions_needed": None, "extend_questions": None, "reachable": None, "best_half_width": None,
-                "finish_half_width": None, "forward": {}}
+        return {
+            **owed,
+            "decisions_needed": None,
+            "extend_questions": None,
+            "reachable": None,
+            "best_half_width": None,
+            "finish_half_width": None,
+            "forward": {},
+        }
     need = fw["decisions_needed"]
     best = fw["best_half_width"].astype(float)
-    per_model = {str(r["model"]): {k: (None if isinstance(v, float) and not np.isfinite(v) else v)
-                                   for k, v in r.items() if k != "model"} for r in fw.to_dict("records")}
-    return {**owed, "decisions_needed": None if need.isna().any() else int(need.sum()),
-            "extend_questions": None if need.isna().any() else int(fw["questions_beyond_plan"].max()),
-            "reachable": bool((best <= target).all()),
-            "best_half_width": _largest(best),
-            "finish_half_width": _largest(fw["finish_half_width"]), "forward": per_model}
+    per_model = {
+        str(r["model"]): {
+            k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items() if k != "model"
+        }
+        for r in fw.to_dict("records")
+    }
+    return {
+        **owed,
+        "decisions_needed": None if need.isna().any() else int(need.sum()),
+        "extend_questions": None if need.isna().any() else int(fw["questions_beyond_plan"].max()),
+        "reachable": bool((best <= target).all()),
+        "best_half_width": _largest(best),
+        "finish_half_width": _largest(fw["finish_half_width"]),
+        "forward": per_model,
+    }
 
 
 def _largest(values: pd.Series) -> Optional[float]:
@@ -341,22 +464,31 @@ def _way_forward_text(f: dict, metric: str, target: float) -> str:
     fw = f["forward"]
     if not f["reachable"]:
         worst = max(fw, key=lambda m: fw[m]["best_half_width"] or np.inf)
-        return (f" Not reachable with this benchmark's questions: even with every question adjudicated and every "
-                f"agreement audited the {metric.upper()} half-width would be about ±{f['best_half_width']:.1f} pp "
-                f"({worst}) — the best reachable" + _finishing(f) + "; decide whether that is precise enough, "
-                "or add questions to the benchmark.")
+        return (
+            f" Not reachable with this benchmark's questions: even with every question adjudicated and every "
+            f"agreement audited the {metric.upper()} half-width would be about ±{f['best_half_width']:.1f} pp "
+            f"({worst}) — the best reachable" + _finishing(f) + "; decide whether that is precise enough, "
+            "or add questions to the benchmark."
+        )
     if f["decisions_needed"] is None:
-        return (f" Not reachable at this plan's audit share, even with every question adjudicated; with every "
-                f"agreement audited too about ±{f['best_half_width']:.1f} pp at best" + _finishing(f)
-                + " — plan again by target half-width (the planner chooses the audit share).")
+        return (
+            f" Not reachable at this plan's audit share, even with every question adjudicated; with every "
+            f"agreement audited too about ±{f['best_half_width']:.1f} pp at best"
+            + _finishing(f)
+            + " — plan again by target half-width (the planner chooses the audit share)."
+        )
     if f["decisions_needed"] == 0:  # the half-widths suffice; what is missing is named before this sentence
         return " Keep adjudicating the plan's remaining tasks."
     opinions = f" ({f['opinions_owed']} of them opinions already owed)" if f["opinions_owed"] else ""
     if f["extend_questions"]:
-        return (f" At the current rates about {f['decisions_needed']:,} more decisions{opinions} reach ±{target:g} pp, "
-                f"beyond this plan's sample: extend it by about {f['extend_questions']} question(s) per model "
-                "(plan-extend), then keep adjudicating.")
-    return f" At the current rates about {f['decisions_needed']:,} more decisions{opinions} reach it — keep adjudicating."
+        return (
+            f" At the current rates about {f['decisions_needed']:,} more decisions{opinions} reach ±{target:g} pp, "
+            f"beyond this plan's sample: extend it by about {f['extend_questions']} question(s) per model "
+            "(plan-extend), then keep adjudicating."
+        )
+    return (
+        f" At the current rates about {f['decisions_needed']:,} more decisions{opinions} reach it — keep adjudicating."
+    )
 
 
 def _finishing(f: dict) -> str:
@@ -372,28 +504,43 @@ def _verdict_message(est: PlanEstimate, t: dict, hw: dict, f: dict, reached: boo
     closed = closure_of(est.design.to_stored())
     if closed is not None:
         missing = [m for m, v in hw.items() if v is None]
-        where = (f"no {metric} measurement interval for {', '.join(missing)}" if missing
-                 else f"the largest {metric} measurement half-width is ±{worst:.2f} pp")
+        where = (
+            f"no {metric} measurement interval for {', '.join(missing)}"
+            if missing
+            else f"the largest {metric} measurement half-width is ±{worst:.2f} pp"
+        )
         why = closed.get("reason") or "no reason given"
-        return (f"Closed on {str(closed.get('at', ''))[:10]} by {closed.get('by', '?')} ({why}): "
-                f"{int(closed.get('withdrawn', 0))} open task(s) were withdrawn and the estimate is final for the sample "
-                f"reached — {where}, the target ±{target:g} pp" + (" (reached)." if reached else " (not reached)."))
+        return (
+            f"Closed on {str(closed.get('at', ''))[:10]} by {closed.get('by', '?')} ({why}): "
+            f"{int(closed.get('withdrawn', 0))} open task(s) were withdrawn and the estimate is final for the sample "
+            f"reached — {where}, the target ±{target:g} pp" + (" (reached)." if reached else " (not reached).")
+        )
     if reached and est.estimate.provisional:  # never "you may stop" while the estimate is provisional
-        return (f"In progress: every model's {metric} measurement half-width is within the target ±{target:g} pp so far "
-                f"(largest ±{worst:.2f} pp), but {f['tasks_left']} task(s) and {f['opinions_owed']} opinion(s) the plan "
-                "asks for are still to come — finish them, or close the plan where it stands.")
+        return (
+            f"In progress: every model's {metric} measurement half-width is within the target ±{target:g} pp so far "
+            f"(largest ±{worst:.2f} pp), but {f['tasks_left']} task(s) and {f['opinions_owed']} opinion(s) the plan "
+            "asks for are still to come — finish them, or close the plan where it stands."
+        )
     if reached:
-        return (f"Precise enough: every model's {metric} measurement half-width is within the target ±{target:g} pp "
-                f"(largest ±{worst:.2f} pp) — you may stop adjudicating this plan.")
+        return (
+            f"Precise enough: every model's {metric} measurement half-width is within the target ±{target:g} pp "
+            f"(largest ±{worst:.2f} pp) — you may stop adjudicating this plan."
+        )
     ahead = _way_forward_text(f, t["metric"], target)
     if worst is None or len(known) < len(hw):
         missing = ", ".join(m for m, v in hw.items() if v is None)
-        return (f"Not yet: no fully adjudicated question yet for {missing}, so no {metric} measurement interval "
-                f"(target ±{target:g} pp)." + ahead.replace("At the current rates", "By the planner's assumptions"))
+        return (
+            f"Not yet: no fully adjudicated question yet for {missing}, so no {metric} measurement interval "
+            f"(target ±{target:g} pp)." + ahead.replace("At the current rates", "By the planner's assumptions")
+        )
     if unaudited:
-        return (f"Not yet: no audited agreement decided yet for {', '.join(unaudited)}, so errors of both judges are "
-                f"not measured (target ±{target:g} pp)." + ahead)
-    return f"Not yet: the largest {metric} measurement half-width is ±{worst:.2f} pp, the target ±{target:g} pp." + ahead
+        return (
+            f"Not yet: no audited agreement decided yet for {', '.join(unaudited)}, so errors of both judges are "
+            f"not measured (target ±{target:g} pp)." + ahead
+        )
+    return (
+        f"Not yet: the largest {metric} measurement half-width is ±{worst:.2f} pp, the target ±{target:g} pp." + ahead
+    )
 
 
 def verdict(est: PlanEstimate) -> dict:
@@ -419,9 +566,18 @@ def verdict(est: PlanEstimate) -> dict:
     if closed is not None:  # nothing is owed to a closed plan: its forward table only informs a next plan
         f = {**f, "tasks_left": 0, "opinions_owed": 0, "decisions_needed": None, "extend_questions": None}
     msg = _verdict_message(est, t, hw, f, precise, unaudited)
-    return {"metric": t["metric"], "half_width": t["half_width"], "target_source": t["source"],
-            "reached": precise and not est.estimate.provisional, "provisional": bool(est.estimate.provisional),
-            "models": hw, **f, "closed": closed, "basis": VERDICT_BASIS, "message": msg}
+    return {
+        "metric": t["metric"],
+        "half_width": t["half_width"],
+        "target_source": t["source"],
+        "reached": precise and not est.estimate.provisional,
+        "provisional": bool(est.estimate.provisional),
+        "models": hw,
+        **f,
+        "closed": closed,
+        "basis": VERDICT_BASIS,
+        "message": msg,
+    }
 
 
 def verdict_run(rows: pd.DataFrame, plan: dict, inputs: PlanInputs, *, index=None, seed: int = 0) -> PlanEstimate:
@@ -435,8 +591,9 @@ def other_plan_decisions(engine: Engine, plan: dict) -> int:
     """Current decisions (not superseded, not retracted) of the pair's *other* plans (the
     estimator uses its own plan's only): counted by the database."""
     with engine.connect() as conn:
-        return repo.current_decision_count(conn, judge_a_id=int(plan["judge_a_id"]), judge_b_id=int(plan["judge_b_id"]),
-                                           except_plan=int(plan["id"]))
+        return repo.current_decision_count(
+            conn, judge_a_id=int(plan["judge_a_id"]), judge_b_id=int(plan["judge_b_id"]), except_plan=int(plan["id"])
+        )
 
 
 def raw_intervals(instances: pd.DataFrame, *, reps: int = DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
@@ -445,9 +602,17 @@ def raw_intervals(instances: pd.DataFrame, *, reps: int = DEFAULT_REPS, seed: in
     from reform_core.metrics.intervals import bootstrap_intervals
 
     ci = bootstrap_intervals(instances, n_boot=int(reps), rng=np.random.default_rng(int(seed)), condition=None)
-    return pd.DataFrame({"model": ci["model"], "metric": ci["metric"], "estimate": ci["estimate"],
-                         "measurement_lo": np.nan, "measurement_hi": np.nan,
-                         "population_lo": ci["ci_low"], "population_hi": ci["ci_high"]})
+    return pd.DataFrame(
+        {
+            "model": ci["model"],
+            "metric": ci["metric"],
+            "estimate": ci["estimate"],
+            "measurement_lo": np.nan,
+            "measurement_hi": np.nan,
+            "population_lo": ci["ci_low"],
+            "population_hi": ci["ci_high"],
+        }
+    )
 
 
 def estimate_json(est: PlanEstimate, doc: dict, verdict_est: Optional[PlanEstimate] = None) -> None:
@@ -466,16 +631,26 @@ def estimate_json(est: PlanEstimate, doc: dict, verdict_est: Optional[PlanEstima
         if m in bw.index:
             r = bw.loc[m]
             # the debiased rate can dip below 0 when the audit found no error: reported at 0 (its range)
-            out["both_wrong"] = {"rate": json_number(max(r["both_wrong"], 0.0) if pd.notna(r["both_wrong"]) else None),
-                                 "interval": [json_number(r["lo"]), json_number(r["hi"])],
-                                 "audited": int(r["audited"]), "agreements": int(r["agreements"])}
+            out["both_wrong"] = {
+                "rate": json_number(max(r["both_wrong"], 0.0) if pd.notna(r["both_wrong"]) else None),
+                "interval": [json_number(r["lo"]), json_number(r["hi"])],
+                "audited": int(r["audited"]),
+                "agreements": int(r["agreements"]),
+            }
         if m in pr.index:
             out["progress"] = {k: int(v) for k, v in pr.loc[m].items()}
     doc["plan"] = est.plan
-    doc["annotators"] = [{"annotator": str(r.annotator), "accuracy": json_number(100 * r.accuracy),
-                          "sensitivity": json_number(100 * r.sensitivity), "specificity": json_number(100 * r.specificity),
-                          "decisions": int(r.decisions), "double_items": int(r.double_items)}
-                         for r in est.annotators.itertuples(index=False)]
+    doc["annotators"] = [
+        {
+            "annotator": str(r.annotator),
+            "accuracy": json_number(100 * r.accuracy),
+            "sensitivity": json_number(100 * r.sensitivity),
+            "specificity": json_number(100 * r.specificity),
+            "decisions": int(r.decisions),
+            "double_items": int(r.double_items),
+        }
+        for r in est.annotators.itertuples(index=False)
+    ]
     doc["verdict"] = verdict(verdict_est if verdict_est is not None else est)
 
 
@@ -504,8 +679,16 @@ class PlanPrecision:
     progress: pd.DataFrame  # per model: questions sampled / fully decided, tasks, opinions owed, audits, half-width
 
 
-PROGRESS_COLUMNS = ["model", "clusters_sampled", "clusters_observed", "tasks_planned", "tasks_decided",
-                    "awaiting_opinion", "audits_planned", "audits_decided"]
+PROGRESS_COLUMNS = [
+    "model",
+    "clusters_sampled",
+    "clusters_observed",
+    "tasks_planned",
+    "tasks_decided",
+    "awaiting_opinion",
+    "audits_planned",
+    "audits_decided",
+]
 
 
 def precision_of(est: PlanEstimate) -> PlanPrecision:
@@ -514,7 +697,8 @@ def precision_of(est: PlanEstimate) -> PlanPrecision:
     prog = est.progress[PROGRESS_COLUMNS].copy()
     prog[f"{v['metric']} half-width (pp)"] = prog["model"].map(v["models"])
     prog["decisions still needed"] = prog["model"].map(
-        lambda m: (v["forward"].get(str(m)) or {}).get("decisions_needed"))
+        lambda m: (v["forward"].get(str(m)) or {}).get("decisions_needed")
+    )
     return PlanPrecision(verdict=v, progress=prog)
 
 
@@ -537,6 +721,8 @@ def plan_precision(engine: Engine, principal, plan_id: int) -> Optional[PlanPrec
     inst = load_instances(engine, plan["judge_a"], plan["judge_b"])
     inst["label_a"], inst["label_b"] = inst[inst.attrs["judge_a"]], inst[inst.attrs["judge_b"]]
     main = inst[inst["condition"] == "main"]
-    missing = (main["label_a"].isna() | main["label_b"].isna()).groupby([main["model"], main["instruction"]]).transform("any")
+    missing = (
+        (main["label_a"].isna() | main["label_b"].isna()).groupby([main["model"], main["instruction"]]).transform("any")
+    )
     main = main[~missing.to_numpy()]
     return precision_of(verdict_run(main, plan, plan_inputs(engine, plan, inst)))

@@ -35,9 +35,9 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo.explore import VERSIONED_TABLES
-from reform_core.services.scoring import scoring
 from reform_core.services.accounts.auth import Principal
 from reform_core.services.platform.memory import HEAVY_WORK, release_free_memory
+from reform_core.services.scoring import scoring
 
 IntervalFn = Callable[[scoring.ScoreResult], pd.DataFrame]
 _ADJ = VERSIONED_TABLES.index("adjudication")
@@ -105,8 +105,15 @@ class ScoreCache:
             self._frames = (base, frames)
         return frames
 
-    def result(self, engine: Engine, principal: Principal, version: tuple, *, calibration: str = "stratified",
-               judge: Optional[str] = None) -> scoring.ScoreResult:
+    def result(
+        self,
+        engine: Engine,
+        principal: Principal,
+        version: tuple,
+        *,
+        calibration: str = "stratified",
+        judge: Optional[str] = None,
+    ) -> scoring.ScoreResult:
         """The scored state of ``version`` for this labelling (ScoringError as ``score``)."""
         st = self._state((str(engine.url), calibration, judge))
         with st.lock:
@@ -114,8 +121,13 @@ class ScoreCache:
                 return st.result
             base, _ = split_version(version)
             old = st.result
-            if old is not None and st.version is not None and split_version(st.version)[0] == base \
-                    and old.index is not None and old.pair is not None:
+            if (
+                old is not None
+                and st.version is not None
+                and split_version(st.version)[0] == base
+                and old.index is not None
+                and old.pair is not None
+            ):
                 from reform_core.services.data.instances import load_adjudications
 
                 adj = load_adjudications(engine, old.pair[0], old.pair[1])
@@ -130,9 +142,18 @@ class ScoreCache:
             return result
 
     # ------------------------------------------------------------------ intervals
-    def intervals(self, engine: Engine, principal: Principal, version: tuple, fn: IntervalFn, *,
-                  calibration: str = "stratified", judge: Optional[str] = None, block_first: bool = True,
-                  start: bool = True) -> Intervals:
+    def intervals(
+        self,
+        engine: Engine,
+        principal: Principal,
+        version: tuple,
+        fn: IntervalFn,
+        *,
+        calibration: str = "stratified",
+        judge: Optional[str] = None,
+        block_first: bool = True,
+        start: bool = True,
+    ) -> Intervals:
         """Intervals of this labelling: fresh if computed for ``version``, else the last ones
         (``fresh=False``) while a background thread computes the new ones (one at a time; when
         it ends on an older state it starts again on the newest). The very first intervals of a
@@ -155,8 +176,9 @@ class ScoreCache:
         with st.lock:
             return Intervals(st.ivl, st.ivl_version == version, st.ivl_error)
 
-    def start_intervals(self, engine: Engine, fn: IntervalFn, *, calibration: str = "stratified",
-                        judge: Optional[str] = None) -> None:
+    def start_intervals(
+        self, engine: Engine, fn: IntervalFn, *, calibration: str = "stratified", judge: Optional[str] = None
+    ) -> None:
         """Start recomputing the intervals of this labelling's current state if they are stale
         and none runs (the page's end, after an :meth:`intervals` call with ``start=False``)."""
         st = self._state((str(engine.url), calibration, judge))
@@ -167,11 +189,13 @@ class ScoreCache:
     def _start(self, st: _State, fn: IntervalFn) -> None:
         """Start the background computation for the state's current result (``st.lock`` held)."""
         st.ivl_running = st.version
-        threading.Thread(target=self._compute, args=(st, st.version, st.result, fn), daemon=True,
-                         name="reform-intervals").start()
+        threading.Thread(
+            target=self._compute, args=(st, st.version, st.result, fn), daemon=True, name="reform-intervals"
+        ).start()
 
-    def _compute(self, st: _State, version: tuple, result: scoring.ScoreResult, fn: IntervalFn, *,
-                 restart: bool = True) -> None:
+    def _compute(
+        self, st: _State, version: tuple, result: scoring.ScoreResult, fn: IntervalFn, *, restart: bool = True
+    ) -> None:
         t0 = time.perf_counter()
         try:
             with HEAVY_WORK:  # one heavy recomputation at a time (reform_core.services.platform.memory)
@@ -189,8 +213,9 @@ class ScoreCache:
             if restart and st.version != version and st.result is not None:
                 self._start(st, fn)  # the state moved on meanwhile
 
-    def wait_intervals(self, engine: Engine, calibration: str = "stratified", judge: Optional[str] = None,
-                       timeout: float = 600.0) -> bool:
+    def wait_intervals(
+        self, engine: Engine, calibration: str = "stratified", judge: Optional[str] = None, timeout: float = 600.0
+    ) -> bool:
         """Block until no interval computation of this labelling runs (benchmarks, tests)."""
         st = self._state((str(engine.url), calibration, judge))
         end = time.monotonic() + timeout

@@ -41,10 +41,10 @@ from reform_core.calibration import calibrate_pooled, calibrate_stratified, pool
 from reform_core.estimators import base
 from reform_core.metrics.descriptions import DataShape, MetricDescriptions, describe_metrics
 from reform_core.metrics.reform import reform_tables, unknown_baseline_targets
-from reform_core.unit_index import KS, build_index
 from reform_core.services.accounts.auth import Principal, require
 from reform_core.services.data.instances import label_column, load_adjudications, load_judged_with_baseline
 from reform_core.services.scoring.numbers import json_number
+from reform_core.unit_index import KS, build_index
 
 DEFAULT_CALIBRATION = base.DEFAULT  # the default estimator (reform_core.estimators.base)
 PAPER_RULES = ("stratified", "pooled")  # the paper's calibration rules: every row's p, the tables by plug-in
@@ -96,8 +96,9 @@ def _check_pair(state: pd.DataFrame, pair: tuple[str, str], what: str) -> tuple[
         raise ScoringError("the two judges of a pair must differ")
     for n in pair:
         if not bool(state.loc[state["name"] == n, "has_labels"].iloc[0]):
-            raise ScoringError(f"{what}: judge {n!r} has no labels (its judgments are all errors or abstentions); "
-                               "it cannot be scored")
+            raise ScoringError(
+                f"{what}: judge {n!r} has no labels (its judgments are all errors or abstentions); it cannot be scored"
+            )
     return pair[0], pair[1]
 
 
@@ -127,8 +128,11 @@ class PairChoice:
     def describe(self) -> str:
         if self.pair is None:
             return self.message
-        how = {"--judges": "given with --judges", "project": "the project's pair",
-               "only two judges": "the only two judges with labels; set it with `pair A B`"}[self.source]
+        how = {
+            "--judges": "given with --judges",
+            "project": "the project's pair",
+            "only two judges": "the only two judges with labels; set it with `pair A B`",
+        }[self.source]
         return f"{self.pair[0]} (A) and {self.pair[1]} (B) — {how}"
 
 
@@ -145,15 +149,19 @@ def resolve_pair(engine: Engine, judges: Optional[tuple[str, str]] = None) -> Pa
     if len(scoreable) == 2:
         return PairChoice((scoreable[0], scoreable[1]), "only two judges", scoreable)
     if len(scoreable) == 1:
-        return PairChoice(None, "single judge", scoreable,
-                          f"only one judge has labels ({scoreable[0]}): calibration needs two")
+        return PairChoice(
+            None, "single judge", scoreable, f"only one judge has labels ({scoreable[0]}): calibration needs two"
+        )
     unlabelled = [n for n in state["name"] if n not in scoreable]
     if not scoreable:
         extra = f" (judges without labels: {', '.join(unlabelled)})" if unlabelled else ""
         return PairChoice(None, "none", scoreable, f"the project has no judged constrained responses to score{extra}")
-    return PairChoice(None, "none", scoreable,
-                      f"no scoring pair chosen and {len(scoreable)} judges have labels ({', '.join(scoreable)}): "
-                      + PAIR_HOWTO)
+    return PairChoice(
+        None,
+        "none",
+        scoreable,
+        f"no scoring pair chosen and {len(scoreable)} judges have labels ({', '.join(scoreable)}): " + PAIR_HOWTO,
+    )
 
 
 # ============================================================================= frames
@@ -173,8 +181,14 @@ class ProjectFrames:
 
 
 def _empty_adjudications() -> pd.DataFrame:
-    return pd.DataFrame({"iid": pd.Series(dtype="int64"), "a": pd.Series(dtype=float),
-                         "choice": pd.Series(dtype=object), "annotator": pd.Series(dtype=object)})
+    return pd.DataFrame(
+        {
+            "iid": pd.Series(dtype="int64"),
+            "a": pd.Series(dtype=float),
+            "choice": pd.Series(dtype=object),
+            "annotator": pd.Series(dtype=object),
+        }
+    )
 
 
 def load_project(engine: Engine, *, judges: Optional[tuple[str, str]] = None, need_pair: bool = True) -> ProjectFrames:
@@ -222,7 +236,9 @@ class ScoreResult:
     index: Optional[object] = None  # UnitIndex of the main rows (reused by rescore)
     facts: Optional[dict] = None  # label-independent project facts (reused by rescore)
     unlabelled: pd.Series = field(default_factory=lambda: pd.Series(dtype=int))  # dropped instructions per model
-    estimator: str = ""  # an estimator's name (reform_core.estimators.base) or "judge:<name>" (score --json "estimator")
+    estimator: str = (
+        ""  # an estimator's name (reform_core.estimators.base) or "judge:<name>" (score --json "estimator")
+    )
     estimate: Optional[object] = None  # services.estimates.PlanEstimate when an estimator scored the main rows
     intervals: Optional[pd.DataFrame] = None  # model, metric, estimate, measurement_lo/_hi, population_lo/_hi
     interval_reps: int = 0
@@ -274,10 +290,12 @@ def _frame_fact(frame: pd.DataFrame, what: str, compute: Callable[[], object]):
 
 def is_main(inst: pd.DataFrame) -> np.ndarray:
     """Whether each row of an INSTANCES frame is of the main condition (read-only; kept with the frame)."""
+
     def compute():
         mask = (inst["condition"] == "main").to_numpy(dtype=bool)
         mask.setflags(write=False)
         return mask
+
     return _frame_fact(inst, "main", compute)
 
 
@@ -297,7 +315,9 @@ def disagreement_decisions(inst: pd.DataFrame, adj: pd.DataFrame) -> pd.DataFram
     return adj[adj["iid"].isin(dis)]
 
 
-def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified") -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
+def calibrated_instances(
+    frames: ProjectFrames, calibration: str = "stratified"
+) -> tuple[pd.DataFrame, Optional[pd.DataFrame]]:
     """INSTANCES with ``p`` by the chosen calibration rule, and π̂_h (stratified only)."""
     if frames.judge_a is None:
         raise ScoringError(frames.pair.message if frames.pair else "no scoring pair")
@@ -311,8 +331,10 @@ def calibrated_instances(frames: ProjectFrames, calibration: str = "stratified")
         pool = disagreement_decisions(inst_main, main_adjudications(frames))
         g, m = inst_main["label_a"].to_numpy(dtype=float), inst_main["label_b"].to_numpy(dtype=float)
         if pool.empty and (g != m)[~np.isnan(g) & ~np.isnan(m)].any():
-            raise ScoringError("pooled calibration needs decisions on disagreements of the main condition to fix the "
-                               "judge weights (decisions on audited agreements do not count)")
+            raise ScoringError(
+                "pooled calibration needs decisions on disagreements of the main condition to fix the "
+                "judge weights (decisions on audited agreements do not count)"
+            )
         w = pooled_weights(pool, choice="choice") if len(pool) else pd.Series({"A": 0.5})  # no disagreement: unused
         out = calibrate_pooled(inst, float(w.get("A", 0.0)))
         out["provisional"] = False
@@ -340,15 +362,23 @@ def _project_facts(engine: Engine, *, decisions_only: bool = False) -> dict:
             except ValueError:  # loaded before catalogs were stored with projects: the generic scores
                 declared = DEFAULT_METRICS
             metrics += [m for m in declared if m not in metrics]
-    return {"catalogs": catalogs, "metrics": metrics, "answered": answered.set_index("model")["instructions"],
-            "baseline_annotated": coverage["annotated"], "decisions": decisions}
+    return {
+        "catalogs": catalogs,
+        "metrics": metrics,
+        "answered": answered.set_index("model")["instructions"],
+        "baseline_annotated": coverage["annotated"],
+        "decisions": decisions,
+    }
 
 
 def _other_pair_decisions(decisions: pd.DataFrame, pair: Optional[tuple[str, str]]) -> int:
     if decisions.empty:
         return 0
-    mine = pd.Series([pair is not None and {a, b} == set(pair) for a, b in zip(decisions["judge_a"], decisions["judge_b"])],
-                     dtype=bool, index=decisions.index)
+    mine = pd.Series(
+        [pair is not None and {a, b} == set(pair) for a, b in zip(decisions["judge_a"], decisions["judge_b"])],
+        dtype=bool,
+        index=decisions.index,
+    )
     return int(decisions.loc[~mine, "decisions"].sum())
 
 
@@ -374,8 +404,12 @@ def _verifier_accuracy(main: pd.DataFrame, judge: str) -> tuple[dict, int]:
     out = {}
     for model, g in prompts:
         rows = d[d["model"] == model]
-        out[model] = {"prompt_level": 100 * float(g.mean()), "instruction_level": 100 * float(rows[label_column(judge)].mean()),
-                      "judge": judge, "prompts": int(len(g))}
+        out[model] = {
+            "prompt_level": 100 * float(g.mean()),
+            "instruction_level": 100 * float(rows[label_column(judge)].mean()),
+            "judge": judge,
+            "prompts": int(len(g)),
+        }
     missing = int(main[~complete.to_numpy()].groupby(["model", "instruction"]).ngroups)
     return out, missing
 
@@ -386,8 +420,13 @@ def _coverage_notes(method: str, n_scored: int, n_answered: int, n_unlab: int) -
     if n_scored == 0:
         note.append("no instruction of this model has a label for every constraint: nothing to score")
     if n_unlab:
-        who = (f"judge {method[6:]} did not label" if method.startswith("judge:")
-               else "a judge of the pair did not label" if _runs_estimator(method) else "neither judge of the pair labelled")
+        who = (
+            f"judge {method[6:]} did not label"
+            if method.startswith("judge:")
+            else "a judge of the pair did not label"
+            if _runs_estimator(method)
+            else "neither judge of the pair labelled"
+        )
         note.append(f"{n_unlab} instruction(s) with a constraint {who} are left out of every score")
     elif n_answered > n_scored:
         note.append(f"{n_answered - n_scored} answered instruction(s) are not judged yet and are left out")
@@ -398,22 +437,33 @@ def _emcr_notes(m: str, t2i: pd.DataFrame, known_models: set, n_unknown: int) ->
     """Why a model's EMCR or R^K is missing or partial (where EMCR applies)."""
     note = []
     if m not in known_models:
-        note.append("emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
-                    "known to be baseline-opposed")
+        note.append(
+            "emcr, r1, r2, r3: no baseline annotation for this model's questions, so no target is "
+            "known to be baseline-opposed"
+        )
     else:
         empty = [k for k in KS if int(t2i.loc[m, f"n{k}"]) == 0]
         note += [f"r{k}: no eligible units at K={k}" for k in empty]
         if empty:
             note.append(f"emcr: needs eligible units at every K (none at K={', '.join(map(str, empty))})")
     if n_unknown:
-        note.append(f"{n_unknown} target(s) whose question has no baseline annotation for this model are left "
-                    "out of EMCR (opposition unknown)")
+        note.append(
+            f"{n_unknown} target(s) whose question has no baseline annotation for this model are left "
+            "out of EMCR (opposition unknown)"
+        )
     return note
 
 
-def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlabelled: pd.Series,
-                 metrics: list[str], emcr: bool, verifier: dict[str, tuple[dict, int]],
-                 method: str) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+def _model_facts(
+    result_inst: pd.DataFrame,
+    t2: pd.DataFrame,
+    facts: dict,
+    unlabelled: pd.Series,
+    metrics: list[str],
+    emcr: bool,
+    verifier: dict[str, tuple[dict, int]],
+    method: str,
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     """Per model: instructions answered / scored, exclusions, constraint level, notes (EMCR's
     only where it applies: ``emcr``, declared by the catalog and baseline data exists)."""
     main_rows = is_main(result_inst)
@@ -447,22 +497,42 @@ def _model_facts(result_inst: pd.DataFrame, t2: pd.DataFrame, facts: dict, unlab
             note += _emcr_notes(m, t2i, facts["known_target_models"], n_unknown)
         for mode in ("strict", "loose"):
             if mode in metrics and mode not in verifier:
-                note.append(f"{mode}: no rules judge ran in {mode} mode "
-                            f"(`python -m reform_core judge --provider rules --mode {mode}`)")
+                note.append(
+                    f"{mode}: no rules judge ran in {mode} mode "
+                    f"(`python -m reform_core judge --provider rules --mode {mode}`)"
+                )
             elif mode in metrics and verifier[mode][1]:
-                note.append(f"{mode}: {verifier[mode][1]} scored instruction(s) without a {mode} verifier label are "
-                            "left out of it")
-        rows.append({"model": m, "answered": n_answered, "scored": n_scored,
-                     "share_scored": (n_scored / n_answered) if n_answered else float("nan"),
-                     "unlabelled_instructions": n_unlab, "no_baseline_targets": n_unknown,
-                     "constraint_level": float(level.get(m, np.nan))})
+                note.append(
+                    f"{mode}: {verifier[mode][1]} scored instruction(s) without a {mode} verifier label are "
+                    "left out of it"
+                )
+        rows.append(
+            {
+                "model": m,
+                "answered": n_answered,
+                "scored": n_scored,
+                "share_scored": (n_scored / n_answered) if n_answered else float("nan"),
+                "unlabelled_instructions": n_unlab,
+                "no_baseline_targets": n_unknown,
+                "constraint_level": float(level.get(m, np.nan)),
+            }
+        )
         notes[m] = note
     return pd.DataFrame(rows), notes
 
 
-def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, calibration: str = DEFAULT_CALIBRATION,
-          judges: Optional[tuple[str, str]] = None, frames: Optional[ProjectFrames] = None,
-          with_intervals: bool = False, reps: int = 2000, seed: int = 0) -> ScoreResult:
+def score(
+    engine: Engine,
+    principal: Principal,
+    *,
+    judge: Optional[str] = None,
+    calibration: str = DEFAULT_CALIBRATION,
+    judges: Optional[tuple[str, str]] = None,
+    frames: Optional[ProjectFrames] = None,
+    with_intervals: bool = False,
+    reps: int = 2000,
+    seed: int = 0,
+) -> ScoreResult:
     """Every table of docs/metrics.md#reporting-tables from one judge's raw labels, the default estimator or a paper
     rule, with the pair, exclusions, applicable metrics and notes (module docstring).
 
@@ -498,17 +568,20 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
             inst, rates = _both_labels_required(inst), None
     inst, unlabelled = drop_unlabelled(inst)
     if inst.empty:
-        raise ScoringError(f"nothing to score: every one of the {int(unlabelled.sum())} "
-                           "instruction(s) has a constraint a judge of the pair did not label (judge the missing "
-                           "pairs, or import their labels)")
+        raise ScoringError(
+            f"nothing to score: every one of the {int(unlabelled.sum())} "
+            "instruction(s) has a constraint a judge of the pair did not label (judge the missing "
+            "pairs, or import their labels)"
+        )
     main = is_main(inst)
     if not main.any():
         raise ScoringError("no judged instruction of the main condition to score yet")
     est, index = None, None
     if _runs_estimator(method):
         index = build_index(inst[main] if not main.all() else inst)
-        inst, est = _estimator_scored(engine, frames, inst, main, method, plan, index=index,
-                                      with_intervals=with_intervals, reps=reps, seed=seed)
+        inst, est = _estimator_scored(
+            engine, frames, inst, main, method, plan, index=index, with_intervals=with_intervals, reps=reps, seed=seed
+        )
     result = _assemble(engine, frames, inst, rates, method, unlabelled, messages, estimate=est, index=index)
     if _runs_estimator(method):
         result.stratified = stratified
@@ -517,9 +590,19 @@ def score(engine: Engine, principal: Principal, *, judge: Optional[str] = None, 
     return result
 
 
-def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: Optional[pd.DataFrame], method: str,
-              unlabelled: pd.Series, messages: list[str], *, index=None, facts: Optional[dict] = None,
-              estimate=None) -> ScoreResult:
+def _assemble(
+    engine: Engine,
+    frames: ProjectFrames,
+    inst: pd.DataFrame,
+    rates: Optional[pd.DataFrame],
+    method: str,
+    unlabelled: pd.Series,
+    messages: list[str],
+    *,
+    index=None,
+    facts: Optional[dict] = None,
+    estimate=None,
+) -> ScoreResult:
     """The tables, per-model facts and notes of scored rows ``inst``. ``index`` (the unit index
     of the main rows) and ``facts`` (the label-independent project facts) may come from an
     earlier result of the same instances (:func:`rescore`)."""
@@ -542,8 +625,14 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
     if estimate is not None and estimate.index is index and _runs_estimator(method):
         # the main rows' p is the estimator's smooth: its evaluation is the tables' (computed with it)
         evaluation = estimate.take_evaluation()
-    tables = reform_tables(main_rows, baseline=frames.baseline, adjudications=main_adjudications(frames),
-                           choice="choice", index=index, evaluation=evaluation)
+    tables = reform_tables(
+        main_rows,
+        baseline=frames.baseline,
+        adjudications=main_adjudications(frames),
+        choice="choice",
+        index=index,
+        evaluation=evaluation,
+    )
     if estimate is not None:
         _estimator_table2(tables, estimate)
         messages += [f"default estimator (plan {estimate.plan!r}): {n}" for n in estimate.notes]
@@ -557,12 +646,14 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
         facts["unknown_targets"] = unknown_baseline_targets(main_rows) if len(main_rows) else pd.Series(dtype=int)
     if "constraint_counts" not in facts:  # label-independent: kept in the facts rescore reuses
         facts["constraint_counts"] = constraint_counts(main_rows)
-    descriptions = describe_metrics(facts["metrics"], DataShape.of(facts["constraint_counts"],
-                                                                   has_baseline=has_baseline))
+    descriptions = describe_metrics(
+        facts["metrics"], DataShape.of(facts["constraint_counts"], has_baseline=has_baseline)
+    )
     if descriptions.note and descriptions.note not in messages:
         messages.append(descriptions.note)
-    models, notes = _model_facts(inst, tables["table2"], facts, unlabelled, metrics, descriptions.emcr, verifier,
-                                 method)
+    models, notes = _model_facts(
+        inst, tables["table2"], facts, unlabelled, metrics, descriptions.emcr, verifier, method
+    )
     for mode, (acc, _) in verifier.items():
         for key in ("prompt_level", "instruction_level"):
             models[f"{mode}_{key}"] = models["model"].map({m: a[key] for m, a in acc.items()})
@@ -572,14 +663,30 @@ def _assemble(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, rates: 
         models["constraint_level"] = _within_range(models["model"], level, "constraint_level", estimate.notes)
     if frames.judge_a is not None and choice is not None:
         messages.insert(0, f"scoring pair: {choice.describe()}")
-    return ScoreResult(tables=tables, instances=inst, method=method, provisional=provisional, rates=rates, frames=frames,
-                       pair=(frames.judge_a, frames.judge_b) if frames.judge_a else None,
-                       pair_source=choice.source if choice and frames.judge_a else "",
-                       catalogs=facts["catalogs"], metrics=metrics, models=models, notes=notes, messages=messages,
-                       other_pair_decisions=_other_pair_decisions(facts["decisions"], frames.judge_a and
-                                                                  (frames.judge_a, frames.judge_b)),
-                       index=index, facts={k: v for k, v in facts.items() if k != "decisions"}, unlabelled=unlabelled,
-                       estimator=method, estimate=estimate, descriptions=descriptions)
+    return ScoreResult(
+        tables=tables,
+        instances=inst,
+        method=method,
+        provisional=provisional,
+        rates=rates,
+        frames=frames,
+        pair=(frames.judge_a, frames.judge_b) if frames.judge_a else None,
+        pair_source=choice.source if choice and frames.judge_a else "",
+        catalogs=facts["catalogs"],
+        metrics=metrics,
+        models=models,
+        notes=notes,
+        messages=messages,
+        other_pair_decisions=_other_pair_decisions(
+            facts["decisions"], frames.judge_a and (frames.judge_a, frames.judge_b)
+        ),
+        index=index,
+        facts={k: v for k, v in facts.items() if k != "decisions"},
+        unlabelled=unlabelled,
+        estimator=method,
+        estimate=estimate,
+        descriptions=descriptions,
+    )
 
 
 def constraint_counts(main_rows: pd.DataFrame) -> list[int]:
@@ -594,8 +701,9 @@ def constraint_counts(main_rows: pd.DataFrame) -> list[int]:
 def _both_labels_required(inst: pd.DataFrame) -> pd.DataFrame:
     """The default estimator needs both judges' labels on every scored main row: a main row
     with one label only gets ``p`` NaN, so its instruction is left out and counted."""
-    one = _frame_fact(inst, "main-one-label", lambda: is_main(inst) & (inst["label_a"].isna()
-                                                                       | inst["label_b"].isna()).to_numpy())
+    one = _frame_fact(
+        inst, "main-one-label", lambda: is_main(inst) & (inst["label_a"].isna() | inst["label_b"].isna()).to_numpy()
+    )
     if not one.any():
         return inst
     p = inst["p"].to_numpy(dtype=float, copy=True)
@@ -622,16 +730,30 @@ def _estimator_and_plan(engine: Engine, frames: ProjectFrames, name: str, messag
 
     plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
     if plan is None:
-        messages.append("no question-cluster plan for the scoring pair yet, so the default estimator cannot run: "
-                        "scored with the paper's stratified rule — create one with `python -m reform_core plan "
-                        f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page")
+        messages.append(
+            "no question-cluster plan for the scoring pair yet, so the default estimator cannot run: "
+            "scored with the paper's stratified rule — create one with `python -m reform_core plan "
+            f"--judges {frames.judge_a},{frames.judge_b}` or on the Sampling page"
+        )
         return "stratified", None
     return name, plan
 
 
-def _estimator_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame, main: np.ndarray, method: str,
-                      plan: Optional[dict], *, index, with_intervals: bool, reps: int, seed: int, known_inputs=None,
-                      known_source: Optional[pd.Series] = None):
+def _estimator_scored(
+    engine: Engine,
+    frames: ProjectFrames,
+    inst: pd.DataFrame,
+    main: np.ndarray,
+    method: str,
+    plan: Optional[dict],
+    *,
+    index,
+    with_intervals: bool,
+    reps: int,
+    seed: int,
+    known_inputs=None,
+    known_source: Optional[pd.Series] = None,
+):
     """Run the estimator ``method`` on the scored main rows (``index``: their unit index); ``p``
     of those rows becomes each instance's point estimate (``source`` = the estimator's name) for
     the plug-in breakdown tables. ``known_inputs``: the plan inputs of the result being rescored
@@ -641,16 +763,20 @@ def _estimator_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame,
 
     rows = inst[main] if not main.all() else inst
     if plan is None:
-        est = estimates.plain_estimate(rows, method, frames.adjudications, intervals=with_intervals, reps=reps,
-                                       seed=seed, index=index)
+        est = estimates.plain_estimate(
+            rows, method, frames.adjudications, intervals=with_intervals, reps=reps, seed=seed, index=index
+        )
     else:
         inputs = estimates.plan_inputs(engine, plan, frames.instances, known=known_inputs)
-        est = estimates.cluster_estimate(rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed,
-                                         index=index)
+        est = estimates.cluster_estimate(
+            rows, plan, inputs, intervals=with_intervals, reps=reps, seed=seed, index=index
+        )
         other = estimates.other_plan_decisions(engine, plan)
         if other:
-            est.notes.append(f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs "
-                             "the design of its own plan); the paper's rules use them")
+            est.notes.append(
+                f"{other} decision(s) of the pair's other plans are not used by this estimator (it needs "
+                "the design of its own plan); the paper's rules use them"
+            )
     p = inst["p"].to_numpy(dtype=float, copy=True)
     smooth, rid = est.smooth, rows["iid"].to_numpy()
     aligned = len(smooth) == len(rid) and np.array_equal(smooth.index.to_numpy(), rid)  # the usual case: same rows
@@ -658,8 +784,13 @@ def _estimator_scored(engine: Engine, frames: ProjectFrames, inst: pd.DataFrame,
     cols = {"p": p}
     if "source" in inst.columns:
         if main.all():  # every row is the estimator's: one value, no per-row copy of the strings
-            kept = known_source is not None and len(known_source) == len(inst) and known_source.index.equals(inst.index) \
-                and str(known_source.dtype) == "str" and bool((known_source == method).all())
+            kept = (
+                known_source is not None
+                and len(known_source) == len(inst)
+                and known_source.index.equals(inst.index)
+                and str(known_source.dtype) == "str"
+                and bool((known_source == method).all())
+            )
             cols["source"] = known_source if kept else pd.Series(method, index=inst.index, dtype="str")
         else:
             src = inst["source"].to_numpy(dtype=object, copy=True)
@@ -687,8 +818,10 @@ def _within_range(models, raw: np.ndarray, metric: str, notes: list) -> np.ndarr
     was outside it (the unbiased value is reported in the note, never silently)."""
     for m, v in zip(models, raw):
         if not np.isnan(v) and not 0.0 <= v <= 100.0:
-            notes.append(f"{m}: {metric}: the estimator's unbiased value {v:.2f} lies outside [0, 100] (a few "
-                         "decisions carry large design weights); shown clipped — adjudicate more to steady it")
+            notes.append(
+                f"{m}: {metric}: the estimator's unbiased value {v:.2f} lies outside [0, 100] (a few "
+                "decisions carry large design weights); shown clipped — adjudicate more to steady it"
+            )
     return np.clip(raw, 0.0, 100.0)
 
 
@@ -722,19 +855,33 @@ def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
         if not est.with_population or est.reps != reps or est.seed != seed:
             # the same rows as the scoring run: its unit index and the design arrays it keeps are reused
             if est.design is None:
-                full = estimates.plain_estimate(main, result.method, result.frames.adjudications, intervals=True,
-                                                reps=reps, seed=seed, index=est.index)
+                full = estimates.plain_estimate(
+                    main,
+                    result.method,
+                    result.frames.adjudications,
+                    intervals=True,
+                    reps=reps,
+                    seed=seed,
+                    index=est.index,
+                )
             else:
                 plan = {"id": None, "name": est.plan, "params": est.design.to_stored()}
-                full = estimates.cluster_estimate(main, plan, est.inputs, intervals=True, reps=reps, seed=seed,
-                                                  index=est.index)
+                full = estimates.cluster_estimate(
+                    main, plan, est.inputs, intervals=True, reps=reps, seed=seed, index=est.index
+                )
             full.estimate.notes = est.notes
             est = full
         ci = est.scores
     elif result.method in ("stratified", "pooled"):
-        ci = estimates.paper_intervals(main, result.frames.adjudications, result.method, reps=reps, seed=seed,
-                                       rates=result.rates if result.method == "stratified" else None,
-                                       index=result.index if result.method == "stratified" else None)
+        ci = estimates.paper_intervals(
+            main,
+            result.frames.adjudications,
+            result.method,
+            reps=reps,
+            seed=seed,
+            rates=result.rates if result.method == "stratified" else None,
+            index=result.index if result.method == "stratified" else None,
+        )
     else:
         ci = estimates.raw_intervals(main, reps=reps, seed=seed)
     t2 = result.tables["table2"].set_index("model")
@@ -743,8 +890,10 @@ def compute_intervals(result: ScoreResult, *, reps: int = 2000, seed: int = 0):
     if "emcr" not in result.metrics:
         ci.loc[ci["metric"].isin(EMCR_METRICS), bounds] = np.nan
     level = result.models.set_index("model")["constraint_level"]
-    ci["estimate"] = [(level.get(m, np.nan) if k == "constraint_level" else t2.loc[m, k] if m in t2.index else np.nan)
-                      for m, k in zip(ci["model"], ci["metric"])]
+    ci["estimate"] = [
+        (level.get(m, np.nan) if k == "constraint_level" else t2.loc[m, k] if m in t2.index else np.nan)
+        for m, k in zip(ci["model"], ci["metric"])
+    ]
     ci[bounds] = ci[bounds].clip(0.0, 100.0)
     return ci[["model", "metric", "estimate", *bounds]], est
 
@@ -779,12 +928,22 @@ def rescore(engine: Engine, principal: Principal, previous: ScoreResult, adjudic
     elif previous.method == "stratified":
         inst, rates = _stratified_update(old, rates, previous.frames.adjudications, frames)
     messages = [m for m in previous.messages if not m.startswith("scoring pair: ")]
-    return _assemble(engine, frames, inst, rates, previous.method, previous.unlabelled, messages,
-                     index=previous.index, facts=previous.facts)
+    return _assemble(
+        engine,
+        frames,
+        inst,
+        rates,
+        previous.method,
+        previous.unlabelled,
+        messages,
+        index=previous.index,
+        facts=previous.facts,
+    )
 
 
-def _stratified_update(old: pd.DataFrame, rates: pd.DataFrame, before_adj: pd.DataFrame,
-                       frames: ProjectFrames) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _stratified_update(
+    old: pd.DataFrame, rates: pd.DataFrame, before_adj: pd.DataFrame, frames: ProjectFrames
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rows ``old`` (stratified-calibrated under ``before_adj``) and their ``rates`` under the
     decisions of ``frames``: only the models whose decisions changed are recalibrated (strata
     and their fallback are per model); every other row keeps its p, stratum, source and
@@ -822,8 +981,12 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
     from reform_core.services.scoring import estimates
 
     plan = estimates.design_plan(engine, frames.judge_a, frames.judge_b)
-    if previous.stratified is None or previous.estimate is None or plan is None \
-            or plan["name"] != previous.estimate.plan:
+    if (
+        previous.stratified is None
+        or previous.estimate is None
+        or plan is None
+        or plan["name"] != previous.estimate.plan
+    ):
         return score(engine, principal, calibration=previous.method, frames=frames)
     s_inst, s_rates = previous.stratified
     if not is_main(s_inst).all():
@@ -836,12 +999,32 @@ def _rescore_cluster(engine: Engine, principal: Principal, previous: ScoreResult
         inst = inst.iloc[pd.Index(inst["iid"]).get_indexer(kept["iid"])]
     main = is_main(inst)
     messages = [m for m in previous.messages if not m.startswith(("scoring pair: ", "default estimator (plan "))]
-    inst, est = _estimator_scored(engine, frames, inst, main, previous.method, plan, index=previous.index,
-                                  with_intervals=False, reps=2000, seed=0,  # score()'s defaults
-                                  known_inputs=previous.estimate.inputs,
-                                  known_source=kept["source"] if "source" in kept.columns else None)
-    result = _assemble(engine, frames, inst, None, previous.method, previous.unlabelled, messages,
-                       index=previous.index, facts=previous.facts, estimate=est)
+    inst, est = _estimator_scored(
+        engine,
+        frames,
+        inst,
+        main,
+        previous.method,
+        plan,
+        index=previous.index,
+        with_intervals=False,
+        reps=2000,
+        seed=0,  # score()'s defaults
+        known_inputs=previous.estimate.inputs,
+        known_source=kept["source"] if "source" in kept.columns else None,
+    )
+    result = _assemble(
+        engine,
+        frames,
+        inst,
+        None,
+        previous.method,
+        previous.unlabelled,
+        messages,
+        index=previous.index,
+        facts=previous.facts,
+        estimate=est,
+    )
     result.stratified = (s_inst, s_rates)
     return result
 
@@ -863,9 +1046,15 @@ def score_json(result: ScoreResult) -> dict:
         for mode in ("strict", "loose"):
             if mode in result.metrics:
                 pl = getattr(r, f"{mode}_prompt_level", None)
-                out[mode] = None if pl is None or pd.isna(pl) else {
-                    "prompt_level": json_number(pl), "instruction_level": json_number(getattr(r, f"{mode}_instruction_level")),
-                    "judge": getattr(r, f"{mode}_judge")}
+                out[mode] = (
+                    None
+                    if pl is None or pd.isna(pl)
+                    else {
+                        "prompt_level": json_number(pl),
+                        "instruction_level": json_number(getattr(r, f"{mode}_instruction_level")),
+                        "judge": getattr(r, f"{mode}_judge"),
+                    }
+                )
         out["instructions"] = {"answered": int(r.answered), "scored": int(r.scored)}
         out["excluded"] = {"unlabelled_instructions": int(r.unlabelled_instructions)}
         if emcr:  # EMCR's exclusions only where EMCR applies (declared and baseline data exists)
@@ -876,13 +1065,19 @@ def score_json(result: ScoreResult) -> dict:
 
             out["intervals"] = intervals_json(result.intervals, m)
         models[m] = out
-    doc = {"models": models, "method": result.method, "estimator": result.estimator or result.method,
-           "provisional": result.provisional,
-           "pair": list(result.pair) if result.pair else None, "pair_source": result.pair_source or None,
-           "catalogs": result.catalogs, "metrics": result.metrics,
-           "metric_definitions": result.descriptions.as_dict() if result.descriptions else {},
-           "notes": result.messages,
-           "other_pair_decisions": result.other_pair_decisions}
+    doc = {
+        "models": models,
+        "method": result.method,
+        "estimator": result.estimator or result.method,
+        "provisional": result.provisional,
+        "pair": list(result.pair) if result.pair else None,
+        "pair_source": result.pair_source or None,
+        "catalogs": result.catalogs,
+        "metrics": result.metrics,
+        "metric_definitions": result.descriptions.as_dict() if result.descriptions else {},
+        "notes": result.messages,
+        "other_pair_decisions": result.other_pair_decisions,
+    }
     if result.intervals is not None:
         doc["intervals"] = {"level": 0.95, "reps": result.interval_reps, "seed": result.interval_seed}
     if result.estimate is not None:
@@ -914,5 +1109,9 @@ def intervals(result: ScoreResult, *, n_boot: int = 2000, seed: int = 0) -> pd.D
     from reform_core.metrics.intervals import bootstrap_intervals
 
     inst = result.instances[result.instances["condition"] == "main"]
-    return bootstrap_intervals(inst, n_boot=n_boot, rng=np.random.default_rng(seed),
-                               rates=result.rates if result.method == "stratified" else None)
+    return bootstrap_intervals(
+        inst,
+        n_boot=n_boot,
+        rng=np.random.default_rng(seed),
+        rates=result.rates if result.method == "stratified" else None,
+    )

@@ -22,8 +22,8 @@ from reform_core.catalog import load_catalog
 from reform_core.construction import extraction, mosaic_gen, prompts, variants, wise_gen
 from reform_core.metrics.coverage import catalog_coverage
 from reform_core.safe_csv import write_csv
-from reform_core.services.judging import collection
 from reform_core.services.data.importer import frames_bundle, import_bundle_obj
+from reform_core.services.judging import collection
 
 
 def _questions(engine: Engine) -> pd.DataFrame:
@@ -43,9 +43,19 @@ def _catalog(engine: Engine, catalog: Optional[str]):
             return load_catalog(name)  # a file path (or the loader's own message)
 
 
-def build_variants(engine: Engine, *, per_question: int, seed: int = 0, pool_size: int = 6, k: int = 3,
-                   catalog: Optional[str] = None, single: bool = False, prompted: bool = False,
-                   integrate: Optional[dict] = None, dry_run: bool = False) -> dict:
+def build_variants(
+    engine: Engine,
+    *,
+    per_question: int,
+    seed: int = 0,
+    pool_size: int = 6,
+    k: int = 3,
+    catalog: Optional[str] = None,
+    single: bool = False,
+    prompted: bool = False,
+    integrate: Optional[dict] = None,
+    dry_run: bool = False,
+) -> dict:
     """Compose candidate variants for every question that has no main instruction yet,
     check them, optionally let an LLM integrate the constraints into the question
     (``integrate = {"provider", "model", "base_url"?, "api_key"?}``; a failed integration
@@ -67,18 +77,36 @@ def build_variants(engine: Engine, *, per_question: int, seed: int = 0, pool_siz
     issues = variants.check_variants(ins, con, cat, k=k, verbatim=True)
     if len(issues):
         first = issues.iloc[0]
-        raise ValueError(f"{len(issues)} variant check(s) failed, e.g. {first['instruction']} "
-                         f"position {first['position']}: {first['field']}: {first['message']}")
+        raise ValueError(
+            f"{len(issues)} variant check(s) failed, e.g. {first['instruction']} "
+            f"position {first['position']}: {first['field']}: {first['message']}"
+        )
     integrated = errors = 0
     if integrate:
         qtext = dict(zip(todo["key"], todo["text"]))
         by_ins = {key: g.sort_values("position") for key, g in con.groupby("instruction")}
-        items = [collection.GenItem("integration", r.question, r.key, "integration", "",
-                                    messages=tuple(prompts.integration_messages(
-                                        qtext[r.question], by_ins[r.key][["text", "acceptance"]].to_dict("records"))))
-                 for r in ins.itertuples(index=False)]
-        results = collection.run_prompts(items, provider=integrate["provider"], model=integrate["model"],
-                                         base_url=integrate.get("base_url"), api_key=integrate.get("api_key"))
+        items = [
+            collection.GenItem(
+                "integration",
+                r.question,
+                r.key,
+                "integration",
+                "",
+                messages=tuple(
+                    prompts.integration_messages(
+                        qtext[r.question], by_ins[r.key][["text", "acceptance"]].to_dict("records")
+                    )
+                ),
+            )
+            for r in ins.itertuples(index=False)
+        ]
+        results = collection.run_prompts(
+            items,
+            provider=integrate["provider"],
+            model=integrate["model"],
+            base_url=integrate.get("base_url"),
+            api_key=integrate.get("api_key"),
+        )
         texts = []
         for r, old in zip(results, ins["text"]):
             try:
@@ -94,15 +122,23 @@ def build_variants(engine: Engine, *, per_question: int, seed: int = 0, pool_siz
     all_i, all_c = pd.concat([ins, extra_i], ignore_index=True), pd.concat([con, extra_c], ignore_index=True)
     table = variants.multiplicity_table(ins, con)
     if not dry_run:
-        import_bundle_obj(engine, frames_bundle({"instructions": all_i, "constraints": all_c},
-                                                source="<build-variants>", catalog=cat.name))
-    return {"questions": int(len(todo)), "instructions": int(len(all_i)), "constraints": int(len(all_c)),
-            "integrated": integrated, "integration_errors": errors,
-            "multiplicity": table.to_dict("records")}
+        import_bundle_obj(
+            engine,
+            frames_bundle({"instructions": all_i, "constraints": all_c}, source="<build-variants>", catalog=cat.name),
+        )
+    return {
+        "questions": int(len(todo)),
+        "instructions": int(len(all_i)),
+        "constraints": int(len(all_c)),
+        "integrated": integrated,
+        "integration_errors": errors,
+        "multiplicity": table.to_dict("records"),
+    }
 
 
-def screen_variants(engine: Engine, *, keep: int, calibration: str = "stratified",
-                    judges: Optional[tuple[str, str]] = None) -> pd.DataFrame:
+def screen_variants(
+    engine: Engine, *, keep: int, calibration: str = "stratified", judges: Optional[tuple[str, str]] = None
+) -> pd.DataFrame:
     """Difficulty screening of the main variants over every evaluated (screening) model that
     answered all of them: :func:`reform_core.construction.variants.screen_difficulty` on
     calibrated probabilities (ReFormBench App. A.7.5)."""
@@ -116,9 +152,17 @@ def screen_variants(engine: Engine, *, keep: int, calibration: str = "stratified
     return variants.screen_difficulty(inst, keep=keep)
 
 
-def extract_features(engine: Engine, *, provider: str = "rules", model: str = "", base_url: Optional[str] = None,
-                     api_key: Optional[str] = None, open_ended: bool = False, out: Optional[str | Path] = None,
-                     concurrency: int = 8) -> dict:
+def extract_features(
+    engine: Engine,
+    *,
+    provider: str = "rules",
+    model: str = "",
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    open_ended: bool = False,
+    out: Optional[str | Path] = None,
+    concurrency: int = 8,
+) -> dict:
     """Annotate baseline responses with catalog features (rule detectors, plus the LLM for
     the others when ``provider`` is openai/gemini: :func:`reform_core.services.judging.judging.annotate_baseline`).
 
@@ -131,8 +175,9 @@ def extract_features(engine: Engine, *, provider: str = "rules", model: str = ""
 
     if open_ended and provider not in collection.PROVIDERS:
         raise ValueError(f"open_ended: needs an LLM provider {collection.PROVIDERS}, got {provider!r}")
-    annotation = annotate_baseline(engine, provider=provider, model=model, base_url=base_url, api_key=api_key,
-                                   concurrency=concurrency)
+    annotation = annotate_baseline(
+        engine, provider=provider, model=model, base_url=base_url, api_key=api_key, concurrency=concurrency
+    )
     result = {"annotation": annotation, "extracted": 0, "coverage": []}
     if not open_ended:
         return result
@@ -144,11 +189,20 @@ def extract_features(engine: Engine, *, provider: str = "rules", model: str = ""
         qs = repo.read_frame(conn, "question", ["id", "key"])
     base = resp[resp["kind"] == "baseline"]
     mname, qkey = dict(zip(models["id"], models["name"])), dict(zip(qs["id"], qs["key"]))
-    items = [collection.GenItem(mname[r.model_id], qkey[r.question_id], None, "extraction", "",
-                                messages=tuple(prompts.extraction_messages(r.text or "", rows)))
-             for r in base.itertuples(index=False)]
-    results = collection.run_prompts(items, provider=provider, model=model, base_url=base_url, api_key=api_key,
-                                     concurrency=concurrency)
+    items = [
+        collection.GenItem(
+            mname[r.model_id],
+            qkey[r.question_id],
+            None,
+            "extraction",
+            "",
+            messages=tuple(prompts.extraction_messages(r.text or "", rows)),
+        )
+        for r in base.itertuples(index=False)
+    ]
+    results = collection.run_prompts(
+        items, provider=provider, model=model, base_url=base_url, api_key=api_key, concurrency=concurrency
+    )
     records, failed = [], 0
     for r in results:
         try:
@@ -161,8 +215,9 @@ def extract_features(engine: Engine, *, provider: str = "rules", model: str = ""
     ext = pd.DataFrame(records, columns=["model", "question", "name", "description", "mapping", "catalog_features"])
     mapped = extraction.map_extracted(ext, cat)
     if out is not None:
-        write_csv(mapped.assign(features=mapped["features"].map(",".join), dropped=mapped["dropped"].map(",".join)),
-                  out)
+        write_csv(
+            mapped.assign(features=mapped["features"].map(",".join), dropped=mapped["dropped"].map(",".join)), out
+        )
     cov = catalog_coverage(mapped) if len(mapped) else pd.DataFrame()
     stored = _store_extractions(engine, mapped, source=f"llm:{provider}")
     result.update(extracted=int(len(mapped)), failed=failed, coverage=cov.to_dict("records"), stored=stored)
@@ -178,10 +233,16 @@ def _store_extractions(engine: Engine, mapped: pd.DataFrame, *, source: str) -> 
     if mapped.empty:
         return 0
     feats = mapped["features"].map(lambda f: f[0] if len(f) else "")
-    ext = pd.DataFrame({"model": mapped["model"].astype(str), "question": mapped["question"].astype(str),
-                        "label": mapped["name"].astype(str).str.slice(0, 200),
-                        "feature": np.where(mapped["mapping"].isin(["uncovered", "not_format"]), "", feats),
-                        "match": mapped["mapping"].astype(str), "source": source})
+    ext = pd.DataFrame(
+        {
+            "model": mapped["model"].astype(str),
+            "question": mapped["question"].astype(str),
+            "label": mapped["name"].astype(str).str.slice(0, 200),
+            "feature": np.where(mapped["mapping"].isin(["uncovered", "not_format"]), "", feats),
+            "match": mapped["mapping"].astype(str),
+            "source": source,
+        }
+    )
     ext = ext[ext["label"].str.strip() != ""].drop_duplicates(["model", "question", "label"])
     counts = import_bundle_obj(engine, frames_bundle({"extractions": ext}), replace=True)
     return int(counts.get("extractions", 0))
@@ -216,16 +277,24 @@ def _spread(tab: pd.DataFrame) -> float:
 WISE_PANELS = tuple(wise_gen.PANELS)
 
 
-def wise_items(*, tasks: list[str], targets: list, panel: str = "exact_count", repetitions: int = 3,
-               seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def wise_items(
+    *, tasks: list[str], targets: list, panel: str = "exact_count", repetitions: int = 3, seed: int = 0
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(task manifest, form manifest, matched items) of a WISE panel (WISE paper §4, App. R)."""
     manifest = wise_gen.task_manifest(tasks, targets, np.random.default_rng(seed))
     forms = wise_gen.form_manifest(panel)
     return manifest, forms, wise_gen.matched_items(manifest, forms, repetitions=repetitions)
 
 
-def write_wise(out_dir: str | Path, *, tasks: list[str], targets: list, panel: str = "exact_count",
-               repetitions: int = 3, seed: int = 0) -> dict:
+def write_wise(
+    out_dir: str | Path,
+    *,
+    tasks: list[str],
+    targets: list,
+    panel: str = "exact_count",
+    repetitions: int = 3,
+    seed: int = 0,
+) -> dict:
     """Write ``tasks.csv`` (item, task, target), ``forms.csv`` (form, template, checker) and
     ``items.jsonl`` (every task × form × repetition with its prompt) to ``out_dir``."""
     out_dir = Path(out_dir)

@@ -65,14 +65,15 @@ def parse_target(target: str) -> tuple[str, tuple]:
         if lo > hi:
             raise ValueError(f"target: range {t!r} has low > high")
         return "wise:word_range", (("low", lo), ("high", hi))
-    if t.startswith("keyword:") and t[len("keyword:"):].strip():
-        return "wise:keyword_once", (("keyword", t[len("keyword:"):].strip()),)
+    if t.startswith("keyword:") and t[len("keyword:") :].strip():
+        return "wise:keyword_once", (("keyword", t[len("keyword:") :].strip()),)
     if t.startswith("keys:"):
-        keys = tuple(k.strip() for k in t[len("keys:"):].split(","))
+        keys = tuple(k.strip() for k in t[len("keys:") :].split(","))
         if keys and all(keys) and len(set(keys)) == len(keys):
             return "wise:json_keys", (("keys", keys),)
-    raise ValueError(f"target: {t!r} names no checker; use N, L-H, keyword:WORD or keys:K1,K2 "
-                     "(or give a checker column)")
+    raise ValueError(
+        f"target: {t!r} names no checker; use N, L-H, keyword:WORD or keys:K1,K2 (or give a checker column)"
+    )
 
 
 def _canonical_target(target: str, checker: str | None) -> str:
@@ -108,8 +109,13 @@ def check_generations(gens: pd.DataFrame) -> pd.DataFrame:
     return gens.assign(checker=checkers, passed=passed, direction=directions, words=words)
 
 
-def generation_compliance(gens: pd.DataFrame, *, checker: str = DEFAULT_CHECKER, forms: list[str] | None = None,
-                          reference: str = DEFAULT_REFERENCE) -> dict:
+def generation_compliance(
+    gens: pd.DataFrame,
+    *,
+    checker: str = DEFAULT_CHECKER,
+    forms: list[str] | None = None,
+    reference: str = DEFAULT_REFERENCE,
+) -> dict:
     """Compliance summaries of stored generations under one checker (the WISE paper, sections 3 and 5.7).
 
     Returns ``{"outputs", "compliance", "pooled", "model_gaps", "directions", "notes"}``:
@@ -118,8 +124,14 @@ def generation_compliance(gens: pd.DataFrame, *, checker: str = DEFAULT_CHECKER,
     per-model ``reference, c_worst, worst_form, gap`` (gap = reference − worst); failure
     direction shares per form. Parts are None / empty without generations.
     """
-    empty = {"outputs": gens.iloc[0:0], "compliance": None, "pooled": None, "model_gaps": pd.DataFrame(),
-             "directions": pd.DataFrame(), "notes": []}
+    empty = {
+        "outputs": gens.iloc[0:0],
+        "compliance": None,
+        "pooled": None,
+        "model_gaps": pd.DataFrame(),
+        "directions": pd.DataFrame(),
+        "notes": [],
+    }
     if gens.empty:
         return empty
     out = check_generations(gens)
@@ -134,8 +146,9 @@ def generation_compliance(gens: pd.DataFrame, *, checker: str = DEFAULT_CHECKER,
         comp = comp[[f for f in forms if f in comp.columns]]
     lacking = comp.index[comp.isna().any(axis=1)]
     if len(lacking):
-        notes.append(f"model(s) without outputs under every form left out of pooled compliance: "
-                     f"{', '.join(map(str, lacking))}")
+        notes.append(
+            f"model(s) without outputs under every form left out of pooled compliance: {', '.join(map(str, lacking))}"
+        )
         comp = comp.drop(index=lacking)
     pooled, gaps = None, pd.DataFrame()
     if not comp.empty:
@@ -148,8 +161,14 @@ def generation_compliance(gens: pd.DataFrame, *, checker: str = DEFAULT_CHECKER,
             pooled = W.pooled_compliance(comp).to_frame("compliance")
             notes.append(f"reference form {reference!r} has no generations; no Δ or per-model gaps")
     directions = W.failure_directions(out[out["model"].isin(comp.index)]) if not comp.empty else pd.DataFrame()
-    return {"outputs": out, "compliance": comp, "pooled": pooled, "model_gaps": gaps, "directions": directions,
-            "notes": notes}
+    return {
+        "outputs": out,
+        "compliance": comp,
+        "pooled": pooled,
+        "model_gaps": gaps,
+        "directions": directions,
+        "notes": notes,
+    }
 
 
 def _generation_row(rec: dict, loc: str, errors: list[str]) -> dict | None:
@@ -196,8 +215,7 @@ def _generation_row(rec: dict, loc: str, errors: list[str]) -> dict | None:
     return row if len(errors) == n_errors else None
 
 
-def import_generations(engine: Engine, principal: Principal, *, data: bytes, filename: str,
-                       study: str = "") -> dict:
+def import_generations(engine: Engine, principal: Principal, *, data: bytes, filename: str, study: str = "") -> dict:
     """Import WISE generations from CSV or JSONL (leads), into WISE study ``study`` if given.
 
     Columns: ``item, model, provider, form, target, repetition, output`` (+ optional
@@ -223,8 +241,10 @@ def import_generations(engine: Engine, principal: Principal, *, data: bytes, fil
         row["study"] = study
         key = tuple(row[c] for c in repo.GENERATION_KEY)
         if key in lines:
-            errors.append(f"{filename}:{line}: repetition: duplicate of line {lines[key]} "
-                          f"(same item, model, form, target, repetition)")
+            errors.append(
+                f"{filename}:{line}: repetition: duplicate of line {lines[key]} "
+                f"(same item, model, form, target, repetition)"
+            )
             continue
         lines[key] = line
         rows.append(row)
@@ -243,8 +263,10 @@ def import_generations(engine: Engine, principal: Principal, *, data: bytes, fil
                 new.append(r)
             elif stored[key] != (r["provider"], r["output"]):
                 what = "provider" if stored[key][0] != r["provider"] else "output"
-                errors.append(f"{filename}:{lines[key]}: {what}: differs from the stored generation with the same "
-                              "item, model, form, target and repetition")
+                errors.append(
+                    f"{filename}:{lines[key]}: {what}: differs from the stored generation with the same "
+                    "item, model, form, target and repetition"
+                )
         if errors:
             raise ImportFailed(errors)
         repo.insert_generations(conn, rows=new)
@@ -277,9 +299,11 @@ def ensure_study(conn, study: str, *, forms: list[dict], manifest: Optional[dict
     have = {f["form"]: f for f in params.get("forms", [])}
     mine = {f["form"]: f for f in forms}
     if set(mine) - set(have) or any(mine[k]["checker"] != have[k]["checker"] for k in mine):
-        raise ValueError(f"study: WISE study {study!r} has forms {sorted(have)} "
-                         f"({', '.join(sorted({f['checker'] for f in have.values()}))}); these are "
-                         f"{sorted(mine)} ({', '.join(sorted({f['checker'] for f in mine.values()}))})")
+        raise ValueError(
+            f"study: WISE study {study!r} has forms {sorted(have)} "
+            f"({', '.join(sorted({f['checker'] for f in have.values()}))}); these are "
+            f"{sorted(mine)} ({', '.join(sorted({f['checker'] for f in mine.values()}))})"
+        )
     changed = False
     for k, f in mine.items():
         if f.get("template") and not have[k].get("template"):

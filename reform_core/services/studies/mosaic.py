@@ -36,21 +36,40 @@ from db.repo import mosaic as repo
 from reform_core.judges import mosaic_rubric
 from reform_core.metrics import mosaic as M
 from reform_core.records import storage_problem
-from reform_core.services.judging import collection
 from reform_core.services.accounts.auth import Principal, require
-from reform_core.services.data.reading import ImportFailed, one_line
-from reform_core.services.data.reading import read_records
+from reform_core.services.data.reading import ImportFailed, one_line, read_records
+from reform_core.services.judging import collection
 from reform_core.verifiers.base import get as get_verifier
 
 JUDGE = "judge"  # the verifier field of constraints scored by the LLM judge
 N_BOOT = 2000
-MAX_LEN = {"id": 200, "task": 200, "product": 200, "constraint": 100, "category": 100, "verifier": 100,
-           "model": 200, "study": 200}
+MAX_LEN = {
+    "id": 200,
+    "task": 200,
+    "product": 200,
+    "constraint": 100,
+    "category": 100,
+    "verifier": 100,
+    "model": 200,
+    "study": 200,
+}
 MANAGE, VIEW = "manage_studies", "view_scores"
 Progress = Optional[Callable[[int, int], None]]
 
-__all__ = ["ImportFailed", "MosaicResults", "collect", "import_outputs", "import_prompts", "list_studies",
-           "output_detail", "output_summary", "check_rows", "results", "run_checks", "score"]
+__all__ = [
+    "ImportFailed",
+    "MosaicResults",
+    "collect",
+    "import_outputs",
+    "import_prompts",
+    "list_studies",
+    "output_detail",
+    "output_summary",
+    "check_rows",
+    "results",
+    "run_checks",
+    "score",
+]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -102,13 +121,15 @@ def _check_row(c: Any, n: int, loc: str, errors: list) -> dict | None:
         errors.append(f"{where}: expected an object, got {type(c).__name__}")
         return None
     before = len(errors)
-    out = {"position": c.get("position"),
-           "key": _text(c, "constraint", where, errors, limit=MAX_LEN["constraint"]),
-           "category": _text(c, "category", where, errors, required=False, limit=MAX_LEN["category"]),
-           "text": _text(c, "text", where, errors, required=False),
-           "verifier": _text(c, "verifier", where, errors, limit=MAX_LEN["verifier"]),
-           "rubric": _text(c, "rubric", where, errors, required=False),
-           "params": c.get("params") if c.get("params") is not None else {}}
+    out = {
+        "position": c.get("position"),
+        "key": _text(c, "constraint", where, errors, limit=MAX_LEN["constraint"]),
+        "category": _text(c, "category", where, errors, required=False, limit=MAX_LEN["category"]),
+        "text": _text(c, "text", where, errors, required=False),
+        "verifier": _text(c, "verifier", where, errors, limit=MAX_LEN["verifier"]),
+        "rubric": _text(c, "rubric", where, errors, required=False),
+        "params": c.get("params") if c.get("params") is not None else {},
+    }
     if isinstance(out["position"], bool) or not isinstance(out["position"], int):
         errors.append(f"{where}.position: must be an integer, got {c.get('position')!r}")
     if not isinstance(out["params"], dict):
@@ -136,11 +157,13 @@ def _check_row(c: Any, n: int, loc: str, errors: list) -> dict | None:
 
 def _prompt_row(rec: dict, loc: str, errors: list) -> dict | None:
     before = len(errors)
-    row = {"key": _text(rec, "id", loc, errors, limit=MAX_LEN["id"]),
-           "task": _text(rec, "task", loc, errors, required=False, limit=MAX_LEN["task"]),
-           "product": _text(rec, "product", loc, errors, required=False, limit=MAX_LEN["product"]),
-           "system_prompt": _text(rec, "system", loc, errors, required=False),
-           "user_prompt": _text(rec, "user", loc, errors, required=False)}
+    row = {
+        "key": _text(rec, "id", loc, errors, limit=MAX_LEN["id"]),
+        "task": _text(rec, "task", loc, errors, required=False, limit=MAX_LEN["task"]),
+        "product": _text(rec, "product", loc, errors, required=False, limit=MAX_LEN["product"]),
+        "system_prompt": _text(rec, "system", loc, errors, required=False),
+        "user_prompt": _text(rec, "user", loc, errors, required=False),
+    }
     if not row["system_prompt"].strip() and not row["user_prompt"].strip() and len(errors) == before:
         errors.append(f"{loc}: user: the prompt has neither a system nor a user message")
     checks = rec.get("checks")
@@ -173,10 +196,22 @@ def _prompt_row(rec: dict, loc: str, errors: list) -> dict | None:
 def _same_prompt(new: dict, stored: dict, stored_cons: pd.DataFrame) -> bool:
     if any(new[k] != stored[k] for k in ("task", "product", "system_prompt", "user_prompt")):
         return False
-    mine = [{k: c[k] for k in ("position", "key", "category", "text", "verifier", "params", "rubric")}
-            for c in new["checks"]]
-    theirs = [{"position": int(r.position), "key": r.constraint, "category": r.category, "text": r.text,
-               "verifier": r.verifier, "params": r.params, "rubric": r.rubric} for r in stored_cons.itertuples()]
+    mine = [
+        {k: c[k] for k in ("position", "key", "category", "text", "verifier", "params", "rubric")}
+        for c in new["checks"]
+    ]
+    theirs = [
+        {
+            "position": int(r.position),
+            "key": r.constraint,
+            "category": r.category,
+            "text": r.text,
+            "verifier": r.verifier,
+            "params": r.params,
+            "rubric": r.rubric,
+        }
+        for r in stored_cons.itertuples()
+    ]
     return mine == theirs
 
 
@@ -220,16 +255,26 @@ def import_prompts(engine: Engine, principal: Principal, *, study: str, data: by
             if r["key"] not in stored.index:
                 new.append(r)
             elif not _same_prompt(r, stored.loc[r["key"]], by_prompt.get(r["key"], stored_cons.iloc[0:0])):
-                errors.append(f"{filename}:{seen[r['key']]}: id: prompt {r['key']!r} differs from the one stored "
-                              f"in study {study!r}")
+                errors.append(
+                    f"{filename}:{seen[r['key']]}: id: prompt {r['key']!r} differs from the one stored "
+                    f"in study {study!r}"
+                )
         if errors:
             raise ImportFailed(errors)
-        ids = repo.insert_prompts(conn, study_id=sid, rows=[{k: r[k] for k in (
-            "key", "task", "product", "system_prompt", "user_prompt")} for r in new])
+        ids = repo.insert_prompts(
+            conn,
+            study_id=sid,
+            rows=[{k: r[k] for k in ("key", "task", "product", "system_prompt", "user_prompt")} for r in new],
+        )
         cons = [{"prompt_id": ids[r["key"]], **c} for r in new for c in r["checks"]]
         repo.insert_constraints(conn, rows=cons)
-    return {"study": study, "prompts": len(rows), "written": len(new), "existing": len(rows) - len(new),
-            "constraints": len(cons)}
+    return {
+        "study": study,
+        "prompts": len(rows),
+        "written": len(new),
+        "existing": len(rows) - len(new),
+        "constraints": len(cons),
+    }
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -271,8 +316,14 @@ def import_outputs(engine: Engine, principal: Principal, *, study: str, data: by
             errors.append(f"{loc}: model: output of {model!r} for prompt {prompt!r} already given on line {seen[key]}")
             continue
         seen[key] = line
-        rows.append({"prompt_id": prompt_ids[prompt], "model": model, "output": rec["output"],
-                     "meta": {"source": "import", "file": Path(filename).name}})
+        rows.append(
+            {
+                "prompt_id": prompt_ids[prompt],
+                "model": model,
+                "output": rec["output"],
+                "meta": {"source": "import", "file": Path(filename).name},
+            }
+        )
     if not records and not errors:
         errors.append(f"{filename}: no outputs")
     if errors:
@@ -288,20 +339,37 @@ def import_outputs(engine: Engine, principal: Principal, *, study: str, data: by
                 new.append(r)
             elif have[key] != r["output"]:
                 line = seen[(inv[r["prompt_id"]], r["model"])]
-                errors.append(f"{filename}:{line}: output: differs from the stored output of {r['model']!r} for "
-                              f"prompt {inv[r['prompt_id']]!r}")
+                errors.append(
+                    f"{filename}:{line}: output: differs from the stored output of {r['model']!r} for "
+                    f"prompt {inv[r['prompt_id']]!r}"
+                )
         if errors:
             raise ImportFailed(errors)
         repo.insert_outputs(conn, rows=new)
     return {"study": study, "rows": len(rows), "written": len(new), "existing": len(rows) - len(new)}
 
 
-def collect(engine: Engine, principal: Principal, *, study: str, model: str, provider: str,
-            provider_model: Optional[str] = None, settings: Optional[collection.GenerationSettings] = None,
-            base_url: Optional[str] = None, api_key: Optional[str] = None, concurrency: int = 8,
-            rpm: Optional[int] = None, tpm: Optional[int] = None, limit: Optional[int] = None,
-            timeout: float = 300.0, retry=None, progress: Progress = None, cancel: Any = None,
-            commit_every: int = 16) -> dict:
+def collect(
+    engine: Engine,
+    principal: Principal,
+    *,
+    study: str,
+    model: str,
+    provider: str,
+    provider_model: Optional[str] = None,
+    settings: Optional[collection.GenerationSettings] = None,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    concurrency: int = 8,
+    rpm: Optional[int] = None,
+    tpm: Optional[int] = None,
+    limit: Optional[int] = None,
+    timeout: float = 300.0,
+    retry=None,
+    progress: Progress = None,
+    cancel: Any = None,
+    commit_every: int = 16,
+) -> dict:
     """Collect ``model``'s missing outputs for the study's prompts (system + user message).
 
     Resumable: a prompt that already has an output of ``model`` is never asked again; a
@@ -326,8 +394,11 @@ def collect(engine: Engine, principal: Principal, *, study: str, model: str, pro
         todo = todo.iloc[:limit]
     items, prompt_of = [], {}
     for r in todo.itertuples(index=False):
-        msgs = tuple(m for m in ({"role": "system", "content": r.system_prompt},
-                                 {"role": "user", "content": r.user_prompt}) if m["content"])
+        msgs = tuple(
+            m
+            for m in ({"role": "system", "content": r.system_prompt}, {"role": "user", "content": r.user_prompt})
+            if m["content"]
+        )
         item = collection.GenItem(model, r.key, None, "mosaic", r.user_prompt, messages=msgs)
         items.append(item)
         prompt_of[id(item)] = int(r.id)
@@ -352,10 +423,25 @@ def collect(engine: Engine, principal: Principal, *, study: str, model: str, pro
                 repo.insert_outputs(conn, rows=rows)
             out["written"] += len(rows)
 
-    out.update(collection.generate(items, provider=provider, model=provider_model or model, on_results=on_results,
-                                   settings=settings, base_url=base_url, api_key=api_key, concurrency=concurrency,
-                                   rpm=rpm, tpm=tpm, timeout=timeout, retry=retry, progress=progress, cancel=cancel,
-                                   commit_every=commit_every))
+    out.update(
+        collection.generate(
+            items,
+            provider=provider,
+            model=provider_model or model,
+            on_results=on_results,
+            settings=settings,
+            base_url=base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            rpm=rpm,
+            tpm=tpm,
+            timeout=timeout,
+            retry=retry,
+            progress=progress,
+            cancel=cancel,
+            commit_every=commit_every,
+        )
+    )
     return out
 
 
@@ -367,8 +453,11 @@ def _unchecked(conn, sid: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     outs = repo.outputs(conn, study_id=sid)
     cons = repo.constraints(conn, study_id=sid)
     done = repo.checks(conn, study_id=sid)[["output_id", "constraint_id"]]
-    pairs = outs[["id", "prompt_id"]].rename(columns={"id": "output_id"}).merge(
-        cons.rename(columns={"id": "constraint_id"}), on="prompt_id")
+    pairs = (
+        outs[["id", "prompt_id"]]
+        .rename(columns={"id": "output_id"})
+        .merge(cons.rename(columns={"id": "constraint_id"}), on="prompt_id")
+    )
     pairs = pairs.merge(done.assign(_done=True), on=["output_id", "constraint_id"], how="left")
     return outs.set_index("id"), pairs[pairs["_done"].isna()].drop(columns="_done")
 
@@ -381,8 +470,16 @@ def _insert_checks(engine: Engine, rows: list[dict]) -> int:
     return len(rows)
 
 
-def run_checks(engine: Engine, principal: Principal, *, study: str, judge: Optional[dict] = None,
-               progress: Progress = None, cancel: Any = None, batch: int = 2000) -> dict:
+def run_checks(
+    engine: Engine,
+    principal: Principal,
+    *,
+    study: str,
+    judge: Optional[dict] = None,
+    progress: Progress = None,
+    cancel: Any = None,
+    batch: int = 2000,
+) -> dict:
     """Score every unchecked (output, constraint) of the study.
 
     Deterministic constraints run their ``mosaic:*`` verifier (App. D.1–D.3). With
@@ -409,8 +506,16 @@ def run_checks(engine: Engine, principal: Principal, *, study: str, judge: Optio
             out["first_error"] = out["first_error"] or one_line(f"{r.prompt} position {r.position}: {exc}")
             continue
         score = min(1.0, max(0.0, float(res.score)))
-        rows.append({"output_id": int(r.output_id), "constraint_id": int(r.constraint_id), "checker": r.verifier,
-                     "score": score, "followed": score >= M.THRESHOLD, "evidence": res.evidence[:2000]})
+        rows.append(
+            {
+                "output_id": int(r.output_id),
+                "constraint_id": int(r.constraint_id),
+                "checker": r.verifier,
+                "score": score,
+                "followed": score >= M.THRESHOLD,
+                "evidence": res.evidence[:2000],
+            }
+        )
         if len(rows) >= batch:
             out["checked"] += _insert_checks(engine, rows)
             rows = []
@@ -423,8 +528,9 @@ def run_checks(engine: Engine, principal: Principal, *, study: str, judge: Optio
     return out
 
 
-def _judge(engine: Engine, outs: pd.DataFrame, todo: pd.DataFrame, judge: dict, out: dict, *,
-           progress: Progress, cancel: Any) -> dict:
+def _judge(
+    engine: Engine, outs: pd.DataFrame, todo: pd.DataFrame, judge: dict, out: dict, *, progress: Progress, cancel: Any
+) -> dict:
     provider, model = judge.get("provider"), (judge.get("model") or "").strip()
     if not model:
         raise ValueError("judge model: name the judge's model (e.g. gpt-4o-mini)")
@@ -432,8 +538,14 @@ def _judge(engine: Engine, outs: pd.DataFrame, todo: pd.DataFrame, judge: dict, 
     settings = collection.GenerationSettings(temperature=0.0, max_tokens=int(judge.get("max_tokens") or 1024))
     items, pair_of = [], {}
     for r in todo.itertuples(index=False):
-        item = collection.GenItem(model, r.prompt, None, "mosaic-judge", "",
-                                  messages=tuple(mosaic_rubric.messages(outs.at[r.output_id, "output"], r.rubric)))
+        item = collection.GenItem(
+            model,
+            r.prompt,
+            None,
+            "mosaic-judge",
+            "",
+            messages=tuple(mosaic_rubric.messages(outs.at[r.output_id, "output"], r.rubric)),
+        )
         items.append(item)
         pair_of[id(item)] = (int(r.output_id), int(r.constraint_id))
 
@@ -449,14 +561,32 @@ def _judge(engine: Engine, outs: pd.DataFrame, todo: pd.DataFrame, judge: dict, 
                 out["first_error"] = out["first_error"] or one_line(f"judge on {r.item.question}: {exc}")[:500]
                 continue
             output_id, constraint_id = pair_of[id(r.item)]
-            rows.append({"output_id": output_id, "constraint_id": constraint_id, "checker": checker, "score": score,
-                         "followed": score >= M.THRESHOLD, "evidence": _storable(reasoning)})
+            rows.append(
+                {
+                    "output_id": output_id,
+                    "constraint_id": constraint_id,
+                    "checker": checker,
+                    "score": score,
+                    "followed": score >= M.THRESHOLD,
+                    "evidence": _storable(reasoning),
+                }
+            )
         out["judged"] += _insert_checks(engine, rows)
 
-    stats = collection.generate(items, provider=provider, model=model, on_results=on_results, settings=settings,
-                                base_url=judge.get("base_url"), api_key=judge.get("api_key"),
-                                concurrency=int(judge.get("concurrency") or 8), rpm=judge.get("rpm"),
-                                tpm=judge.get("tpm"), progress=progress, cancel=cancel)
+    stats = collection.generate(
+        items,
+        provider=provider,
+        model=model,
+        on_results=on_results,
+        settings=settings,
+        base_url=judge.get("base_url"),
+        api_key=judge.get("api_key"),
+        concurrency=int(judge.get("concurrency") or 8),
+        rpm=judge.get("rpm"),
+        tpm=judge.get("tpm"),
+        progress=progress,
+        cancel=cancel,
+    )
     return {"judge_requests": stats["requests"], "judge_cost_usd": stats["cost_usd"]}
 
 
@@ -516,25 +646,46 @@ class MosaicResults:
                 "scc": {str(x.constraint): pct(x.scc) for x in scc.itertuples(index=False)},
                 "poscc": {str(int(x.position)): pct(x.poscc) for x in poscc.itertuples(index=False)},
                 "all_followed": pct(r.all_followed),
-                "outputs": int(c["outputs"]), "checked": int(c["checked"]), "unchecked": int(c["unchecked"]),
+                "outputs": int(c["outputs"]),
+                "checked": int(c["checked"]),
+                "unchecked": int(c["unchecked"]),
                 "intervals": {
-                    "pa": ci(r.pa_low, r.pa_high), "all_followed": ci(r.all_followed_low, r.all_followed_high),
+                    "pa": ci(r.pa_low, r.pa_high),
+                    "all_followed": ci(r.all_followed_low, r.all_followed_high),
                     "scc": {str(x.constraint): ci(x.ci_low, x.ci_high) for x in scc.itertuples(index=False)},
                     "poscc": {str(int(x.position)): ci(x.ci_low, x.ci_high) for x in poscc.itertuples(index=False)},
                 },
-                "n": {"scc": {str(x.constraint): int(x.n) for x in scc.itertuples(index=False)},
-                      "poscc": {str(int(x.position)): int(x.n) for x in poscc.itertuples(index=False)}},
-                "pcc": [{"constraint_i": str(x.constraint_i), "constraint_j": str(x.constraint_j), "n": int(x.n),
-                         "pcc": pct(x.pcc), "interval": ci(x.ci_low, x.ci_high), "r": num(x.r),
-                         "p_value": num(x.p_value)} for x in pcc.itertuples(index=False)],
+                "n": {
+                    "scc": {str(x.constraint): int(x.n) for x in scc.itertuples(index=False)},
+                    "poscc": {str(int(x.position)): int(x.n) for x in poscc.itertuples(index=False)},
+                },
+                "pcc": [
+                    {
+                        "constraint_i": str(x.constraint_i),
+                        "constraint_j": str(x.constraint_j),
+                        "n": int(x.n),
+                        "pcc": pct(x.pcc),
+                        "interval": ci(x.ci_low, x.ci_high),
+                        "r": num(x.r),
+                        "p_value": num(x.p_value),
+                    }
+                    for x in pcc.itertuples(index=False)
+                ],
             }
-        return {"study": self.study, "models": models, "n_boot": self.n_boot, "seed": self.seed,
-                "level": self.level, "interval": "percentile bootstrap over prompts (one draw for every model)",
-                "notes": self.notes}
+        return {
+            "study": self.study,
+            "models": models,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "level": self.level,
+            "interval": "percentile bootstrap over prompts (one draw for every model)",
+            "notes": self.notes,
+        }
 
 
-def results(engine: Engine, principal: Principal, *, study: str, n_boot: int = N_BOOT, seed: int = 0,
-            level: float = 0.95) -> MosaicResults:
+def results(
+    engine: Engine, principal: Principal, *, study: str, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+) -> MosaicResults:
     """PA, SCC, PosCC, PCC (+ Pearson r, p) per model with bootstrap intervals over prompts."""
     require(principal, VIEW)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0 or n_boot == 1:
@@ -546,8 +697,11 @@ def results(engine: Engine, principal: Principal, *, study: str, n_boot: int = N
         outs = repo.outputs(conn, study_id=sid, with_text=False)
         cons = repo.constraints(conn, study_id=sid)
     sizes = cons.groupby("prompt_id").size()
-    counts = outs.assign(pairs=outs["prompt_id"].map(sizes).fillna(0)).groupby("model").agg(
-        outputs=("id", "size"), pairs=("pairs", "sum"))
+    counts = (
+        outs.assign(pairs=outs["prompt_id"].map(sizes).fillna(0))
+        .groupby("model")
+        .agg(outputs=("id", "size"), pairs=("pairs", "sum"))
+    )
     counts["checked"] = checked.groupby("model").size().reindex(counts.index).fillna(0).astype(int)
     counts["unchecked"] = (counts["pairs"] - counts["checked"]).astype(int)
     notes = []
@@ -558,22 +712,37 @@ def results(engine: Engine, principal: Principal, *, study: str, n_boot: int = N
     missing = int(counts["unchecked"].sum()) if len(counts) else 0
     if missing:
         judge_pairs = int(outs.merge(cons[cons["verifier"] == JUDGE], on="prompt_id").shape[0]) - int(
-            (checked["verifier"] == JUDGE).sum())
-        notes.append(f"{missing} (output, constraint) pair(s) have no check and are left out of every metric"
-                     + (f"; {judge_pairs} of them need the LLM judge (mosaic-check --judge-provider …)"
-                        if judge_pairs else ""))
+            (checked["verifier"] == JUDGE).sum()
+        )
+        notes.append(
+            f"{missing} (output, constraint) pair(s) have no check and are left out of every metric"
+            + (f"; {judge_pairs} of them need the LLM judge (mosaic-check --judge-provider …)" if judge_pairs else "")
+        )
     frame = checked[["model", "prompt", "constraint", "position", "score"]]
     m = M.study_metrics(frame, by="model", n_boot=n_boot, level=level, rng=np.random.default_rng(seed))
-    corr = M.constraint_correlations(frame, response="prompt", by="model") if len(frame) else pd.DataFrame(
-        columns=["model", "constraint_i", "constraint_j", "n", "r", "p_value"])
+    corr = (
+        M.constraint_correlations(frame, response="prompt", by="model")
+        if len(frame)
+        else pd.DataFrame(columns=["model", "constraint_i", "constraint_j", "n", "r", "p_value"])
+    )
     pcc = m["pcc"].merge(corr.drop(columns="n"), on=["model", "constraint_i", "constraint_j"], how="left")
-    return MosaicResults(study=study, pa=m["pa"], scc=m["scc"], poscc=m["poscc"], pcc=pcc,
-                         counts=counts[["outputs", "pairs", "checked", "unchecked"]], n_boot=int(n_boot),
-                         seed=seed, level=level, notes=notes)
+    return MosaicResults(
+        study=study,
+        pa=m["pa"],
+        scc=m["scc"],
+        poscc=m["poscc"],
+        pcc=pcc,
+        counts=counts[["outputs", "pairs", "checked", "unchecked"]],
+        n_boot=int(n_boot),
+        seed=seed,
+        level=level,
+        notes=notes,
+    )
 
 
-def score(engine: Engine, principal: Principal, *, study: str, n_boot: int = N_BOOT, seed: int = 0,
-          level: float = 0.95) -> dict:
+def score(
+    engine: Engine, principal: Principal, *, study: str, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+) -> dict:
     """The ``mosaic-score --json`` object (docs/formats.md#mosaic-and-wise)."""
     return results(engine, principal, study=study, n_boot=n_boot, seed=seed, level=level).to_json()
 
@@ -634,7 +803,14 @@ def output_detail(engine: Engine, principal: Principal, *, study: str, prompt: s
     detail = cons.merge(mine, left_on="id", right_on="constraint_id", how="left").drop(columns=["id", "constraint_id"])
     detail["followed"] = detail["followed"].astype(object).where(detail["followed"].notna(), None)
     p = prompts.loc[prompt]
-    return {"prompt": prompt, "model": model, "task": p["task"], "product": p["product"],
-            "system": p["system_prompt"], "user": p["user_prompt"], "output": o["output"],
-            "meta": o["meta"] if isinstance(o["meta"], dict) else json.loads(o["meta"] or "{}"),
-            "checks": detail.reset_index(drop=True)}
+    return {
+        "prompt": prompt,
+        "model": model,
+        "task": p["task"],
+        "product": p["product"],
+        "system": p["system_prompt"],
+        "user": p["user_prompt"],
+        "output": o["output"],
+        "meta": o["meta"] if isinstance(o["meta"], dict) else json.loads(o["meta"] or "{}"),
+        "checks": detail.reset_index(drop=True),
+    }

@@ -42,10 +42,9 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 
 from db.repo import wording as repo
-from reform_core.services.data.adjudication_import import name_problem
 from reform_core.services.accounts.auth import Principal, require
-from reform_core.services.data.reading import ImportFailed
-from reform_core.services.data.reading import read_records
+from reform_core.services.data.adjudication_import import name_problem
+from reform_core.services.data.reading import ImportFailed, read_records
 from reform_core.services.studies.wording import ANSWER, FIELDS, RATING_HELP, RATINGS
 
 RATING_COLUMNS = ("item", "form", "annotator", "question", "value")
@@ -65,8 +64,10 @@ def _study(conn, name: str) -> dict:
 def questions(question: str, target: str) -> dict[str, str]:
     """The five questions of one item as a rater reads them (the keys are the ``question``
     values of a rating line)."""
-    return {ANSWER: f"{question.format(target=target)} (yes / no)",
-            **{r: f"{r.capitalize()}: {RATING_HELP[r]}" for r in RATINGS}}
+    return {
+        ANSWER: f"{question.format(target=target)} (yes / no)",
+        **{r: f"{r.capitalize()}: {RATING_HELP[r]}" for r in RATINGS},
+    }
 
 
 def write_rating_tasks(engine: Engine, principal: Principal, *, study: str, out) -> int:
@@ -82,8 +83,14 @@ def write_rating_tasks(engine: Engine, principal: Principal, *, study: str, out)
     tmp = out.with_name(out.name + ".partial")
     with tmp.open("w", encoding="utf-8") as fh:
         for r in items.iloc[order].itertuples(index=False):
-            line = {"study": s["name"], "item": int(r.item_id), "form": r.form, "target": r.target, "text": r.text,
-                    "questions": questions(s["question"], r.target)}
+            line = {
+                "study": s["name"],
+                "item": int(r.item_id),
+                "form": r.form,
+                "target": r.target,
+                "text": r.text,
+                "questions": questions(s["question"], r.target),
+            }
             fh.write(json.dumps(line, ensure_ascii=False) + "\n")
     os.replace(tmp, out)
     return len(items)
@@ -150,8 +157,10 @@ def _read(data: bytes, filename: str, items: pd.DataFrame, conn) -> tuple[dict, 
             errors.append(f"{filename}:{n}: annotator: {problem}")
         seen = where.setdefault((item, name, question), (n, value))
         if seen[1] != value:
-            errors.append(f"{filename}:{n}: value: {value!r} for item {item}, {name!r}, {question}; line {seen[0]} "
-                          f"gives {seen[1]!r}")
+            errors.append(
+                f"{filename}:{n}: value: {value!r} for item {item}, {name!r}, {question}; line {seen[0]} "
+                f"gives {seen[1]!r}"
+            )
         answers.setdefault((item, name), {})[question] = value
     if not lines and not errors:
         errors.append(f"{filename}: no ratings")
@@ -178,8 +187,14 @@ def import_ratings(engine: Engine, principal: Principal, *, study: str, data: by
             after = {**before, **given}
             if cur is not None and after == before:
                 continue  # already stored: a re-import changes nothing
-            repo.insert_rating(conn, item_id=item, user_id=user_id, annotator=outside, values=after,
-                               supersedes_id=None if cur is None else int(cur["id"]))
+            repo.insert_rating(
+                conn,
+                item_id=item,
+                user_id=user_id,
+                annotator=outside,
+                values=after,
+                supersedes_id=None if cur is None else int(cur["id"]),
+            )
             written += 1
             superseded += cur is not None
     return {"written": written, "superseded": superseded}

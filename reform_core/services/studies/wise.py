@@ -36,15 +36,18 @@ from db.repo import wording as repo
 from reform_core.agreement import percentile_interval
 from reform_core.metrics import wise as W
 from reform_core.safe_csv import restore_cell
-from reform_core.services.judging import collection
 from reform_core.services.accounts.auth import Principal, require
-from reform_core.services.data.reading import ImportFailed
-from reform_core.services.data.reading import read_records
+from reform_core.services.data.reading import ImportFailed, read_records
+from reform_core.services.judging import collection
 from reform_core.services.studies.generations import DEFAULT_REFERENCE, check_generations, ensure_study, parse_target
 
 N_BOOT = 2000
-SCHEME_OF_CHECKER = {"wise:exact_words": "provider-model-item", "wise:json_keys": "provider-model-item",
-                     "wise:keyword_once": "item", "wise:word_range": "model-item"}
+SCHEME_OF_CHECKER = {
+    "wise:exact_words": "provider-model-item",
+    "wise:json_keys": "provider-model-item",
+    "wise:keyword_once": "item",
+    "wise:word_range": "model-item",
+}
 MANIFEST_FILES = ("forms.csv", "items.jsonl")
 SCHEMES = W.SCHEMES
 MANAGE, VIEW = "manage_wording", "view_scores"
@@ -120,8 +123,9 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
             target = str(rec.get("target", "")).strip()
             checker, _ = parse_target(target)
             if form in forms and checker != forms[form]["checker"]:
-                errors.append(f"{loc}: target: {target!r} is checked by {checker}, form {form!r} by "
-                              f"{forms[form]['checker']}")
+                errors.append(
+                    f"{loc}: target: {target!r} is checked by {checker}, form {form!r} by {forms[form]['checker']}"
+                )
         except ValueError as exc:
             errors.append(f"{loc}: {exc}")
         if len(errors) > before:
@@ -137,20 +141,40 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
     if errors:
         raise ImportFailed(errors)
     items = pd.DataFrame(rows)
-    summary = {"items_sha256": hashlib.sha256(raw).hexdigest(), "items": len(items),
-               "tasks": int(items["item"].nunique())}
+    summary = {
+        "items_sha256": hashlib.sha256(raw).hexdigest(),
+        "items": len(items),
+        "tasks": int(items["item"].nunique()),
+    }
     return items, list(forms.values()), summary
 
 
 # ----------------------------------------------------------------------------- collection
 
 
-def collect(engine: Engine, principal: Principal, *, manifest: str | Path, study: str, model: str, provider: str,
-            provider_model: Optional[str] = None, vendor: Optional[str] = None,
-            settings: Optional[collection.GenerationSettings] = None, base_url: Optional[str] = None,
-            api_key: Optional[str] = None, concurrency: int = 8, rpm: Optional[int] = None,
-            tpm: Optional[int] = None, limit: Optional[int] = None, timeout: float = 300.0, retry=None,
-            progress: Progress = None, cancel: Any = None, commit_every: int = 16) -> dict:
+def collect(
+    engine: Engine,
+    principal: Principal,
+    *,
+    manifest: str | Path,
+    study: str,
+    model: str,
+    provider: str,
+    provider_model: Optional[str] = None,
+    vendor: Optional[str] = None,
+    settings: Optional[collection.GenerationSettings] = None,
+    base_url: Optional[str] = None,
+    api_key: Optional[str] = None,
+    concurrency: int = 8,
+    rpm: Optional[int] = None,
+    tpm: Optional[int] = None,
+    limit: Optional[int] = None,
+    timeout: float = 300.0,
+    retry=None,
+    progress: Progress = None,
+    cancel: Any = None,
+    commit_every: int = 16,
+) -> dict:
     """Collect ``model``'s missing generations for the matched items of ``manifest`` into ``study``.
 
     The study is created from the manifest's forms if new. Resumable: an (item, form,
@@ -194,10 +218,19 @@ def collect(engine: Engine, principal: Principal, *, manifest: str | Path, study
                 continue
             out["truncated"] += bool(res.truncated)
             r = row_of[id(res.item)]
-            rows.append({"study": study, "item": r.item, "model": model, "provider": vendor, "form": r.form,
-                         "target": r.target, "repetition": int(r.repetition),
-                         "output": (res.text or "").replace("\x00", "\ufffd"),
-                         "meta": collection.generation_meta(res, provider, settings, provider_model or model)})
+            rows.append(
+                {
+                    "study": study,
+                    "item": r.item,
+                    "model": model,
+                    "provider": vendor,
+                    "form": r.form,
+                    "target": r.target,
+                    "repetition": int(r.repetition),
+                    "output": (res.text or "").replace("\x00", "\ufffd"),
+                    "meta": collection.generation_meta(res, provider, settings, provider_model or model),
+                }
+            )
         if rows:
             with engine.begin() as conn:  # skip what a concurrent run stored meanwhile
                 stored = repo.generation_keys(conn, study=study, model=model)
@@ -205,10 +238,25 @@ def collect(engine: Engine, principal: Principal, *, manifest: str | Path, study
                 repo.insert_generations(conn, rows=rows)
             out["written"] += len(rows)
 
-    out.update(collection.generate(gen_items, provider=provider, model=provider_model or model,
-                                   on_results=on_results, settings=settings, base_url=base_url, api_key=api_key,
-                                   concurrency=concurrency, rpm=rpm, tpm=tpm, timeout=timeout, retry=retry,
-                                   progress=progress, cancel=cancel, commit_every=commit_every))
+    out.update(
+        collection.generate(
+            gen_items,
+            provider=provider,
+            model=provider_model or model,
+            on_results=on_results,
+            settings=settings,
+            base_url=base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            rpm=rpm,
+            tpm=tpm,
+            timeout=timeout,
+            retry=retry,
+            progress=progress,
+            cancel=cancel,
+            commit_every=commit_every,
+        )
+    )
     return out
 
 
@@ -219,8 +267,19 @@ def outputs(engine: Engine, principal: Principal, *, study: Optional[str] = None
     """Checked generations of one study (or of every study): ``study, model, item, form,
     target, repetition, compliant, provider, direction, words, checker``."""
     require(principal, VIEW)
-    cols = ["study", "model", "item", "form", "target", "repetition", "compliant", "provider", "direction",
-            "words", "checker"]
+    cols = [
+        "study",
+        "model",
+        "item",
+        "form",
+        "target",
+        "repetition",
+        "compliant",
+        "provider",
+        "direction",
+        "words",
+        "checker",
+    ]
     with engine.connect() as conn:
         if study is not None and repo.get_wise_study(conn, name=_name(study)) is None:
             raise ValueError(f"study: no WISE study {study!r}")
@@ -271,27 +330,47 @@ class WiseResults:
         for form, row in self.forms.iterrows():
             r = row.to_dict()
             forms[str(form)] = {
-                "compliance": num(r["compliance"], 100), "delta": num(r["delta"], 100),
+                "compliance": num(r["compliance"], 100),
+                "delta": num(r["delta"], 100),
                 **{k: num(r.get(k)) for k in W.RANKING_COLUMNS},
-                "compliance_interval": ci(r, "compliance", 100), "delta_interval": ci(r, "delta", 100),
-                "p_value": num(r.get("p_value")), "p_holm": num(r.get("p_holm")),
+                "compliance_interval": ci(r, "compliance", 100),
+                "delta_interval": ci(r, "delta", 100),
+                "p_value": num(r.get("p_value")),
+                "p_holm": num(r.get("p_holm")),
                 **{f"{k}_interval": ci(r, k) for k in W.RANKING_COLUMNS},
-                **{f"{k}_undefined": (None if pd.isna(r.get(f"{k}_undefined")) else int(r[f"{k}_undefined"]))
-                   for k in W.RANKING_COLUMNS},
-                "directions": ({str(d): num(v, 100) for d, v in self.directions.loc[form].items()}
-                               if form in self.directions.index else {}),
+                **{
+                    f"{k}_undefined": (None if pd.isna(r.get(f"{k}_undefined")) else int(r[f"{k}_undefined"]))
+                    for k in W.RANKING_COLUMNS
+                },
+                "directions": (
+                    {str(d): num(v, 100) for d, v in self.directions.loc[form].items()}
+                    if form in self.directions.index
+                    else {}
+                ),
             }
         s = self.summary
         return {
-            "study": self.study, "reference": self.reference, "checker": self.checker, "scheme": self.scheme,
-            "n_boot": self.n_boot, "seed": self.seed, "level": self.level, "models": list(map(str, self.compliance.index)),
-            "outputs": self.outputs, "forms": forms,
-            "c_mean": num(s["c_mean"], 100), "c_worst": num(s["c_worst"], 100), "g_wording": num(s["g_wording"], 100),
-            "worst_form": s["worst_form"], "best_form": s["best_form"],
-            "c_mean_interval": ci(s, "c_mean", 100), "c_worst_interval": ci(s, "c_worst", 100),
+            "study": self.study,
+            "reference": self.reference,
+            "checker": self.checker,
+            "scheme": self.scheme,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "level": self.level,
+            "models": list(map(str, self.compliance.index)),
+            "outputs": self.outputs,
+            "forms": forms,
+            "c_mean": num(s["c_mean"], 100),
+            "c_worst": num(s["c_worst"], 100),
+            "g_wording": num(s["g_wording"], 100),
+            "worst_form": s["worst_form"],
+            "best_form": s["best_form"],
+            "c_mean_interval": ci(s, "c_mean", 100),
+            "c_worst_interval": ci(s, "c_worst", 100),
             "g_wording_interval": ci(s, "g_wording", 100),
-            "model_compliance": {str(m): {str(f): num(v, 100) for f, v in row.items()}
-                                 for m, row in self.compliance.iterrows()},
+            "model_compliance": {
+                str(m): {str(f): num(v, 100) for f, v in row.items()} for m, row in self.compliance.iterrows()
+            },
             "notes": self.notes,
         }
 
@@ -302,8 +381,10 @@ def _complete_cells(out: pd.DataFrame, forms: list[str], notes: list[str]) -> pd
     full = have[have == len(forms)].index
     dropped = len(have) - len(full)
     if dropped:
-        notes.append(f"{dropped} (model, item) cell(s) lack an output under some form and are left out "
-                     "(the matched design compares every form on the same items)")
+        notes.append(
+            f"{dropped} (model, item) cell(s) lack an output under some form and are left out "
+            "(the matched design compares every form on the same items)"
+        )
     keep = pd.MultiIndex.from_frame(out[["model", "item"]]).isin(full)
     return out[keep]
 
@@ -317,8 +398,17 @@ def _common_items(out: pd.DataFrame, notes: list[str], what: str) -> pd.DataFram
     return out[out["item"].isin(common)]
 
 
-def results(engine: Engine, principal: Principal, *, study: str, reference: Optional[str] = None,
-            scheme: Optional[str] = None, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> WiseResults:
+def results(
+    engine: Engine,
+    principal: Principal,
+    *,
+    study: str,
+    reference: Optional[str] = None,
+    scheme: Optional[str] = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    level: float = 0.95,
+) -> WiseResults:
     """The WISE metrics of one study with the paper's bootstrap intervals (module doc)."""
     require(principal, VIEW)
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
@@ -327,8 +417,9 @@ def results(engine: Engine, principal: Principal, *, study: str, reference: Opti
     with engine.connect() as conn:
         s = repo.get_wise_study(conn, name=study)
         if s is None:
-            raise ValueError(f"study: no WISE study {study!r} (create it with wise-collect or "
-                             "wording-import-generations --study)")
+            raise ValueError(
+                f"study: no WISE study {study!r} (create it with wise-collect or wording-import-generations --study)"
+            )
         gens = repo.generations(conn, study=study)
     params = s["params"]
     order = [f["form"] for f in params.get("forms", [])]
@@ -351,8 +442,9 @@ def results(engine: Engine, principal: Principal, *, study: str, reference: Opti
         raise ValueError(f"study: no (model, item) of {study!r} has outputs under every form yet")
     comp = W.model_compliance(out)[forms]
     boot = _common_items(out, notes, "item bootstrap") if scheme == "item" else out
-    con = W.contrast_intervals(boot, reference=reference, scheme=scheme, n_boot=n_boot, level=level,
-                               rng=np.random.default_rng(seed))
+    con = W.contrast_intervals(
+        boot, reference=reference, scheme=scheme, n_boot=n_boot, level=level, rng=np.random.default_rng(seed)
+    )
     # the same draws again (same seed): intervals of compliance, C_mean, C_worst and G_wording
     reps = W.bootstrap_pooled(boot, scheme=scheme, n_boot=n_boot, rng=np.random.default_rng(seed))[forms]
     table = W.wording_contrasts(comp, reference=reference)
@@ -360,24 +452,60 @@ def results(engine: Engine, principal: Principal, *, study: str, reference: Opti
         for f in forms:
             lo, hi = (np.nan, np.nan) if (name == "delta" and f == reference) else _pct_interval(series[f], level)
             table.loc[f, f"{name}_low"], table.loc[f, f"{name}_high"] = lo, hi
-    table = _with_ranking(table.join(con[["p_value", "p_holm"]]), comp, out, notes, reference=reference,
-                          n_boot=n_boot, level=level, seed=seed)
+    table = _with_ranking(
+        table.join(con[["p_value", "p_holm"]]),
+        comp,
+        out,
+        notes,
+        reference=reference,
+        n_boot=n_boot,
+        level=level,
+        seed=seed,
+    )
     rob = W.robustness(comp, reference=reference).to_dict()
     summary = {k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in rob.items()}
-    for name, series in (("c_mean", reps.mean(axis=1)), ("c_worst", reps.min(axis=1)),
-                         ("g_wording", reps.max(axis=1) - reps.min(axis=1))):
+    for name, series in (
+        ("c_mean", reps.mean(axis=1)),
+        ("c_worst", reps.min(axis=1)),
+        ("g_wording", reps.max(axis=1) - reps.min(axis=1)),
+    ):
         summary[f"{name}_low"], summary[f"{name}_high"] = _pct_interval(series, level)
-    return WiseResults(study=study, reference=reference, checker=checkers[0], scheme=scheme, n_boot=int(n_boot),
-                       seed=seed, level=level, outputs=int(len(out)), forms=table.loc[forms], summary=summary,
-                       compliance=comp, directions=W.failure_directions(out).reindex(forms), notes=notes)
+    return WiseResults(
+        study=study,
+        reference=reference,
+        checker=checkers[0],
+        scheme=scheme,
+        n_boot=int(n_boot),
+        seed=seed,
+        level=level,
+        outputs=int(len(out)),
+        forms=table.loc[forms],
+        summary=summary,
+        compliance=comp,
+        directions=W.failure_directions(out).reindex(forms),
+        notes=notes,
+    )
 
 
-RANKING_NAMES = {"tau_b": "τ_b", "reversal_rate": "the reversal rate", "top3_jaccard": "the top-3 Jaccard",
-                 "max_rank_shift": "the maximum rank shift"}
+RANKING_NAMES = {
+    "tau_b": "τ_b",
+    "reversal_rate": "the reversal rate",
+    "top3_jaccard": "the top-3 Jaccard",
+    "max_rank_shift": "the maximum rank shift",
+}
 
 
-def _with_ranking(table: pd.DataFrame, comp: pd.DataFrame, out: pd.DataFrame, notes: list[str], *, reference: str,
-                  n_boot: int, level: float, seed: int) -> pd.DataFrame:
+def _with_ranking(
+    table: pd.DataFrame,
+    comp: pd.DataFrame,
+    out: pd.DataFrame,
+    notes: list[str],
+    *,
+    reference: str,
+    n_boot: int,
+    level: float,
+    seed: int,
+) -> pd.DataFrame:
     """``table`` with the ranking-stability statistics, their task-bootstrap intervals (each over
     the replicates where it is defined) and the count of undefined replicates, which the notes
     report per statistic and form."""
@@ -389,8 +517,13 @@ def _with_ranking(table: pd.DataFrame, comp: pd.DataFrame, out: pd.DataFrame, no
     rank = W.ranking_stability(comp, reference=reference)
     table.loc[rank.index, list(W.RANKING_COLUMNS)] = rank.to_numpy()
     try:
-        ri = W.ranking_stability_intervals(_common_items(out, notes, "ranking intervals"), reference=reference,
-                                           n_boot=n_boot, level=level, rng=np.random.default_rng(seed))
+        ri = W.ranking_stability_intervals(
+            _common_items(out, notes, "ranking intervals"),
+            reference=reference,
+            n_boot=n_boot,
+            level=level,
+            rng=np.random.default_rng(seed),
+        )
     except ValueError as exc:
         notes.append(f"no ranking intervals: {exc}")
         return table
@@ -399,10 +532,15 @@ def _with_ranking(table: pd.DataFrame, comp: pd.DataFrame, out: pd.DataFrame, no
         for k, name in RANKING_NAMES.items():
             undefined = int(r[f"{k}_undefined"])
             if undefined:
-                shown = ("no interval" if np.isnan(r[f"{k}_low"]) else
-                         f"its interval is over the other {n_boot - undefined:,}")
-                notes.append(f"form {form}: {name} is undefined in {undefined:,} of {n_boot:,} ranking replicates "
-                             f"(every model tied); {shown}")
+                shown = (
+                    "no interval"
+                    if np.isnan(r[f"{k}_low"])
+                    else f"its interval is over the other {n_boot - undefined:,}"
+                )
+                notes.append(
+                    f"form {form}: {name} is undefined in {undefined:,} of {n_boot:,} ranking replicates "
+                    f"(every model tied); {shown}"
+                )
     return table
 
 
@@ -410,9 +548,18 @@ def _pct_interval(values: pd.Series, level: float) -> tuple[float, float]:
     return percentile_interval(np.asarray(values, dtype=float), level=level)
 
 
-def score(engine: Engine, principal: Principal, *, study: str, reference: Optional[str] = None,
-          scheme: Optional[str] = None, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> dict:
+def score(
+    engine: Engine,
+    principal: Principal,
+    *,
+    study: str,
+    reference: Optional[str] = None,
+    scheme: Optional[str] = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict:
     """The ``wise-score --json`` object (docs/formats.md#mosaic-and-wise)."""
-    return results(engine, principal, study=study, reference=reference, scheme=scheme, n_boot=n_boot, seed=seed,
-                   level=level).to_json()
-
+    return results(
+        engine, principal, study=study, reference=reference, scheme=scheme, n_boot=n_boot, seed=seed, level=level
+    ).to_json()

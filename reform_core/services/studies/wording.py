@@ -45,7 +45,12 @@ from reform_core import agreement as A
 from reform_core.services.accounts.auth import Principal, require
 from reform_core.services.data.reading import ImportFailed, read_records
 from reform_core.services.studies.generations import (  # noqa: F401 - CHECKERS re-exported for the pages
-    CHECKERS, DEFAULT_CHECKER, DEFAULT_REFERENCE, checker_id, generation_compliance)
+    CHECKERS,
+    DEFAULT_CHECKER,
+    DEFAULT_REFERENCE,
+    checker_id,
+    generation_compliance,
+)
 
 ANSWER = "requires_exact"
 RATINGS = ("clarity", "naturalness", "ambiguity", "complexity")
@@ -61,8 +66,17 @@ N_BOOT = 2000
 DEFAULT_QUESTION = "Does this require exactly {target} words?"
 
 __all__ = [
-    "ImportFailed", "StudyResults", "annotator_queue", "create_study", "import_study_items", "list_studies",
-    "rating_history", "save_rating", "study_items", "study_progress", "study_results",
+    "ImportFailed",
+    "StudyResults",
+    "annotator_queue",
+    "create_study",
+    "import_study_items",
+    "list_studies",
+    "rating_history",
+    "save_rating",
+    "study_items",
+    "study_progress",
+    "study_results",
 ]
 
 
@@ -139,9 +153,10 @@ def _adopt_wise_settings(conn, params: dict) -> None:
     and reference form: the defaults give way to them, a different explicit choice is an error."""
     ws = repo.get_wise_study(conn, name=params["wise_study"])["params"]
     checkers = sorted({f["checker"] for f in ws.get("forms", []) if f.get("checker")})
-    for key, mine, theirs, default in (("checker", params["checker"], checkers[0] if len(checkers) == 1 else None,
-                                        DEFAULT_CHECKER),
-                                       ("reference", params["reference"], ws.get("reference"), DEFAULT_REFERENCE)):
+    for key, mine, theirs, default in (
+        ("checker", params["checker"], checkers[0] if len(checkers) == 1 else None, DEFAULT_CHECKER),
+        ("reference", params["reference"], ws.get("reference"), DEFAULT_REFERENCE),
+    ):
         if theirs is None or mine == theirs:
             continue
         if mine != default:
@@ -157,22 +172,35 @@ def _insert_study(engine, name, question, params, forms: list[dict], items: list
             known = {f["form"] for f in _wise_forms(conn, params["wise_study"])}
             stray = [f["key"] for f in forms if f["key"] not in known]
             if stray:
-                raise ValueError(f"forms: {stray} are not forms of WISE study {params['wise_study']!r} "
-                                 f"(its forms: {sorted(known)})")
+                raise ValueError(
+                    f"forms: {stray} are not forms of WISE study {params['wise_study']!r} (its forms: {sorted(known)})"
+                )
             _adopt_wise_settings(conn, params)
         sid = repo.insert_study(conn, name=name, question=question, params=params)
         ids = repo.insert_forms(conn, study_id=sid, forms=forms)
-        repo.insert_items(conn, study_id=sid, items=[
-            {"form_id": ids[it["form"]], "target": it["target"], "text": it["text"]} for it in items])
+        repo.insert_items(
+            conn,
+            study_id=sid,
+            items=[{"form_id": ids[it["form"]], "target": it["target"], "text": it["text"]} for it in items],
+        )
     return {"study": name, "id": sid, "forms": len(forms), "items": len(items)}
 
 
 # ----------------------------------------------------------------------------- design
 
 
-def create_study(engine: Engine, principal: Principal, *, name: str, forms: list[dict] | None, targets: list,
-                 question: str = DEFAULT_QUESTION, checker: str = DEFAULT_CHECKER,
-                 reference: str = DEFAULT_REFERENCE, wise_study: str | None = None) -> dict:
+def create_study(
+    engine: Engine,
+    principal: Principal,
+    *,
+    name: str,
+    forms: list[dict] | None,
+    targets: list,
+    question: str = DEFAULT_QUESTION,
+    checker: str = DEFAULT_CHECKER,
+    reference: str = DEFAULT_REFERENCE,
+    wise_study: str | None = None,
+) -> dict:
     """Create a study whose items are ``forms × targets`` (leads).
 
     ``forms``: ``[{"key": "POS", "template": "Answer using exactly {N} words."}, …]``;
@@ -215,9 +243,18 @@ def create_study(engine: Engine, principal: Principal, *, name: str, forms: list
     return _insert_study(engine, name, question, params, clean, items)
 
 
-def import_study_items(engine: Engine, principal: Principal, *, name: str, data: bytes, filename: str,
-                       question: str = DEFAULT_QUESTION, checker: str = DEFAULT_CHECKER,
-                       reference: str = DEFAULT_REFERENCE, wise_study: str | None = None) -> dict:
+def import_study_items(
+    engine: Engine,
+    principal: Principal,
+    *,
+    name: str,
+    data: bytes,
+    filename: str,
+    question: str = DEFAULT_QUESTION,
+    checker: str = DEFAULT_CHECKER,
+    reference: str = DEFAULT_REFERENCE,
+    wise_study: str | None = None,
+) -> dict:
     """Create a study from an item file (CSV or JSONL with ``form, target, text``; leads).
 
     Nothing is written unless every row is valid; problems are reported together as
@@ -244,8 +281,10 @@ def import_study_items(engine: Engine, principal: Principal, *, name: str, data:
         key = (row["form"], row["target"])
         if all(row.values()):
             if key in seen:
-                errors.append(f"{filename}:{line}: target: form {key[0]!r} with target {key[1]!r} "
-                              f"already given on line {seen[key]}")
+                errors.append(
+                    f"{filename}:{line}: target: form {key[0]!r} with target {key[1]!r} "
+                    f"already given on line {seen[key]}"
+                )
                 continue
             seen[key] = line
             forms.setdefault(row["form"], {"key": row["form"], "template": ""})
@@ -342,8 +381,13 @@ def save_rating(engine: Engine, principal: Principal, *, item_id: int, **values)
             return False
         if cur is None and not given:
             return False
-        repo.insert_rating(conn, item_id=item_id, user_id=principal.user_id, values=after,
-                           supersedes_id=None if cur is None else int(cur["id"]))
+        repo.insert_rating(
+            conn,
+            item_id=item_id,
+            user_id=principal.user_id,
+            values=after,
+            supersedes_id=None if cur is None else int(cur["id"]),
+        )
     return True
 
 
@@ -393,16 +437,29 @@ class StudyResults:
 
         ag = self.agreement
         kappa = ag[ag["measure"] == ANSWER].iloc[0]
-        icc = {r: {k: est(ag[(ag["measure"] == r) & (ag["statistic"] == f"ICC({k})")].iloc[0]) for k in ICC_KINDS}
-               for r in RATINGS}
-        yes = {} if self.yes_rates is None else {
-            str(f): {str(c): num(v) for c, v in row.items()} for f, row in self.yes_rates.iterrows()}
+        icc = {
+            r: {k: est(ag[(ag["measure"] == r) & (ag["statistic"] == f"ICC({k})")].iloc[0]) for k in ICC_KINDS}
+            for r in RATINGS
+        }
+        yes = (
+            {}
+            if self.yes_rates is None
+            else {str(f): {str(c): num(v) for c, v in row.items()} for f, row in self.yes_rates.iterrows()}
+        )
         rec = {str(f): {c: num(v) for c, v in row.items()} for f, row in self.recognition.iterrows()}
         return {
-            "study": self.study["name"], "items": self.items, "annotators": self.annotators,
-            "complete_annotators": self.complete, "n_boot": self.n_boot, "seed": self.seed,
-            "kappa": est(kappa), "alpha": est(ag[ag["statistic"] == ALPHA_STATISTIC].iloc[0]), "icc": icc,
-            "yes_rates": yes, "recognition": rec, "notes": self.notes,
+            "study": self.study["name"],
+            "items": self.items,
+            "annotators": self.annotators,
+            "complete_annotators": self.complete,
+            "n_boot": self.n_boot,
+            "seed": self.seed,
+            "kappa": est(kappa),
+            "alpha": est(ag[ag["statistic"] == ALPHA_STATISTIC].iloc[0]),
+            "icc": icc,
+            "yes_rates": yes,
+            "recognition": rec,
+            "notes": self.notes,
         }
 
 
@@ -412,8 +469,7 @@ def _ratings_frame(items: pd.DataFrame, cur: pd.DataFrame) -> pd.DataFrame:
 
 
 def _estimate_row(measure: str, statistic: str, value_fn, ci_fn) -> dict:
-    row = {"measure": measure, "statistic": statistic, "value": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-           "note": ""}
+    row = {"measure": measure, "statistic": statistic, "value": np.nan, "ci_low": np.nan, "ci_high": np.nan, "note": ""}
     try:
         row["value"] = float(value_fn())
     except ValueError as exc:
@@ -434,18 +490,34 @@ def agreement_table(df: pd.DataFrame, *, n_boot: int = N_BOOT, seed: int = 0) ->
     five answer fields. Each statistic uses ``numpy.random.default_rng(seed)`` afresh.
     """
     d = df.assign(**{ANSWER: df[ANSWER].astype(int)}, **{r: df[r].astype(float) for r in RATINGS})
-    rows = [_estimate_row(
-        ANSWER, "Fleiss' kappa",
-        lambda: A.fleiss_kappa(d, item="item", rater="rater", label=ANSWER),
-        lambda: A.fleiss_kappa_ci(d, item="item", rater="rater", label=ANSWER, n_boot=n_boot,
-                                  rng=np.random.default_rng(seed)))]
+    rows = [
+        _estimate_row(
+            ANSWER,
+            "Fleiss' kappa",
+            lambda: A.fleiss_kappa(d, item="item", rater="rater", label=ANSWER),
+            lambda: A.fleiss_kappa_ci(
+                d, item="item", rater="rater", label=ANSWER, n_boot=n_boot, rng=np.random.default_rng(seed)
+            ),
+        )
+    ]
     for r in RATINGS:
         for k in ICC_KINDS:
-            rows.append(_estimate_row(
-                r, f"ICC({k})",
-                lambda r=r, k=k: A.icc(d, target="item", rater="rater", rating=r, kind=k).value,
-                lambda r=r, k=k: A.icc(d, target="item", rater="rater", rating=r, kind=k, bootstrap=n_boot,
-                                       rng=np.random.default_rng(seed))))
+            rows.append(
+                _estimate_row(
+                    r,
+                    f"ICC({k})",
+                    lambda r=r, k=k: A.icc(d, target="item", rater="rater", rating=r, kind=k).value,
+                    lambda r=r, k=k: A.icc(
+                        d,
+                        target="item",
+                        rater="rater",
+                        rating=r,
+                        kind=k,
+                        bootstrap=n_boot,
+                        rng=np.random.default_rng(seed),
+                    ),
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -460,26 +532,52 @@ def _with_alpha(agreement: pd.DataFrame, answered: pd.DataFrame, *, n_boot: int,
     """
     d = answered[["item", "rater", ANSWER]].assign(**{ANSWER: answered[ANSWER].astype(int)})
     if d["rater"].nunique() < 2:
-        row = {"measure": ANSWER, "statistic": ALPHA_STATISTIC, "value": np.nan, "ci_low": np.nan,
-               "ci_high": np.nan, "note": "α needs answers from at least 2 annotators on some item"}
+        row = {
+            "measure": ANSWER,
+            "statistic": ALPHA_STATISTIC,
+            "value": np.nan,
+            "ci_low": np.nan,
+            "ci_high": np.nan,
+            "note": "α needs answers from at least 2 annotators on some item",
+        }
     else:
         row = _estimate_row(
-            ANSWER, ALPHA_STATISTIC,
+            ANSWER,
+            ALPHA_STATISTIC,
             lambda: A.krippendorff_alpha(d, item="item", rater="rater", label=ANSWER, level="nominal"),
-            lambda: A.krippendorff_alpha_ci(d, item="item", rater="rater", label=ANSWER, level="nominal",
-                                            n_boot=n_boot, rng=np.random.default_rng(seed)))
+            lambda: A.krippendorff_alpha_ci(
+                d,
+                item="item",
+                rater="rater",
+                label=ANSWER,
+                level="nominal",
+                n_boot=n_boot,
+                rng=np.random.default_rng(seed),
+            ),
+        )
     at = int(np.flatnonzero(agreement["measure"].to_numpy() == ANSWER)[-1]) + 1
     return pd.concat([agreement.iloc[:at], pd.DataFrame([row]), agreement.iloc[at:]], ignore_index=True)
 
 
 def _undefined_table(reason: str) -> pd.DataFrame:
     rows = [(ANSWER, "Fleiss' kappa")] + [(r, f"ICC({k})") for r in RATINGS for k in ICC_KINDS]
-    return pd.DataFrame([{"measure": m, "statistic": s, "value": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-                          "note": reason} for m, s in rows])
+    return pd.DataFrame(
+        [
+            {"measure": m, "statistic": s, "value": np.nan, "ci_low": np.nan, "ci_high": np.nan, "note": reason}
+            for m, s in rows
+        ]
+    )
 
 
-def study_results(engine: Engine, principal: Principal, *, study: str | None = None, study_id: int | None = None,
-                  n_boot: int = N_BOOT, seed: int = 0) -> StudyResults:
+def study_results(
+    engine: Engine,
+    principal: Principal,
+    *,
+    study: str | None = None,
+    study_id: int | None = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> StudyResults:
     """Yes-rates, agreement with intervals and model compliance of one study (analysts, leads)."""
     require(principal, "view_scores")
     if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 2:
@@ -497,22 +595,31 @@ def study_results(engine: Engine, principal: Principal, *, study: str | None = N
     complete = sorted(per_rater.index[per_rater == len(items)])
     partial = sorted(set(ratings["rater"]) - set(complete))
     if partial:
-        notes.append(f"agreement uses the {len(complete)} annotator(s) who answered every item; "
-                     f"not yet complete: {', '.join(partial)}")
+        notes.append(
+            f"agreement uses the {len(complete)} annotator(s) who answered every item; "
+            f"not yet complete: {', '.join(partial)}"
+        )
     if len(complete) < 2 or len(items) < 2:
-        agreement = _undefined_table(f"agreement needs at least 2 annotators who answered all {len(items)} items "
-                                     f"(and 2 items); {len(complete)} have so far")
+        agreement = _undefined_table(
+            f"agreement needs at least 2 annotators who answered all {len(items)} items "
+            f"(and 2 items); {len(complete)} have so far"
+        )
     else:
         agreement = agreement_table(full[full["rater"].isin(complete)], n_boot=n_boot, seed=seed)
     answered = ratings[ratings[ANSWER].notna()]
     agreement = _with_alpha(agreement, answered, n_boot=n_boot, seed=seed)
     yes = None
     if len(answered):
-        yes = A.yes_rates(answered.assign(**{ANSWER: answered[ANSWER].astype(bool)}), by="form", rater="rater",
-                          label=ANSWER)
+        yes = A.yes_rates(
+            answered.assign(**{ANSWER: answered[ANSWER].astype(bool)}), by="form", rater="rater", label=ANSWER
+        )
         yes = yes.loc[[f for f in forms if f in yes.index] + [A.ALL]]
-    comp = generation_compliance(gens, checker=s["params"].get("checker", DEFAULT_CHECKER), forms=forms,
-                                 reference=s["params"].get("reference", DEFAULT_REFERENCE))
+    comp = generation_compliance(
+        gens,
+        checker=s["params"].get("checker", DEFAULT_CHECKER),
+        forms=forms,
+        reference=s["params"].get("reference", DEFAULT_REFERENCE),
+    )
     notes += comp["notes"]
     recognition = pd.DataFrame(index=pd.Index(forms, name="form"))
     if yes is not None:
@@ -521,9 +628,19 @@ def study_results(engine: Engine, principal: Principal, *, study: str | None = N
     if comp["pooled"] is not None:
         recognition = recognition.join(comp["pooled"], how="left")
     return StudyResults(
-        study=s, items=len(items), annotators=sorted(set(ratings["rater"])), complete=complete, ratings=ratings,
-        yes_rates=yes, agreement=agreement, recognition=recognition, model_gaps=comp["model_gaps"],
-        directions=comp["directions"], n_boot=n_boot, seed=seed, notes=notes,
+        study=s,
+        items=len(items),
+        annotators=sorted(set(ratings["rater"])),
+        complete=complete,
+        ratings=ratings,
+        yes_rates=yes,
+        agreement=agreement,
+        recognition=recognition,
+        model_gaps=comp["model_gaps"],
+        directions=comp["directions"],
+        n_boot=n_boot,
+        seed=seed,
+        notes=notes,
     )
 
 
@@ -535,4 +652,3 @@ def rating_history(engine: Engine, principal: Principal, *, item_id: int) -> pd.
     require(principal, "rate_wording")
     with engine.connect() as conn:
         return repo.rating_history(conn, item_id=item_id, user_id=principal.user_id)
-
