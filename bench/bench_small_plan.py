@@ -7,11 +7,11 @@ Each replicate simulates a ReFormBench-shaped project (:mod:`reform_core.simulat
 questions, 3 models, judges wrong together on 1 % of instances, correlated truths), plans it
 with ``plan --target-half-width 6 --metric tcpr`` (:func:`reform_core.estimators.planner.plan_for_half_width`,
 the planner's default assumptions), lets simulated annotators who err 5 % decide the tasks
-(the plan's opinion rule followed) and scores the finished plan three times: with the audit
-floor on every metric (the product's rule), on the products only (TCPR, R^K, EMCR), on the
-joint products only (R^K, EMCR), and nowhere. Such a plan audits a few dozen agreements per model, so the audit
-usually finds none of the rare rows both judges have wrong: the question this bench answers is
-whether TCPR's interval still covers then. Coverage of the measurement interval (Clopper–Pearson
+(the plan's opinion rule followed) and scores the finished plan under each rule of :data:`RULES`
+for the audit floor (which metrics have one, and whether its rate counts the errors the audit
+found or is the prior's half event alone; the first rule is the product's). Such a plan audits a
+few dozen agreements per model, so the audit usually finds none of the rare rows both judges
+have wrong: the question this bench answers is whether the intervals still cover then. Coverage of the measurement interval (Clopper–Pearson
 interval), bias and mean half-width of TCPR and the constraint level, and the planner's
 predicted half-width. Results: ``bench/results/small_plan.md``.
 """
@@ -34,14 +34,18 @@ from bench.machine import machine_line  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "small_plan.md"
 RAW = Path(__file__).resolve().parent / "results" / "raw" / "small_plan"
-REVISION = "p2"  # estimator revision in the cache key
+REVISION = "p3"  # estimator revision in the cache key
 HALF_WIDTH = 6.0
 HUMAN_ERROR = 0.05
+JOINT = ("emcr", "r1", "r2", "r3")
+ALL = ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level")
+# rule -> (metrics with a floor, metrics whose floor rate counts the errors the audit found)
 RULES = {
-    "every metric": ("tcpr", "emcr", "r1", "r2", "r3", "constraint_level"),
-    "products": ("tcpr", "emcr", "r1", "r2", "r3"),
-    "joint products only": ("emcr", "r1", "r2", "r3"),
-    "none": (),
+    "every metric; found errors counted for R^K, EMCR": (ALL, JOINT),
+    "every metric; found errors counted everywhere": (ALL, ALL),
+    "products (TCPR, R^K, EMCR)": (ALL[:5], ALL[:5]),
+    "joint products only": (JOINT, JOINT),
+    "none": ((), ()),
 }
 METRICS = ("tcpr", "constraint_level")
 
@@ -76,10 +80,10 @@ def replicate(seed: int) -> pd.DataFrame:
     index = build_index(inst, condition=None)
     truth = point_frame(index, inst, "truth").set_index(["model", "metric"])["estimate"]
     predicted = table.set_index("model")["predicted_half_width"]
-    rows, kept = [], variance.FLOORED_METRICS
+    rows, kept = [], (variance.FLOORED_METRICS, variance.FOUND_FLOOR_METRICS)
     try:
-        for rule, floored in RULES.items():
-            variance.FLOORED_METRICS = floored
+        for rule, (floored, found) in RULES.items():
+            variance.FLOORED_METRICS, variance.FOUND_FLOOR_METRICS = floored, found
             est = cluster.estimate(
                 inst,
                 tasks,
@@ -107,7 +111,7 @@ def replicate(seed: int) -> pd.DataFrame:
                 for k in METRICS
             ]
     finally:
-        variance.FLOORED_METRICS = kept
+        variance.FLOORED_METRICS, variance.FOUND_FLOOR_METRICS = kept
     return pd.DataFrame(rows).assign(seed=seed)
 
 
@@ -141,7 +145,7 @@ def report(wall: float, command: str) -> str:
         f"- Command: `{command}`; {seeds} replicates (simulator seeds {df['seed'].min()}–{df['seed'].max()}) × 3 "
         f"models; 240 questions, judges wrong together on 1 %, adjudicators erring {HUMAN_ERROR:.0%}; plan "
         f"`--target-half-width {HALF_WIDTH:g} --metric tcpr`.",
-        "- The audit floor's rules compared on the same decisions (module docstring); the product floors every metric.",
+        "- The audit floor's rules compared on the same decisions (module docstring); the first is the product's.",
         "",
         "| floor on | metric | bias (pp) ± se | coverage (95 % CI) | mean half-width | planner's half-width |",
         "|---|---|---:|---|---:|---:|",

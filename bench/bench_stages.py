@@ -37,7 +37,7 @@ from bench.stages import STAGES  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "stages.md"
 RAW = Path(__file__).resolve().parent / "results" / "raw" / "stages"
-REVISION = "s3"  # estimator revision in the cache key
+REVISION = "s4"  # estimator revision in the cache key
 METRICS = ("tcpr", "emcr")
 ERRORS = (0.0, 0.05)
 

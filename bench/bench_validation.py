@@ -66,9 +66,8 @@ LABELS = {
     "ppi++": "PPI++ (uniform sample, same size)",
 }
 TARGET = dict(bias=0.2, coverage=(0.93, 0.97))
-REVISION = (
-    "v10-floor-products"  # estimator revision in the cache key (raw results of another revision are not mixed in)
-)
+# estimator revision in the cache key (raw results of another revision are not mixed in)
+REVISION = "v11-floor-prior"
 METRICS = ("tcpr", "emcr", "r1", "r2", "r3")
 METRIC_LABELS = {"constraint_level": "constraint level"}
 

@@ -750,6 +750,25 @@ def test_the_audit_floor_pools_the_jeffreys_rate_of_each_agreed_label_over_the_m
     assert floor == pytest.approx(lit)
 
 
+
+
+def test_the_prior_only_floor_leaves_out_the_errors_the_audit_found():
+    """Same rows as above with ``found=False``: the rate is the prior's half event alone,
+    r̃ = ½/(n + 1) = ½/3 = 1/6 on both labels (n = 2 each), r̃(1 − r̃) = 5/36, whatever the audit
+    found. Floors: model 0: (2·1 + 2·1)·5/36 = 5/9; model 1: (2·4 + 2·9)·5/36 = 65/18, below the
+    floors that count model 0's found error (7/9, 9/2). The exposures do not depend on the rate."""
+    grad = np.array([1.0, 2.0, 1.0, 3.0, 5.0])
+    audited = np.array([True, True, True, True, False])
+    wrong = np.array([1.0, 0.0, 0.0, -0.2, 1.0])
+    pi_a, pi_c = np.full(5, 0.5), np.ones(5)
+    row_model = np.array([0, 1, 0, 1, 0])
+    label = np.array([0, 0, 1, 1, 1])
+    floor, exposure = audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, 2, label, found=False)
+    assert floor == pytest.approx([5 / 9, 65 / 18])
+    assert exposure == pytest.approx(np.array([[0.5, 0.5], [2.0, 4.5]]))
+    # wrong counts make no difference to it
+    again, _ = audit_floor(grad, audited, np.ones(5), pi_a, pi_c, row_model, 2, label, found=False)
+    assert again == pytest.approx(floor)
 def test_the_pooled_prediction_fits_one_rate_per_agreed_label_by_non_negative_least_squares():
     """Exposure split by agreed label (columns fail, pass). Direct 2, 4, 9 on exposures
     (1, 0), (0, 1), (1, 1): the normal equations 2ρ_f + ρ_p = 11, ρ_f + 2ρ_p = 13 give

@@ -35,7 +35,9 @@ def audit_composite(direct: np.ndarray, exposure: np.ndarray) -> np.ndarray:
     return out
 
 
-def audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, nm, label) -> tuple[np.ndarray, np.ndarray]:
+def audit_floor(
+    grad, audited, wrong, pi_a, pi_c, row_model, nm, label, *, found: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Rate-based floor for the variance that the audit's corrections add.
 
     Both-judges-wrong errors are rare, so the design-based variance of the audit terms is zero
@@ -46,6 +48,9 @@ def audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, nm, label) -> tuple
     per model the two-stage variance this gives:
     ``r̃_l(1 − r̃_l) Σ_{u audited, label l} (G_u²/π_A) [(1 − π_A)/(π_A π_c²) + (1 − π_c)/π_c²]``,
     the audited rows standing (weight 1/π_A) for every agreement of their sampled cluster.
+    With ``found=False`` the rate leaves out the errors the audit found, ``r̃_l = ½/(n_l + 1)``: the
+    floor is then the variance of the prior's half event alone, which binds where the audit found
+    (almost) nothing and stays below the direct estimate once it has found errors.
 
     Returns ``(floor, exposure)``: the floor per model, and per model × agreed label (columns:
     agreed fail, agreed pass) the same sum at a rate of ½ — the covariates of
@@ -58,7 +63,7 @@ def audit_floor(grad, audited, wrong, pi_a, pi_c, row_model, nm, label) -> tuple
     term = grad[audited] ** 2 / pa * ((1 - pa) / (pa * pc**2) + (1 - pc) / pc**2)
     lab = (np.asarray(label)[audited] == 1).astype(np.int64)
     n = np.bincount(lab, minlength=2).astype(float)
-    k = np.maximum(np.bincount(lab, wrong[audited], minlength=2), 0.0)
+    k = np.maximum(np.bincount(lab, wrong[audited], minlength=2), 0.0) if found else np.zeros(2)
     r = np.minimum((k + 0.5) / (n + 1.0), 0.5)
     per_label = np.stack(
         [np.bincount(row_model[audited], np.where(lab == col, term, 0.0), minlength=nm) for col in (0, 1)], axis=1

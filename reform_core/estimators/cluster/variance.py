@@ -26,6 +26,9 @@ from reform_core.frames import INSTANCE_KEY
 BOOT_TOL = 1e-6  # EM stopping rule of a refit (it starts at the full-data fit; 1e-6 of a rate is far below its se)
 
 FLOORED_METRICS = METRICS  # the metrics whose audit variance never falls below the floor
+# the metrics whose floor rate counts the errors the audit found (the joint products, where one rare
+# error moves every unit holding its target); the others' floor is the prior's half event alone
+FOUND_FLOOR_METRICS = ("emcr", "r1", "r2", "r3")
 
 
 def metric_gradient(grads: dict[str, np.ndarray], coef: dict[str, np.ndarray], row_model: np.ndarray) -> np.ndarray:
@@ -170,7 +173,9 @@ def metric_variance(metric: str, lay: Layout, prog: Progress, tot: Totals, gz: d
     v_dec_d = np.bincount(o.rc, np.where(o.dis, v_dec, 0.0), minlength=cl.n_clusters)
     v_d = np.bincount(cl.c_model, first_stage(tot.s_zd) + np.where(obs, v_dec_d * inv_pi, 0.0), minlength=nm)
     wrong_u = np.where(o.audited, np.where(o.g == 1, 1 - o.y, o.y), 0.0)
-    floor, exposure = audit_floor(gm, o.audited, wrong_u, o.pa, pi_eff[o.rc], model_s, nm, o.g)
+    floor, exposure = audit_floor(
+        gm, o.audited, wrong_u, o.pa, pi_eff[o.rc], model_s, nm, o.g, found=metric in FOUND_FLOOR_METRICS
+    )
     direct = v_cluster - v_d
     # the composite's pooled prediction describes the agreement audit alone: in "tasks" mode the direct
     # estimate also holds the disagreements' second phase, so it stands as it is (never below the floor)
