@@ -1212,6 +1212,14 @@ def _count(n: int, noun: str) -> str:
 def evidence(c: ConstraintRecord, ob: dict, plan: Plan, q: Content) -> str:
     """What a careful reader sees in the response for this constraint (a clause)."""
     f = c.feature
+    for clause in (_layout_evidence(f, ob), _content_evidence(f, plan, q), _markup_evidence(f, ob)):
+        if clause is not None:
+            return clause
+    raise ValueError(f"no evidence rule for feature {f!r}")
+
+
+def _layout_evidence(f: str, ob: dict) -> str | None:
+    """Evidence for the layout features (lists, headings, title, divider, table, fields); None for others."""
     if f == "bullet_list":
         return (
             f"the response has {_count(ob['bullets'], 'bulleted item')}"
@@ -1253,6 +1261,11 @@ def evidence(c: ConstraintRecord, ob: dict, plan: Plan, q: Content) -> str:
             if ob["kv"]
             else "no 'Field: value' line appears"
         )
+    return None
+
+
+def _content_evidence(f: str, plan: Plan, q: Content) -> str | None:
+    """Evidence for the content features, read off the rendering plan; None for other features."""
     if f == "call_to_action":
         return (
             f"the last sentence {_clip(q.cta)!r} invites a follow-up"
@@ -1277,6 +1290,11 @@ def evidence(c: ConstraintRecord, ob: dict, plan: Plan, q: Content) -> str:
             if plan.examples
             else "no example, case or analogy is given"
         )
+    return None
+
+
+def _markup_evidence(f: str, ob: dict) -> str | None:
+    """Evidence for the markup features (emphasis, emoji, call-outs, code, math, blocks); None for others."""
     if f == "typographic_emphasis":
         b = ob["bold"]
         return (
@@ -1321,7 +1339,7 @@ def evidence(c: ConstraintRecord, ob: dict, plan: Plan, q: Content) -> str:
         )
     if f == "paragraph_or_sentence_count":
         return f"the response has {_count(ob['paragraphs'], 'paragraph')} separated by blank lines"
-    raise ValueError(f"no evidence rule for feature {f!r}")
+    return None
 
 
 RATIONALES = {  # (correct, label) -> phrasings either judge may use: no style tells the judges apart
@@ -1517,10 +1535,52 @@ FORCED = {("pixel-mini", f"q05-v{v}", j): not (v == 2 and j == 2) for v in (1, 2
 def build() -> dict[str, list]:
     """All bundle records, by file name."""
     insts = instructions()
-    models = [
+    responses, baseline = _baseline_responses()
+    judgments, adjudications = [], []
+    for inst in insts:
+        for s in STYLES:
+            if inst.condition != "main" and s.name != SINGLE_MODEL:
+                continue
+            q = BY_KEY[inst.question]
+            text, plan, ob = respond(s.name, q, inst)
+            responses.append(ResponseRecord(model=s.name, question=q.key, instruction=inst.key, text=text))
+            for c in inst.constraints:
+                judged, adjudication = _judge_constraint(s.name, inst, c, q, ob, plan)
+                judgments += judged
+                if adjudication is not None:
+                    adjudications.append(adjudication)
+    # Two decisions where neither rationale holds up (the annotator found both judges' reasons off).
+    for a in adjudications[3:12:6]:
+        a.choice, a.note = "neither", "Both rationales misread the response; left for a second look."
+    return {
+        "bundle.json": _manifest(insts),
+        "extractions.jsonl": _extractions(baseline),
+        "questions.jsonl": [
+            QuestionRecord(
+                key=q.key, text=q.text, task_type=q.task_type, domain=q.domain, language="en", source="reform-demo"
+            )
+            for q in QUESTIONS
+        ],
+        "instructions.jsonl": insts,
+        "models.jsonl": _models(),
+        "responses.jsonl": responses,
+        "baseline_features.jsonl": baseline,
+        "judges.jsonl": _judges(),
+        "judgments.jsonl": judgments,
+        "adjudications.jsonl": adjudications,
+    }
+
+
+def _models() -> list[ModelRecord]:
+    """The evaluated models, one per style."""
+    return [
         ModelRecord(name=s.name, provider="demo", settings={"style": s.description, "temperature": 0}) for s in STYLES
     ]
-    judges = [
+
+
+def _judges() -> list[JudgeRecord]:
+    """The two demo judges."""
+    return [
         JudgeRecord(
             name=JUDGE_A, provider="openai", model="gpt-5.4-mini", prompt_version="demo-v1", config={"temperature": 0}
         ),
@@ -1532,7 +1592,11 @@ def build() -> dict[str, list]:
             config={"temperature": 0},
         ),
     ]
-    responses, baseline, judgments, adjudications = [], [], [], []
+
+
+def _baseline_responses() -> tuple[list[ResponseRecord], list[BaselineFeatureRecord]]:
+    """Every model's baseline response to every question, with the features read off it."""
+    responses, baseline = [], []
     for s in STYLES:
         for q in QUESTIONS:
             text, plan, ob = respond(s.name, q, None)
@@ -1541,56 +1605,66 @@ def build() -> dict[str, list]:
                 BaselineFeatureRecord(model=s.name, question=q.key, feature=k, source="demo", evidence=ev)
                 for k, ev in sorted(baseline_features(ob, plan, q).items())
             ]
-    for inst in insts:
-        for s in STYLES:
-            if inst.condition != "main" and s.name != SINGLE_MODEL:
-                continue
-            q = BY_KEY[inst.question]
-            text, plan, ob = respond(s.name, q, inst)
-            responses.append(ResponseRecord(model=s.name, question=q.key, instruction=inst.key, text=text))
-            for c in inst.constraints:
-                truth = int(passes(c, ob, plan))
-                if (s.name, inst.key, c.position) in FORCED and truth != FORCED[(s.name, inst.key, c.position)]:
-                    raise AssertionError(f"worked example broken at {inst.key} position {c.position}")
-                unit = (s.name, inst.key, c.position)
-                wrong = None  # the judge that errs on this instance, if any
-                if unit not in FORCED and stable_uniform("disagree", *unit) < DISAGREEMENT_RATE:
-                    wrong = JUDGE_A if stable_uniform("which", *unit) < 0.5 else JUDGE_B
-                ev = evidence(c, ob, plan, q)
-                labels = {}
-                for j in (JUDGE_A, JUDGE_B):
-                    labels[j] = truth if j != wrong else 1 - truth
-                    why = rationale(j, j != wrong, labels[j], c, ev, unit)
-                    judgments.append(
-                        JudgmentRecord(
-                            judge=j,
-                            model=s.name,
-                            instruction=inst.key,
-                            position=c.position,
-                            label=labels[j],
-                            rationale=why,
-                            prompt_version="demo-v1",
-                        )
-                    )
-                if wrong and stable_uniform("review", *unit) < ADJUDICATED_SHARE:
-                    who = "alice" if stable_uniform("who", *unit) < 0.5 else "bob"
-                    adjudications.append(
-                        AdjudicationRecord(
-                            judge_a=JUDGE_A,
-                            judge_b=JUDGE_B,
-                            model=s.name,
-                            instruction=inst.key,
-                            position=c.position,
-                            choice="A" if wrong == JUDGE_B else "B",
-                            annotator=who,
-                            seconds=round(25 + 120 * stable_uniform("seconds", *unit), 1),
-                            plan="demo",
-                        )
-                    )
-    # Two decisions where neither rationale holds up (the annotator found both judges' reasons off).
-    for a in adjudications[3:12:6]:
-        a.choice, a.note = "neither", "Both rationales misread the response; left for a second look."
-    manifest = BundleManifest(
+    return responses, baseline
+
+
+def _judge_constraint(
+    model: str,
+    inst: InstructionRecord,
+    c: ConstraintRecord,
+    q: Content,
+    ob: dict,
+    plan: Plan,
+) -> tuple[list[JudgmentRecord], AdjudicationRecord | None]:
+    """Both judges' judgments of one constraint of one response, and its adjudication if one is drawn."""
+    truth = int(passes(c, ob, plan))
+    if (model, inst.key, c.position) in FORCED and truth != FORCED[(model, inst.key, c.position)]:
+        raise AssertionError(f"worked example broken at {inst.key} position {c.position}")
+    unit = (model, inst.key, c.position)
+    wrong = None  # the judge that errs on this instance, if any
+    if unit not in FORCED and stable_uniform("disagree", *unit) < DISAGREEMENT_RATE:
+        wrong = JUDGE_A if stable_uniform("which", *unit) < 0.5 else JUDGE_B
+    ev = evidence(c, ob, plan, q)
+    labels, judgments = {}, []
+    for j in (JUDGE_A, JUDGE_B):
+        labels[j] = truth if j != wrong else 1 - truth
+        why = rationale(j, j != wrong, labels[j], c, ev, unit)
+        judgments.append(
+            JudgmentRecord(
+                judge=j,
+                model=model,
+                instruction=inst.key,
+                position=c.position,
+                label=labels[j],
+                rationale=why,
+                prompt_version="demo-v1",
+            )
+        )
+    if wrong and stable_uniform("review", *unit) < ADJUDICATED_SHARE:
+        return judgments, _adjudication(unit, wrong)
+    return judgments, None
+
+
+def _adjudication(unit: tuple, wrong: str) -> AdjudicationRecord:
+    """The annotator's decision for a disagreement ``unit`` (model, instruction, position): the judge not ``wrong``."""
+    model, instruction, position = unit
+    who = "alice" if stable_uniform("who", *unit) < 0.5 else "bob"
+    return AdjudicationRecord(
+        judge_a=JUDGE_A,
+        judge_b=JUDGE_B,
+        model=model,
+        instruction=instruction,
+        position=position,
+        choice="A" if wrong == JUDGE_B else "B",
+        annotator=who,
+        seconds=round(25 + 120 * stable_uniform("seconds", *unit), 1),
+        plan="demo",
+    )
+
+
+def _manifest(insts: list[InstructionRecord]) -> BundleManifest:
+    """The bundle's manifest, describing its contents and the worked example."""
+    return BundleManifest(
         name="ReForm demo",
         description=(
             f"Small ReFormBench-style demo: 13 questions (7 task types), {sum(i.condition == 'main' for i in insts)} "
@@ -1602,23 +1676,6 @@ def build() -> dict[str, list]:
             "except b in q05-v2 → R1 = 1/2, R2 = 1/3, R3 = 0, EMCR = 27.78 %, TCPR = 66.67 %."
         ),
     )
-    return {
-        "bundle.json": manifest,
-        "extractions.jsonl": _extractions(baseline),
-        "questions.jsonl": [
-            QuestionRecord(
-                key=q.key, text=q.text, task_type=q.task_type, domain=q.domain, language="en", source="reform-demo"
-            )
-            for q in QUESTIONS
-        ],
-        "instructions.jsonl": insts,
-        "models.jsonl": models,
-        "responses.jsonl": responses,
-        "baseline_features.jsonl": baseline,
-        "judges.jsonl": judges,
-        "judgments.jsonl": judgments,
-        "adjudications.jsonl": adjudications,
-    }
 
 
 def _extractions(baseline: list) -> list:

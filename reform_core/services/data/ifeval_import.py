@@ -130,45 +130,74 @@ def import_ifeval(
     errors: list[str] = []
     input_path = Path(input_path)
     src = input_path.name
+    prompts = _valid_prompts(input_path, cat, errors)
+    by_prompt = {d["prompt"]: str(d["key"]) for _, d in prompts}
+    resp_rows, missing, unmatched = [], {}, []
+    for model, path in responses.items():
+        rows, missing[model] = _model_responses(model, Path(path), by_prompt, src, errors, unmatched)
+        resp_rows += rows
+    if errors:
+        raise ImportFailed(errors)
+    frames = {
+        "questions": _question_frame(prompts, src),
+        "instructions": _instruction_frame(prompts, src),
+        "constraints": pd.DataFrame(_constraint_rows(prompts, cat, src)),
+        "responses": pd.DataFrame(resp_rows),
+    }
+    bundle = frames_bundle(frames, source=str(input_path), catalog="ifeval")
+    counts = import_bundle_obj(engine, bundle, replace=replace, progress=progress)
+    return {**counts, "missing_responses": missing, "unmatched_responses": unmatched}
+
+
+def _valid_prompts(input_path: Path, cat, errors: list[str]) -> list[tuple[int, dict]]:
+    """The ``(line number, record)`` prompts of the input file without problems; problems go to ``errors``."""
+    src = input_path.name
     prompts = []
     for lineno, d in _json_objects(input_path, errors):
         problems = _ifeval_problems(d, cat)
         errors += [one_line(f"{src}:{lineno}: {fld}: {msg}") for fld, msg in problems]
         if not problems:
             prompts.append((lineno, d))
-    by_prompt = {d["prompt"]: str(d["key"]) for _, d in prompts}
-    resp_rows, missing, unmatched = [], {}, []
-    for model, path in responses.items():
-        path = Path(path)
-        seen = set()
-        if not 0 < len(model) <= 200:
-            errors.append(f"{path.name}:0: model: the model name must have 1 to 200 characters")
-        for lineno, d in _json_objects(path, errors):
-            bad = [fld for fld in ("prompt", "response") if not isinstance(d.get(fld), str)]
-            errors += [f"{path.name}:{lineno}: {fld}: field required (a string)" for fld in bad]
-            if bad:
-                continue
-            key = by_prompt.get(d["prompt"])
-            if key is None:
-                unmatched.append(f"{path.name}:{lineno}: prompt: matches no prompt of {src}")
-                continue
-            if key in seen:
-                continue
-            seen.add(key)
-            resp_rows.append(
-                {
-                    "model": model,
-                    "question": f"ifeval-{key}",
-                    "instruction": f"ifeval-{key}",
-                    "text": d["response"],
-                    "_line": lineno,
-                    "_file": path.name,
-                }
-            )
-        missing[model] = sorted((k for k in by_prompt.values() if k not in seen), key=_key_order)
-    if errors:
-        raise ImportFailed(errors)
-    questions = pd.DataFrame(
+    return prompts
+
+
+def _model_responses(
+    model: str, path: Path, by_prompt: dict[str, str], src: str, errors: list[str], unmatched: list[str]
+) -> tuple[list[dict], list[str]]:
+    """One model's response rows (the first per prompt) and the keys of the prompts it did not answer;
+    problems go to ``errors``, lines whose prompt matches no input prompt to ``unmatched``."""
+    seen = set()
+    rows = []
+    if not 0 < len(model) <= 200:
+        errors.append(f"{path.name}:0: model: the model name must have 1 to 200 characters")
+    for lineno, d in _json_objects(path, errors):
+        bad = [fld for fld in ("prompt", "response") if not isinstance(d.get(fld), str)]
+        errors += [f"{path.name}:{lineno}: {fld}: field required (a string)" for fld in bad]
+        if bad:
+            continue
+        key = by_prompt.get(d["prompt"])
+        if key is None:
+            unmatched.append(f"{path.name}:{lineno}: prompt: matches no prompt of {src}")
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        rows.append(
+            {
+                "model": model,
+                "question": f"ifeval-{key}",
+                "instruction": f"ifeval-{key}",
+                "text": d["response"],
+                "_line": lineno,
+                "_file": path.name,
+            }
+        )
+    return rows, sorted((k for k in by_prompt.values() if k not in seen), key=_key_order)
+
+
+def _question_frame(prompts: list[tuple[int, dict]], src: str) -> pd.DataFrame:
+    """One question per prompt."""
+    return pd.DataFrame(
         [
             {
                 "key": f"ifeval-{d['key']}",
@@ -181,7 +210,11 @@ def import_ifeval(
             for n, d in prompts
         ]
     )
-    instructions = pd.DataFrame(
+
+
+def _instruction_frame(prompts: list[tuple[int, dict]], src: str) -> pd.DataFrame:
+    """One main instruction per prompt, with the prompt as its text."""
+    return pd.DataFrame(
         [
             {
                 "key": f"ifeval-{d['key']}",
@@ -195,6 +228,10 @@ def import_ifeval(
             for n, d in prompts
         ]
     )
+
+
+def _constraint_rows(prompts: list[tuple[int, dict]], cat, src: str) -> list[dict]:
+    """One constraint per instruction id of each prompt, its text and acceptance rendered with its kwargs."""
     cons = []
     for n, d in prompts:
         for pos, (iid, kw) in enumerate(zip(d["instruction_id_list"], d["kwargs"]), start=1):
@@ -214,12 +251,4 @@ def import_ifeval(
                     "_file": src,
                 }
             )
-    frames = {
-        "questions": questions,
-        "instructions": instructions,
-        "constraints": pd.DataFrame(cons),
-        "responses": pd.DataFrame(resp_rows),
-    }
-    bundle = frames_bundle(frames, source=str(input_path), catalog="ifeval")
-    counts = import_bundle_obj(engine, bundle, replace=replace, progress=progress)
-    return {**counts, "missing_responses": missing, "unmatched_responses": unmatched}
+    return cons

@@ -399,7 +399,45 @@ class _Rows:
     def _row(self, i: int, st: "_State") -> None:
         """Row ``i``: its question, instruction and response (agreeing with earlier rows), then
         its constraint and judgments."""
-        c, name = self.cells, self.t.name
+        vals = self._row_values(i)
+        if vals is None:
+            return
+        model, qkey = vals["model"], vals["question"]
+        ikey = vals["instruction"] or qkey
+        cons = self._constraint(i, self._text(i, "feature"))
+        self._add_question(i, st, qkey, vals["prompt"])
+        self._add_instruction(i, st, qkey, ikey, vals)
+        self._agree(
+            st.r_seen, (model, ikey), vals["response"], i, "response", f"model {model!r} and instruction {ikey!r}"
+        )
+        if cons is None:
+            for j in st.judges:  # still report bad label cells
+                self._label(i, j)
+            return
+        pos = self._position(i, st, model, ikey, cons)
+        if pos is None:
+            return
+        st.constraints.setdefault(
+            (ikey, pos), {"instruction": ikey, "position": pos, **cons, "_line": self.t.lines[i], "_file": self.t.name}
+        )
+        if self._repeated_row(i, st, model, ikey, pos):
+            return
+        st.responses.setdefault(
+            (model, ikey),
+            {
+                "model": model,
+                "question": qkey,
+                "instruction": ikey,
+                "text": vals["response"],
+                "_line": self.t.lines[i],
+                "_file": self.t.name,
+            },
+        )
+        self._add_judgments(i, st, model, ikey, pos)
+
+    def _row_values(self, i: int) -> Optional[dict[str, str]]:
+        """Row ``i``'s text cells by field, or None (reported) when a required cell is empty."""
+        c = self.cells
         vals = {
             f: self._text(i, f)
             for f in (
@@ -417,12 +455,16 @@ class _Rows:
         for f in missing:
             self.err(i, f, "required (empty cell)")
         if missing:
-            return
-        model, qkey = vals["model"], vals["question"]
-        ikey = vals["instruction"] or qkey
-        cons = self._constraint(i, self._text(i, "feature"))
-        self._agree(st.q_seen, qkey, vals["prompt"], i, "prompt", f"question {qkey!r}")
-        st.questions.setdefault(qkey, {"key": qkey, "text": vals["prompt"], "_line": self.t.lines[i], "_file": name})
+            return None
+        return vals
+
+    def _add_question(self, i: int, st: "_State", qkey: str, prompt: str) -> None:
+        """Question ``qkey`` with its prompt, which must agree with earlier rows of that question."""
+        self._agree(st.q_seen, qkey, prompt, i, "prompt", f"question {qkey!r}")
+        st.questions.setdefault(qkey, {"key": qkey, "text": prompt, "_line": self.t.lines[i], "_file": self.t.name})
+
+    def _add_instruction(self, i: int, st: "_State", qkey: str, ikey: str, vals: dict[str, str]) -> None:
+        """Instruction ``ikey`` of question ``qkey``, which must agree with earlier rows of that instruction."""
         ins = (
             qkey,
             vals["instruction_text"] or vals["prompt"],
@@ -447,22 +489,12 @@ class _Rows:
                 "condition": ins[2],
                 "pair_group": ins[3],
                 "_line": self.t.lines[i],
-                "_file": name,
+                "_file": self.t.name,
             },
         )
-        self._agree(
-            st.r_seen, (model, ikey), vals["response"], i, "response", f"model {model!r} and instruction {ikey!r}"
-        )
-        if cons is None:
-            for j in st.judges:  # still report bad label cells
-                self._label(i, j)
-            return
-        pos = self._position(i, st, model, ikey, cons)
-        if pos is None:
-            return
-        st.constraints.setdefault(
-            (ikey, pos), {"instruction": ikey, "position": pos, **cons, "_line": self.t.lines[i], "_file": name}
-        )
+
+    def _repeated_row(self, i: int, st: "_State", model: str, ikey: str, pos: int) -> bool:
+        """Whether an earlier row already gave this model, instruction and position (reported)."""
         first = st.row_seen.setdefault((model, ikey, pos), i)
         if first != i:
             self.err(
@@ -471,18 +503,11 @@ class _Rows:
                 f"a second row for model {model!r}, instruction {ikey!r}, position {pos} "
                 f"(first at {self.t.unit} {self.t.lines[first]})",
             )
-            return
-        st.responses.setdefault(
-            (model, ikey),
-            {
-                "model": model,
-                "question": qkey,
-                "instruction": ikey,
-                "text": vals["response"],
-                "_line": self.t.lines[i],
-                "_file": name,
-            },
-        )
+            return True
+        return False
+
+    def _add_judgments(self, i: int, st: "_State", model: str, ikey: str, pos: int) -> None:
+        """Each judge's judgment of row ``i``, counting labels and rows a judge left unjudged."""
         for j in st.judges:
             judgment = self._judgment(i, j, model, ikey, pos)
             if judgment is None:
