@@ -279,6 +279,84 @@ def endpoint_target(provider: str, endpoint: Optional[str]) -> tuple[Optional[st
     return ep.base_url, key
 
 
+def _check_collect_args(provider: str, concurrency: int, limit: Optional[int]) -> None:
+    """Refuse an unknown provider, a concurrency below 1 and a negative limit."""
+    if provider not in PROVIDERS:
+        raise ValueError(f"provider: expected one of {PROVIDERS}, got {provider!r}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency: must be >= 1, got {concurrency}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit: must be >= 0, got {limit}")
+
+
+def _endpoint_url_and_key(
+    provider: str, endpoint: Optional[str], base_url: Optional[str], api_key: Optional[str]
+) -> tuple[Optional[str], Optional[str]]:
+    """(base URL, API key) to call: a named endpoint's own (a given key still wins), else those given."""
+    if not endpoint:
+        return base_url, api_key
+    if base_url:
+        raise ValueError("endpoint: give a configured endpoint name or a base URL, not both")
+    base_url, configured_key = endpoint_target(provider, endpoint)
+    return base_url, (configured_key if api_key is None else api_key)
+
+
+def _collect_tally(pending: int) -> dict:
+    """The counters of a collection run before any call."""
+    return {
+        "pending": pending,
+        "written": 0,
+        "errors": 0,
+        "truncated": 0,
+        "requests": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cost_usd": 0.0,
+        "cancelled": False,
+        "first_error": "",
+    }
+
+
+def _known_models(engine: Engine) -> set:
+    """Names of the evaluated models already in the project."""
+    with engine.connect() as conn:
+        return set(repo.read_frame(conn, "eval_model", ["name"])["name"])
+
+
+def _store_results(
+    engine: Engine,
+    results: list[GenResult],
+    out: dict,
+    known: set,
+    model: str,
+    provider: str,
+    provider_model: Optional[str],
+    settings: GenerationSettings,
+) -> None:
+    """Count a batch of results into ``out`` and import its responses (the model too, when new)."""
+    for r in results:
+        out["errors"] += bool(r.error)
+        out["truncated"] += bool(not r.error and r.truncated)
+        out["first_error"] = out["first_error"] or r.error
+    rows = _response_rows(results, provider, settings)
+    if not rows:
+        return
+    frames = {"responses": pd.DataFrame(rows)}
+    if model not in known:
+        frames["models"] = pd.DataFrame(
+            [
+                {
+                    "name": model,
+                    "provider": provider,
+                    "settings": {"provider_model": provider_model or model, **settings.to_meta()},
+                }
+            ]
+        )
+        known.add(model)
+    import_bundle_obj(engine, frames_bundle(frames, source="<collection>"))
+    out["written"] += len(rows)
+
+
 def collect(
     engine: Engine,
     *,
@@ -311,59 +389,18 @@ def collect(
     "output_tokens", "cost_usd", "cancelled", "first_error"}``.
     """
     settings = settings or GenerationSettings()
-    if provider not in PROVIDERS:
-        raise ValueError(f"provider: expected one of {PROVIDERS}, got {provider!r}")
-    if concurrency < 1:
-        raise ValueError(f"concurrency: must be >= 1, got {concurrency}")
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit: must be >= 0, got {limit}")
-    if endpoint:
-        if base_url:
-            raise ValueError("endpoint: give a configured endpoint name or a base URL, not both")
-        base_url, configured_key = endpoint_target(provider, endpoint)
-        api_key = configured_key if api_key is None else api_key
+    _check_collect_args(provider, concurrency, limit)
+    base_url, api_key = _endpoint_url_and_key(provider, endpoint, base_url, api_key)
     items = pending_items(engine, model=model, conditions=conditions)
     if limit is not None:
         items = items[:limit]
-    out = {
-        "pending": len(items),
-        "written": 0,
-        "errors": 0,
-        "truncated": 0,
-        "requests": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cost_usd": 0.0,
-        "cancelled": False,
-        "first_error": "",
-    }
+    out = _collect_tally(len(items))
     if not items:
         return out
-    with engine.connect() as conn:
-        known = set(repo.read_frame(conn, "eval_model", ["name"])["name"])
+    known = _known_models(engine)
 
     def on_results(results: list[GenResult]) -> None:
-        for r in results:
-            out["errors"] += bool(r.error)
-            out["truncated"] += bool(not r.error and r.truncated)
-            out["first_error"] = out["first_error"] or r.error
-        rows = _response_rows(results, provider, settings)
-        if not rows:
-            return
-        frames = {"responses": pd.DataFrame(rows)}
-        if model not in known:
-            frames["models"] = pd.DataFrame(
-                [
-                    {
-                        "name": model,
-                        "provider": provider,
-                        "settings": {"provider_model": provider_model or model, **settings.to_meta()},
-                    }
-                ]
-            )
-            known.add(model)
-        import_bundle_obj(engine, frames_bundle(frames, source="<collection>"))
-        out["written"] += len(rows)
+        _store_results(engine, results, out, known, model, provider, provider_model, settings)
 
     out.update(
         generate(

@@ -43,6 +43,75 @@ def _catalog(engine: Engine, catalog: Optional[str]):
             return load_catalog(name)  # a file path (or the loader's own message)
 
 
+def _questions_without_variants(engine: Engine) -> pd.DataFrame:
+    """The questions with no main instruction yet, by key (a ValueError when there are none)."""
+    qs = _questions(engine)
+    with engine.connect() as conn:
+        ins_db = repo.read_frame(conn, "instruction", ["question_id", "condition"])
+    done = set(ins_db.loc[ins_db["condition"] == "main", "question_id"])
+    todo = qs[~qs["id"].isin(done)].sort_values("key")
+    if todo.empty:
+        raise ValueError("questions: every question already has main variants (import questions first)")
+    return todo
+
+
+def _checked_variants(
+    todo: pd.DataFrame, cat, *, per_question: int, seed: int, k: int, pool_size: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(instructions, constraints) of the proposed variants; a ValueError naming the first failed check."""
+    rng = np.random.default_rng(seed)
+    ins, con = variants.propose_variants(todo, cat, per_question=per_question, rng=rng, k=k, pool_size=pool_size)
+    issues = variants.check_variants(ins, con, cat, k=k, verbatim=True)
+    if len(issues):
+        first = issues.iloc[0]
+        raise ValueError(
+            f"{len(issues)} variant check(s) failed, e.g. {first['instruction']} "
+            f"position {first['position']}: {first['field']}: {first['message']}"
+        )
+    return ins, con
+
+
+def _integrated_texts(
+    ins: pd.DataFrame, con: pd.DataFrame, todo: pd.DataFrame, integrate: dict
+) -> tuple[list[str], int, int]:
+    """(instruction texts after LLM integration, integrated, failed); a failure keeps the template text."""
+    qtext = dict(zip(todo["key"], todo["text"]))
+    by_ins = {key: g.sort_values("position") for key, g in con.groupby("instruction")}
+    items = [
+        collection.GenItem(
+            "integration",
+            r.question,
+            r.key,
+            "integration",
+            "",
+            messages=tuple(
+                prompts.integration_messages(
+                    qtext[r.question], by_ins[r.key][["text", "acceptance"]].to_dict("records")
+                )
+            ),
+        )
+        for r in ins.itertuples(index=False)
+    ]
+    results = collection.run_prompts(
+        items,
+        provider=integrate["provider"],
+        model=integrate["model"],
+        base_url=integrate.get("base_url"),
+        api_key=integrate.get("api_key"),
+    )
+    texts, integrated, errors = [], 0, 0
+    for r, old in zip(results, ins["text"]):
+        try:
+            if r.error:
+                raise ValueError(r.error)
+            texts.append(prompts.parse_integration(r.text))
+            integrated += 1
+        except ValueError:
+            texts.append(old)
+            errors += 1
+    return texts, integrated, errors
+
+
 def build_variants(
     engine: Engine,
     *,
@@ -65,58 +134,11 @@ def build_variants(
     "multiplicity"}`` (Table A11 rows as records). ``dry_run`` writes nothing.
     """
     cat = _catalog(engine, catalog)
-    qs = _questions(engine)
-    with engine.connect() as conn:
-        ins_db = repo.read_frame(conn, "instruction", ["question_id", "condition"])
-    done = set(ins_db.loc[ins_db["condition"] == "main", "question_id"])
-    todo = qs[~qs["id"].isin(done)].sort_values("key")
-    if todo.empty:
-        raise ValueError("questions: every question already has main variants (import questions first)")
-    rng = np.random.default_rng(seed)
-    ins, con = variants.propose_variants(todo, cat, per_question=per_question, rng=rng, k=k, pool_size=pool_size)
-    issues = variants.check_variants(ins, con, cat, k=k, verbatim=True)
-    if len(issues):
-        first = issues.iloc[0]
-        raise ValueError(
-            f"{len(issues)} variant check(s) failed, e.g. {first['instruction']} "
-            f"position {first['position']}: {first['field']}: {first['message']}"
-        )
+    todo = _questions_without_variants(engine)
+    ins, con = _checked_variants(todo, cat, per_question=per_question, seed=seed, k=k, pool_size=pool_size)
     integrated = errors = 0
     if integrate:
-        qtext = dict(zip(todo["key"], todo["text"]))
-        by_ins = {key: g.sort_values("position") for key, g in con.groupby("instruction")}
-        items = [
-            collection.GenItem(
-                "integration",
-                r.question,
-                r.key,
-                "integration",
-                "",
-                messages=tuple(
-                    prompts.integration_messages(
-                        qtext[r.question], by_ins[r.key][["text", "acceptance"]].to_dict("records")
-                    )
-                ),
-            )
-            for r in ins.itertuples(index=False)
-        ]
-        results = collection.run_prompts(
-            items,
-            provider=integrate["provider"],
-            model=integrate["model"],
-            base_url=integrate.get("base_url"),
-            api_key=integrate.get("api_key"),
-        )
-        texts = []
-        for r, old in zip(results, ins["text"]):
-            try:
-                if r.error:
-                    raise ValueError(r.error)
-                texts.append(prompts.parse_integration(r.text))
-                integrated += 1
-            except ValueError:
-                texts.append(old)
-                errors += 1
+        texts, integrated, errors = _integrated_texts(ins, con, todo, integrate)
         ins["text"] = texts
     extra_i, extra_c = variants.derive_conditions(ins, con, todo, single=single, prompted=prompted)
     all_i, all_c = pd.concat([ins, extra_i], ignore_index=True), pd.concat([con, extra_c], ignore_index=True)

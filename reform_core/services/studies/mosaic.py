@@ -349,6 +349,64 @@ def import_outputs(engine: Engine, principal: Principal, *, study: str, data: by
     return {"study": study, "rows": len(rows), "written": len(new), "existing": len(rows) - len(new)}
 
 
+def _unanswered_prompts(engine: Engine, study: str, model: str, limit: Optional[int]) -> tuple[int, pd.DataFrame]:
+    """(study id, the study's prompts without an output of ``model``, at most ``limit`` of them)."""
+    with engine.connect() as conn:
+        sid = _study(conn, study)["id"]
+        prompts = repo.prompts(conn, study_id=sid)
+        done = set(repo.outputs(conn, study_id=sid, model=model, with_text=False)["prompt_id"])
+    todo = prompts[~prompts["id"].isin(done)]
+    if limit is not None:
+        todo = todo.iloc[:limit]
+    return sid, todo
+
+
+def _prompt_items(todo: pd.DataFrame, model: str) -> tuple[list[collection.GenItem], dict[int, int]]:
+    """One call per prompt (system + user message, the empty ones left out) and its prompt id, by ``id`` of the item."""
+    items, prompt_of = [], {}
+    for r in todo.itertuples(index=False):
+        msgs = tuple(
+            m
+            for m in ({"role": "system", "content": r.system_prompt}, {"role": "user", "content": r.user_prompt})
+            if m["content"]
+        )
+        item = collection.GenItem(model, r.key, None, "mosaic", r.user_prompt, messages=msgs)
+        items.append(item)
+        prompt_of[id(item)] = int(r.id)
+    return items, prompt_of
+
+
+def _output_rows(
+    results: list,
+    out: dict,
+    prompt_of: dict[int, int],
+    model: str,
+    provider: str,
+    provider_model: Optional[str],
+    settings: collection.GenerationSettings,
+) -> list[dict]:
+    """Count a batch of results into ``out`` and return the output rows of the successful ones."""
+    rows = []
+    for r in results:
+        if r.error:
+            out["errors"] += 1
+            out["first_error"] = out["first_error"] or r.error
+            continue
+        out["truncated"] += bool(r.truncated)
+        meta = {"source": "collected", **collection.generation_meta(r, provider, settings, provider_model or model)}
+        rows.append({"prompt_id": prompt_of[id(r.item)], "model": model, "output": _storable(r.text), "meta": meta})
+    return rows
+
+
+def _insert_new_outputs(engine: Engine, rows: list[dict], *, sid: int, model: str) -> int:
+    """Insert the rows a concurrent run has not stored meanwhile; return how many."""
+    with engine.begin() as conn:
+        have = set(repo.outputs(conn, study_id=sid, model=model, with_text=False)["prompt_id"])
+        rows = [r for r in rows if r["prompt_id"] not in have]
+        repo.insert_outputs(conn, rows=rows)
+    return len(rows)
+
+
 def collect(
     engine: Engine,
     principal: Principal,
@@ -385,43 +443,16 @@ def collect(
     if limit is not None and limit < 0:
         raise ValueError(f"limit: must be >= 0, got {limit}")
     settings = settings or collection.GenerationSettings()
-    with engine.connect() as conn:
-        sid = _study(conn, study)["id"]
-        prompts = repo.prompts(conn, study_id=sid)
-        done = set(repo.outputs(conn, study_id=sid, model=model, with_text=False)["prompt_id"])
-    todo = prompts[~prompts["id"].isin(done)]
-    if limit is not None:
-        todo = todo.iloc[:limit]
-    items, prompt_of = [], {}
-    for r in todo.itertuples(index=False):
-        msgs = tuple(
-            m
-            for m in ({"role": "system", "content": r.system_prompt}, {"role": "user", "content": r.user_prompt})
-            if m["content"]
-        )
-        item = collection.GenItem(model, r.key, None, "mosaic", r.user_prompt, messages=msgs)
-        items.append(item)
-        prompt_of[id(item)] = int(r.id)
+    sid, todo = _unanswered_prompts(engine, study, model, limit)
+    items, prompt_of = _prompt_items(todo, model)
     out = {"pending": len(items), "written": 0, "errors": 0, "truncated": 0, "first_error": ""}
     if not items:
         return out
 
     def on_results(results: list) -> None:
-        rows = []
-        for r in results:
-            if r.error:
-                out["errors"] += 1
-                out["first_error"] = out["first_error"] or r.error
-                continue
-            out["truncated"] += bool(r.truncated)
-            meta = {"source": "collected", **collection.generation_meta(r, provider, settings, provider_model or model)}
-            rows.append({"prompt_id": prompt_of[id(r.item)], "model": model, "output": _storable(r.text), "meta": meta})
+        rows = _output_rows(results, out, prompt_of, model, provider, provider_model, settings)
         if rows:
-            with engine.begin() as conn:  # skip what a concurrent run stored meanwhile
-                have = set(repo.outputs(conn, study_id=sid, model=model, with_text=False)["prompt_id"])
-                rows = [r for r in rows if r["prompt_id"] not in have]
-                repo.insert_outputs(conn, rows=rows)
-            out["written"] += len(rows)
+            out["written"] += _insert_new_outputs(engine, rows, sid=sid, model=model)
 
     out.update(
         collection.generate(

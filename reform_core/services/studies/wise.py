@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
@@ -152,6 +152,78 @@ def read_manifest(manifest: str | Path) -> tuple[pd.DataFrame, list[dict], dict]
 # ----------------------------------------------------------------------------- collection
 
 
+def _model_name(model: str) -> str:
+    """The evaluated model's name, stripped (1–200 characters)."""
+    model = (model or "").strip()
+    if not model or len(model) > 200:
+        raise ValueError("model: the evaluated model needs a name of 1–200 characters")
+    return model
+
+
+def _pending_generations(
+    engine: Engine, manifest: str | Path, *, study: str, model: str, limit: Optional[int]
+) -> tuple[list[collection.GenItem], dict[int, Any]]:
+    """The missing calls of ``model`` (at most ``limit``) and each one's manifest row; creates the study if new."""
+    items, forms, summary = read_manifest(manifest)
+    with engine.begin() as conn:
+        ensure_study(conn, study, forms=forms, manifest=summary)
+        have = repo.generation_keys(conn, study=study, model=model)
+    todo = [r for r in items.itertuples(index=False) if (r.item, r.form, r.target, r.repetition) not in have]
+    if limit is not None:
+        todo = todo[:limit]
+    gen_items, row_of = [], {}
+    for r in todo:
+        g = collection.GenItem(model, r.item, None, "wise", r.prompt)
+        gen_items.append(g)
+        row_of[id(g)] = r
+    return gen_items, row_of
+
+
+def _generation_rows(
+    results: list,
+    out: dict,
+    row_of: dict[int, Any],
+    study: str,
+    model: str,
+    vendor: str,
+    provider: str,
+    provider_model: Optional[str],
+    settings: collection.GenerationSettings,
+) -> list[dict]:
+    """Count a batch of results into ``out`` and return the ``wise_generation`` rows of the successful ones."""
+    rows = []
+    for res in results:
+        if res.error:
+            out["errors"] += 1
+            out["first_error"] = out["first_error"] or res.error
+            continue
+        out["truncated"] += bool(res.truncated)
+        r = row_of[id(res.item)]
+        rows.append(
+            {
+                "study": study,
+                "item": r.item,
+                "model": model,
+                "provider": vendor,
+                "form": r.form,
+                "target": r.target,
+                "repetition": int(r.repetition),
+                "output": (res.text or "").replace("\x00", "\ufffd"),
+                "meta": collection.generation_meta(res, provider, settings, provider_model or model),
+            }
+        )
+    return rows
+
+
+def _insert_new_generations(engine: Engine, rows: list[dict], *, study: str, model: str) -> int:
+    """Insert the rows a concurrent run has not stored meanwhile; return how many."""
+    with engine.begin() as conn:
+        stored = repo.generation_keys(conn, study=study, model=model)
+        rows = [r for r in rows if (r["item"], r["form"], r["target"], r["repetition"]) not in stored]
+        repo.insert_generations(conn, rows=rows)
+    return len(rows)
+
+
 def collect(
     engine: Engine,
     principal: Principal,
@@ -186,57 +258,20 @@ def collect(
     """
     require(principal, MANAGE)
     study = _name(study)
-    model = (model or "").strip()
-    if not model or len(model) > 200:
-        raise ValueError("model: the evaluated model needs a name of 1–200 characters")
+    model = _model_name(model)
     if limit is not None and limit < 0:
         raise ValueError(f"limit: must be >= 0, got {limit}")
     vendor = (vendor or provider or "").strip()[:100]
     settings = settings or collection.GenerationSettings(temperature=0.2, max_tokens=120)
-    items, forms, summary = read_manifest(manifest)
-    with engine.begin() as conn:
-        ensure_study(conn, study, forms=forms, manifest=summary)
-        have = repo.generation_keys(conn, study=study, model=model)
-    todo = [r for r in items.itertuples(index=False) if (r.item, r.form, r.target, r.repetition) not in have]
-    if limit is not None:
-        todo = todo[:limit]
-    gen_items, row_of = [], {}
-    for r in todo:
-        g = collection.GenItem(model, r.item, None, "wise", r.prompt)
-        gen_items.append(g)
-        row_of[id(g)] = r
+    gen_items, row_of = _pending_generations(engine, manifest, study=study, model=model, limit=limit)
     out = {"pending": len(gen_items), "written": 0, "errors": 0, "truncated": 0, "first_error": ""}
     if not gen_items:
         return out
 
     def on_results(results: list) -> None:
-        rows = []
-        for res in results:
-            if res.error:
-                out["errors"] += 1
-                out["first_error"] = out["first_error"] or res.error
-                continue
-            out["truncated"] += bool(res.truncated)
-            r = row_of[id(res.item)]
-            rows.append(
-                {
-                    "study": study,
-                    "item": r.item,
-                    "model": model,
-                    "provider": vendor,
-                    "form": r.form,
-                    "target": r.target,
-                    "repetition": int(r.repetition),
-                    "output": (res.text or "").replace("\x00", "\ufffd"),
-                    "meta": collection.generation_meta(res, provider, settings, provider_model or model),
-                }
-            )
+        rows = _generation_rows(results, out, row_of, study, model, vendor, provider, provider_model, settings)
         if rows:
-            with engine.begin() as conn:  # skip what a concurrent run stored meanwhile
-                stored = repo.generation_keys(conn, study=study, model=model)
-                rows = [r for r in rows if (r["item"], r["form"], r["target"], r["repetition"]) not in stored]
-                repo.insert_generations(conn, rows=rows)
-            out["written"] += len(rows)
+            out["written"] += _insert_new_generations(engine, rows, study=study, model=model)
 
     out.update(
         collection.generate(
@@ -398,6 +433,89 @@ def _common_items(out: pd.DataFrame, notes: list[str], what: str) -> pd.DataFram
     return out[out["item"].isin(common)]
 
 
+def _study_generations(engine: Engine, study: str) -> tuple[dict, pd.DataFrame]:
+    """(params, generations) of a stored WISE study."""
+    with engine.connect() as conn:
+        s = repo.get_wise_study(conn, name=study)
+        if s is None:
+            raise ValueError(
+                f"study: no WISE study {study!r} (create it with wise-collect or wording-import-generations --study)"
+            )
+        gens = repo.generations(conn, study=study)
+    return s["params"], gens
+
+
+class _Design(NamedTuple):
+    """A study's checked outputs, its one checker, its forms in order, the reference form and the scheme."""
+
+    out: pd.DataFrame
+    checker: str
+    forms: list[str]
+    reference: str
+    scheme: str
+
+
+def _design(study: str, params: dict, gens: pd.DataFrame, reference: Optional[str], scheme: Optional[str]) -> _Design:
+    """Check the generations and settle the forms, the reference form and the bootstrap scheme."""
+    order = [f["form"] for f in params.get("forms", [])]
+    if gens.empty:
+        raise ValueError(f"study: WISE study {study!r} has no generations yet (run wise-collect)")
+    out = check_generations(gens)
+    checkers = sorted(set(out["checker"]))
+    if len(checkers) > 1:
+        raise ValueError(f"study: {study!r} mixes checkers {checkers}; a WISE study compares wordings of one target")
+    forms = [f for f in order if f in set(out["form"])] + sorted(set(out["form"]) - set(order))
+    reference = (reference or params.get("reference") or DEFAULT_REFERENCE).strip()
+    if reference not in forms:
+        raise ValueError(f"reference: form {reference!r} has no generations; forms are {forms}")
+    scheme = scheme or SCHEME_OF_CHECKER[checkers[0]]
+    if scheme not in W.SCHEMES:
+        raise ValueError(f"scheme: must be one of {', '.join(W.SCHEMES)}, got {scheme!r}")
+    return _Design(out, checkers[0], forms, reference, scheme)
+
+
+def _forms_table(
+    comp: pd.DataFrame, out: pd.DataFrame, notes: list[str], d: _Design, *, n_boot: int, level: float, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-form table with intervals, p-values and ranking stability, bootstrap replicates of pooled compliance)."""
+    forms, reference = d.forms, d.reference
+    boot = _common_items(out, notes, "item bootstrap") if d.scheme == "item" else out
+    con = W.contrast_intervals(
+        boot, reference=reference, scheme=d.scheme, n_boot=n_boot, level=level, rng=np.random.default_rng(seed)
+    )
+    # the same draws again (same seed): intervals of compliance, C_mean, C_worst and G_wording
+    reps = W.bootstrap_pooled(boot, scheme=d.scheme, n_boot=n_boot, rng=np.random.default_rng(seed))[forms]
+    table = W.wording_contrasts(comp, reference=reference)
+    for name, series in (("compliance", reps), ("delta", reps.sub(reps[reference], axis=0))):
+        for f in forms:
+            lo, hi = (np.nan, np.nan) if (name == "delta" and f == reference) else _pct_interval(series[f], level)
+            table.loc[f, f"{name}_low"], table.loc[f, f"{name}_high"] = lo, hi
+    table = _with_ranking(
+        table.join(con[["p_value", "p_holm"]]),
+        comp,
+        out,
+        notes,
+        reference=reference,
+        n_boot=n_boot,
+        level=level,
+        seed=seed,
+    )
+    return table, reps
+
+
+def _robustness_summary(comp: pd.DataFrame, reps: pd.DataFrame, *, reference: str, level: float) -> dict:
+    """C_mean, C_worst, G_wording (and best / worst form) with the intervals of the three numbers."""
+    rob = W.robustness(comp, reference=reference).to_dict()
+    summary = {k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in rob.items()}
+    for name, series in (
+        ("c_mean", reps.mean(axis=1)),
+        ("c_worst", reps.min(axis=1)),
+        ("g_wording", reps.max(axis=1) - reps.min(axis=1)),
+    ):
+        summary[f"{name}_low"], summary[f"{name}_high"] = _pct_interval(series, level)
+    return summary
+
+
 def results(
     engine: Engine,
     principal: Principal,
@@ -414,75 +532,27 @@ def results(
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
         raise ValueError(f"n_boot: must be an integer >= 2, got {n_boot!r}")
     study = _name(study)
-    with engine.connect() as conn:
-        s = repo.get_wise_study(conn, name=study)
-        if s is None:
-            raise ValueError(
-                f"study: no WISE study {study!r} (create it with wise-collect or wording-import-generations --study)"
-            )
-        gens = repo.generations(conn, study=study)
-    params = s["params"]
-    order = [f["form"] for f in params.get("forms", [])]
-    if gens.empty:
-        raise ValueError(f"study: WISE study {study!r} has no generations yet (run wise-collect)")
-    out = check_generations(gens)
-    checkers = sorted(set(out["checker"]))
-    if len(checkers) > 1:
-        raise ValueError(f"study: {study!r} mixes checkers {checkers}; a WISE study compares wordings of one target")
-    forms = [f for f in order if f in set(out["form"])] + sorted(set(out["form"]) - set(order))
-    reference = (reference or params.get("reference") or DEFAULT_REFERENCE).strip()
-    if reference not in forms:
-        raise ValueError(f"reference: form {reference!r} has no generations; forms are {forms}")
-    scheme = scheme or SCHEME_OF_CHECKER[checkers[0]]
-    if scheme not in W.SCHEMES:
-        raise ValueError(f"scheme: must be one of {', '.join(W.SCHEMES)}, got {scheme!r}")
+    params, gens = _study_generations(engine, study)
+    d = _design(study, params, gens, reference, scheme)
     notes: list[str] = []
-    out = _complete_cells(out, forms, notes)
+    out = _complete_cells(d.out, d.forms, notes)
     if out.empty:
         raise ValueError(f"study: no (model, item) of {study!r} has outputs under every form yet")
-    comp = W.model_compliance(out)[forms]
-    boot = _common_items(out, notes, "item bootstrap") if scheme == "item" else out
-    con = W.contrast_intervals(
-        boot, reference=reference, scheme=scheme, n_boot=n_boot, level=level, rng=np.random.default_rng(seed)
-    )
-    # the same draws again (same seed): intervals of compliance, C_mean, C_worst and G_wording
-    reps = W.bootstrap_pooled(boot, scheme=scheme, n_boot=n_boot, rng=np.random.default_rng(seed))[forms]
-    table = W.wording_contrasts(comp, reference=reference)
-    for name, series in (("compliance", reps), ("delta", reps.sub(reps[reference], axis=0))):
-        for f in forms:
-            lo, hi = (np.nan, np.nan) if (name == "delta" and f == reference) else _pct_interval(series[f], level)
-            table.loc[f, f"{name}_low"], table.loc[f, f"{name}_high"] = lo, hi
-    table = _with_ranking(
-        table.join(con[["p_value", "p_holm"]]),
-        comp,
-        out,
-        notes,
-        reference=reference,
-        n_boot=n_boot,
-        level=level,
-        seed=seed,
-    )
-    rob = W.robustness(comp, reference=reference).to_dict()
-    summary = {k: (float(v) if isinstance(v, (float, np.floating)) else v) for k, v in rob.items()}
-    for name, series in (
-        ("c_mean", reps.mean(axis=1)),
-        ("c_worst", reps.min(axis=1)),
-        ("g_wording", reps.max(axis=1) - reps.min(axis=1)),
-    ):
-        summary[f"{name}_low"], summary[f"{name}_high"] = _pct_interval(series, level)
+    comp = W.model_compliance(out)[d.forms]
+    table, reps = _forms_table(comp, out, notes, d, n_boot=n_boot, level=level, seed=seed)
     return WiseResults(
         study=study,
-        reference=reference,
-        checker=checkers[0],
-        scheme=scheme,
+        reference=d.reference,
+        checker=d.checker,
+        scheme=d.scheme,
         n_boot=int(n_boot),
         seed=seed,
         level=level,
         outputs=int(len(out)),
-        forms=table.loc[forms],
-        summary=summary,
+        forms=table.loc[d.forms],
+        summary=_robustness_summary(comp, reps, reference=d.reference, level=level),
         compliance=comp,
-        directions=W.failure_directions(out).reindex(forms),
+        directions=W.failure_directions(out).reindex(d.forms),
         notes=notes,
     )
 
