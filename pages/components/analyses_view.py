@@ -8,6 +8,7 @@ rule and interval methods and offer the list of what they left out as a download
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import pandas as pd
@@ -178,11 +179,8 @@ def _table(tables: dict[str, pd.DataFrame], key: str, caption: str = "", missing
     return draw
 
 
-def appendix(
-    principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool, judge: Optional[str]
-) -> str:
-    """The appendix tabs of the Scores page, each guarded, then the auxiliary analyses; returns
-    the analyses' calibration rule (for :func:`start_pending`)."""
+def _appendix_tabs(emcr_applies: bool) -> dict:
+    """The appendix tabs by name (A8 and A2 only where EMCR applies)."""
     names = (["A8 eligible units", "A2 violation spread"] if emcr_applies else []) + [
         "A3 judge agreement",
         "A5 tasks",
@@ -192,8 +190,11 @@ def appendix(
         "A4 coverage",
         "Table 4 frequencies",
     ]
-    tabs = dict(zip(names, st.tabs(names)))
+    return dict(zip(names, st.tabs(names)))
 
+
+def _score_tabs(tabs: dict, tables: dict[str, pd.DataFrame], *, emcr_applies: bool) -> None:
+    """The tabs drawn from the score tables: A8 and A2 (where EMCR applies), A3, A5, A6/A7."""
     table = functools.partial(_table, tables)
     if emcr_applies:
         with tabs["A8 eligible units"]:
@@ -215,38 +216,52 @@ def appendix(
     with tabs["A6/A7 per task"]:
         guarded("A6/A7", table("a6_a7", "Per model and task type; rows with pooled = true are over all tasks."))
 
+
+@dataclass
+class _Auxiliary:
+    """What the Table 3 tab loaded: the auxiliary analyses (None if unavailable) and their rule."""
+
     res: Optional[AnalysesResult] = None
-    rule = "pooled"
-    with tabs["Table 3 composition"]:
+    rule: str = "pooled"
 
-        def load():
-            nonlocal res, rule
-            if judge is None:
-                rule = st.radio(
-                    "Calibration of the auxiliary analyses",
-                    list(RULES),
-                    format_func=RULE_LABELS.get,
-                    horizontal=True,
-                    key="scores_aux_rule",
-                )
-            data, inputs = render.data_version(), inputs_version(render.state.engine())
-            part = _static(str(render.state.engine().url), static_version(data, inputs), principal)
-            got = latest_analyses(principal, (*data, *inputs), rule, judge, getattr(result, "frames", None))
-            if got.value is None:
-                raise RuntimeError(got.error or "not computed")
-            # A4 coverage and Table 4 always from the current static part (kept apart, recomputed in the
-            # call when their inputs change), even while the other analyses are being recomputed
-            res = with_static(got.value, part)
-            if not got.fresh:
-                st.caption(
-                    "⏳ Auxiliary analyses updating: these tables are from before the latest decisions and "
-                    "are being recomputed."
-                )
-            st.caption(render.md(res.rule_text[0].upper() + res.rule_text[1:] + "."))
 
-        guarded("The auxiliary analyses", load)
-        if res is not None:
-            guarded("Table 3", lambda: _table3(res))
+def _load_auxiliary(aux: _Auxiliary, principal: Principal, result, judge: Optional[str]) -> None:
+    """Pick the calibration rule (without a judge) and load the auxiliary analyses into ``aux``."""
+    if judge is None:
+        aux.rule = st.radio(
+            "Calibration of the auxiliary analyses",
+            list(RULES),
+            format_func=RULE_LABELS.get,
+            horizontal=True,
+            key="scores_aux_rule",
+        )
+    data, inputs = render.data_version(), inputs_version(render.state.engine())
+    part = _static(str(render.state.engine().url), static_version(data, inputs), principal)
+    got = latest_analyses(principal, (*data, *inputs), aux.rule, judge, getattr(result, "frames", None))
+    if got.value is None:
+        raise RuntimeError(got.error or "not computed")
+    # A4 coverage and Table 4 always from the current static part (kept apart, recomputed in the
+    # call when their inputs change), even while the other analyses are being recomputed
+    aux.res = with_static(got.value, part)
+    if not got.fresh:
+        st.caption(
+            "⏳ Auxiliary analyses updating: these tables are from before the latest decisions and are being recomputed."
+        )
+    st.caption(render.md(aux.res.rule_text[0].upper() + aux.res.rule_text[1:] + "."))
+
+
+def _auxiliary_tab(principal: Principal, result, judge: Optional[str]) -> _Auxiliary:
+    """The Table 3 tab: the auxiliary analyses loaded (guarded), then Table 3 (guarded)."""
+    aux = _Auxiliary()
+    guarded("The auxiliary analyses", lambda: _load_auxiliary(aux, principal, result, judge))
+    res = aux.res
+    if res is not None:
+        guarded("Table 3", lambda: _table3(res))
+    return aux
+
+
+def _auxiliary_tabs(tabs: dict, res: Optional[AnalysesResult]) -> None:
+    """The prompting, A4 coverage and Table 4 tabs, or a pointer to Table 3's reason where unavailable."""
     for name, draw in (
         ("Prompting comparison", _prompting),
         ("A4 coverage", _coverage),
@@ -257,9 +272,21 @@ def appendix(
                 st.info("The auxiliary analyses are not available (see the Table 3 tab).")
             else:
                 guarded(name, lambda d=draw: d(res))
-    if res is not None and len(res.exclusions):
-        _exclusions(res.exclusions)
-    return rule
+
+
+def appendix(
+    principal: Principal, result, tables: dict[str, pd.DataFrame], *, emcr_applies: bool, judge: Optional[str]
+) -> str:
+    """The appendix tabs of the Scores page, each guarded, then the auxiliary analyses; returns
+    the analyses' calibration rule (for :func:`start_pending`)."""
+    tabs = _appendix_tabs(emcr_applies)
+    _score_tabs(tabs, tables, emcr_applies=emcr_applies)
+    with tabs["Table 3 composition"]:
+        aux = _auxiliary_tab(principal, result, judge)
+    _auxiliary_tabs(tabs, aux.res)
+    if aux.res is not None and len(aux.res.exclusions):
+        _exclusions(aux.res.exclusions)
+    return aux.rule
 
 
 def _exclusions(exclusions: pd.DataFrame) -> None:

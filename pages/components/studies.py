@@ -159,17 +159,8 @@ def shown_metric(value, lo, hi, unit: str) -> str:
     return f"{display.number_text(value, display.decimals_for(lo, hi))} {unit}"
 
 
-def wise_section(principal: Principal, *, linked: str | None = None) -> None:
-    """The WISE robustness results of one study (the WISE paper's Tables 2, 4, 5, 10 and 11; docs/metrics.md#wording-robustness)."""
-    st.header("WISE wording robustness")
-    studies = wise.list_studies(state.engine(), principal)
-    if studies.empty:
-        st.info(
-            "No WISE study yet: collect generations with `wise-collect` or import them with "
-            "`wording-import-generations FILE --study NAME`."
-        )
-        return
-    names = list(studies["name"])
+def _wise_controls(names: list[str], linked: str | None) -> tuple[str, str | None, int]:
+    """The study, bootstrap scheme (None: the paper's default) and seed pickers of the WISE section."""
     c1, c2, c3 = st.columns([3, 2, 1])
     study = c1.selectbox(
         "WISE study", names, index=names.index(linked) if linked in names else 0, key="wise_results_study"
@@ -183,11 +174,11 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
         "clusters (keyword), model–item (range).",
     )
     seed = int(c3.number_input("Seed", min_value=0, value=0, step=1, key="wise_results_seed"))
-    try:
-        res = wise_results(principal, studies, study, None if scheme == schemes[0] else scheme, seed)
-    except ValueError as exc:
-        st.text(f"Not scored: {exc}")
-        return
+    return study, None if scheme == schemes[0] else scheme, seed
+
+
+def _wise_summary(res: wise.WiseResults) -> None:
+    """The WISE headline metrics, the one-row summary table and the caption on its intervals."""
     s = res.summary
     ref = res.forms.loc[res.reference]
     cols = st.columns(4)
@@ -224,8 +215,10 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
         "this study's contrasts (p < 1/replicates where no replicate crossed zero); ranking intervals resample "
         "tasks jointly across models."
     )
-    notes(res.notes)
-    st.dataframe(render.styled(wise_forms_table(res)), hide_index=True, key="wise_forms")  # '—' for the reference form
+
+
+def _wise_contrast_chart(res: wise.WiseResults) -> None:
+    """Each form's compliance difference from the reference form, with its interval (none if no other form)."""
     contrasts = res.forms.drop(index=res.reference).rename_axis("form").reset_index()
     contrasts = contrasts.assign(
         delta=100 * contrasts["delta"], lo=100 * contrasts["delta_low"], hi=100 * contrasts["delta_high"]
@@ -245,6 +238,28 @@ def wise_section(principal: Principal, *, linked: str | None = None) -> None:
             ),
             width="stretch",
         )
+
+
+def wise_section(principal: Principal, *, linked: str | None = None) -> None:
+    """The WISE robustness results of one study (the WISE paper's Tables 2, 4, 5, 10 and 11; docs/metrics.md#wording-robustness)."""
+    st.header("WISE wording robustness")
+    studies = wise.list_studies(state.engine(), principal)
+    if studies.empty:
+        st.info(
+            "No WISE study yet: collect generations with `wise-collect` or import them with "
+            "`wording-import-generations FILE --study NAME`."
+        )
+        return
+    study, scheme, seed = _wise_controls(list(studies["name"]), linked)
+    try:
+        res = wise_results(principal, studies, study, scheme, seed)
+    except ValueError as exc:
+        st.text(f"Not scored: {exc}")
+        return
+    _wise_summary(res)
+    notes(res.notes)
+    st.dataframe(render.styled(wise_forms_table(res)), hide_index=True, key="wise_forms")  # '—' for the reference form
+    _wise_contrast_chart(res)
     st.markdown("**Compliance per model and form** (%)")
     st.dataframe(
         (100 * res.compliance).round(1).rename_axis("model").reset_index(), hide_index=True, key="wise_model_compliance"

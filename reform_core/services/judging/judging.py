@@ -307,18 +307,8 @@ def _provider_key(run: JudgeRun, api_key: Optional[str], key_env: Optional[str] 
     return key
 
 
-def _judge_pending(
-    engine: Engine,
-    run: JudgeRun,
-    key: str,
-    job: jobs.JobHandle,
-    *,
-    progress: Optional[Progress] = None,
-    cancel: Any = None,
-    retry: Optional[RetryPolicy] = None,
-    commit_every: int = 32,
-) -> dict:
-    """The work of a judge run, holding its job (the run lock): judge what is pending."""
+def _judge_for_run(engine: Engine, run: JudgeRun, key: str, retry: Optional[RetryPolicy]):
+    """The judge a run calls: an LLM client, the rule judge, or a replay of stored labels."""
     if run.provider in LLM_PROVIDERS:
         judge, _ = _make_llm(
             run.provider,
@@ -330,16 +320,19 @@ def _judge_pending(
             retry=retry,
             api_key=key,
         )
-    elif run.provider == "rules":
+        return judge
+    if run.provider == "rules":
         from reform_core.services.data.catalogs import project_catalogs
 
         with engine.connect() as conn:
             catalogs = project_catalogs(conn)  # bundled or stored with the project: no file needed
-        judge = RuleJudge(run.model, mode=run.mode, catalogs=catalogs)
-    else:
-        with unit_of_work(engine) as s:
-            judge = ReplayJudge(repo.judgment_labels(s, judge_name=run.source), source=run.source)
-    secrets = _secrets(key)
+        return RuleJudge(run.model, mode=run.mode, catalogs=catalogs)
+    with unit_of_work(engine) as s:
+        return ReplayJudge(repo.judgment_labels(s, judge_name=run.source), source=run.source)
+
+
+def _run_config(run: JudgeRun, secrets: list[str]) -> dict:
+    """The judge config stored for a run (base URL redacted; no key)."""
     config = {
         "base_url": redact(run.base_url or "", secrets),
         "concurrency": run.concurrency,
@@ -350,6 +343,11 @@ def _judge_pending(
         config["endpoint"] = run.endpoint
     if run.mode:
         config["mode"] = run.mode
+    return config
+
+
+def _pending_items(engine: Engine, run: JudgeRun, judge, config: dict) -> tuple[int, list[JudgeItem]]:
+    """Register the run's judge; its id and the pending items (not in an open batch, up to the limit)."""
     with unit_of_work(engine) as s:
         judge_id = repo.ensure_judge(
             s,
@@ -364,7 +362,23 @@ def _judge_pending(
     items = [i for i in items_from_pairs(df) if batch_mod.item_key(i) not in _open_batch_keys(cfg)]
     if run.limit is not None:
         items = items[: run.limit]
-    job.progress(0, len(items))
+    return judge_id, items
+
+
+def _judge_items(
+    engine: Engine,
+    run: JudgeRun,
+    judge,
+    judge_id: int,
+    items: list[JudgeItem],
+    job: jobs.JobHandle,
+    secrets: list[str],
+    *,
+    progress: Optional[Progress],
+    cancel: Any,
+    commit_every: int,
+) -> tuple[RunStats, int]:
+    """Call the judge on the items, committing their judgments as they finish; the stats and rows written."""
     written = 0
 
     def on_results(results: list[JudgeResult]) -> None:
@@ -393,7 +407,30 @@ def _judge_pending(
         finally:
             await _aclose(judge)
 
-    out = _summary(asyncio.run(go()), written, secrets)
+    stats = asyncio.run(go())
+    return stats, written
+
+
+def _judge_pending(
+    engine: Engine,
+    run: JudgeRun,
+    key: str,
+    job: jobs.JobHandle,
+    *,
+    progress: Optional[Progress] = None,
+    cancel: Any = None,
+    retry: Optional[RetryPolicy] = None,
+    commit_every: int = 32,
+) -> dict:
+    """The work of a judge run, holding its job (the run lock): judge what is pending."""
+    judge = _judge_for_run(engine, run, key, retry)
+    secrets = _secrets(key)
+    judge_id, items = _pending_items(engine, run, judge, _run_config(run, secrets))
+    job.progress(0, len(items))
+    stats, written = _judge_items(
+        engine, run, judge, judge_id, items, job, secrets, progress=progress, cancel=cancel, commit_every=commit_every
+    )
+    out = _summary(stats, written, secrets)
     if out["all_failed"]:
         job.fail(f"all {out['calls']} calls failed; first error: {out['first_error']}")
     return out
@@ -881,6 +918,76 @@ def annotate_baseline(
     )
 
 
+def _baseline_items(feats: pd.DataFrame, base: pd.DataFrame) -> tuple[list[JudgeItem], list[JudgeItem]]:
+    """The presence items of the baseline responses' unannotated features: (rule-verifiable, for the LLM)."""
+    rule_keys = {k for k in feats["key"] if feature_verifier(k) is not None}
+    rule_items, llm_items = [], []
+    for r in base.itertuples(index=False):
+        todo = feats[~feats["key"].isin(r.annotated)]
+        for keys, bucket in ((rule_keys, rule_items), (None, llm_items)):
+            sel = todo[todo["key"].isin(rule_keys)] if keys is not None else todo[~todo["key"].isin(rule_keys)]
+            if sel.empty:
+                continue
+            specs = tuple(
+                ConstraintSpec(f.key, n, f.key, "require", f.definition or "", name=f.name or "")
+                for n, f in enumerate(sel.itertuples(index=False), 1)
+            )
+            bucket.append(
+                JudgeItem(int(r.response_id), r.question_text or "", r.response_text or "", specs, task=TASK_PRESENCE)
+            )
+    return rule_items, llm_items
+
+
+def _annotate_with(
+    engine: Engine,
+    judge,
+    items: list[JudgeItem],
+    source: str,
+    *,
+    counts: dict,
+    secrets: list[str],
+    concurrency: int,
+    progress: Progress,
+    offset: int,
+    total: int,
+    cancel: Any,
+) -> None:
+    """Run one annotator over its items, storing the features found and adding to ``counts``."""
+
+    def on_results(results: list[JudgeResult]) -> None:
+        rows = [
+            {
+                "response_id": res.item.response_id,
+                "feature": v.constraint_id,
+                "present": bool(v.label),
+                "source": source,
+                "evidence": redact(v.rationale, secrets)[:2000],
+            }
+            for res in results
+            for v in res.verdicts
+            if v.status == "ok"
+        ]
+        counts["errors"] += sum(v.status == "error" for res in results for v in res.verdicts)
+        with unit_of_work(engine) as s2:
+            n = repo.insert_baseline_features(s2, rows=rows)
+        counts["written"] += n
+        counts[source] += n
+
+    def prog(done: int, _total: int) -> None:
+        if progress is not None:
+            progress(offset + done, total)
+
+    async def go() -> RunStats:
+        try:
+            return await run_items(
+                judge, items, on_results=on_results, concurrency=concurrency, progress=prog, cancel=cancel
+            )
+        finally:
+            await _aclose(judge)
+
+    asyncio.run(go())
+
+
 def _annotate_baseline(
     engine: Engine,
     *,
@@ -905,21 +1012,7 @@ def _annotate_baseline(
         raise ValueError("catalog_feature: no catalog features in this database (import a catalog first)")
     if limit is not None:
         base = base.head(limit)
-    rule_keys = {k for k in feats["key"] if feature_verifier(k) is not None}
-    rule_items, llm_items = [], []
-    for r in base.itertuples(index=False):
-        todo = feats[~feats["key"].isin(r.annotated)]
-        for keys, bucket in ((rule_keys, rule_items), (None, llm_items)):
-            sel = todo[todo["key"].isin(rule_keys)] if keys is not None else todo[~todo["key"].isin(rule_keys)]
-            if sel.empty:
-                continue
-            specs = tuple(
-                ConstraintSpec(f.key, n, f.key, "require", f.definition or "", name=f.name or "")
-                for n, f in enumerate(sel.itertuples(index=False), 1)
-            )
-            bucket.append(
-                JudgeItem(int(r.response_id), r.question_text or "", r.response_text or "", specs, task=TASK_PRESENCE)
-            )
+    rule_items, llm_items = _baseline_items(feats, base)
     counts = {"responses": int(len(base)), "written": 0, "rule": 0, "llm": 0, "errors": 0}
     key = ""
     judges: list[tuple[Any, list[JudgeItem], str]] = [(RuleJudge(), rule_items, "rule")]
@@ -931,41 +1024,20 @@ def _annotate_baseline(
     secrets = _secrets(key)
     total = sum(len(items) for _, items, _ in judges)
     offset = 0
-
     for judge, items, source in judges:
-
-        def on_results(results: list[JudgeResult], source=source) -> None:
-            rows = [
-                {
-                    "response_id": res.item.response_id,
-                    "feature": v.constraint_id,
-                    "present": bool(v.label),
-                    "source": source,
-                    "evidence": redact(v.rationale, secrets)[:2000],
-                }
-                for res in results
-                for v in res.verdicts
-                if v.status == "ok"
-            ]
-            counts["errors"] += sum(v.status == "error" for res in results for v in res.verdicts)
-            with unit_of_work(engine) as s2:
-                n = repo.insert_baseline_features(s2, rows=rows)
-            counts["written"] += n
-            counts[source] += n
-
-        def prog(done: int, _total: int, offset=offset) -> None:
-            if progress is not None:
-                progress(offset + done, total)
-
-        async def go(judge=judge, items=items, on_results=on_results, prog=prog) -> RunStats:
-            try:
-                return await run_items(
-                    judge, items, on_results=on_results, concurrency=concurrency, progress=prog, cancel=cancel
-                )
-            finally:
-                await _aclose(judge)
-
-        asyncio.run(go())
+        _annotate_with(
+            engine,
+            judge,
+            items,
+            source,
+            counts=counts,
+            secrets=secrets,
+            concurrency=concurrency,
+            progress=progress,
+            offset=offset,
+            total=total,
+            cancel=cancel,
+        )
         offset += len(items)
     return counts
 

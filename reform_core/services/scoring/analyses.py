@@ -344,30 +344,16 @@ def _table4(
     return long, corr, notes
 
 
-def analyses(
-    engine: Engine,
-    principal: Optional[Principal],
-    *,
-    rule: str = "pooled",
-    judge: Optional[str] = None,
-    judges: Optional[tuple[str, str]] = None,
-    n_boot: int = N_BOOT,
-    seed: int = 0,
-    level: float = 0.95,
-    frames=None,
-    reference: Optional[list[str]] = None,
-    static: Optional["StaticAnalyses"] = None,
-) -> AnalysesResult:
-    """Every auxiliary analysis of the project (module docstring). An analysis that cannot run
-    says why in ``notes`` / ``errors``; it never stops the others. ``static``: the result of
-    :func:`static_analyses` for the same inputs (the Scores page keeps it across decisions)."""
-    from reform_core.services.scoring.scoring import ScoringError, load_project
-
-    require(principal, "view_scores")
+def _check_arguments(n_boot, rule: str, judge: Optional[str]) -> None:
+    """Refuse a replicate count that is not a positive integer, or an unknown calibration rule."""
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
         raise AnalysisError(f"n_boot must be a positive integer, got {n_boot!r}")
     if judge is None and rule not in RULES:
         raise AnalysisError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+
+
+def _empty_result(rule: str, judge: Optional[str], n_boot: int, seed: int, level: float) -> AnalysesResult:
+    """The result before any analysis runs: its rule, the rule's wording and the interval methods."""
     rule_key = f"judge:{judge}" if judge else rule
     text = (
         f"auxiliary analyses: judge {judge}'s raw labels; main scores use main judgments only"
@@ -384,8 +370,20 @@ def analyses(
         "measurement_coverage": INTERVAL_TEXT["measurement"]["coverage"],
         "measurement_table4": INTERVAL_TEXT["measurement"]["table4"],
     }
-    rng = np.random.default_rng(seed)
-    exclusions = []
+    return res
+
+
+def _load_calibrated(
+    engine: Engine,
+    res: AnalysesResult,
+    frames,
+    judges: Optional[tuple[str, str]],
+    rule: str,
+    judge: Optional[str],
+) -> tuple[object, Optional[_Calibrated]]:
+    """The project's frames (loaded unless given) and their calibration (None, noted in ``res``, if it fails)."""
+    from reform_core.services.scoring.scoring import ScoringError, load_project
+
     cal = None
     try:
         frames = frames or load_project(engine, judges=judges, need_pair=judge is None)
@@ -394,6 +392,12 @@ def analyses(
     except (ScoringError, AnalysisError) as exc:
         for key in ("composition", "prompting"):
             res.notes[key] = [str(exc)]
+    return frames, cal
+
+
+def _run_calibrated_analyses(res: AnalysesResult, cal: Optional[_Calibrated], n_boot: int, rng, level: float) -> None:
+    """Table 3's composition and the prompting comparison into ``res``, each guarded, with their exclusions."""
+    exclusions = []
     conditions = set(cal.inst["condition"].astype(str).unique()) if cal is not None else set()
     for key, cond, run in (("composition", "single", _composition), ("prompting", "prompted", _prompting)):
         if cal is None:
@@ -420,6 +424,31 @@ def analyses(
         ]
     if exclusions:
         res.exclusions = pd.concat(exclusions, ignore_index=True)
+
+
+def analyses(
+    engine: Engine,
+    principal: Optional[Principal],
+    *,
+    rule: str = "pooled",
+    judge: Optional[str] = None,
+    judges: Optional[tuple[str, str]] = None,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    level: float = 0.95,
+    frames=None,
+    reference: Optional[list[str]] = None,
+    static: Optional["StaticAnalyses"] = None,
+) -> AnalysesResult:
+    """Every auxiliary analysis of the project (module docstring). An analysis that cannot run
+    says why in ``notes`` / ``errors``; it never stops the others. ``static``: the result of
+    :func:`static_analyses` for the same inputs (the Scores page keeps it across decisions)."""
+    require(principal, "view_scores")
+    _check_arguments(n_boot, rule, judge)
+    res = _empty_result(rule, judge, n_boot, seed, level)
+    rng = np.random.default_rng(seed)
+    frames, cal = _load_calibrated(engine, res, frames, judges, rule, judge)
+    _run_calibrated_analyses(res, cal, n_boot, rng, level)
     part = (
         static
         if static is not None

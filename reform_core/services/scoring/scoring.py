@@ -590,37 +590,32 @@ def score(
     return result
 
 
-def _assemble(
-    engine: Engine,
-    frames: ProjectFrames,
-    inst: pd.DataFrame,
-    rates: Optional[pd.DataFrame],
-    method: str,
-    unlabelled: pd.Series,
-    messages: list[str],
-    *,
-    index=None,
-    facts: Optional[dict] = None,
-    estimate=None,
-) -> ScoreResult:
-    """The tables, per-model facts and notes of scored rows ``inst``. ``index`` (the unit index
-    of the main rows) and ``facts`` (the label-independent project facts) may come from an
-    earlier result of the same instances (:func:`rescore`)."""
-    choice = frames.pair
+def _is_provisional(method: str, inst: pd.DataFrame, estimate) -> bool:
+    """Whether scores by ``method`` are provisional (work still to come)."""
     if method.startswith("judge:"):
-        provisional = False
-    elif _runs_estimator(method):  # work the plan asks for is still to come (tasks undecided, opinions owed)
-        provisional = bool(estimate is not None and estimate.estimate.provisional)
-    else:
-        provisional = bool(inst.get("provisional", pd.Series(False)).any())
-    main = is_main(inst)
-    fixed = dict(facts or {})
+        return False
+    if _runs_estimator(method):  # work the plan asks for is still to come (tasks undecided, opinions owed)
+        return bool(estimate is not None and estimate.estimate.provisional)
+    return bool(inst.get("provisional", pd.Series(False)).any())
+
+
+def _fresh_facts(engine: Engine, fixed: dict) -> dict:
+    """The project facts: read anew, with the label-independent ones of an earlier result kept."""
     facts = _project_facts(engine, decisions_only=bool(fixed))
     facts.update({k: v for k, v in fixed.items() if k != "decisions"})
-    has_baseline = facts["baseline_annotated"] > 0
-    metrics = [m for m in facts["metrics"] if has_baseline or m not in EMCR_METRICS]
-    main_rows = inst if main.all() else inst[main]  # all main (the usual case): no copy of the rows
-    index = index if index is not None else build_index(main_rows)
+    return facts
+
+
+def _main_tables(
+    frames: ProjectFrames,
+    main_rows: pd.DataFrame,
+    index,
+    method: str,
+    estimate,
+    metrics: list[str],
+    messages: list[str],
+) -> dict:
+    """The reform tables of the main rows (the estimator's Table 2 where it runs; no EMCR without a baseline)."""
     evaluation = None
     if estimate is not None and estimate.index is index and _runs_estimator(method):
         # the main rows' p is the estimator's smooth: its evaluation is the tables' (computed with it)
@@ -638,22 +633,36 @@ def _assemble(
         messages += [f"default estimator (plan {estimate.plan!r}): {n}" for n in estimate.notes]
     if "emcr" not in metrics:
         tables["table2"][list(EMCR_METRICS)] = np.nan
+    return tables
+
+
+def _complete_facts(
+    engine: Engine, frames: ProjectFrames, facts: dict, metrics: list[str], main_rows: pd.DataFrame
+) -> None:
+    """Add the rule judges, unknown baseline targets and constraint counts to ``facts`` where missing."""
     if "rules" not in facts:
         facts["rules"] = _rules_judges(engine, frames.judges) if {"strict", "loose"} & set(metrics) else {}
-    rules = facts["rules"]
-    verifier = {mode: _verifier_accuracy(main_rows, j) for mode, j in rules.items()}
     if "unknown_targets" not in facts:
         facts["unknown_targets"] = unknown_baseline_targets(main_rows) if len(main_rows) else pd.Series(dtype=int)
     if "constraint_counts" not in facts:  # label-independent: kept in the facts rescore reuses
         facts["constraint_counts"] = constraint_counts(main_rows)
-    descriptions = describe_metrics(
-        facts["metrics"], DataShape.of(facts["constraint_counts"], has_baseline=has_baseline)
-    )
-    if descriptions.note and descriptions.note not in messages:
-        messages.append(descriptions.note)
-    models, notes = _model_facts(
-        inst, tables["table2"], facts, unlabelled, metrics, descriptions.emcr, verifier, method
-    )
+
+
+def _model_table(
+    inst: pd.DataFrame,
+    main_rows: pd.DataFrame,
+    table2: pd.DataFrame,
+    facts: dict,
+    unlabelled: pd.Series,
+    metrics: list[str],
+    emcr_description: bool,
+    method: str,
+    estimate,
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """The per-model facts and notes, with the rule verifiers' accuracy and judge and the estimator's level."""
+    rules = facts["rules"]
+    verifier = {mode: _verifier_accuracy(main_rows, j) for mode, j in rules.items()}
+    models, notes = _model_facts(inst, table2, facts, unlabelled, metrics, emcr_description, verifier, method)
     for mode, (acc, _) in verifier.items():
         for key in ("prompt_level", "instruction_level"):
             models[f"{mode}_{key}"] = models["model"].map({m: a[key] for m, a in acc.items()})
@@ -661,6 +670,43 @@ def _assemble(
     if estimate is not None:
         level = models["model"].map(estimate.table.set_index("model")["constraint_level"]).to_numpy(dtype=float)
         models["constraint_level"] = _within_range(models["model"], level, "constraint_level", estimate.notes)
+    return models, notes
+
+
+def _assemble(
+    engine: Engine,
+    frames: ProjectFrames,
+    inst: pd.DataFrame,
+    rates: Optional[pd.DataFrame],
+    method: str,
+    unlabelled: pd.Series,
+    messages: list[str],
+    *,
+    index=None,
+    facts: Optional[dict] = None,
+    estimate=None,
+) -> ScoreResult:
+    """The tables, per-model facts and notes of scored rows ``inst``. ``index`` (the unit index
+    of the main rows) and ``facts`` (the label-independent project facts) may come from an
+    earlier result of the same instances (:func:`rescore`)."""
+    choice = frames.pair
+    provisional = _is_provisional(method, inst, estimate)
+    main = is_main(inst)
+    facts = _fresh_facts(engine, dict(facts or {}))
+    has_baseline = facts["baseline_annotated"] > 0
+    metrics = [m for m in facts["metrics"] if has_baseline or m not in EMCR_METRICS]
+    main_rows = inst if main.all() else inst[main]  # all main (the usual case): no copy of the rows
+    index = index if index is not None else build_index(main_rows)
+    tables = _main_tables(frames, main_rows, index, method, estimate, metrics, messages)
+    _complete_facts(engine, frames, facts, metrics, main_rows)
+    descriptions = describe_metrics(
+        facts["metrics"], DataShape.of(facts["constraint_counts"], has_baseline=has_baseline)
+    )
+    if descriptions.note and descriptions.note not in messages:
+        messages.append(descriptions.note)
+    models, notes = _model_table(
+        inst, main_rows, tables["table2"], facts, unlabelled, metrics, descriptions.emcr, method, estimate
+    )
     if frames.judge_a is not None and choice is not None:
         messages.insert(0, f"scoring pair: {choice.describe()}")
     return ScoreResult(
