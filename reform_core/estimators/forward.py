@@ -255,8 +255,44 @@ def forward_table(
         judge_b=judge_b,
         assumed_error=design.assumed_human_error,
     )
+    parts = _measured_parts(instances, index, design, metric, rates, bw, err, judge_a, judge_b)
+    k_dis, k_aud = _decisions_per_task(design, err, bw)
+    mine = scores[scores["metric"] == metric].set_index("model")
+    rows = []
+    for r in progress.itertuples(index=False):
+        m = str(r.model)
+        if m not in parts.index:
+            continue
+        way = _model_way_forward(
+            r,
+            parts.loc[m],
+            design,
+            mine,
+            components,
+            metric=metric,
+            target=target,
+            k_dis=k_dis,
+            k_aud=k_aud,
+            level=level,
+        )
+        rows.append({"model": m, **way})
+    return pd.DataFrame(rows)
+
+
+def _measured_parts(
+    instances: pd.DataFrame,
+    index,
+    design,
+    metric: str,
+    rates: pd.Series,
+    bw: float,
+    err: float,
+    judge_a: str,
+    judge_b: str,
+) -> pd.DataFrame:
+    """The planner's variance coefficients, indexed by model, for the plan's design at the measured rates."""
     d = float(design.double_fraction)
-    parts = planner.variance_parts(
+    return planner.variance_parts(
         instances,
         metric,
         judge_a=judge_a,
@@ -273,44 +309,53 @@ def forward_table(
         audit_opinions=int(design.audit_opinions),
         index=index,
     ).set_index("model")
-    k_dis, k_aud = planner.decisions_per_task(
-        double_fraction=d,
+
+
+def _decisions_per_task(design, err: float, bw: float) -> tuple[float, float]:
+    """The planner's expected decisions per disagreement / audit task for the design at the measured rates."""
+    return planner.decisions_per_task(
+        double_fraction=float(design.double_fraction),
         second_opinion=design.second_opinion,
         audit_opinions=int(design.audit_opinions),
         human_error=err,
         both_wrong=bw,
     )
-    mine = scores[scores["metric"] == metric].set_index("model")
-    rows = []
-    for r in progress.itertuples(index=False):
-        m = str(r.model)
-        if m not in parts.index:
-            continue
-        pi_plan = float(design.cluster_pi.get(m, 0.0))
-        pi_now = pi_plan * r.clusters_observed / r.clusters_sampled if r.clusters_sampled else 0.0
-        has = m in mine.index and pd.notna(mine.loc[m, "measurement_lo"])
-        measured = _measured(
-            components[components["metric"] == metric],
-            m,
-            has_interval=has,
-            n_observed=int(r.clusters_observed),
-            pi_now=pi_now,
-        )
-        rows.append(
-            {
-                "model": m,
-                **way_forward(
-                    parts.loc[m],
-                    target=target,
-                    pi_plan=pi_plan,
-                    pi_audit=float(design.audit_probability([m])[0]),
-                    clusters=int(r.clusters),
-                    measured=measured,
-                    awaiting=int(r.awaiting_opinion),
-                    k_dis=k_dis,
-                    k_aud=k_aud,
-                    level=level,
-                ),
-            }
-        )
-    return pd.DataFrame(rows)
+
+
+def _model_way_forward(
+    r,
+    parts: pd.Series,
+    design,
+    mine: pd.DataFrame,
+    components: pd.DataFrame,
+    *,
+    metric: str,
+    target: float,
+    k_dis: float,
+    k_aud: float,
+    level: float,
+) -> dict:
+    """:func:`way_forward` for the model of progress row ``r`` from its measured components and its plan."""
+    m = str(r.model)
+    pi_plan = float(design.cluster_pi.get(m, 0.0))
+    pi_now = pi_plan * r.clusters_observed / r.clusters_sampled if r.clusters_sampled else 0.0
+    has = m in mine.index and pd.notna(mine.loc[m, "measurement_lo"])
+    measured = _measured(
+        components[components["metric"] == metric],
+        m,
+        has_interval=has,
+        n_observed=int(r.clusters_observed),
+        pi_now=pi_now,
+    )
+    return way_forward(
+        parts,
+        target=target,
+        pi_plan=pi_plan,
+        pi_audit=float(design.audit_probability([m])[0]),
+        clusters=int(r.clusters),
+        measured=measured,
+        awaiting=int(r.awaiting_opinion),
+        k_dis=k_dis,
+        k_aud=k_aud,
+        level=level,
+    )

@@ -338,10 +338,7 @@ def plan_for_half_width(
         The design (:func:`reform_core.estimators.design.create`, with ``target`` recorded) and per model
         ``model, cluster_pi, audit_pi, expected_decisions, predicted_half_width, reachable``.
     """
-    if metric not in ("tcpr", "emcr"):
-        raise ValueError(f"metric must be 'tcpr' or 'emcr', got {metric!r}")
-    if not half_width > 0:
-        raise ValueError(f"half_width must be > 0 percentage points, got {half_width!r}")
+    _check_target(metric, half_width)
     d = float(double_fraction)
     parts = variance_parts(
         instances,
@@ -359,19 +356,58 @@ def plan_for_half_width(
         audit_unit=DEFAULT_AUDIT_UNIT,
         audit_opinions=audit_opinions,
     )
+    rows = _cheapest_rows(parts, half_width, d, second_opinion, audit_opinions, human_error, both_wrong)
+    table = pd.DataFrame(rows)
+    design = _target_design(
+        rows, metric, half_width, double_fraction, seed, folds, condition, second_opinion, audit_opinions
+    )
+    return design, table
+
+
+def _check_target(metric: str, half_width: float) -> None:
+    """Refuse a metric other than TCPR / EMCR and a half-width that is not positive."""
+    if metric not in ("tcpr", "emcr"):
+        raise ValueError(f"metric must be 'tcpr' or 'emcr', got {metric!r}")
+    if not half_width > 0:
+        raise ValueError(f"half_width must be > 0 percentage points, got {half_width!r}")
+
+
+def _cheapest_rows(
+    parts: pd.DataFrame,
+    half_width: float,
+    double_fraction: float,
+    second_opinion: str,
+    audit_opinions: int,
+    human_error: float,
+    both_wrong: float,
+) -> list[dict]:
+    """Per model, the cheapest (π_c, π_A) that reaches ``half_width`` (:func:`_cheapest`)."""
     k_dis, k_aud = decisions_per_task(
-        double_fraction=d,
+        double_fraction=double_fraction,
         second_opinion=second_opinion,
         audit_opinions=audit_opinions,
         human_error=human_error,
         both_wrong=both_wrong,
     )
     target_v = (half_width / 1.96) ** 2
-    rows = [_cheapest(p, target_v, k_dis, k_aud) for _, p in parts.iterrows()]
+    return [_cheapest(p, target_v, k_dis, k_aud) for _, p in parts.iterrows()]
+
+
+def _target_design(
+    rows: list[dict],
+    metric: str,
+    half_width: float,
+    double_fraction: float,
+    seed: int,
+    folds: int,
+    condition: str,
+    second_opinion: str,
+    audit_opinions: int,
+) -> Design:
+    """The default design at each model's chosen (π_c, π_A), with the target recorded."""
     cluster_pi = {r["model"]: r["cluster_pi"] for r in rows}
     audit_pi_m = {r["model"]: r["audit_pi"] for r in rows}
-    table = pd.DataFrame(rows)
-    design = create(
+    return create(
         cluster_pi,
         dict(cluster_pi),
         audit_pi=audit_pi_m,
@@ -383,4 +419,3 @@ def plan_for_half_width(
         audit_opinions=audit_opinions,
         target={"metric": metric, "half_width": float(half_width)},
     )
-    return design, table

@@ -20,6 +20,8 @@ their value. Intervals are percentile intervals (Efron & Tibshirani 1993, §13.3
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -161,13 +163,8 @@ def replicate_score_sets(
     """:func:`replicate_scores` for several question-weight matrices with the same rate draws
     ``pi`` (the measurement interval's unit weights and the population interval's bootstrap
     weights): the replicate pass probabilities ``exp(E @ log π*)`` are computed once for all."""
-    sets = [np.asarray(w, dtype=float) for w in weight_sets]
-    for w in sets:
-        if w.ndim != 2 or w.shape[1] != len(index.questions):
-            raise ValueError(f"weights must have shape (B, {len(index.questions)})")
+    sets = _weight_sets(index, weight_sets)
     B = sets[0].shape[0]
-    if any(w.shape[0] != B for w in sets):
-        raise ValueError("every weight matrix needs the same number of replicates")
     variable = row_stratum is not None and pi is not None and (row_stratum >= 0).any()
     pv_fixed = pv.copy()
     if variable:
@@ -175,22 +172,8 @@ def replicate_score_sets(
     allpass, joint, _ = index.evaluate(pv_fixed)
 
     if variable:
-        n_inst, n_units = len(index.inst_starts), len(index.unit_k)
-        inst_of_row = np.empty(len(pv), dtype=np.int64)
-        inst_of_row[index.inst_rows] = np.repeat(
-            np.arange(n_inst), np.diff(np.r_[index.inst_starts, len(index.inst_rows)])
-        )
-        unit_mem_starts = index.uv_starts[index.unit_uv_starts] if n_units else np.zeros(0, dtype=np.int64)
-        unit_of_mem = np.repeat(np.arange(n_units), np.diff(np.r_[unit_mem_starts, len(index.mem_rows)]))
-        H = pi.shape[0]
-        rs = row_stratum >= 0
-        e_inst = sp.csr_matrix((np.ones(rs.sum()), (inst_of_row[rs], row_stratum[rs])), shape=(n_inst, H))
-        ms = row_stratum[index.mem_rows] >= 0
-        e_unit = sp.csr_matrix(
-            (np.ones(ms.sum()), (unit_of_mem[ms], row_stratum[index.mem_rows][ms])), shape=(n_units, H)
-        )
-        var_inst, var_unit = np.diff(e_inst.indptr) > 0, np.diff(e_unit.indptr) > 0
-        fixed_allpass, fixed_joint = np.where(var_inst, 0.0, allpass), np.where(var_unit, 0.0, joint)
+        v = _variable_items(index, len(pv), row_stratum, pi.shape[0])
+        fixed_allpass, fixed_joint = np.where(v.var_inst, 0.0, allpass), np.where(v.var_unit, 0.0, joint)
     else:
         fixed_allpass, fixed_joint = allpass, joint
 
@@ -199,34 +182,7 @@ def replicate_score_sets(
 
     if variable:
         nm = len(index.models)
-        e = sp.vstack([e_inst[var_inst], e_unit[var_unit]]).tocsr()
-        c = np.r_[allpass[var_inst], joint[var_unit]]
-        q_item = np.r_[index.inst_question[var_inst], index.unit_question[var_unit]]
-        # target sum per item: 0 = allpass, K = joint{K}; column = model · 4 + target
-        target = np.r_[np.zeros(var_inst.sum(), dtype=np.int64), index.unit_k[var_unit]]
-        model = np.r_[index.inst_model[var_inst], index.unit_model[var_unit]]
-        agg = sp.csr_matrix((np.ones(len(c)), (model * 4 + target, np.arange(len(c)))), shape=(nm * 4, len(c)))
-        # an item with one variable row (most of them) takes its stratum's π* as it is; only items
-        # with several multiply them, as exp(E @ log π*) (no exp and no sparse product for the rest)
-        nnz = np.diff(e.indptr)
-        single = nnz == 1
-        single[single] = e.data[e.indptr[:-1][single]] == 1.0
-        h_single = e.indices[e.indptr[:-1][single]]
-        multi = ~single
-        e_multi = e[multi] if multi.any() else None
-        with np.errstate(divide="ignore"):
-            log_pi = np.log(pi) if e_multi is not None else None
-        extras = [np.empty((nm * 4, B)) for _ in sets]
-        unit = [bool((w == 1.0).all()) for w in sets]  # all weights 1: no multiplication needed
-        for b0 in range(0, B, chunk):
-            b1 = min(B, b0 + chunk)
-            base = np.empty((len(c), b1 - b0))
-            base[single] = pi[h_single, b0:b1]
-            if e_multi is not None:
-                base[multi] = np.exp(e_multi @ log_pi[:, b0:b1])
-            base *= c[:, None]
-            for w, extra, ones in zip(sets, extras, unit):
-                extra[:, b0:b1] = agg @ (base if ones else base * w[b0:b1].T[q_item])
+        extras = _variable_sums(index, v, allpass, joint, pi, sets, chunk)
         for num, extra in zip(nums, extras):
             extra = extra.reshape(nm, 4, B)
             num["allpass"] = num["allpass"] + extra[:, 0].T
@@ -238,6 +194,87 @@ def replicate_score_sets(
         out["constraint_level"] = constraint_level_replicates(index, pv, w, row_stratum=row_stratum, pi=pi)
         outs.append(out)
     return outs
+
+
+def _weight_sets(index: UnitIndex, weight_sets: list[np.ndarray]) -> list[np.ndarray]:
+    """The question-weight matrices as float arrays, each checked to be (B, n_questions) with one B."""
+    sets = [np.asarray(w, dtype=float) for w in weight_sets]
+    for w in sets:
+        if w.ndim != 2 or w.shape[1] != len(index.questions):
+            raise ValueError(f"weights must have shape (B, {len(index.questions)})")
+    B = sets[0].shape[0]
+    if any(w.shape[0] != B for w in sets):
+        raise ValueError("every weight matrix needs the same number of replicates")
+    return sets
+
+
+class _VariableItems(NamedTuple):
+    """Per instance / unit, its number of rows in each drawn-rate stratum, and whether it has any."""
+
+    e_inst: sp.csr_matrix  # (n_inst, H)
+    e_unit: sp.csr_matrix  # (n_units, H)
+    var_inst: np.ndarray  # bool per instance
+    var_unit: np.ndarray  # bool per unit
+
+
+def _variable_items(index: UnitIndex, n_rows: int, row_stratum: np.ndarray, H: int) -> _VariableItems:
+    """The instances and units whose pass probability depends on the drawn stratum rates."""
+    n_inst, n_units = len(index.inst_starts), len(index.unit_k)
+    inst_of_row = np.empty(n_rows, dtype=np.int64)
+    inst_of_row[index.inst_rows] = np.repeat(np.arange(n_inst), np.diff(np.r_[index.inst_starts, len(index.inst_rows)]))
+    unit_mem_starts = index.uv_starts[index.unit_uv_starts] if n_units else np.zeros(0, dtype=np.int64)
+    unit_of_mem = np.repeat(np.arange(n_units), np.diff(np.r_[unit_mem_starts, len(index.mem_rows)]))
+    rs = row_stratum >= 0
+    e_inst = sp.csr_matrix((np.ones(rs.sum()), (inst_of_row[rs], row_stratum[rs])), shape=(n_inst, H))
+    ms = row_stratum[index.mem_rows] >= 0
+    e_unit = sp.csr_matrix((np.ones(ms.sum()), (unit_of_mem[ms], row_stratum[index.mem_rows][ms])), shape=(n_units, H))
+    var_inst, var_unit = np.diff(e_inst.indptr) > 0, np.diff(e_unit.indptr) > 0
+    return _VariableItems(e_inst, e_unit, var_inst, var_unit)
+
+
+def _variable_sums(
+    index: UnitIndex,
+    v: _VariableItems,
+    allpass: np.ndarray,
+    joint: np.ndarray,
+    pi: np.ndarray,
+    sets: list[np.ndarray],
+    chunk: int,
+) -> list[np.ndarray]:
+    """Per weight matrix, the (n_models · 4, B) weighted sums of the variable items' replicate
+    values ``c · exp(E @ log π*)`` (row model · 4 + target: 0 = allpass, K = joint{K})."""
+    B = sets[0].shape[0]
+    nm = len(index.models)
+    var_inst, var_unit = v.var_inst, v.var_unit
+    e = sp.vstack([v.e_inst[var_inst], v.e_unit[var_unit]]).tocsr()
+    c = np.r_[allpass[var_inst], joint[var_unit]]
+    q_item = np.r_[index.inst_question[var_inst], index.unit_question[var_unit]]
+    # target sum per item: 0 = allpass, K = joint{K}; column = model · 4 + target
+    target = np.r_[np.zeros(var_inst.sum(), dtype=np.int64), index.unit_k[var_unit]]
+    model = np.r_[index.inst_model[var_inst], index.unit_model[var_unit]]
+    agg = sp.csr_matrix((np.ones(len(c)), (model * 4 + target, np.arange(len(c)))), shape=(nm * 4, len(c)))
+    # an item with one variable row (most of them) takes its stratum's π* as it is; only items
+    # with several multiply them, as exp(E @ log π*) (no exp and no sparse product for the rest)
+    nnz = np.diff(e.indptr)
+    single = nnz == 1
+    single[single] = e.data[e.indptr[:-1][single]] == 1.0
+    h_single = e.indices[e.indptr[:-1][single]]
+    multi = ~single
+    e_multi = e[multi] if multi.any() else None
+    with np.errstate(divide="ignore"):
+        log_pi = np.log(pi) if e_multi is not None else None
+    extras = [np.empty((nm * 4, B)) for _ in sets]
+    unit = [bool((w == 1.0).all()) for w in sets]  # all weights 1: no multiplication needed
+    for b0 in range(0, B, chunk):
+        b1 = min(B, b0 + chunk)
+        base = np.empty((len(c), b1 - b0))
+        base[single] = pi[h_single, b0:b1]
+        if e_multi is not None:
+            base[multi] = np.exp(e_multi @ log_pi[:, b0:b1])
+        base *= c[:, None]
+        for w, extra, ones in zip(sets, extras, unit):
+            extra[:, b0:b1] = agg @ (base if ones else base * w[b0:b1].T[q_item])
+    return extras
 
 
 def bootstrap_intervals(
@@ -281,13 +318,7 @@ def bootstrap_intervals(
         ``model, metric, estimate, ci_low, ci_high, n_boot, n_valid`` (n_valid: replicates
         with a defined value).
     """
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    rng = np.random.default_rng() if rng is None else rng
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    rng = _bootstrap_rng(n_boot, level, rng)
     index = index if index is not None else build_index(instances, **roles)
     pv = index.pass_vector(instances, p)
     nq = len(index.questions)
@@ -297,7 +328,25 @@ def bootstrap_intervals(
         h, pi_hat, n_rev = row_strata(index, instances, rates, pv, stratum=stratum, source=source)
         pi = rng.binomial(n_rev[:, None], pi_hat[:, None], size=(len(pi_hat), n_boot)) / n_rev[:, None]
     reps = replicate_scores(index, pv, weights, row_stratum=h, pi=pi)
-    point = point_scores(index, pv)
+    return pd.DataFrame(_percentile_rows(index.models, reps, point_scores(index, pv), level, n_boot))
+
+
+def _bootstrap_rng(n_boot: int, level: float, rng: np.random.Generator | None) -> np.random.Generator:
+    """Check ``n_boot`` and ``level``; the generator to draw from (a fresh unseeded one for None)."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise ValueError(f"n_boot must be a positive integer, got {n_boot!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    rng = np.random.default_rng() if rng is None else rng
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def _percentile_rows(
+    models, reps: dict[str, np.ndarray], point: dict[str, np.ndarray], level: float, n_boot: int
+) -> list[dict]:
+    """One output row per metric and model: point estimate and percentile interval of the replicates."""
     alpha = 100 * (1 - level) / 2
     rows = []
     for metric in METRICS:
@@ -308,7 +357,7 @@ def bootstrap_intervals(
         ok = valid.any(axis=0)
         if ok.any():
             lo[ok], hi[ok] = np.nanpercentile(r[:, ok], [alpha, 100 - alpha], axis=0)
-        for i, model in enumerate(index.models):
+        for i, model in enumerate(models):
             rows.append(
                 {
                     "model": model,
@@ -320,4 +369,4 @@ def bootstrap_intervals(
                     "n_valid": int(valid[:, i].sum()),
                 }
             )
-    return pd.DataFrame(rows)
+    return rows

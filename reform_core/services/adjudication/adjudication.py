@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
@@ -167,32 +167,12 @@ def create_plan(
     name : str, optional
         Unique plan name (default ``"<A> vs <B> #k"``).
     """
-    from reform_core import sampling
-
     actor = require(principal, PLAN_ACTION)
     _check_params(confidence, p, margin, seed, audit, overlap_fraction)
     inst = load_instances(engine, judge_a, judge_b)
-    dis = _disagreements(inst)
-    if dis.empty:
-        raise ValueError(f"judges {judge_a!r} and {judge_b!r} disagree on no instance: nothing to sample")
-    strata = sampling.plan(dis, confidence=confidence, p=p, margin=margin)
-    rng = np.random.default_rng(seed)
-    sample = sampling.draw(dis, strata, rng=rng)[["iid", "stratum"]].assign(kind="disagreement")
-    if audit:
-        la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
-        agreed = inst[inst[la].notna() & (inst[la] == inst[lb])][["iid", "model"]]
-        extra = sampling.audit_sample(agreed, int(audit), rng)
-        sample = pd.concat(
-            [
-                sample,
-                extra.assign(stratum=extra["model"].astype(str) + "|audit", kind="audit")[["iid", "stratum", "kind"]],
-            ],
-            ignore_index=True,
-        )
-    sample = sampling.double_adjudication(sample, float(overlap_fraction), rng)
-    row = pd.Index(inst["iid"]).get_indexer(sample["iid"])
-    order_key = rng.random(len(sample))
-    a_left = np.where(rng.random(len(sample)) < 0.5, "A", "B")
+    strata, sample, order_key, a_left = _draw_plan(
+        inst, judge_a, judge_b, confidence, p, margin, seed, audit, overlap_fraction
+    )
     sizes = model_sizes(strata)
     params = {
         "judge_a": judge_a,
@@ -203,37 +183,102 @@ def create_plan(
         "seed": int(seed),
         "audit": int(audit),
         "overlap_fraction": float(overlap_fraction),
+        **_plan_sizes(sizes, strata),
+    }
+    with repo.write_tx(engine) as conn:
+        plan_id, name = insert_named_plan(conn, judge_a, judge_b, name, params, actor.user_id)
+        repo.insert_tasks(conn, rows=_task_rows(plan_id, inst, sample, order_key, a_left))
+    return PlanCreated(plan_id=plan_id, name=name, models=sizes, tasks=len(sample))
+
+
+class _DrawnPlan(NamedTuple):
+    """A plan's stratum sizes, its drawn items and each item's queue order key and left/right order."""
+
+    strata: pd.DataFrame
+    sample: pd.DataFrame
+    order_key: np.ndarray
+    a_left: np.ndarray
+
+
+def _draw_plan(
+    inst: pd.DataFrame,
+    judge_a: str,
+    judge_b: str,
+    confidence: float,
+    p: float,
+    margin: float,
+    seed: int,
+    audit: int,
+    overlap_fraction: float,
+) -> _DrawnPlan:
+    """Plan the strata and make every draw of a plan from one generator seeded ``seed``, in a fixed order."""
+    from reform_core import sampling
+
+    dis = _disagreements(inst)
+    if dis.empty:
+        raise ValueError(f"judges {judge_a!r} and {judge_b!r} disagree on no instance: nothing to sample")
+    strata = sampling.plan(dis, confidence=confidence, p=p, margin=margin)
+    rng = np.random.default_rng(seed)
+    sample = sampling.draw(dis, strata, rng=rng)[["iid", "stratum"]].assign(kind="disagreement")
+    if audit:
+        sample = _with_audit(sample, inst, int(audit), rng)
+    sample = sampling.double_adjudication(sample, float(overlap_fraction), rng)
+    order_key = rng.random(len(sample))
+    a_left = np.where(rng.random(len(sample)) < 0.5, "A", "B")
+    return _DrawnPlan(strata, sample, order_key, a_left)
+
+
+def _with_audit(sample: pd.DataFrame, inst: pd.DataFrame, audit: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Append an audit sample of ``audit`` judge agreements (stratum ``"<model>|audit"``) to ``sample``."""
+    from reform_core import sampling
+
+    la, lb = inst.attrs["judge_a"], inst.attrs["judge_b"]
+    agreed = inst[inst[la].notna() & (inst[la] == inst[lb])][["iid", "model"]]
+    extra = sampling.audit_sample(agreed, audit, rng)
+    return pd.concat(
+        [
+            sample,
+            extra.assign(stratum=extra["model"].astype(str) + "|audit", kind="audit")[["iid", "stratum", "kind"]],
+        ],
+        ignore_index=True,
+    )
+
+
+def _plan_sizes(sizes: pd.DataFrame, strata: pd.DataFrame) -> dict:
+    """The ``models`` and ``strata`` entries of a plan's ``params``: population and planned sizes."""
+    return {
         "models": {
             r.model: {"disagreements": int(r.disagreements), "planned": int(r.planned), "strata": int(r.strata)}
             for r in sizes.itertuples()
         },
         "strata": {r.stratum: {"size": int(r.size), "planned": int(r.planned)} for r in strata.itertuples()},
     }
-    with repo.write_tx(engine) as conn:
-        plan_id, name = insert_named_plan(conn, judge_a, judge_b, name, params, actor.user_id)
-        repo.insert_tasks(
-            conn,
-            rows=[
-                {
-                    "plan_id": plan_id,
-                    "response_id": int(inst["response_id"].iat[r]),
-                    "constraint_id": int(inst["constraint_id"].iat[r]),
-                    "stratum": st,
-                    "kind": kind,
-                    "required": 2 if double else 1,
-                    "decided": 0,
-                    "status": "open",
-                    "claimed_by": None,
-                    "lease_until": None,
-                    "order_key": float(ok),
-                    "a_left": str(left),
-                }
-                for r, st, kind, double, ok, left in zip(
-                    row, sample["stratum"], sample["kind"], sample["double"], order_key, a_left
-                )
-            ],
+
+
+def _task_rows(
+    plan_id: int, inst: pd.DataFrame, sample: pd.DataFrame, order_key: np.ndarray, a_left: np.ndarray
+) -> list[dict]:
+    """The ``adjudication_task`` rows of a plan's drawn items, all open and undecided."""
+    row = pd.Index(inst["iid"]).get_indexer(sample["iid"])
+    return [
+        {
+            "plan_id": plan_id,
+            "response_id": int(inst["response_id"].iat[r]),
+            "constraint_id": int(inst["constraint_id"].iat[r]),
+            "stratum": st,
+            "kind": kind,
+            "required": 2 if double else 1,
+            "decided": 0,
+            "status": "open",
+            "claimed_by": None,
+            "lease_until": None,
+            "order_key": float(ok),
+            "a_left": str(left),
+        }
+        for r, st, kind, double, ok, left in zip(
+            row, sample["stratum"], sample["kind"], sample["double"], order_key, a_left
         )
-    return PlanCreated(plan_id=plan_id, name=name, models=sizes, tasks=len(sample))
+    ]
 
 
 def insert_named_plan(
