@@ -750,8 +750,6 @@ def test_the_audit_floor_pools_the_jeffreys_rate_of_each_agreed_label_over_the_m
     assert floor == pytest.approx(lit)
 
 
-
-
 def test_the_prior_only_floor_leaves_out_the_errors_the_audit_found():
     """Same rows as above with ``found=False``: the rate is the prior's half event alone,
     r̃ = ½/(n + 1) = ½/3 = 1/6 on both labels (n = 2 each), r̃(1 − r̃) = 5/36, whatever the audit
@@ -769,6 +767,8 @@ def test_the_prior_only_floor_leaves_out_the_errors_the_audit_found():
     # wrong counts make no difference to it
     again, _ = audit_floor(grad, audited, np.ones(5), pi_a, pi_c, row_model, 2, label, found=False)
     assert again == pytest.approx(floor)
+
+
 def test_the_pooled_prediction_fits_one_rate_per_agreed_label_by_non_negative_least_squares():
     """Exposure split by agreed label (columns fail, pass). Direct 2, 4, 9 on exposures
     (1, 0), (0, 1), (1, 1): the normal equations 2ρ_f + ρ_p = 11, ρ_f + 2ρ_p = 13 give
