@@ -20,7 +20,12 @@ Each is carried to another π by its own shape — ``S_meas · S(π)/S(π₀)``,
 π_A)``, ``E_meas · π₀/π`` (the error rates are fitted on doubled items, whose number grows with π)
 — and the half-width at π is ``t_{0.975, n(π) − 1} · √V(π)`` with ``n(π) = n₀ π/π₀`` questions
 fully decided, the estimator's own t quantile. At π₀ this is exactly the measured half-width, so
-the verdict shows one number. The smallest π that reaches the target is found by bisection (the
+the verdict shows one number. Beyond π₀ the audit's part is never below ``U(π, π_A)`` at the measured
+rates: the estimator's own floor on TCPR and the constraint level counts only the prior's half event
+(the errors a model's audit has not met yet are not in its measured variance), while the pooled
+both-wrong rate counts the errors every model's audit found; without this bound a model whose first
+audits found nothing was predicted to finish at 0.61 of the half-width it then measured
+(``tests/unit/test_forward.py``). The smallest π that reaches the target is found by bisection (the
 variance and the t quantile both fall as π grows); the decisions it needs are the planner's
 expected decisions at π less those at π₀ (:func:`reform_core.estimators.planner.decisions_per_task`),
 plus the opinions the second-opinion rule still owes. Where nothing is measured yet (fewer than two
@@ -75,7 +80,7 @@ def source_shapes(parts: pd.Series, pi: float, pi_a: float) -> tuple[float, floa
 def variance_at(parts: pd.Series, pi: float, pi_a: float, *, measured: Optional[Measured], pi_a_now: float) -> float:
     """The measurement variance (pp²) at (π, π_A): the planner's prediction, or each measured
     component carried from (π₀, plan's π_A) by its source's shape (a source whose shape is 0 or
-    undefined at π₀ is carried as 1/π)."""
+    undefined at π₀ is carried as 1/π); beyond π₀ the audit's never below ``U(π, π_A)``."""
     s, u = source_shapes(parts, pi, pi_a)
     if measured is None:
         return s + u
@@ -86,11 +91,10 @@ def variance_at(parts: pd.Series, pi: float, pi_a: float, *, measured: Optional[
             return value * shape / shape0
         return value * measured.pi_now / pi
 
-    return (
-        carry(measured.sampling, s, s0)
-        + carry(measured.audit, u, u0)
-        + measured.adjudicator_error * measured.pi_now / pi
-    )
+    audit = carry(measured.audit, u, u0)
+    if pi > measured.pi_now:  # beyond what is decided: at least the planner's audit term at the measured rates
+        audit = max(audit, u)
+    return carry(measured.sampling, s, s0) + audit + measured.adjudicator_error * measured.pi_now / pi
 
 
 def half_width_at(

@@ -30,13 +30,15 @@ PARTS = pd.Series(
 
 def _literal_variance(pi, pa, *, meas, pi0, pa0):
     """The method read from its description: S = A(1−π)/π + C/π, U = B[(1−π_A)/(π_A π) + (1−π)/π] + D/π,
-    each measured component times shape(π)/shape(π₀), the error component times π₀/π."""
+    each measured component times shape(π)/shape(π₀), the error component times π₀/π; beyond π₀ the
+    audit's part at least U."""
     a, b, c, d = 40.0, 6.0, 2.0, 1.0
     s = a * (1 - pi) / pi + c / pi
     u = b * ((1 - pa) / (pa * pi) + (1 - pi) / pi) + d / pi
     s0 = a * (1 - pi0) / pi0 + c / pi0
     u0 = b * ((1 - pa0) / (pa0 * pi0) + (1 - pi0) / pi0) + d / pi0
-    return meas["sampling"] * s / s0 + meas["audit"] * u / u0 + meas["adjudicator_error"] * pi0 / pi
+    audit = meas["audit"] * u / u0 if pi <= pi0 else max(meas["audit"] * u / u0, u)
+    return meas["sampling"] * s / s0 + audit + meas["adjudicator_error"] * pi0 / pi
 
 
 def _literal_half_width(pi, pa, *, meas, pi0, pa0, n0):
@@ -55,16 +57,20 @@ def test_at_the_current_probability_the_half_width_is_the_measured_one():
     assert got == pytest.approx(stats.t.ppf(0.975, 11) * math.sqrt(5.0 + 3.0 + 0.5), rel=1e-12)
 
 
-def test_decisions_needed_and_the_smallest_probability_match_a_literal_search():
-    meas = {"sampling": 9.0, "audit": 4.0, "adjudicator_error": 1.0}
+@pytest.mark.parametrize(
+    "audit, target",
+    [(4.0, 8.0), (400.0, 20.0)],  # the planner's audit term binds beyond π₀ / the measured audit carried does
+)
+def test_decisions_needed_and_the_smallest_probability_match_a_literal_search(audit, target):
+    meas = {"sampling": 9.0, "audit": audit, "adjudicator_error": 1.0}
     m = forward.Measured(**meas, n_observed=10, pi_now=0.1)
     out = forward.way_forward(
-        PARTS, target=3.0, pi_plan=0.3, pi_audit=0.3, clusters=100, measured=m, awaiting=4, k_dis=1.2, k_aud=1.1
+        PARTS, target=target, pi_plan=0.3, pi_audit=0.3, clusters=100, measured=m, awaiting=4, k_dis=1.2, k_aud=1.1
     )
     grid = np.linspace(0.1, 1.0, 90001)
     hw = np.array([_literal_half_width(p, 0.3, meas=meas, pi0=0.1, pa0=0.3, n0=10) for p in grid])
-    first = grid[np.argmax(hw <= 3.0)]
-    assert (hw <= 3.0).any() and out["reachable"]
+    first = grid[np.argmax(hw <= target)]
+    assert hw[0] > target and (hw <= target).any() and out["reachable"]
     assert out["pi_needed"] == pytest.approx(first, abs=2e-5)
     cost = lambda pi: pi * (1.2 * 300 + 1.1 * 0.3 * 2000)  # noqa: E731 - the planner's expected decisions
     assert out["decisions_needed"] == math.ceil(cost(out["pi_needed"]) - cost(0.1)) + 4  # the owed opinions count
